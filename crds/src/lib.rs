@@ -1,0 +1,2 @@
+//! svcnet CRD types. Empty until the CRD issue lands.
+#![forbid(unsafe_code)]

@@ -1,0 +1,5 @@
+#![forbid(unsafe_code)]
+
+fn main() -> anyhow::Result<()> {
+    anyhow::bail!("not yet")
+}

@@ -1,0 +1,1 @@
+//! Packet tracer over iptables-save / iptables-restore text.
