@@ -1,0 +1,126 @@
+//! Errors of the pure domain. Every variant names the Kubernetes object and the field that made the
+//! desired state impossible, so the controller can turn it into a Warning event
+//! (`SyncLoadBalancerFailed`) without calling GCE at all.
+
+use thiserror::Error;
+
+/// `object` is always rendered as `Kind ns/name` (or `Kind name` for cluster-scoped objects).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Error {
+    /// Upstream rejects LoadBalancer Services whose ports mix protocols (KEP-1435 is not supported
+    /// by target-pool load balancers).
+    #[error("{object}: spec.ports: mixed protocols are not supported for LoadBalancer ({first} and {other})")]
+    MixedProtocols {
+        object: String,
+        first: String,
+        other: String,
+    },
+
+    #[error("{object}: {field}: protocol {value:?} is not supported, only TCP and UDP")]
+    UnsupportedProtocol {
+        object: String,
+        field: String,
+        value: String,
+    },
+
+    #[error("{object}: spec.ports: no ports specified for GCE load balancer")]
+    NoPorts { object: String },
+
+    #[error("{object}: {field}: {value:?} is not a valid CIDR (expected e.g. 10.0.0.0/24)")]
+    InvalidSourceRange {
+        object: String,
+        field: String,
+        value: String,
+    },
+
+    #[error(
+        "{object}: metadata.annotations[{field}]: unsupported network tier {value:?} (Standard or Premium)"
+    )]
+    InvalidNetworkTier {
+        object: String,
+        field: String,
+        value: String,
+    },
+
+    #[error("{object}: {field}: {message}")]
+    RequestedIp {
+        object: String,
+        field: String,
+        message: String,
+    },
+
+    #[error("{object}: {field} is missing")]
+    MissingField { object: String, field: String },
+
+    /// Upstream refuses to build a load balancer without hosts ("cannot EnsureLoadBalancer() with no hosts").
+    #[error("{object}: no eligible nodes for the load balancer")]
+    NoEligibleNodes { object: String },
+
+    #[error("{object}: {field}: GCE name {name:?} is invalid (must match [a-z]([-a-z0-9]{{0,61}}[a-z0-9])?)")]
+    InvalidName {
+        object: String,
+        field: String,
+        name: String,
+    },
+
+    #[error("{object}: {field}: {value:?} is not a valid GCE provider ID (gce://project/zone/instance)")]
+    InvalidProviderId {
+        object: String,
+        field: String,
+        value: String,
+    },
+
+    #[error("{object}: {field}: {message}")]
+    InvalidNodeAddress {
+        object: String,
+        field: String,
+        message: String,
+    },
+
+    #[error("{object}: {field}: {value:?} is not a valid pod CIDR")]
+    InvalidPodCidr {
+        object: String,
+        field: String,
+        value: String,
+    },
+}
+
+impl Error {
+    /// Low-cardinality label for metrics (`svcnet_cloud_controller_errors_total{error=...}`), in the
+    /// style of kube-rs/controller-rs: one fixed string per variant, never data from the object.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::MixedProtocols { .. } => "mixed_protocols",
+            Error::UnsupportedProtocol { .. } => "unsupported_protocol",
+            Error::NoPorts { .. } => "no_ports",
+            Error::InvalidSourceRange { .. } => "invalid_source_range",
+            Error::InvalidNetworkTier { .. } => "invalid_network_tier",
+            Error::RequestedIp { .. } => "requested_ip",
+            Error::MissingField { .. } => "missing_field",
+            Error::NoEligibleNodes { .. } => "no_eligible_nodes",
+            Error::InvalidName { .. } => "invalid_name",
+            Error::InvalidProviderId { .. } => "invalid_provider_id",
+            Error::InvalidNodeAddress { .. } => "invalid_node_address",
+            Error::InvalidPodCidr { .. } => "invalid_pod_cidr",
+        }
+    }
+
+    /// The field path the error is about, for the Warning event message and for tests.
+    pub fn field(&self) -> &str {
+        match self {
+            Error::MixedProtocols { .. } | Error::NoPorts { .. } => "spec.ports",
+            Error::NoEligibleNodes { .. } => "nodes",
+            Error::UnsupportedProtocol { field, .. }
+            | Error::InvalidSourceRange { field, .. }
+            | Error::InvalidNetworkTier { field, .. }
+            | Error::RequestedIp { field, .. }
+            | Error::MissingField { field, .. }
+            | Error::InvalidName { field, .. }
+            | Error::InvalidProviderId { field, .. }
+            | Error::InvalidNodeAddress { field, .. }
+            | Error::InvalidPodCidr { field, .. } => field,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,130 @@
+//! Plain mirrors of the GCE Compute v1 REST resources the controller writes. Field names follow the
+//! REST JSON (serde renames), so the I/O layer maps them 1:1 onto google-cloud-compute-v1 models and
+//! the fake GCE can read them directly. Only the fields the controller sets or compares are here.
+
+use serde::{Deserialize, Serialize};
+
+/// GCE `networkTier` values as the API spells them.
+pub const TIER_PREMIUM: &str = "PREMIUM";
+pub const TIER_STANDARD: &str = "STANDARD";
+/// Target pool `sessionAffinity` values.
+pub const AFFINITY_NONE: &str = "NONE";
+pub const AFFINITY_CLIENT_IP: &str = "CLIENT_IP";
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Address {
+    pub name: String,
+    pub description: String,
+    /// None on insert lets GCE pick; Some(ip) reserves (or promotes) that IP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    pub network_tier: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FirewallAllowed {
+    #[serde(rename = "IPProtocol")]
+    pub ip_protocol: String,
+    pub ports: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Firewall {
+    pub name: String,
+    pub description: String,
+    /// Network URL.
+    pub network: String,
+    pub source_ranges: Vec<String>,
+    /// Empty = all destinations (GCE's meaning for ingress rules).
+    pub destination_ranges: Vec<String>,
+    pub target_tags: Vec<String>,
+    pub allowed: Vec<FirewallAllowed>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpHealthCheck {
+    pub name: String,
+    pub description: String,
+    pub port: i32,
+    pub request_path: String,
+    pub check_interval_sec: i32,
+    pub timeout_sec: i32,
+    pub healthy_threshold: i32,
+    pub unhealthy_threshold: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetPool {
+    pub name: String,
+    pub description: String,
+    /// Instance URLs.
+    pub instances: Vec<String>,
+    /// NONE | CLIENT_IP ("" when GCE reports none; upstream never recreates for "").
+    pub session_affinity: String,
+    /// HTTP health check URLs (a target pool holds at most one).
+    pub health_checks: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForwardingRule {
+    pub name: String,
+    pub description: String,
+    #[serde(rename = "IPAddress")]
+    pub ip_address: String,
+    #[serde(rename = "IPProtocol")]
+    pub ip_protocol: String,
+    /// `min-max` of the service ports.
+    pub port_range: String,
+    /// Target pool URL.
+    pub target: String,
+    pub network_tier: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Route {
+    pub name: String,
+    pub description: String,
+    pub dest_range: String,
+    /// Instance URL.
+    pub next_hop_instance: String,
+    /// Network URL.
+    pub network: String,
+    pub priority: u32,
+}
+
+/// Compare two GCE resource links regardless of the endpoint they were built with: GCE returns full
+/// `https://.../compute/v1/projects/...` URLs, the fake GCE another host, upstream sometimes sends
+/// relative `zones/z/instances/i`. Everything from `projects/` (else from the scope segment) is
+/// the identity.
+pub fn same_link(a: &str, b: &str) -> bool {
+    link_key(a) == link_key(b)
+}
+
+/// The comparable part of a link (see [`same_link`]).
+pub fn link_key(link: &str) -> &str {
+    let link = link.trim_start_matches('/');
+    if let Some(i) = link.find("projects/") {
+        return &link[i..];
+    }
+    link
+}
+
+/// Instances are compared from `zones/` on, as upstream's `hostURLToComparablePath` does, so a
+/// relative `zones/z/instances/i` equals the full URL.
+pub fn instance_key(link: &str) -> &str {
+    match link.find("zones/") {
+        Some(i) => &link[i..],
+        None => link,
+    }
+}
+
+/// Last path segment of a link (a resource name).
+pub fn link_name(link: &str) -> &str {
+    link.rsplit('/').next().unwrap_or(link)
+}

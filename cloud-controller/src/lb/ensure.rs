@@ -1,0 +1,105 @@
+//! The entry point the service controller calls per sync: Service + Nodes + what GCE holds ->
+//! the calls to make. Pure; validation errors come back before any call is planned.
+
+use k8s_openapi::api::core::v1::{Node, Service};
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::gce::Address;
+use crate::lb::action::Action;
+use crate::lb::address::{IpChoice, resolve_ip};
+use crate::lb::desired::{DesiredLb, desired_lb};
+use crate::lb::hosts::lb_hosts;
+use crate::lb::observed::Observed;
+use crate::lb::plan::plan_ensure;
+use crate::lb::spec::LbSpec;
+use crate::naming::LbNames;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnsurePlan {
+    pub actions: Vec<Action>,
+    /// The plan stops after reserving a new address (GCE picks the IP, which the firewall and the
+    /// forwarding rule need): execute, GET the address, and plan again.
+    pub replan: bool,
+    /// IP for `status.loadBalancer.ingress[0].ip` once the actions are done (None while reserving).
+    pub ingress_ip: Option<String>,
+    /// Eligible nodes without a GCE providerID yet (not initialised): not in the pool this round.
+    pub skipped_nodes: Vec<String>,
+    pub desired: Option<DesiredLb>,
+}
+
+/// Names to GET before planning (the I/O layer fills [`Observed`] from them).
+pub fn lb_names(service: &Service, cfg: &Config) -> Result<LbNames> {
+    let spec = LbSpec::from_service(service)?;
+    LbNames::new(&spec.uid, &cfg.cluster_id, &spec.object)
+}
+
+pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observed) -> Result<EnsurePlan> {
+    let spec = LbSpec::from_service(service)?;
+    let names = LbNames::new(&spec.uid, &cfg.cluster_id, &spec.object)?;
+    let (hosts, skipped_nodes) = lb_hosts(nodes);
+    if hosts.is_empty() {
+        return Err(crate::error::Error::NoEligibleNodes { object: spec.object });
+    }
+
+    // Upstream deleteWrongNetworkTieredResources: only when the tier annotation is present, so a
+    // missing annotation never tears down a working LB of the other tier.
+    let mut observed = observed.clone();
+    let mut actions = Vec::new();
+    if spec.network_tier_annotated {
+        if observed
+            .forwarding_rule
+            .as_ref()
+            .is_some_and(|f| wrong_tier(&f.network_tier, &spec.network_tier))
+        {
+            actions.push(Action::DeleteForwardingRule {
+                name: names.lb.clone(),
+            });
+            observed.forwarding_rule = None;
+        }
+        if observed
+            .address
+            .as_ref()
+            .is_some_and(|a| wrong_tier(&a.network_tier, &spec.network_tier))
+        {
+            actions.push(Action::DeleteAddress {
+                name: names.lb.clone(),
+            });
+            observed.address = None;
+            observed.ip_holder = observed.ip_holder.filter(|a| a.name != names.lb);
+        }
+    }
+
+    match resolve_ip(&spec, &names.lb, &observed)? {
+        IpChoice::Reserve => {
+            actions.push(Action::CreateAddress(Address {
+                name: names.lb.clone(),
+                description: crate::naming::service_description(&spec.service_name),
+                address: None,
+                network_tier: spec.network_tier.clone(),
+            }));
+            Ok(EnsurePlan {
+                actions,
+                replan: true,
+                ingress_ip: None,
+                skipped_nodes,
+                desired: None,
+            })
+        }
+        IpChoice::Known { ip, controller_owned } => {
+            let desired = desired_lb(&spec, &names, &hosts, cfg, &ip, controller_owned)?;
+            actions.extend(plan_ensure(&desired, &observed, cfg));
+            Ok(EnsurePlan {
+                actions,
+                replan: false,
+                ingress_ip: Some(ip),
+                skipped_nodes,
+                desired: Some(desired),
+            })
+        }
+    }
+}
+
+fn wrong_tier(have: &str, want: &str) -> bool {
+    !have.is_empty() && have != want
+}

@@ -1,0 +1,78 @@
+//! Which nodes back a load balancer, and which GCE instance each one is.
+//!
+//! Predicates follow k8s.io/cloud-provider's service controller `stableNodeSetPredicates` (the
+//! StableLoadBalancerNodeSet behaviour, GA since 1.30): a node is a target pool member unless it is
+//! being deleted, carries `node.kubernetes.io/exclude-from-external-load-balancers` (a value that
+//! parses as false keeps it in; anything else, including a non-boolean value, excludes it), or has
+//! the cluster autoscaler's `ToBeDeletedByClusterAutoscaler` taint. Readiness and
+//! `spec.unschedulable` are deliberately NOT predicates any more: the LB health check takes a
+//! broken node out, and churning the pool on every readiness flap is what KEP-3458 removed.
+
+use k8s_openapi::api::core::v1::Node;
+
+use crate::nodes::parse_provider_id;
+
+pub const EXCLUDE_LB_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+pub const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+
+/// A target pool member.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LbHost {
+    pub zone: String,
+    pub instance: String,
+}
+
+/// Go's strconv.ParseBool.
+fn parse_go_bool(v: &str) -> Option<bool> {
+    match v {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+pub fn node_is_eligible(node: &Node) -> bool {
+    if node.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    if let Some(v) = node
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(EXCLUDE_LB_LABEL))
+        && parse_go_bool(v) != Some(false)
+    {
+        return false;
+    }
+    let tainted = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key == TO_BE_DELETED_TAINT));
+    !tainted
+}
+
+/// Eligible nodes mapped to instances via `spec.providerID`. Nodes without a usable providerID
+/// (not initialised yet) cannot be placed in a pool; they are returned by name in the second list
+/// so the caller can log them and retry after the node controller has run.
+pub fn lb_hosts(nodes: &[Node]) -> (Vec<LbHost>, Vec<String>) {
+    let mut hosts = Vec::new();
+    let mut skipped = Vec::new();
+    for node in nodes.iter().filter(|n| node_is_eligible(n)) {
+        let provider_id = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .unwrap_or("");
+        match parse_provider_id(provider_id) {
+            Some(id) => hosts.push(LbHost {
+                zone: id.zone,
+                instance: id.instance,
+            }),
+            None => skipped.push(node.metadata.name.clone().unwrap_or_default()),
+        }
+    }
+    hosts.sort();
+    hosts.dedup();
+    (hosts, skipped)
+}

@@ -1,0 +1,226 @@
+//! Desired vs observed -> ordered GCE calls for one load balancer.
+//!
+//! Order (DESIGN "Ensure order"): address, traffic firewall, health check firewall + health check,
+//! [forwarding rule delete], target pool, forwarding rule, then clean-up of what is no longer
+//! referenced (old health check and its firewall, an address the LB stopped using). Pool and
+//! forwarding rule are recreated only when GCE cannot change them in place:
+//! - forwarding rule: IP, port range or protocol changed (or its pool is recreated);
+//! - pool: session affinity changed, or (EtpTransition::Recreate, upstream's behaviour) it switches
+//!   between the node and the service health check.
+//!
+//! Instances change by addInstance/removeInstance batches; a wrong target by setTarget.
+//! When observed matches desired the plan is empty.
+
+use std::collections::BTreeSet;
+
+use crate::config::{Config, EtpTransition};
+use crate::gce::{self, TargetPool};
+use crate::lb::action::Action;
+use crate::lb::desired::DesiredLb;
+use crate::lb::drift;
+use crate::lb::observed::Observed;
+use crate::lb::spec::HealthCheckKind;
+
+pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Vec<Action> {
+    let mut actions = Vec::new();
+    let mut cleanup = Vec::new();
+    let names = &desired.names;
+
+    // 1. Address: ours must hold the IP; a user's address is never touched.
+    match (&desired.address, &observed.address) {
+        (Some(want), None) => actions.push(Action::CreateAddress(want.clone())),
+        (Some(want), Some(have)) if have.address != want.address => {
+            actions.push(Action::DeleteAddress {
+                name: have.name.clone(),
+            });
+            actions.push(Action::CreateAddress(want.clone()));
+        }
+        (None, Some(have)) => cleanup.push(Action::DeleteAddress {
+            name: have.name.clone(),
+        }),
+        _ => {}
+    }
+
+    // 2. Traffic firewall (patchable in place).
+    match &observed.firewall {
+        None => actions.push(Action::CreateFirewall(desired.firewall.clone())),
+        Some(have)
+            if drift::firewall_differs(&desired.firewall, have, Some(&desired.firewall_ports_legacy)) =>
+        {
+            actions.push(Action::PatchFirewall(desired.firewall.clone()))
+        }
+        Some(_) => {}
+    }
+
+    // 3. Health check firewall, then the health check (upstream order).
+    let local = matches!(desired.health_check_kind(), HealthCheckKind::Local { .. });
+    let (have_hc, have_hc_fw) = if local {
+        (
+            &observed.local_health_check,
+            &observed.local_health_check_firewall,
+        )
+    } else {
+        (
+            &observed.nodes_health_check,
+            &observed.nodes_health_check_firewall,
+        )
+    };
+    match have_hc_fw {
+        None => actions.push(Action::CreateFirewall(desired.health_check_firewall.clone())),
+        Some(have) if drift::firewall_differs(&desired.health_check_firewall, have, None) => {
+            actions.push(Action::PatchFirewall(desired.health_check_firewall.clone()))
+        }
+        Some(_) => {}
+    }
+    match have_hc {
+        None => actions.push(Action::CreateHealthCheck(desired.health_check.clone())),
+        Some(have) if drift::health_check_differs(&desired.health_check, have) => actions.push(
+            Action::UpdateHealthCheck(drift::merged_health_check(&desired.health_check, have)),
+        ),
+        Some(_) => {}
+    }
+
+    // The health check of the other kind: the pool may still reference it; remove it once not.
+    let pool = observed.target_pool.as_ref();
+    let pool_uses =
+        |name: &str| pool.is_some_and(|p| p.health_checks.iter().any(|l| gce::link_name(l) == name));
+    let old_hc_name = if local {
+        &names.nodes_health_check
+    } else {
+        &names.local_health_check
+    };
+    let old_hc_in_pool = pool_uses(old_hc_name);
+    if local {
+        // The shared check goes only if our pool was its user and no other pool uses it.
+        if old_hc_in_pool && !observed.nodes_health_check_used_elsewhere {
+            if observed.nodes_health_check.is_some() {
+                cleanup.push(Action::DeleteHealthCheck {
+                    name: names.nodes_health_check.clone(),
+                });
+            }
+            if observed.nodes_health_check_firewall.is_some() {
+                cleanup.push(Action::DeleteFirewall {
+                    name: names.nodes_health_check_firewall.clone(),
+                });
+            }
+        }
+    } else {
+        // A service health check left from ETP=Local is ours alone.
+        if observed.local_health_check.is_some() {
+            cleanup.push(Action::DeleteHealthCheck {
+                name: names.local_health_check.clone(),
+            });
+        }
+        if observed.local_health_check_firewall.is_some() {
+            cleanup.push(Action::DeleteFirewall {
+                name: names.local_health_check_firewall.clone(),
+            });
+        }
+    }
+
+    // 4. Target pool and forwarding rule.
+    let want_pool = &desired.target_pool;
+    let want_fr = &desired.forwarding_rule;
+    let pool_recreate = pool.is_some_and(|have| {
+        drift::affinity_changed(&want_pool.session_affinity, &have.session_affinity)
+            || (cfg.etp_transition == EtpTransition::Recreate && old_hc_in_pool)
+    });
+    let fr = observed.forwarding_rule.as_ref();
+    let fr_recreate = fr.is_some_and(|have| drift::forwarding_rule_needs_recreate(want_fr, have));
+    if fr.is_some() && (fr_recreate || pool_recreate) {
+        actions.push(Action::DeleteForwardingRule {
+            name: names.lb.clone(),
+        });
+    }
+    match pool {
+        Some(_) if pool_recreate => {
+            actions.push(Action::DeleteTargetPool {
+                name: names.lb.clone(),
+            });
+            create_pool(want_pool, cfg, &mut actions);
+        }
+        None => create_pool(want_pool, cfg, &mut actions),
+        Some(have) => update_pool(want_pool, have, cfg, &mut actions),
+    }
+    match fr {
+        Some(_) if fr_recreate || pool_recreate => {
+            actions.push(Action::CreateForwardingRule(want_fr.clone()))
+        }
+        None => actions.push(Action::CreateForwardingRule(want_fr.clone())),
+        Some(have) if !gce::same_link(&have.target, &want_fr.target) => actions.push(Action::SetTarget {
+            forwarding_rule: names.lb.clone(),
+            target: want_fr.target.clone(),
+        }),
+        Some(_) => {}
+    }
+
+    actions.extend(cleanup);
+    actions
+}
+
+/// Insert with the first `create_instances_max` members, the rest as addInstance batches
+/// (upstream ensureTargetPoolAndHealthCheck).
+fn create_pool(want: &TargetPool, cfg: &Config, actions: &mut Vec<Action>) {
+    let first = cfg.create_instances_max.max(1).min(want.instances.len());
+    let (now, later) = want.instances.split_at(first);
+    actions.push(Action::CreateTargetPool(TargetPool {
+        instances: now.to_vec(),
+        ..want.clone()
+    }));
+    push_batches(&want.name, later, cfg, actions, true);
+}
+
+fn update_pool(want: &TargetPool, have: &TargetPool, cfg: &Config, actions: &mut Vec<Action>) {
+    let have_keys: BTreeSet<&str> = have.instances.iter().map(|l| gce::instance_key(l)).collect();
+    let want_keys: BTreeSet<&str> = want.instances.iter().map(|l| gce::instance_key(l)).collect();
+    let add: Vec<String> = want
+        .instances
+        .iter()
+        .filter(|l| !have_keys.contains(gce::instance_key(l)))
+        .cloned()
+        .collect();
+    let mut remove: Vec<String> = have
+        .instances
+        .iter()
+        .filter(|l| !want_keys.contains(gce::instance_key(l)))
+        .cloned()
+        .collect();
+    remove.sort();
+    remove.dedup();
+    push_batches(&want.name, &add, cfg, actions, true);
+    push_batches(&want.name, &remove, cfg, actions, false);
+
+    // Health check membership (a pool holds at most one): drop foreign links, add ours.
+    if !drift::links_equal(&have.health_checks, &want.health_checks) {
+        for link in &have.health_checks {
+            if !want.health_checks.iter().any(|w| gce::same_link(w, link)) {
+                actions.push(Action::RemoveHealthCheck {
+                    pool: want.name.clone(),
+                    health_check: link.clone(),
+                });
+            }
+        }
+        for link in &want.health_checks {
+            if !have.health_checks.iter().any(|h| gce::same_link(h, link)) {
+                actions.push(Action::AddHealthCheck {
+                    pool: want.name.clone(),
+                    health_check: link.clone(),
+                });
+            }
+        }
+    }
+}
+
+fn push_batches(pool: &str, instances: &[String], cfg: &Config, actions: &mut Vec<Action>, add: bool) {
+    for chunk in instances.chunks(cfg.instance_batch.max(1)) {
+        let (pool, instances) = (pool.to_owned(), chunk.to_vec());
+        actions.push(if add {
+            Action::AddInstances { pool, instances }
+        } else {
+            Action::RemoveInstances { pool, instances }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

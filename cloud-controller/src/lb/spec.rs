@@ -1,0 +1,251 @@
+//! The Service, read and validated once: everything the load balancer depends on, as plain data.
+//! Any invalid input becomes an [`Error`] naming the field, before a single GCE call is planned.
+
+use std::collections::BTreeSet;
+
+use ipnet::IpNet;
+use k8s_openapi::api::core::v1::Service;
+
+use crate::error::{Error, Result};
+use crate::gce::{AFFINITY_CLIENT_IP, AFFINITY_NONE, TIER_PREMIUM, TIER_STANDARD};
+use crate::naming::{NODES_HEALTH_CHECK_PATH, NODES_HEALTH_CHECK_PORT};
+
+pub const NETWORK_TIER_ANNOTATION: &str = "cloud.google.com/network-tier";
+pub const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
+/// Upstream's default when neither the field nor the annotation restricts sources.
+const DEFAULT_SOURCE_RANGE: &str = "0.0.0.0/0";
+
+/// Where the target pool's health check probes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HealthCheckKind {
+    /// ETP=Cluster: the shared `k8s-<clusterid>-node` check on kube-proxy's 10256 /healthz.
+    Nodes,
+    /// ETP=Local: a per-service check on spec.healthCheckNodePort.
+    Local { node_port: i32 },
+}
+
+impl HealthCheckKind {
+    pub fn port(&self) -> i32 {
+        match self {
+            HealthCheckKind::Nodes => NODES_HEALTH_CHECK_PORT,
+            HealthCheckKind::Local { node_port } => *node_port,
+        }
+    }
+
+    /// Both kinds probe `/healthz` (upstream's GetServiceHealthCheckPathPort and GetNodesHealthCheckPath).
+    pub fn path(&self) -> &'static str {
+        NODES_HEALTH_CHECK_PATH
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LbSpec {
+    /// `Service ns/name`, for errors.
+    pub object: String,
+    /// `ns/name`, for descriptions.
+    pub service_name: String,
+    pub uid: String,
+    /// `TCP` or `UDP` (one protocol: mixed protocols are rejected).
+    pub protocol: String,
+    /// Service ports, sorted, deduplicated.
+    pub ports: Vec<i32>,
+    /// NONE | CLIENT_IP.
+    pub session_affinity: String,
+    /// Normalised CIDRs (host bits cleared), sorted, deduplicated.
+    pub source_ranges: Vec<String>,
+    /// PREMIUM | STANDARD.
+    pub network_tier: String,
+    /// Whether the tier annotation is present: upstream deletes wrong-tier objects only then.
+    pub network_tier_annotated: bool,
+    /// spec.loadBalancerIP, when set.
+    pub requested_ip: Option<String>,
+    pub health_check: HealthCheckKind,
+}
+
+pub fn service_object(service: &Service) -> String {
+    format!(
+        "Service {}/{}",
+        service.metadata.namespace.as_deref().unwrap_or(""),
+        service.metadata.name.as_deref().unwrap_or("")
+    )
+}
+
+impl LbSpec {
+    pub fn from_service(service: &Service) -> Result<Self> {
+        let object = service_object(service);
+        let service_name = format!(
+            "{}/{}",
+            service.metadata.namespace.as_deref().unwrap_or(""),
+            service.metadata.name.as_deref().unwrap_or("")
+        );
+        let uid = match service.metadata.uid.as_deref() {
+            Some(uid) if !uid.is_empty() => uid.to_owned(),
+            _ => {
+                return Err(Error::MissingField {
+                    object,
+                    field: "metadata.uid".into(),
+                });
+            }
+        };
+        let spec = service.spec.clone().unwrap_or_default();
+        let ports = spec.ports.unwrap_or_default();
+        let Some(first) = ports.first() else {
+            return Err(Error::NoPorts { object });
+        };
+        let protocol = first.protocol.clone().unwrap_or_else(|| "TCP".into());
+        for port in &ports[1..] {
+            let other = port.protocol.clone().unwrap_or_else(|| "TCP".into());
+            if other != protocol {
+                return Err(Error::MixedProtocols {
+                    object,
+                    first: protocol,
+                    other,
+                });
+            }
+        }
+        if protocol != "TCP" && protocol != "UDP" {
+            return Err(Error::UnsupportedProtocol {
+                object,
+                field: "spec.ports[0].protocol".into(),
+                value: protocol,
+            });
+        }
+        let ports: Vec<i32> = ports
+            .iter()
+            .map(|p| p.port)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+
+        // Upstream translateAffinityType: anything but ClientIP is NONE.
+        let session_affinity = match spec.session_affinity.as_deref() {
+            Some("ClientIP") => AFFINITY_CLIENT_IP,
+            _ => AFFINITY_NONE,
+        }
+        .to_owned();
+
+        let annotations = service.metadata.annotations.clone().unwrap_or_default();
+        let source_ranges = source_ranges(
+            &object,
+            spec.load_balancer_source_ranges.as_deref(),
+            annotations.get(SOURCE_RANGES_ANNOTATION),
+        )?;
+
+        let (network_tier, network_tier_annotated) = match annotations.get(NETWORK_TIER_ANNOTATION) {
+            None => (TIER_PREMIUM.to_owned(), false),
+            // Upstream compares case-sensitively against cloud.NetworkTierStandard/Premium.
+            Some(v) if v == "Standard" => (TIER_STANDARD.to_owned(), true),
+            Some(v) if v == "Premium" => (TIER_PREMIUM.to_owned(), true),
+            Some(v) => {
+                return Err(Error::InvalidNetworkTier {
+                    object,
+                    field: NETWORK_TIER_ANNOTATION.into(),
+                    value: v.clone(),
+                });
+            }
+        };
+
+        let requested_ip = spec.load_balancer_ip.filter(|ip| !ip.is_empty());
+        if let Some(ip) = &requested_ip
+            && ip.parse::<std::net::IpAddr>().is_err()
+        {
+            return Err(Error::RequestedIp {
+                object,
+                field: "spec.loadBalancerIP".into(),
+                message: format!("{ip:?} is not an IP address"),
+            });
+        }
+
+        // Upstream GetServiceHealthCheckPathPort: Local policy on a LoadBalancer with a node port.
+        let local = spec.external_traffic_policy.as_deref() == Some("Local");
+        let health_check = match spec.health_check_node_port {
+            Some(node_port) if local && node_port != 0 => HealthCheckKind::Local { node_port },
+            _ => HealthCheckKind::Nodes,
+        };
+
+        Ok(LbSpec {
+            object,
+            service_name,
+            uid,
+            protocol,
+            ports,
+            session_affinity,
+            source_ranges,
+            network_tier,
+            network_tier_annotated,
+            requested_ip,
+            health_check,
+        })
+    }
+
+    pub fn port_range(&self) -> String {
+        let min = self.ports.first().copied().unwrap_or_default();
+        let max = self.ports.last().copied().unwrap_or_default();
+        format!("{min}-{max}")
+    }
+
+    /// Firewall ports as upstream writes them now: consecutive ports merged into `a-b` ranges.
+    pub fn firewall_port_ranges(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut iter = self.ports.iter().copied();
+        let Some(mut start) = iter.next() else { return out };
+        let mut prev = start;
+        for p in iter {
+            if p != prev + 1 {
+                out.push(range_str(start, prev));
+                start = p;
+            }
+            prev = p;
+        }
+        out.push(range_str(start, prev));
+        out
+    }
+
+    /// Firewall ports as older upstream versions wrote them: one entry per port.
+    pub fn firewall_port_list(&self) -> Vec<String> {
+        self.ports.iter().map(|p| p.to_string()).collect()
+    }
+}
+
+fn range_str(a: i32, b: i32) -> String {
+    if a == b { a.to_string() } else { format!("{a}-{b}") }
+}
+
+/// spec.loadBalancerSourceRanges wins; else the annotation (comma separated); else 0.0.0.0/0.
+/// Entries are trimmed and host bits cleared (Go's ParseCIDR semantics), the set is sorted.
+fn source_ranges(object: &str, field: Option<&[String]>, annotation: Option<&String>) -> Result<Vec<String>> {
+    let (field_name, entries): (String, Vec<String>) = match field {
+        Some(list) if !list.is_empty() => ("spec.loadBalancerSourceRanges".into(), list.to_vec()),
+        _ => {
+            let raw = annotation.map(|s| s.trim()).unwrap_or("");
+            let raw = if raw.is_empty() { DEFAULT_SOURCE_RANGE } else { raw };
+            (
+                format!("metadata.annotations[{SOURCE_RANGES_ANNOTATION}]"),
+                raw.split(',').map(str::to_owned).collect(),
+            )
+        }
+    };
+    let mut set = BTreeSet::new();
+    for entry in entries {
+        let net: IpNet = entry.trim().parse().map_err(|_| Error::InvalidSourceRange {
+            object: object.to_owned(),
+            field: field_name.clone(),
+            value: entry.clone(),
+        })?;
+        set.insert(net.trunc());
+    }
+    Ok(set.into_iter().map(|n| n.to_string()).collect())
+}
+
+/// Normalise CIDR strings the way [`LbSpec::source_ranges`] are, for comparing with GCE's copy.
+/// Unparsable entries are kept verbatim so they compare unequal (and get repaired).
+pub fn normalize_cidrs(list: &[String]) -> BTreeSet<String> {
+    list.iter()
+        .map(|s| {
+            s.trim()
+                .parse::<IpNet>()
+                .map(|n| n.trunc().to_string())
+                .unwrap_or_else(|_| s.clone())
+        })
+        .collect()
+}

@@ -1,0 +1,159 @@
+//! Names and descriptions of the GCE objects, as cloud-provider-gcp derives them
+//! (gce_loadbalancer_naming.go, cloudprovider.DefaultLoadBalancerName, gce_routes.go).
+//! Names are validated against GCE's RFC1035 pattern; descriptions are JSON built with real escaping.
+
+use crate::error::{Error, Result};
+
+/// Node health check (shared by all ETP=Cluster load balancers of the cluster): kube-proxy's healthz.
+pub const NODES_HEALTH_CHECK_PORT: i32 = 10256;
+pub const NODES_HEALTH_CHECK_PATH: &str = "/healthz";
+/// Route description; the route controller lists only routes carrying it.
+pub const ROUTE_DESCRIPTION: &str = "k8s-node-route";
+/// Upstream truncates the cluster name to this many characters for route names.
+pub const ROUTE_CLUSTER_NAME_MAX: usize = 26;
+const LB_NAME_MAX: usize = 32;
+const GCE_NAME_MAX: usize = 63;
+
+/// `a` + the Service UID without dashes, cut to 32 characters (cloudprovider.DefaultLoadBalancerName).
+pub fn load_balancer_name(service_uid: &str) -> String {
+    let mut name: String = std::iter::once('a')
+        .chain(service_uid.chars().filter(|c| *c != '-'))
+        .collect();
+    if name.len() > LB_NAME_MAX {
+        // UIDs are ASCII; cut on a char boundary anyway so hostile input cannot panic.
+        let cut = name
+            .char_indices()
+            .nth(LB_NAME_MAX)
+            .map_or(name.len(), |(i, _)| i);
+        name.truncate(cut);
+    }
+    name
+}
+
+/// Traffic firewall of a load balancer.
+pub fn firewall_name(lb_name: &str) -> String {
+    format!("k8s-fw-{lb_name}")
+}
+
+/// Shared node health check.
+pub fn nodes_health_check_name(cluster_id: &str) -> String {
+    format!("k8s-{cluster_id}-node")
+}
+
+/// Firewall letting health checkers reach the node health check port.
+pub fn nodes_health_check_firewall_name(cluster_id: &str) -> String {
+    format!("{}-http-hc", nodes_health_check_name(cluster_id))
+}
+
+/// ETP=Local services get their own health check, named like the load balancer.
+pub fn local_health_check_name(lb_name: &str) -> String {
+    lb_name.to_owned()
+}
+
+pub fn local_health_check_firewall_name(lb_name: &str) -> String {
+    format!("k8s-{lb_name}-http-hc")
+}
+
+/// Route names: the cluster name cut to 26 characters (bytes, as upstream slices the Go string),
+/// `-`, the node UID. Upstream does no sanitising, so an invalid cluster name yields an invalid
+/// route name; we reject it here instead of letting GCE do it.
+pub fn route_prefix(cluster_name: &str) -> String {
+    let mut cut = cluster_name.len().min(ROUTE_CLUSTER_NAME_MAX);
+    while !cluster_name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}-", &cluster_name[..cut])
+}
+
+pub fn route_name(cluster_name: &str, node_uid: &str) -> String {
+    format!("{}{}", route_prefix(cluster_name), node_uid)
+}
+
+/// GCE resource names: `[a-z]([-a-z0-9]{0,61}[a-z0-9])?`.
+pub fn is_valid_gce_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
+        return false;
+    };
+    bytes.len() <= GCE_NAME_MAX
+        && first.is_ascii_lowercase()
+        && (last.is_ascii_lowercase() || last.is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+}
+
+pub fn validate_gce_name(name: &str, object: &str, field: &str) -> Result<()> {
+    if is_valid_gce_name(name) {
+        Ok(())
+    } else {
+        Err(Error::InvalidName {
+            object: object.to_owned(),
+            field: field.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// A JSON string literal (quotes included) with full escaping: service names reach GCE
+/// descriptions and must never break the JSON, whatever the API server let through.
+fn json_str(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+/// Description of addresses, forwarding rules, target pools and health checks:
+/// `{"kubernetes.io/service-name":"ns/name"}`.
+pub fn service_description(service_name: &str) -> String {
+    format!("{{\"kubernetes.io/service-name\":{}}}", json_str(service_name))
+}
+
+/// Description of the traffic firewall (and the ETP=Local health check firewall). Byte-identical
+/// to upstream for ordinary names (including the space after the comma) so objects an upstream
+/// controller created are not seen as drifted.
+pub fn firewall_description(service_name: &str, ip: &str) -> String {
+    format!(
+        "{{\"kubernetes.io/service-name\":{}, \"kubernetes.io/service-ip\":{}}}",
+        json_str(service_name),
+        json_str(ip)
+    )
+}
+
+/// Description of the shared node health check firewall.
+pub fn cluster_description(cluster_id: &str) -> String {
+    format!("{{\"kubernetes.io/cluster-id\":{}}}", json_str(cluster_id))
+}
+
+/// All names of one load balancer, so the I/O layer knows what to GET before planning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LbNames {
+    pub lb: String,
+    pub firewall: String,
+    pub nodes_health_check: String,
+    pub nodes_health_check_firewall: String,
+    pub local_health_check: String,
+    pub local_health_check_firewall: String,
+}
+
+impl LbNames {
+    /// Validates every derived name; `object` names the Service for the error.
+    pub fn new(service_uid: &str, cluster_id: &str, object: &str) -> Result<Self> {
+        let lb = load_balancer_name(service_uid);
+        let names = LbNames {
+            firewall: firewall_name(&lb),
+            nodes_health_check: nodes_health_check_name(cluster_id),
+            nodes_health_check_firewall: nodes_health_check_firewall_name(cluster_id),
+            local_health_check: local_health_check_name(&lb),
+            local_health_check_firewall: local_health_check_firewall_name(&lb),
+            lb,
+        };
+        validate_gce_name(&names.lb, object, "metadata.uid")?;
+        validate_gce_name(&names.firewall, object, "metadata.uid")?;
+        validate_gce_name(&names.local_health_check_firewall, object, "metadata.uid")?;
+        validate_gce_name(&names.nodes_health_check, object, "config.cluster_id")?;
+        validate_gce_name(&names.nodes_health_check_firewall, object, "config.cluster_id")?;
+        Ok(names)
+    }
+}
+
+#[cfg(test)]
+mod tests;

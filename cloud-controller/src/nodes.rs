@@ -1,0 +1,235 @@
+//! Node controller, pure part (k8s.io/cloud-provider cloud node + node lifecycle controllers with
+//! the GCE instance facts): initialise nodes tainted `node.cloudprovider.kubernetes.io/uninitialized`
+//! and delete NotReady nodes whose instance is gone.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, NodeAddress, Taint};
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+
+pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+/// Set by kubelet --node-ip when running with an external cloud provider.
+pub const PROVIDED_NODE_IP_ANNOTATION: &str = "alpha.kubernetes.io/provided-node-ip";
+pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+pub const LABEL_REGION: &str = "topology.kubernetes.io/region";
+pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+/// Upstream still sets the deprecated beta labels next to the GA ones.
+pub const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
+pub const LABEL_REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
+pub const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderId {
+    pub project: String,
+    pub zone: String,
+    pub instance: String,
+}
+
+impl ProviderId {
+    pub fn format(&self) -> String {
+        format!("gce://{}/{}/{}", self.project, self.zone, self.instance)
+    }
+}
+
+/// `gce://<project>/<zone>/<instance>`; None for anything else.
+pub fn parse_provider_id(s: &str) -> Option<ProviderId> {
+    let rest = s.strip_prefix("gce://")?;
+    let mut parts = rest.split('/');
+    let (project, zone, instance) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || project.is_empty() || zone.is_empty() || instance.is_empty() {
+        return None;
+    }
+    Some(ProviderId {
+        project: project.into(),
+        zone: zone.into(),
+        instance: instance.into(),
+    })
+}
+
+/// Zone `us-central1-a` -> region `us-central1`.
+pub fn region_of_zone(zone: &str) -> &str {
+    zone.rsplit_once('-').map_or(zone, |(region, _)| region)
+}
+
+/// What instances.get told us about the node's VM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceFacts {
+    pub project: String,
+    pub zone: String,
+    pub name: String,
+    /// machineType URL or name.
+    pub machine_type: String,
+    /// networkInterfaces[0].networkIP (and further NICs).
+    pub internal_ips: Vec<String>,
+    /// accessConfigs[].natIP.
+    pub external_ips: Vec<String>,
+}
+
+/// Everything to write on an uninitialised node, ready to send as two merge patches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeInit {
+    /// Only when the node has none yet (providerID is immutable once set).
+    pub provider_id: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub addresses: Vec<NodeAddress>,
+    /// The node's taints without the uninitialized one (merge patches replace lists whole).
+    pub taints: Vec<Taint>,
+}
+
+impl NodeInit {
+    /// Merge patch for the node object (metadata.labels, spec.providerID, spec.taints).
+    pub fn spec_patch(&self) -> Value {
+        let mut spec = json!({ "taints": self.taints });
+        if let (Some(id), Some(obj)) = (&self.provider_id, spec.as_object_mut()) {
+            obj.insert("providerID".into(), Value::String(id.clone()));
+        }
+        json!({ "metadata": { "labels": self.labels }, "spec": spec })
+    }
+
+    /// Merge patch for the status subresource.
+    pub fn status_patch(&self) -> Value {
+        json!({ "status": { "addresses": self.addresses } })
+    }
+}
+
+fn node_object(node: &Node) -> String {
+    format!("Node {}", node.metadata.name.as_deref().unwrap_or(""))
+}
+
+pub fn needs_initialization(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key == UNINITIALIZED_TAINT))
+}
+
+fn address(type_: &str, address: &str) -> NodeAddress {
+    NodeAddress {
+        type_: type_.into(),
+        address: address.into(),
+    }
+}
+
+pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
+    let object = node_object(node);
+    let spec = node.spec.clone().unwrap_or_default();
+    let provider_id = match spec.provider_id.as_deref() {
+        Some(id) if !id.is_empty() => {
+            if parse_provider_id(id).is_none() {
+                return Err(Error::InvalidProviderId {
+                    object,
+                    field: "spec.providerID".into(),
+                    value: id.into(),
+                });
+            }
+            None
+        }
+        _ => Some(
+            ProviderId {
+                project: facts.project.clone(),
+                zone: facts.zone.clone(),
+                instance: facts.name.clone(),
+            }
+            .format(),
+        ),
+    };
+
+    let mut addresses: Vec<NodeAddress> = facts
+        .internal_ips
+        .iter()
+        .map(|ip| address("InternalIP", ip))
+        .chain(facts.external_ips.iter().map(|ip| address("ExternalIP", ip)))
+        .collect();
+    // The cloud reports no hostname: keep the one kubelet published (as upstream does).
+    let existing = node
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.clone())
+        .unwrap_or_default();
+    addresses.extend(existing.into_iter().filter(|a| a.type_ == "Hostname"));
+    // kubelet --node-ip must be an address the cloud knows, and goes first.
+    if let Some(ip) = node
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(PROVIDED_NODE_IP_ANNOTATION))
+    {
+        let Some(pos) = addresses.iter().position(|a| &a.address == ip) else {
+            return Err(Error::InvalidNodeAddress {
+                object,
+                field: format!("metadata.annotations[{PROVIDED_NODE_IP_ANNOTATION}]"),
+                message: format!("{ip:?} is not an address of instance {}", facts.name),
+            });
+        };
+        let a = addresses.remove(pos);
+        addresses.insert(0, a);
+    }
+
+    let machine_type = crate::gce::link_name(&facts.machine_type).to_owned();
+    let region = region_of_zone(&facts.zone).to_owned();
+    let mut labels = node.metadata.labels.clone().unwrap_or_default();
+    for (k, v) in [
+        (LABEL_INSTANCE_TYPE, &machine_type),
+        (LABEL_INSTANCE_TYPE_BETA, &machine_type),
+        (LABEL_ZONE, &facts.zone),
+        (LABEL_ZONE_BETA, &facts.zone),
+        (LABEL_REGION, &region),
+        (LABEL_REGION_BETA, &region),
+    ] {
+        if !v.is_empty() {
+            labels.insert(k.to_owned(), v.clone());
+        }
+    }
+
+    let taints = spec
+        .taints
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.key != UNINITIALIZED_TAINT)
+        .collect();
+    Ok(NodeInit {
+        provider_id,
+        labels,
+        addresses,
+        taints,
+    })
+}
+
+/// Result of looking the node's instance up in GCE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceLookup {
+    Exists,
+    /// instances.get returned 404.
+    NotFound,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LifecycleAction {
+    Keep,
+    /// Delete the Node object: NotReady and its VM is gone.
+    Delete,
+}
+
+/// Whether the node's Ready condition is True (a missing condition counts as not ready).
+pub fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True")
+}
+
+/// Upstream cloud node lifecycle controller: only NotReady nodes are checked, and deleted when the
+/// instance no longer exists. A Ready node is never deleted, whatever the cloud says.
+pub fn plan_node_lifecycle(node: &Node, lookup: InstanceLookup) -> LifecycleAction {
+    if !node_ready(node) && lookup == InstanceLookup::NotFound {
+        LifecycleAction::Delete
+    } else {
+        LifecycleAction::Keep
+    }
+}
+
+#[cfg(test)]
+mod tests;
