@@ -8,6 +8,7 @@ pub mod manifests;
 pub mod owner;
 pub mod ports;
 pub mod status;
+pub mod status_patch;
 
 pub use cloud_load_balancer::{CloudLoadBalancer, CloudLoadBalancerSpec, GROUP, VERSION};
 pub use conditions::{ConditionStatus, ConditionType, new_condition};

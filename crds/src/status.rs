@@ -1,8 +1,8 @@
 //! Observed side of a `CloudLoadBalancer`: what GCE holds for the Service.
 //!
-//! Fields that are empty are left out of the JSON, so write the status with server-side apply or
-//! a full status replace (a merge patch would keep a field that is now absent, e.g. a cleared
-//! `lastError`).
+//! Fields that are empty are left out of the JSON, so write the status with server-side apply
+//! (`apply_patch`) or a full status replace: a merge patch would keep a field that is now
+//! absent, e.g. a cleared `lastError`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use schemars::JsonSchema;
