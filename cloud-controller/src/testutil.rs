@@ -1,1 +1,363 @@
+//! Test support: a `Scenario` builder for Services/Nodes/config, and `MiniGce`, a tiny in-memory
+//! GCE that applies [`Action`]s with the constraints real GCE enforces (409 on duplicate insert,
+//! 404 on missing, resourceInUse on referenced objects, one health check per pool), so an
+//! ill-ordered plan fails the test instead of passing silently.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Node, NodeCondition, NodeSpec, NodeStatus, Service, ServicePort, ServiceSpec, Taint,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::config::Config;
+use crate::gce::{self, Address, Firewall, ForwardingRule, HttpHealthCheck, TargetPool};
+use crate::lb::action::Action;
+use crate::lb::ensure::{EnsurePlan, ensure, lb_names};
+use crate::lb::observed::Observed;
+use crate::naming::LbNames;
+
+pub const UID: &str = "4f6b2c1e-9a3d-4b8e-8c7f-0123456789ab";
+
+pub fn config() -> Config {
+    let mut cfg = Config::new("proj", "us-central1", "default", "0123456789abcdef", "svcnet");
+    cfg.node_tags = vec!["svcnet-node".into()];
+    cfg
+}
+
+pub fn node(name: &str, zone: &str) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            uid: Some(format!("uid-{name}")),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec { provider_id: Some(format!("gce://proj/{zone}/{name}")), ..Default::default() }),
+        status: Some(NodeStatus {
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+    }
+}
+
+pub fn taint(key: &str) -> Taint {
+    Taint { key: key.into(), effect: "NoSchedule".into(), ..Default::default() }
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub cfg: Config,
+    pub service: Service,
+    pub nodes: Vec<Node>,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scenario {
+    /// default/web, LoadBalancer, TCP 80, three ready nodes in us-central1-a.
+    pub fn new() -> Self {
+        let service = Service {
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("default".into()),
+                uid: Some(UID.into()),
+                ..Default::default()
+            },
+            spec: Some(ServiceSpec {
+                type_: Some("LoadBalancer".into()),
+                ports: Some(vec![ServicePort { port: 80, protocol: Some("TCP".into()), ..Default::default() }]),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let nodes = (1..=3).map(|i| node(&format!("node-{i}"), "us-central1-a")).collect();
+        Scenario { cfg: config(), service, nodes }
+    }
+
+    fn spec(&mut self) -> &mut ServiceSpec {
+        self.service.spec.get_or_insert_with(Default::default)
+    }
+
+    pub fn name(mut self, ns: &str, name: &str) -> Self {
+        self.service.metadata.namespace = Some(ns.into());
+        self.service.metadata.name = Some(name.into());
+        self
+    }
+
+    pub fn ports(mut self, protocol: &str, ports: &[i32]) -> Self {
+        self.spec().ports = Some(
+            ports
+                .iter()
+                .map(|p| ServicePort { port: *p, protocol: Some(protocol.into()), ..Default::default() })
+                .collect(),
+        );
+        self
+    }
+
+    pub fn raw_ports(mut self, ports: Vec<ServicePort>) -> Self {
+        self.spec().ports = Some(ports);
+        self
+    }
+
+    pub fn etp_local(mut self, health_check_node_port: i32) -> Self {
+        self.spec().external_traffic_policy = Some("Local".into());
+        self.spec().health_check_node_port = Some(health_check_node_port);
+        self
+    }
+
+    pub fn etp_cluster(mut self) -> Self {
+        self.spec().external_traffic_policy = Some("Cluster".into());
+        self.spec().health_check_node_port = None;
+        self
+    }
+
+    pub fn affinity(mut self, affinity: &str) -> Self {
+        self.spec().session_affinity = Some(affinity.into());
+        self
+    }
+
+    pub fn source_ranges(mut self, ranges: &[&str]) -> Self {
+        self.spec().load_balancer_source_ranges = Some(ranges.iter().map(|s| s.to_string()).collect());
+        self
+    }
+
+    pub fn load_balancer_ip(mut self, ip: &str) -> Self {
+        self.spec().load_balancer_ip = Some(ip.into());
+        self
+    }
+
+    pub fn annotation(mut self, key: &str, value: &str) -> Self {
+        self.service.metadata.annotations.get_or_insert_with(Default::default).insert(key.into(), value.into());
+        self
+    }
+
+    pub fn with_nodes(mut self, nodes: Vec<Node>) -> Self {
+        self.nodes = nodes;
+        self
+    }
+
+    pub fn add_node(mut self, name: &str, zone: &str) -> Self {
+        self.nodes.push(node(name, zone));
+        self
+    }
+
+    pub fn remove_node(mut self, name: &str) -> Self {
+        self.nodes.retain(|n| n.metadata.name.as_deref() != Some(name));
+        self
+    }
+
+    pub fn names(&self) -> LbNames {
+        lb_names(&self.service, &self.cfg).expect("valid names")
+    }
+
+    pub fn ensure(&self, observed: &Observed) -> crate::Result<EnsurePlan> {
+        ensure(&self.service, &self.nodes, &self.cfg, observed)
+    }
+
+    /// The IP GCE would be asked about for `Observed::ip_holder`.
+    pub fn requested_ip(&self) -> Option<String> {
+        self.service.spec.as_ref().and_then(|s| s.load_balancer_ip.clone()).filter(|s| !s.is_empty())
+    }
+}
+
+/// In-memory GCE holding the objects by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MiniGce {
+    pub addresses: BTreeMap<String, Address>,
+    pub firewalls: BTreeMap<String, Firewall>,
+    pub health_checks: BTreeMap<String, HttpHealthCheck>,
+    pub pools: BTreeMap<String, TargetPool>,
+    pub forwarding_rules: BTreeMap<String, ForwardingRule>,
+    pub next_ip: u8,
+    pub calls: usize,
+}
+
+fn insert<T: Clone>(map: &mut BTreeMap<String, T>, name: &str, value: &T) -> Result<(), String> {
+    if map.contains_key(name) {
+        return Err(format!("409 alreadyExists: {name}"));
+    }
+    map.insert(name.to_owned(), value.clone());
+    Ok(())
+}
+
+fn remove<T>(map: &mut BTreeMap<String, T>, name: &str) -> Result<T, String> {
+    map.remove(name).ok_or_else(|| format!("404 notFound: {name}"))
+}
+
+impl MiniGce {
+    /// A user's reserved address (not created by the controller).
+    pub fn reserve_user_address(&mut self, name: &str, ip: &str, tier: &str) {
+        self.addresses.insert(
+            name.into(),
+            Address { name: name.into(), description: String::new(), address: Some(ip.into()), network_tier: tier.into() },
+        );
+    }
+
+    pub fn apply(&mut self, action: &Action) -> Result<(), String> {
+        self.calls += 1;
+        match action {
+            Action::CreateAddress(a) => {
+                let mut a = a.clone();
+                match &a.address {
+                    Some(ip) => {
+                        if self.addresses.values().any(|x| x.address.as_deref() == Some(ip)) {
+                            return Err(format!("400 IP {ip} already reserved"));
+                        }
+                    }
+                    None => {
+                        self.next_ip += 1;
+                        a.address = Some(format!("203.0.113.{}", self.next_ip));
+                    }
+                }
+                insert(&mut self.addresses, &a.name.clone(), &a)
+            }
+            Action::DeleteAddress { name } => remove(&mut self.addresses, name).map(drop),
+            Action::CreateFirewall(f) => insert(&mut self.firewalls, &f.name, f),
+            Action::PatchFirewall(f) => {
+                let have = self.firewalls.get_mut(&f.name).ok_or("404 firewall")?;
+                *have = f.clone();
+                Ok(())
+            }
+            Action::DeleteFirewall { name } => remove(&mut self.firewalls, name).map(drop),
+            Action::CreateHealthCheck(h) => insert(&mut self.health_checks, &h.name, h),
+            Action::UpdateHealthCheck(h) => {
+                let have = self.health_checks.get_mut(&h.name).ok_or("404 health check")?;
+                *have = h.clone();
+                Ok(())
+            }
+            Action::DeleteHealthCheck { name } => {
+                if self.pools.values().any(|p| p.health_checks.iter().any(|l| gce::link_name(l) == name)) {
+                    return Err(format!("400 resourceInUseByAnotherResource: health check {name}"));
+                }
+                remove(&mut self.health_checks, name).map(drop)
+            }
+            Action::CreateTargetPool(p) => {
+                if p.health_checks.len() > 1 {
+                    return Err("400 at most one health check".into());
+                }
+                for hc in &p.health_checks {
+                    if !self.health_checks.contains_key(gce::link_name(hc)) {
+                        return Err(format!("404 health check {hc}"));
+                    }
+                }
+                insert(&mut self.pools, &p.name, p)
+            }
+            Action::DeleteTargetPool { name } => {
+                if self.forwarding_rules.values().any(|f| gce::link_name(&f.target) == name) {
+                    return Err(format!("400 resourceInUseByAnotherResource: pool {name}"));
+                }
+                remove(&mut self.pools, name).map(drop)
+            }
+            Action::AddInstances { pool, instances } => {
+                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
+                for i in instances {
+                    if p.instances.iter().any(|x| gce::instance_key(x) == gce::instance_key(i)) {
+                        return Err(format!("400 instance {i} already in pool"));
+                    }
+                    p.instances.push(i.clone());
+                }
+                Ok(())
+            }
+            Action::RemoveInstances { pool, instances } => {
+                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
+                for i in instances {
+                    let before = p.instances.len();
+                    p.instances.retain(|x| gce::instance_key(x) != gce::instance_key(i));
+                    if p.instances.len() == before {
+                        return Err(format!("400 instance {i} not in pool"));
+                    }
+                }
+                Ok(())
+            }
+            Action::AddHealthCheck { pool, health_check } => {
+                if !self.health_checks.contains_key(gce::link_name(health_check)) {
+                    return Err(format!("404 health check {health_check}"));
+                }
+                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
+                if !p.health_checks.is_empty() {
+                    return Err("400 pool already has a health check".into());
+                }
+                p.health_checks.push(health_check.clone());
+                Ok(())
+            }
+            Action::RemoveHealthCheck { pool, health_check } => {
+                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
+                let before = p.health_checks.len();
+                p.health_checks.retain(|l| !gce::same_link(l, health_check));
+                if before == p.health_checks.len() {
+                    return Err("400 health check not in pool".into());
+                }
+                Ok(())
+            }
+            Action::CreateForwardingRule(f) => {
+                if !self.pools.contains_key(gce::link_name(&f.target)) {
+                    return Err(format!("404 target {}", f.target));
+                }
+                insert(&mut self.forwarding_rules, &f.name, f)
+            }
+            Action::DeleteForwardingRule { name } => remove(&mut self.forwarding_rules, name).map(drop),
+            Action::SetTarget { forwarding_rule, target } => {
+                if !self.pools.contains_key(gce::link_name(target)) {
+                    return Err(format!("404 target {target}"));
+                }
+                let f = self.forwarding_rules.get_mut(forwarding_rule).ok_or("404 forwarding rule")?;
+                f.target = target.clone();
+                Ok(())
+            }
+        }
+    }
+
+    pub fn apply_all(&mut self, actions: &[Action]) -> Result<(), String> {
+        actions.iter().try_for_each(|a| self.apply(a))
+    }
+
+    /// What the I/O layer would GET for this load balancer.
+    pub fn observed(&self, names: &LbNames, requested_ip: Option<&str>) -> Observed {
+        let fr = self.forwarding_rules.get(&names.lb).cloned();
+        let holder_ip = requested_ip.map(str::to_owned).or_else(|| fr.as_ref().map(|f| f.ip_address.clone()));
+        Observed {
+            address: self.addresses.get(&names.lb).cloned(),
+            ip_holder: holder_ip
+                .and_then(|ip| self.addresses.values().find(|a| a.address.as_deref() == Some(&ip)).cloned()),
+            firewall: self.firewalls.get(&names.firewall).cloned(),
+            nodes_health_check: self.health_checks.get(&names.nodes_health_check).cloned(),
+            nodes_health_check_firewall: self.firewalls.get(&names.nodes_health_check_firewall).cloned(),
+            local_health_check: self.health_checks.get(&names.local_health_check).cloned(),
+            local_health_check_firewall: self.firewalls.get(&names.local_health_check_firewall).cloned(),
+            target_pool: self.pools.get(&names.lb).cloned(),
+            forwarding_rule: fr,
+            nodes_health_check_used_elsewhere: self.pools.iter().any(|(name, p)| {
+                name != &names.lb && p.health_checks.iter().any(|l| gce::link_name(l) == names.nodes_health_check)
+            }),
+        }
+    }
+
+    /// Plan/apply until a plan is empty; returns every action applied, in order.
+    /// Fails if a plan is rejected by GCE rules or it does not settle in `max_rounds`.
+    pub fn converge(&mut self, scenario: &Scenario, max_rounds: usize) -> Result<Vec<Action>, String> {
+        let names = scenario.names();
+        let mut applied = Vec::new();
+        for _ in 0..max_rounds {
+            let observed = self.observed(&names, scenario.requested_ip().as_deref());
+            let plan = scenario.ensure(&observed).map_err(|e| e.to_string())?;
+            if plan.actions.is_empty() {
+                return Ok(applied);
+            }
+            self.apply_all(&plan.actions)?;
+            applied.extend(plan.actions);
+        }
+        Err(format!("no convergence after {max_rounds} rounds: {applied:#?}"))
+    }
+}
+
+pub fn labels(actions: &[Action]) -> Vec<&'static str> {
+    actions.iter().map(Action::label).collect()
+}

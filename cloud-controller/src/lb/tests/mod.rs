@@ -1,1 +1,6 @@
+//! Scenario tests of the load balancer planner against the in-memory GCE, and property tests.
 
+mod errors;
+mod hosts;
+mod prop;
+mod scenarios;
