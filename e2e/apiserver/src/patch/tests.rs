@@ -1,0 +1,57 @@
+use super::*;
+use serde_json::json;
+
+#[test]
+fn strategic_merges_service_ports_by_port() {
+    let mut svc =
+        json!({"spec": {"ports": [{"port": 80, "targetPort": 8080}, {"port": 443}], "type": "ClusterIP"}});
+    strategic_merge(
+        &mut svc,
+        &json!({"spec": {"ports": [{"port": 80, "targetPort": 9090}, {"port": 8443}]}}),
+    );
+    assert_eq!(
+        svc["spec"]["ports"],
+        json!([{"port": 80, "targetPort": 9090}, {"port": 443}, {"port": 8443}])
+    );
+    strategic_merge(
+        &mut svc,
+        &json!({"spec": {"ports": [{"port": 443, "$patch": "delete"}], "type": null}}),
+    );
+    assert_eq!(
+        svc["spec"],
+        json!({"ports": [{"port": 80, "targetPort": 9090}, {"port": 8443}]})
+    );
+}
+
+#[test]
+fn strategic_finalizers_union_and_delete_from_primitive_list() {
+    let mut o = json!({"metadata": {"finalizers": ["a"]}, "spec": {"x": [1, 2]}});
+    strategic_merge(
+        &mut o,
+        &json!({"metadata": {"finalizers": ["b", "a"]}, "spec": {"x": [3]}}),
+    );
+    assert_eq!(
+        o,
+        json!({"metadata": {"finalizers": ["a", "b"]}, "spec": {"x": [3]}})
+    );
+    strategic_merge(
+        &mut o,
+        &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}),
+    );
+    assert_eq!(o["metadata"]["finalizers"], json!(["b"]));
+}
+
+#[test]
+fn json_patch_test_op_fails_with_422() {
+    let mut o = json!({"spec": {"a": 1}});
+    let err = json_patch(
+        &mut o,
+        &json!([{"op": "test", "path": "/spec/a", "value": 2}]),
+        "Foo",
+        "f",
+    )
+    .unwrap_err();
+    assert_eq!(err.code, 422);
+    json_patch(&mut o, &json!([{"op": "test", "path": "/spec/a", "value": 1}, {"op": "replace", "path": "/spec/a", "value": 3}]), "Foo", "f").unwrap();
+    assert_eq!(o["spec"]["a"], 3);
+}

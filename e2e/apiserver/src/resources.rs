@@ -1,0 +1,240 @@
+//! The registry of served kinds: the built-in ones svcnet needs plus every CRD created through the API.
+
+use serde_json::{Value, json};
+
+/// One `additionalPrinterColumns` entry of a CRD version.
+#[derive(Debug, Clone)]
+pub struct PrinterColumn {
+    pub name: String,
+    pub type_: String,
+    pub json_path: String,
+    pub description: String,
+    pub priority: i64,
+}
+
+/// A served group/version/resource.
+#[derive(Debug, Clone)]
+pub struct ResourceType {
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+    pub singular: String,
+    pub kind: String,
+    pub namespaced: bool,
+    /// Has a `/status` subresource: main-resource writes keep the old status.
+    pub status: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub printer_columns: Vec<PrinterColumn>,
+    /// Set for CRD-served types, so the CRD's deletion can unregister them.
+    pub crd: Option<String>,
+}
+
+impl ResourceType {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Storage identity: every version of a group/resource shares one set of objects.
+    pub fn storage(&self) -> String {
+        format!("{}/{}", self.group, self.plural)
+    }
+
+    pub fn is(&self, group: &str, plural: &str) -> bool {
+        self.group == group && self.plural == plural
+    }
+}
+
+fn builtin(
+    group: &str,
+    version: &str,
+    plural: &str,
+    kind: &str,
+    namespaced: bool,
+    status: bool,
+) -> ResourceType {
+    ResourceType {
+        group: group.into(),
+        version: version.into(),
+        plural: plural.into(),
+        singular: kind.to_ascii_lowercase(),
+        kind: kind.into(),
+        namespaced,
+        status,
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        printer_columns: Vec::new(),
+        crd: None,
+    }
+}
+
+fn short(mut rt: ResourceType, names: &[&str]) -> ResourceType {
+    rt.short_names = names.iter().map(|s| s.to_string()).collect();
+    rt
+}
+
+/// The served kinds, in discovery order.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    pub types: Vec<ResourceType>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        let all = ["all".to_string()];
+        let mut svc = short(builtin("", "v1", "services", "Service", true, true), &["svc"]);
+        svc.categories = all.to_vec();
+        let mut pods = short(builtin("", "v1", "pods", "Pod", true, true), &["po"]);
+        pods.categories = all.to_vec();
+        Self {
+            types: vec![
+                short(builtin("", "v1", "namespaces", "Namespace", false, true), &["ns"]),
+                short(builtin("", "v1", "nodes", "Node", false, true), &["no"]),
+                svc,
+                short(builtin("", "v1", "endpoints", "Endpoints", true, false), &["ep"]),
+                pods,
+                short(builtin("", "v1", "configmaps", "ConfigMap", true, false), &["cm"]),
+                builtin("", "v1", "secrets", "Secret", true, false),
+                short(
+                    builtin("", "v1", "serviceaccounts", "ServiceAccount", true, false),
+                    &["sa"],
+                ),
+                short(builtin("", "v1", "events", "Event", true, false), &["ev"]),
+                short(
+                    builtin("events.k8s.io", "v1", "events", "Event", true, false),
+                    &["ev"],
+                ),
+                builtin(
+                    "discovery.k8s.io",
+                    "v1",
+                    "endpointslices",
+                    "EndpointSlice",
+                    true,
+                    false,
+                ),
+                builtin("coordination.k8s.io", "v1", "leases", "Lease", true, false),
+                short(
+                    builtin(
+                        "apiextensions.k8s.io",
+                        "v1",
+                        "customresourcedefinitions",
+                        "CustomResourceDefinition",
+                        false,
+                        true,
+                    ),
+                    &["crd", "crds"],
+                ),
+            ],
+        }
+    }
+}
+
+impl Registry {
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceType> {
+        self.types
+            .iter()
+            .find(|t| t.group == group && t.version == version && t.plural == plural)
+    }
+
+    /// Groups in first-seen order, each with its versions.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for t in &self.types {
+            match out.iter_mut().find(|(g, _)| *g == t.group) {
+                Some((_, vs)) if !vs.contains(&t.version) => vs.push(t.version.clone()),
+                Some(_) => {}
+                None => out.push((t.group.clone(), vec![t.version.clone()])),
+            }
+        }
+        out
+    }
+
+    /// Replaces the types served for the CRD `crd` (its metadata.name) by those its spec declares.
+    pub fn set_crd(&mut self, crd: &Value) {
+        let Some(name) = crd.pointer("/metadata/name").and_then(Value::as_str) else {
+            return;
+        };
+        self.remove_crd(name);
+        self.types.extend(crd_types(crd));
+    }
+
+    pub fn remove_crd(&mut self, name: &str) {
+        self.types.retain(|t| t.crd.as_deref() != Some(name));
+    }
+}
+
+/// The served versions of a CRD as resource types.
+pub fn crd_types(crd: &Value) -> Vec<ResourceType> {
+    let s = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let strings = |p: &str| -> Vec<String> {
+        crd.pointer(p)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    let name = s("/metadata/name");
+    let kind = s("/spec/names/kind");
+    let plural = s("/spec/names/plural");
+    let singular = match s("/spec/names/singular") {
+        x if x.is_empty() => kind.to_ascii_lowercase(),
+        x => x,
+    };
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    versions
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool).unwrap_or(true))
+        .map(|v| ResourceType {
+            group: s("/spec/group"),
+            version: v.get("name").and_then(Value::as_str).unwrap_or("v1").to_string(),
+            plural: plural.clone(),
+            singular: singular.clone(),
+            kind: kind.clone(),
+            namespaced: s("/spec/scope") != "Cluster",
+            status: v.pointer("/subresources/status").is_some(),
+            short_names: strings("/spec/names/shortNames"),
+            categories: strings("/spec/names/categories"),
+            printer_columns: v
+                .get("additionalPrinterColumns")
+                .and_then(Value::as_array)
+                .map(|cols| cols.iter().map(printer_column).collect())
+                .unwrap_or_default(),
+            crd: Some(name.clone()),
+        })
+        .collect()
+}
+
+fn printer_column(c: &Value) -> PrinterColumn {
+    let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    PrinterColumn {
+        name: s("name"),
+        type_: s("type"),
+        json_path: s("jsonPath"),
+        description: s("description"),
+        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+    }
+}
+
+/// What the CRD's status says once the apiserver serves it (kubectl wait --for condition=established).
+pub fn crd_status(crd: &Value) -> Value {
+    let now = crate::time::now_rfc3339();
+    json!({
+        "acceptedNames": crd.pointer("/spec/names").cloned().unwrap_or(json!({})),
+        "storedVersions": crd.pointer("/spec/versions").and_then(Value::as_array).map(|vs| vs.iter()
+            .filter(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false))
+            .filter_map(|v| v.get("name").cloned()).collect::<Vec<_>>()).unwrap_or_default(),
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+             "message": "no conflicts found", "lastTransitionTime": now},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+             "message": "the initial names have been accepted", "lastTransitionTime": now},
+        ],
+    })
+}
