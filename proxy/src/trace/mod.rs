@@ -6,6 +6,7 @@
 //! which are ordinary user chains) emits; anything it cannot decide becomes a warning and the
 //! rule is treated as not matching.
 
+mod jumps;
 mod lex;
 mod matcher;
 mod parse;

@@ -25,7 +25,12 @@ impl fmt::Display for Outcome {
             self.verdict
         )?;
         for step in &self.steps {
-            writeln!(f, "    {:<6} line {:>5}: {}", step.table, step.line, step.rule)?;
+            // Line 0: a jump added by Ruleset::add_kube_proxy_jumps, not in the input.
+            let line = match step.line {
+                0 => "added".to_string(),
+                n => n.to_string(),
+            };
+            writeln!(f, "    {:<6} line {line:>5}: {}", step.table, step.rule)?;
         }
         for note in &self.notes {
             writeln!(f, "    note: {note}")?;

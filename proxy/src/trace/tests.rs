@@ -682,3 +682,103 @@ fn proto_from_str() {
     assert_eq!("sctp".parse::<Proto>(), Ok(Proto::Sctp));
     assert!("icmp".parse::<Proto>().is_err());
 }
+
+/// A bare iptables-restore payload (what svcnet renders) has no built-in chain jumps: kube-proxy
+/// installs those with `iptables -I`. The helper adds them so the payload can be traced.
+#[test]
+fn bare_payload_needs_the_kube_proxy_jumps() {
+    let full = hostnames(&["10.76.0.9", "10.76.1.5"]);
+    // Strip every rule of a built-in chain, as in a restore payload.
+    let bare: String = full
+        .lines()
+        .filter(|l| {
+            ![
+                "-A PREROUTING",
+                "-A OUTPUT",
+                "-A POSTROUTING",
+                "-A INPUT",
+                "-A FORWARD",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = packet("192.168.0.7", "10.96.0.10", 80);
+    let mut rules = parse(&bare).expect("parses");
+    let before = trace(&rules, &p, &opts());
+    assert!(before.no_service_rule(), "{before}");
+
+    let added = rules.add_kube_proxy_jumps();
+    // 9 filter + 3 nat jumps (all target chains exist) + 2 KUBE-FIREWALL appends.
+    assert_eq!(added, 14);
+    assert_eq!(rules.add_kube_proxy_jumps(), 0, "idempotent");
+    let after = trace(&rules, &p, &opts());
+    let reference = run(&full, &p, &opts());
+    assert!(after.same_outcomes(&reference, 1e-9), "{after}\n---\n{reference}");
+    assert_eq!(
+        rules.rules("filter", "INPUT"),
+        parse(&full).expect("parses").rules("filter", "INPUT"),
+        "same order as a real node"
+    );
+    assert!(after.to_string().contains("line added: -A PREROUTING"), "{after}");
+}
+
+/// Thousands of services and a service with a thousand endpoints: linear walk, no deep
+/// recursion, probabilities exact to 1e-9.
+#[test]
+fn scale_many_services_and_endpoints() {
+    let mut chains = Vec::new();
+    let mut nat = String::new();
+    for i in 0..5000u32 {
+        let svc = format!("KUBE-SVC-S{i:015}");
+        let sep = format!("KUBE-SEP-S{i:015}");
+        let vip = format!("10.96.{}.{}", i / 250, i % 250 + 1);
+        nat.push_str(&format!(
+            "-A KUBE-SERVICES -d {vip}/32 -p tcp -m comment --comment \"ns/s{i}: cluster IP\" -m tcp --dport 80 -j {svc}\n\
+             -A {svc} -m comment --comment \"ns/s{i}: -> 10.77.{}.{}:80\" -j {sep}\n\
+             -A {sep} -p tcp -m comment --comment \"ns/s{i}:\" -m tcp -j DNAT --to-destination 10.77.{}.{}:80\n",
+            i / 250, i % 250 + 1, i / 250, i % 250 + 1
+        ));
+        chains.push(svc);
+        chains.push(sep);
+    }
+    let n = 1000;
+    let big = "KUBE-SVC-BIGBIGBIGBIGBIGB".to_string();
+    nat.push_str(&format!(
+        "-A KUBE-SERVICES -d 10.100.0.1/32 -p tcp -m comment --comment \"ns/big: cluster IP\" -m tcp --dport 80 -j {big}\n"
+    ));
+    chains.push(big.clone());
+    for i in 0..n {
+        let sep = format!("KUBE-SEP-B{i:015}");
+        let stat = if i + 1 < n {
+            format!(
+                " -m statistic --mode random --probability {:.10}",
+                1.0 / (n - i) as f64
+            )
+        } else {
+            String::new()
+        };
+        nat.push_str(&format!(
+            "-A {big} -m comment --comment \"ns/big: -> 10.78.{}.{}:80\"{stat} -j {sep}\n\
+             -A {sep} -p tcp -m comment --comment \"ns/big:\" -m tcp -j DNAT --to-destination 10.78.{}.{}:80\n",
+            i / 250, i % 250, i / 250, i % 250
+        ));
+        chains.push(sep);
+    }
+    let refs: Vec<&str> = chains.iter().map(String::as_str).collect();
+    let text = save("", &refs, nat.trim_end());
+    let rules = parse(&text).expect("parses");
+
+    let last = trace(&rules, &packet("10.76.2.3", "10.96.19.250", 80), &opts());
+    assert_eq!(last.outcomes.len(), 1, "{last}");
+    assert_eq!(last.outcomes[0].verdict, Verdict::Dnat(sock("10.77.19.250:80")));
+
+    let big = trace(&rules, &packet("10.76.2.3", "10.100.0.1", 80), &opts());
+    assert_eq!(big.outcomes.len(), n);
+    for o in &big.outcomes {
+        assert!((o.probability - 1.0 / n as f64).abs() < 1e-9, "{}", o.probability);
+    }
+    let total: f64 = big.outcomes.iter().map(|o| o.probability).sum();
+    assert!((total - 1.0).abs() < 1e-9);
+}

@@ -216,6 +216,8 @@ impl<'a> Walker<'a> {
         let Some(rules) = rules.chain(table, chain).map(|c| &c.rules) else {
             return vec![(path, Flow::Continue)];
         };
+        let mut out = Vec::new();
+        let mut path = path;
         for (index, rule) in rules.iter().enumerate().skip(start) {
             let view = PacketView {
                 src: self.packet.src,
@@ -236,18 +238,19 @@ impl<'a> Walker<'a> {
                 continue;
             }
             if q >= 1.0 {
-                return self.apply(table, chain, index, rule, path, &result.affinity_lists, depth);
+                out.extend(self.apply(table, chain, index, rule, path, &result.affinity_lists, depth));
+                return out;
             }
-            // statistic random: both branches happen, weighted.
+            // statistic random: both branches happen, weighted. The matching branch is walked
+            // now; the other one goes on with the next rule in this loop (no recursion, so a
+            // service with thousands of endpoints does not grow the stack).
             let mut hit = path.clone();
             hit.probability *= q;
-            let mut miss = path;
-            miss.probability *= 1.0 - q;
-            let mut out = self.apply(table, chain, index, rule, hit, &result.affinity_lists, depth);
-            out.extend(self.chain(table, chain, index + 1, miss, depth));
-            return out;
+            path.probability *= 1.0 - q;
+            out.extend(self.apply(table, chain, index, rule, hit, &result.affinity_lists, depth));
         }
-        vec![(path, Flow::Continue)]
+        out.push((path, Flow::Continue));
+        out
     }
 
     /// Applies the target of a matched rule, then continues as the kernel would.
