@@ -1,0 +1,83 @@
+//! The state dump (`GET /_fake/state`) and the `--state-file` snapshot share one JSON shape:
+//! one list per collection, each element exactly the GCE resource (same field names as the API).
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context;
+use serde_json::{Map, Value, json};
+
+use crate::app::{App, Inner};
+use crate::operations::Operation;
+use crate::store::{Data, Kind, Scope, key};
+
+pub fn snapshot(app: &App, inner: &Inner) -> Value {
+    let mut out = Map::new();
+    out.insert("baseUrl".into(), json!(app.urls.base));
+    out.insert("project".into(), json!(app.cfg.project));
+    out.insert("region".into(), json!(app.cfg.region));
+    out.insert("zones".into(), json!(app.cfg.zones));
+    for kind in Kind::ALL {
+        let items: Vec<&Value> = inner.data.resources.iter(kind).map(|(_, v)| v).collect();
+        out.insert(kind.collection().into(), json!(items));
+    }
+    let ops: Vec<&Operation> = inner.data.operations.values().collect();
+    out.insert("operations".into(), json!(ops));
+    out.insert("nextId".into(), json!(inner.data.next_id));
+    Value::Object(out)
+}
+
+/// Writes atomically (temp file + rename) so a reader never sees half a file.
+pub fn save(file: &Path, snap: &Value) -> anyhow::Result<()> {
+    let tmp = file.with_extension("tmp");
+    let bytes = serde_json::to_vec_pretty(snap)?;
+    std::fs::write(&tmp, bytes).with_context(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("rename to {}", file.display()))?;
+    Ok(())
+}
+
+/// Reads a snapshot written by `save` (or a hand-written file of the same shape). Links written
+/// under another base URL (e.g. an earlier random port) are rewritten to `base`.
+pub fn load(file: &Path, base: &str) -> anyhow::Result<Data> {
+    let mut raw = std::fs::read_to_string(file).with_context(|| format!("read {}", file.display()))?;
+    let first: Value = serde_json::from_str(&raw).with_context(|| format!("parse {}", file.display()))?;
+    if let Some(old) = first["baseUrl"]
+        .as_str()
+        .filter(|old| *old != base && !old.is_empty())
+    {
+        raw = raw.replace(old, base);
+    }
+    let v: Value = serde_json::from_str(&raw).with_context(|| format!("parse {}", file.display()))?;
+    let mut data = Data::default();
+    for kind in Kind::ALL {
+        for item in v[kind.collection()].as_array().into_iter().flatten() {
+            let name = item["name"].as_str().context("a resource without name")?;
+            let scope = scope_of(item);
+            data.resources
+                .map_mut(kind)
+                .insert(key(&scope, name), item.clone());
+        }
+    }
+    let ops: Vec<Operation> = serde_json::from_value(v["operations"].clone()).unwrap_or_default();
+    data.operations = ops
+        .into_iter()
+        .map(|o| (o.name.clone(), o))
+        .collect::<BTreeMap<_, _>>();
+    data.next_id = v["nextId"].as_u64().unwrap_or(0);
+    Ok(data)
+}
+
+fn scope_of(item: &Value) -> Scope {
+    let last = |f: &str| {
+        item[f]
+            .as_str()
+            .and_then(|u| u.rsplit('/').next())
+            .map(str::to_string)
+    };
+    if let Some(z) = last("zone") {
+        Scope::Zone(z)
+    } else if let Some(r) = last("region") {
+        Scope::Region(r)
+    } else {
+        Scope::Global
+    }
+}

@@ -1,0 +1,85 @@
+//! Regional static addresses. `status` (RESERVED/IN_USE) and `users` are derived from the
+//! forwarding rules that carry the same IP, as GCE reports them.
+use serde_json::{Map, Value, json};
+
+use super::{Ctx, default, ips};
+use crate::errors::ApiError;
+use crate::store::{Kind, Resources};
+use crate::validate;
+
+pub fn prepare(
+    ctx: &Ctx<'_>,
+    mut obj: Map<String, Value>,
+    existing: Option<&Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    default(&mut obj, "addressType", json!("EXTERNAL"));
+    let addr_type = validate::opt_str(&obj, "addressType")?
+        .unwrap_or("EXTERNAL")
+        .to_string();
+    validate::one_of("resource.addressType", &addr_type, &["EXTERNAL", "INTERNAL"])?;
+    if addr_type == "EXTERNAL" {
+        default(&mut obj, "networkTier", json!("PREMIUM"));
+        let tier = validate::opt_str(&obj, "networkTier")?
+            .unwrap_or("PREMIUM")
+            .to_string();
+        validate::one_of("resource.networkTier", &tier, &["PREMIUM", "STANDARD"])?;
+    }
+    let own_link = existing.and_then(|e| e["selfLink"].as_str());
+    match validate::opt_str(&obj, "address")? {
+        Some(ip) => {
+            validate::ip("resource.address", ip)?;
+            let taken = ctx
+                .res
+                .iter(Kind::Address)
+                .map(|(_, a)| a)
+                .any(|a| a["address"] == ip && a["selfLink"].as_str() != own_link);
+            if taken {
+                return Err(ApiError::invalid_field(
+                    "resource.address",
+                    ip,
+                    "Specified IP address is in-use and would result in a conflict.",
+                ));
+            }
+        }
+        None => {
+            let pool = if addr_type == "EXTERNAL" {
+                ctx.cfg.external_range
+            } else {
+                ctx.cfg.internal_range
+            };
+            let ip = ips::allocate(pool, ctx.res, &addr_type.to_ascii_lowercase())?;
+            obj.insert("address".into(), json!(ip.to_string()));
+        }
+    }
+    obj.insert("status".into(), json!("RESERVED"));
+    obj.remove("users");
+    Ok(obj)
+}
+
+/// Forwarding rules (selfLinks) in the address's region that use its IP.
+pub fn users(res: &Resources, address: &Value) -> Vec<String> {
+    let Some(ip) = address["address"].as_str() else {
+        return Vec::new();
+    };
+    res.iter(Kind::ForwardingRule)
+        .map(|(_, fr)| fr)
+        .filter(|fr| fr["IPAddress"] == ip && fr["region"] == address["region"])
+        .filter_map(|fr| fr["selfLink"].as_str().map(str::to_string))
+        .collect()
+}
+
+pub fn refresh(res: &mut Resources) {
+    let snapshot = res.clone();
+    for addr in res.map_mut(Kind::Address).values_mut() {
+        let users = users(&snapshot, addr);
+        if let Some(obj) = addr.as_object_mut() {
+            if users.is_empty() {
+                obj.insert("status".into(), json!("RESERVED"));
+                obj.remove("users");
+            } else {
+                obj.insert("status".into(), json!("IN_USE"));
+                obj.insert("users".into(), json!(users));
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Per-resource rules: defaults, validation, references, custom verbs and "who uses me".
+//! Everything here is pure: it reads the current resources and returns new JSON objects.
+use serde_json::{Map, Value};
+
+use crate::config::Config;
+use crate::errors::ApiError;
+use crate::store::{Kind, Resources, Scope};
+use crate::urls::Urls;
+
+pub mod addresses;
+pub mod firewalls;
+pub mod forwarding_rules;
+pub mod health_checks;
+pub mod instances;
+pub mod ips;
+pub mod networks;
+pub mod routes;
+pub mod target_pools;
+
+/// Read-only view handed to the resource rules.
+pub struct Ctx<'a> {
+    pub cfg: &'a Config,
+    pub urls: &'a Urls,
+    pub res: &'a Resources,
+}
+
+impl Ctx<'_> {
+    /// Resolves a reference field to the canonical selfLink of an existing resource (404 otherwise).
+    pub fn existing_link(
+        &self,
+        field: &str,
+        value: &str,
+        kind: Kind,
+        default_scope: Option<&Scope>,
+    ) -> Result<String, ApiError> {
+        let (scope, name) = self.urls.parse_ref(field, value, kind, default_scope)?;
+        if self.res.get(kind, &scope, &name).is_none() {
+            return Err(ApiError::not_found(&self.urls.rel(
+                &scope,
+                kind.collection(),
+                &name,
+            )));
+        }
+        Ok(self.urls.link(&scope, kind, &name))
+    }
+
+    /// Canonical selfLink of a reference, whether or not the resource exists.
+    pub fn any_link(
+        &self,
+        field: &str,
+        value: &str,
+        kind: Kind,
+        default_scope: Option<&Scope>,
+    ) -> Result<String, ApiError> {
+        let (scope, name) = self.urls.parse_ref(field, value, kind, default_scope)?;
+        Ok(self.urls.link(&scope, kind, &name))
+    }
+
+    /// The configured region's scope.
+    pub fn region(&self) -> Scope {
+        Scope::Region(self.cfg.region.clone())
+    }
+}
+
+/// Validates a create/update body and fills GCE's defaults. `existing` is set for patch/update.
+pub fn prepare(
+    ctx: &Ctx<'_>,
+    kind: Kind,
+    scope: &Scope,
+    obj: Map<String, Value>,
+    existing: Option<&Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    match kind {
+        Kind::Network => networks::prepare(ctx, obj),
+        Kind::Firewall => firewalls::prepare(ctx, obj),
+        Kind::Route => routes::prepare(ctx, obj),
+        Kind::HttpHealthCheck => health_checks::prepare(obj),
+        Kind::ForwardingRule => forwarding_rules::prepare(ctx, scope, obj, existing),
+        Kind::TargetPool => target_pools::prepare(ctx, scope, obj),
+        Kind::Address => addresses::prepare(ctx, obj, existing),
+        Kind::Instance => Err(ApiError::new(
+            400,
+            "unsupported",
+            "instances.insert is not served by svcnet-fake-gce; create instances with POST /_fake/instances",
+        )),
+    }
+}
+
+/// Kinds that accept PATCH and PUT.
+pub fn updatable(kind: Kind) -> bool {
+    matches!(kind, Kind::Firewall | Kind::HttpHealthCheck)
+}
+
+/// Applies a custom verb to `current`, returning the new resource.
+pub fn verb(ctx: &Ctx<'_>, kind: Kind, current: &Value, verb: &str, body: &Value) -> Result<Value, ApiError> {
+    match (kind, verb) {
+        (Kind::ForwardingRule, "setTarget") => forwarding_rules::set_target(ctx, current, body),
+        (Kind::TargetPool, v) => target_pools::verb(ctx, current, v, body),
+        (Kind::Instance, "setTags") => instances::set_tags(current, body),
+        _ => Err(ApiError::new(
+            405,
+            "methodNotAllowed",
+            format!("Unknown method '{verb}' on {}", kind.collection()),
+        )),
+    }
+}
+
+/// selfLink of a resource that uses `target` (blocking its deletion), if any.
+pub fn first_user(res: &Resources, kind: Kind, target: &Value) -> Option<String> {
+    let link = target["selfLink"].as_str()?;
+    let link_of = |v: &Value| v["selfLink"].as_str().map(str::to_string);
+    match kind {
+        Kind::TargetPool => res
+            .iter(Kind::ForwardingRule)
+            .map(|(_, v)| v)
+            .find(|fr| fr["target"] == link)
+            .and_then(link_of),
+        Kind::HttpHealthCheck => res
+            .iter(Kind::TargetPool)
+            .map(|(_, v)| v)
+            .find(|tp| str_list(&tp["healthChecks"]).iter().any(|h| h == link))
+            .and_then(link_of),
+        Kind::Address => addresses::users(res, target).into_iter().next(),
+        Kind::Network => networks::first_user(res, link),
+        _ => None,
+    }
+}
+
+/// Recomputes fields GCE derives from other resources (address `status` and `users`).
+pub fn refresh(res: &mut Resources) {
+    addresses::refresh(res);
+}
+
+pub fn str_list(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// Sets `field` to `value` when absent.
+pub fn default(obj: &mut Map<String, Value>, field: &str, value: Value) {
+    if obj.get(field).is_none_or(Value::is_null) {
+        obj.insert(field.to_string(), value);
+    }
+}
