@@ -32,7 +32,10 @@ pub fn node(name: &str, zone: &str) -> Node {
             uid: Some(format!("uid-{name}")),
             ..Default::default()
         },
-        spec: Some(NodeSpec { provider_id: Some(format!("gce://proj/{zone}/{name}")), ..Default::default() }),
+        spec: Some(NodeSpec {
+            provider_id: Some(format!("gce://proj/{zone}/{name}")),
+            ..Default::default()
+        }),
         status: Some(NodeStatus {
             conditions: Some(vec![NodeCondition {
                 type_: "Ready".into(),
@@ -45,7 +48,11 @@ pub fn node(name: &str, zone: &str) -> Node {
 }
 
 pub fn taint(key: &str) -> Taint {
-    Taint { key: key.into(), effect: "NoSchedule".into(), ..Default::default() }
+    Taint {
+        key: key.into(),
+        effect: "NoSchedule".into(),
+        ..Default::default()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -73,13 +80,23 @@ impl Scenario {
             },
             spec: Some(ServiceSpec {
                 type_: Some("LoadBalancer".into()),
-                ports: Some(vec![ServicePort { port: 80, protocol: Some("TCP".into()), ..Default::default() }]),
+                ports: Some(vec![ServicePort {
+                    port: 80,
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
                 ..Default::default()
             }),
             status: None,
         };
-        let nodes = (1..=3).map(|i| node(&format!("node-{i}"), "us-central1-a")).collect();
-        Scenario { cfg: config(), service, nodes }
+        let nodes = (1..=3)
+            .map(|i| node(&format!("node-{i}"), "us-central1-a"))
+            .collect();
+        Scenario {
+            cfg: config(),
+            service,
+            nodes,
+        }
     }
 
     fn spec(&mut self) -> &mut ServiceSpec {
@@ -96,7 +113,11 @@ impl Scenario {
         self.spec().ports = Some(
             ports
                 .iter()
-                .map(|p| ServicePort { port: *p, protocol: Some(protocol.into()), ..Default::default() })
+                .map(|p| ServicePort {
+                    port: *p,
+                    protocol: Some(protocol.into()),
+                    ..Default::default()
+                })
                 .collect(),
         );
         self
@@ -135,7 +156,11 @@ impl Scenario {
     }
 
     pub fn annotation(mut self, key: &str, value: &str) -> Self {
-        self.service.metadata.annotations.get_or_insert_with(Default::default).insert(key.into(), value.into());
+        self.service
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(key.into(), value.into());
         self
     }
 
@@ -164,7 +189,11 @@ impl Scenario {
 
     /// The IP GCE would be asked about for `Observed::ip_holder`.
     pub fn requested_ip(&self) -> Option<String> {
-        self.service.spec.as_ref().and_then(|s| s.load_balancer_ip.clone()).filter(|s| !s.is_empty())
+        self.service
+            .spec
+            .as_ref()
+            .and_then(|s| s.load_balancer_ip.clone())
+            .filter(|s| !s.is_empty())
     }
 }
 
@@ -197,7 +226,12 @@ impl MiniGce {
     pub fn reserve_user_address(&mut self, name: &str, ip: &str, tier: &str) {
         self.addresses.insert(
             name.into(),
-            Address { name: name.into(), description: String::new(), address: Some(ip.into()), network_tier: tier.into() },
+            Address {
+                name: name.into(),
+                description: String::new(),
+                address: Some(ip.into()),
+                network_tier: tier.into(),
+            },
         );
     }
 
@@ -234,7 +268,11 @@ impl MiniGce {
                 Ok(())
             }
             Action::DeleteHealthCheck { name } => {
-                if self.pools.values().any(|p| p.health_checks.iter().any(|l| gce::link_name(l) == name)) {
+                if self
+                    .pools
+                    .values()
+                    .any(|p| p.health_checks.iter().any(|l| gce::link_name(l) == name))
+                {
                     return Err(format!("400 resourceInUseByAnotherResource: health check {name}"));
                 }
                 remove(&mut self.health_checks, name).map(drop)
@@ -251,7 +289,11 @@ impl MiniGce {
                 insert(&mut self.pools, &p.name, p)
             }
             Action::DeleteTargetPool { name } => {
-                if self.forwarding_rules.values().any(|f| gce::link_name(&f.target) == name) {
+                if self
+                    .forwarding_rules
+                    .values()
+                    .any(|f| gce::link_name(&f.target) == name)
+                {
                     return Err(format!("400 resourceInUseByAnotherResource: pool {name}"));
                 }
                 remove(&mut self.pools, name).map(drop)
@@ -259,7 +301,10 @@ impl MiniGce {
             Action::AddInstances { pool, instances } => {
                 let p = self.pools.get_mut(pool).ok_or("404 pool")?;
                 for i in instances {
-                    if p.instances.iter().any(|x| gce::instance_key(x) == gce::instance_key(i)) {
+                    if p.instances
+                        .iter()
+                        .any(|x| gce::instance_key(x) == gce::instance_key(i))
+                    {
                         return Err(format!("400 instance {i} already in pool"));
                     }
                     p.instances.push(i.clone());
@@ -270,7 +315,8 @@ impl MiniGce {
                 let p = self.pools.get_mut(pool).ok_or("404 pool")?;
                 for i in instances {
                     let before = p.instances.len();
-                    p.instances.retain(|x| gce::instance_key(x) != gce::instance_key(i));
+                    p.instances
+                        .retain(|x| gce::instance_key(x) != gce::instance_key(i));
                     if p.instances.len() == before {
                         return Err(format!("400 instance {i} not in pool"));
                     }
@@ -304,11 +350,17 @@ impl MiniGce {
                 insert(&mut self.forwarding_rules, &f.name, f)
             }
             Action::DeleteForwardingRule { name } => remove(&mut self.forwarding_rules, name).map(drop),
-            Action::SetTarget { forwarding_rule, target } => {
+            Action::SetTarget {
+                forwarding_rule,
+                target,
+            } => {
                 if !self.pools.contains_key(gce::link_name(target)) {
                     return Err(format!("404 target {target}"));
                 }
-                let f = self.forwarding_rules.get_mut(forwarding_rule).ok_or("404 forwarding rule")?;
+                let f = self
+                    .forwarding_rules
+                    .get_mut(forwarding_rule)
+                    .ok_or("404 forwarding rule")?;
                 f.target = target.clone();
                 Ok(())
             }
@@ -322,11 +374,17 @@ impl MiniGce {
     /// What the I/O layer would GET for this load balancer.
     pub fn observed(&self, names: &LbNames, requested_ip: Option<&str>) -> Observed {
         let fr = self.forwarding_rules.get(&names.lb).cloned();
-        let holder_ip = requested_ip.map(str::to_owned).or_else(|| fr.as_ref().map(|f| f.ip_address.clone()));
+        let holder_ip = requested_ip
+            .map(str::to_owned)
+            .or_else(|| fr.as_ref().map(|f| f.ip_address.clone()));
         Observed {
             address: self.addresses.get(&names.lb).cloned(),
-            ip_holder: holder_ip
-                .and_then(|ip| self.addresses.values().find(|a| a.address.as_deref() == Some(&ip)).cloned()),
+            ip_holder: holder_ip.and_then(|ip| {
+                self.addresses
+                    .values()
+                    .find(|a| a.address.as_deref() == Some(&ip))
+                    .cloned()
+            }),
             firewall: self.firewalls.get(&names.firewall).cloned(),
             nodes_health_check: self.health_checks.get(&names.nodes_health_check).cloned(),
             nodes_health_check_firewall: self.firewalls.get(&names.nodes_health_check_firewall).cloned(),
@@ -335,7 +393,10 @@ impl MiniGce {
             target_pool: self.pools.get(&names.lb).cloned(),
             forwarding_rule: fr,
             nodes_health_check_used_elsewhere: self.pools.iter().any(|(name, p)| {
-                name != &names.lb && p.health_checks.iter().any(|l| gce::link_name(l) == names.nodes_health_check)
+                name != &names.lb
+                    && p.health_checks
+                        .iter()
+                        .any(|l| gce::link_name(l) == names.nodes_health_check)
             }),
         }
     }

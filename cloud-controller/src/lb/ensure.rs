@@ -35,8 +35,21 @@ pub fn lb_names(service: &Service, cfg: &Config) -> Result<LbNames> {
 }
 
 pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observed) -> Result<EnsurePlan> {
-    let spec = LbSpec::from_service(service)?;
+    let mut spec = LbSpec::from_service(service)?;
     let names = LbNames::new(&spec.uid, &cfg.cluster_id, &spec.object)?;
+    if !spec.network_tier_annotated {
+        // Without the annotation upstream leaves an existing LB in whatever tier it has. svcnet
+        // goes one step further and *keeps* that tier for objects it (re)creates, so a forwarding
+        // rule recreated for a port change cannot end up in another tier than its address.
+        // Moving to a user's address keeps upstream's rule (default PREMIUM, checked in resolve_ip).
+        let to_user_ip =
+            spec.requested_ip.is_some() && observed.ip_holder.as_ref().is_some_and(|a| a.name != names.lb);
+        let existing = observed.forwarding_rule.as_ref().map(|f| f.network_tier.as_str());
+        let existing = existing.or(observed.address.as_ref().map(|a| a.network_tier.as_str()));
+        if let Some(tier) = existing.filter(|t| !t.is_empty() && !to_user_ip) {
+            spec.network_tier = tier.to_owned();
+        }
+    }
     let (hosts, skipped_nodes) = lb_hosts(nodes);
     if hosts.is_empty() {
         return Err(crate::error::Error::NoEligibleNodes { object: spec.object });

@@ -14,7 +14,10 @@ fn err(s: Scenario) -> Error {
 #[test]
 fn bad_cidr_in_field_names_the_field() {
     let e = err(Scenario::new().source_ranges(&["10.0.0.0/8", "10.0.0.300/24"]));
-    assert!(matches!(&e, Error::InvalidSourceRange { value, .. } if value == "10.0.0.300/24"), "{e:?}");
+    assert!(
+        matches!(&e, Error::InvalidSourceRange { value, .. } if value == "10.0.0.300/24"),
+        "{e:?}"
+    );
     assert_eq!(e.field(), "spec.loadBalancerSourceRanges");
     assert_eq!(e.metric_label(), "invalid_source_range");
     assert!(e.to_string().contains("Service default/web"), "{e}");
@@ -29,19 +32,39 @@ fn bad_cidr_in_annotation_names_the_annotation() {
 
 #[test]
 fn field_wins_over_annotation() {
-    let s = Scenario::new().source_ranges(&["10.1.0.0/16"]).annotation(SOURCE_RANGES_ANNOTATION, "garbage");
+    let s = Scenario::new()
+        .source_ranges(&["10.1.0.0/16"])
+        .annotation(SOURCE_RANGES_ANNOTATION, "garbage");
     let plan = s.ensure(&Observed::default());
-    assert!(plan.is_ok(), "annotation is ignored when the field is set: {plan:?}");
+    assert!(
+        plan.is_ok(),
+        "annotation is ignored when the field is set: {plan:?}"
+    );
 }
 
 #[test]
 fn mixed_protocols_rejected() {
     let ports = vec![
-        ServicePort { port: 53, protocol: Some("UDP".into()), ..Default::default() },
-        ServicePort { port: 53, protocol: Some("TCP".into()), ..Default::default() },
+        ServicePort {
+            port: 53,
+            protocol: Some("UDP".into()),
+            ..Default::default()
+        },
+        ServicePort {
+            port: 53,
+            protocol: Some("TCP".into()),
+            ..Default::default()
+        },
     ];
     let e = err(Scenario::new().raw_ports(ports));
-    assert_eq!(e, Error::MixedProtocols { object: "Service default/web".into(), first: "UDP".into(), other: "TCP".into() });
+    assert_eq!(
+        e,
+        Error::MixedProtocols {
+            object: "Service default/web".into(),
+            first: "UDP".into(),
+            other: "TCP".into()
+        }
+    );
     assert_eq!(e.field(), "spec.ports");
 }
 
@@ -57,7 +80,10 @@ fn sctp_and_no_ports_rejected() {
 #[test]
 fn bad_network_tier_rejected() {
     let e = err(Scenario::new().annotation(NETWORK_TIER_ANNOTATION, "premium"));
-    assert!(matches!(&e, Error::InvalidNetworkTier { value, .. } if value == "premium"), "{e:?}");
+    assert!(
+        matches!(&e, Error::InvalidNetworkTier { value, .. } if value == "premium"),
+        "{e:?}"
+    );
     assert_eq!(e.field(), NETWORK_TIER_ANNOTATION);
 }
 

@@ -12,7 +12,10 @@ fn labelled(value: &str) -> k8s_openapi::api::core::v1::Node {
 #[test]
 fn exclude_label_follows_go_parse_bool() {
     assert!(!node_is_eligible(&labelled("true")));
-    assert!(!node_is_eligible(&labelled("")), "non-boolean value excludes, as upstream");
+    assert!(
+        !node_is_eligible(&labelled("")),
+        "non-boolean value excludes, as upstream"
+    );
     assert!(!node_is_eligible(&labelled("yes")));
     assert!(node_is_eligible(&labelled("false")));
     assert!(node_is_eligible(&labelled("0")));
@@ -44,8 +47,14 @@ fn hosts_come_from_provider_id_and_uninitialised_nodes_are_reported() {
     assert_eq!(
         hosts,
         vec![
-            LbHost { zone: "us-central1-a".into(), instance: "a".into() },
-            LbHost { zone: "us-central1-b".into(), instance: "b".into() },
+            LbHost {
+                zone: "us-central1-a".into(),
+                instance: "a".into()
+            },
+            LbHost {
+                zone: "us-central1-b".into(),
+                instance: "b".into()
+            },
         ]
     );
     assert_eq!(skipped, vec!["new".to_string()]);

@@ -34,17 +34,38 @@ fn shape() -> impl Strategy<Value = Shape> {
         proptest::option::of(proptest::sample::select(vec!["Standard", "Premium"])),
         any::<bool>(),
     )
-        .prop_map(|(udp, ports, client_ip, local_port, nodes, ranges, tier, user_ip)| {
-            // A user address is PREMIUM here; asking for it with Standard is a (tested) error.
-            let tier = if user_ip && tier == Some("Standard") { None } else { tier };
-            Shape { udp, ports, client_ip, local_port, nodes, ranges, tier, user_ip }
-        })
+        .prop_map(
+            |(udp, ports, client_ip, local_port, nodes, ranges, tier, user_ip)| {
+                // A user address is PREMIUM here; asking for it with Standard is a (tested) error.
+                let tier = if user_ip && tier == Some("Standard") {
+                    None
+                } else {
+                    tier
+                };
+                Shape {
+                    udp,
+                    ports,
+                    client_ip,
+                    local_port,
+                    nodes,
+                    ranges,
+                    tier,
+                    user_ip,
+                }
+            },
+        )
 }
 
 fn scenario(s: &Shape, mode: EtpTransition, batch: usize, create_max: usize) -> Scenario {
     let zones = ["us-central1-a", "us-central1-b"];
-    let nodes = s.nodes.iter().map(|i| node(&format!("node-{i}"), zones[i % 2])).collect();
-    let mut sc = Scenario::new().ports(if s.udp { "UDP" } else { "TCP" }, &s.ports).with_nodes(nodes);
+    let nodes = s
+        .nodes
+        .iter()
+        .map(|i| node(&format!("node-{i}"), zones[i % 2]))
+        .collect();
+    let mut sc = Scenario::new()
+        .ports(if s.udp { "UDP" } else { "TCP" }, &s.ports)
+        .with_nodes(nodes);
     sc.cfg.etp_transition = mode;
     sc.cfg.instance_batch = batch;
     sc.cfg.create_instances_max = create_max;
@@ -68,35 +89,59 @@ fn scenario(s: &Shape, mode: EtpTransition, batch: usize, create_max: usize) -> 
 
 fn check_matches_desired(gce: &MiniGce, sc: &Scenario) -> Result<(), TestCaseError> {
     let names = sc.names();
-    let plan = sc.ensure(&gce.observed(&names, sc.requested_ip().as_deref())).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let plan = sc
+        .ensure(&gce.observed(&names, sc.requested_ip().as_deref()))
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert!(plan.actions.is_empty(), "not settled: {:?}", plan.actions);
-    let want = plan.desired.ok_or_else(|| TestCaseError::fail("no desired state"))?;
+    let want = plan
+        .desired
+        .ok_or_else(|| TestCaseError::fail("no desired state"))?;
 
     prop_assert_eq!(Some(&want.forwarding_rule), gce.forwarding_rules.get(&names.lb));
     prop_assert_eq!(Some(&want.firewall), gce.firewalls.get(&names.firewall));
-    prop_assert_eq!(Some(&want.health_check), gce.health_checks.get(&want.health_check.name));
-    prop_assert_eq!(Some(&want.health_check_firewall), gce.firewalls.get(&want.health_check_firewall.name));
-    let pool = gce.pools.get(&names.lb).ok_or_else(|| TestCaseError::fail("no pool"))?;
+    prop_assert_eq!(
+        Some(&want.health_check),
+        gce.health_checks.get(&want.health_check.name)
+    );
+    prop_assert_eq!(
+        Some(&want.health_check_firewall),
+        gce.firewalls.get(&want.health_check_firewall.name)
+    );
+    let pool = gce
+        .pools
+        .get(&names.lb)
+        .ok_or_else(|| TestCaseError::fail("no pool"))?;
     let mut have_instances = pool.instances.clone();
     have_instances.sort();
     prop_assert_eq!(&have_instances, &want.target_pool.instances);
     prop_assert_eq!(&pool.session_affinity, &want.target_pool.session_affinity);
     prop_assert_eq!(&pool.health_checks, &want.target_pool.health_checks);
     match &want.address {
-        Some(a) => prop_assert_eq!(gce.addresses.get(&names.lb).and_then(|x| x.address.clone()), a.address.clone()),
-        None => prop_assert!(!gce.addresses.contains_key(&names.lb), "own address should be released"),
+        Some(a) => prop_assert_eq!(
+            gce.addresses.get(&names.lb).and_then(|x| x.address.clone()),
+            a.address.clone()
+        ),
+        None => prop_assert!(
+            !gce.addresses.contains_key(&names.lb),
+            "own address should be released"
+        ),
     }
     prop_assert_eq!(&want.forwarding_rule.ip_address, &want.ip);
     // Only the health check of the current kind remains.
     match want.spec.health_check {
-        HealthCheckKind::Local { .. } => prop_assert!(!gce.health_checks.contains_key(&names.nodes_health_check)),
+        HealthCheckKind::Local { .. } => {
+            prop_assert!(!gce.health_checks.contains_key(&names.nodes_health_check))
+        }
         HealthCheckKind::Nodes => {
             prop_assert!(!gce.health_checks.contains_key(&names.local_health_check));
             prop_assert!(!gce.firewalls.contains_key(&names.local_health_check_firewall));
         }
     }
     // The user's address is never touched.
-    prop_assert_eq!(gce.addresses.get("user-ip").and_then(|a| a.address.clone()), Some(USER_IP.to_string()));
+    prop_assert_eq!(
+        gce.addresses.get("user-ip").and_then(|a| a.address.clone()),
+        Some(USER_IP.to_string())
+    );
     Ok(())
 }
 

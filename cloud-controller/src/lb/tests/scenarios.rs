@@ -19,7 +19,9 @@ fn built(s: &Scenario) -> (MiniGce, Vec<Action>) {
 }
 
 fn replan(gce: &MiniGce, s: &Scenario) -> Vec<Action> {
-    s.ensure(&gce.observed(&s.names(), s.requested_ip().as_deref())).expect("valid").actions
+    s.ensure(&gce.observed(&s.names(), s.requested_ip().as_deref()))
+        .expect("valid")
+        .actions
 }
 
 #[test]
@@ -46,27 +48,42 @@ fn new_lb_takes_six_calls_in_design_order() {
     let ip = gce.addresses[LB].address.clone().unwrap();
     let fr = &gce.forwarding_rules[LB];
     assert_eq!(fr.ip_address, ip);
-    assert_eq!((fr.ip_protocol.as_str(), fr.port_range.as_str()), ("TCP", "80-80"));
+    assert_eq!(
+        (fr.ip_protocol.as_str(), fr.port_range.as_str()),
+        ("TCP", "80-80")
+    );
     assert_eq!(fr.network_tier, TIER_PREMIUM);
-    assert_eq!(fr.target, format!("https://www.googleapis.com/compute/v1/projects/proj/regions/us-central1/targetPools/{LB}"));
+    assert_eq!(
+        fr.target,
+        format!("https://www.googleapis.com/compute/v1/projects/proj/regions/us-central1/targetPools/{LB}")
+    );
     assert_eq!(fr.description, r#"{"kubernetes.io/service-name":"default/web"}"#);
 
     let fw = &gce.firewalls[&format!("k8s-fw-{LB}")];
     assert_eq!(fw.source_ranges, ["0.0.0.0/0"]);
-    assert_eq!(fw.destination_ranges, [ip.clone()]);
+    assert_eq!(fw.destination_ranges, [ip.as_str()]);
     assert_eq!(fw.target_tags, ["svcnet-node"]);
-    assert_eq!((fw.allowed[0].ip_protocol.as_str(), fw.allowed[0].ports.clone()), ("tcp", vec!["80".to_string()]));
+    assert_eq!(
+        (fw.allowed[0].ip_protocol.as_str(), fw.allowed[0].ports.clone()),
+        ("tcp", vec!["80".to_string()])
+    );
     assert_eq!(
         fw.description,
         format!(r#"{{"kubernetes.io/service-name":"default/web", "kubernetes.io/service-ip":"{ip}"}}"#)
     );
 
     let hc = &gce.health_checks[NODE_HC];
-    assert_eq!((hc.port, hc.request_path.as_str(), hc.check_interval_sec), (10256, "/healthz", 8));
+    assert_eq!(
+        (hc.port, hc.request_path.as_str(), hc.check_interval_sec),
+        (10256, "/healthz", 8)
+    );
     let hc_fw = &gce.firewalls[&format!("{NODE_HC}-http-hc")];
     assert_eq!(hc_fw.source_ranges.len(), 4);
     assert_eq!(hc_fw.allowed[0].ports, ["10256"]);
-    assert_eq!(hc_fw.description, r#"{"kubernetes.io/cluster-id":"0123456789abcdef"}"#);
+    assert_eq!(
+        hc_fw.description,
+        r#"{"kubernetes.io/cluster-id":"0123456789abcdef"}"#
+    );
 
     let pool = &gce.pools[LB];
     assert_eq!(pool.instances.len(), 3);
@@ -76,7 +93,9 @@ fn new_lb_takes_six_calls_in_design_order() {
 
 #[test]
 fn no_op_resync_plans_nothing() {
-    let s = Scenario::new().ports("UDP", &[53, 54, 60]).source_ranges(&["10.0.0.0/8"]);
+    let s = Scenario::new()
+        .ports("UDP", &[53, 54, 60])
+        .source_ranges(&["10.0.0.0/8"]);
     let (gce, _) = built(&s);
     assert_eq!(replan(&gce, &s), vec![]);
     let local = Scenario::new().etp_local(30123).affinity("ClientIP");
@@ -94,13 +113,18 @@ fn node_added_and_removed_only_touch_instances() {
         actions,
         [Action::AddInstances {
             pool: LB.into(),
-            instances: vec!["https://www.googleapis.com/compute/v1/projects/proj/zones/us-central1-b/instances/node-4".into()],
+            instances: vec![
+                "https://www.googleapis.com/compute/v1/projects/proj/zones/us-central1-b/instances/node-4"
+                    .into()
+            ],
         }]
     );
     let shrunk = s.remove_node("node-2");
     let actions = replan(&gce, &shrunk);
     assert_eq!(labels(&actions), ["remove_instances"]);
-    assert!(matches!(&actions[0], Action::RemoveInstances { instances, .. } if instances.len() == 1 && instances[0].ends_with("/node-2")));
+    assert!(
+        matches!(&actions[0], Action::RemoveInstances { instances, .. } if instances.len() == 1 && instances[0].ends_with("/node-2"))
+    );
 }
 
 #[test]
@@ -135,11 +159,24 @@ fn port_change_patches_firewall_and_recreates_only_the_forwarding_rule() {
     let ip = gce.forwarding_rules[LB].ip_address.clone();
     let changed = s.ports("TCP", &[80, 443]);
     let actions = replan(&gce, &changed);
-    assert_eq!(labels(&actions), ["patch_firewall", "delete_forwarding_rule", "create_forwarding_rule"]);
+    assert_eq!(
+        labels(&actions),
+        [
+            "patch_firewall",
+            "delete_forwarding_rule",
+            "create_forwarding_rule"
+        ]
+    );
     gce.apply_all(&actions).unwrap();
     assert_eq!(gce.forwarding_rules[LB].port_range, "80-443");
-    assert_eq!(gce.forwarding_rules[LB].ip_address, ip, "the reserved address keeps the IP");
-    assert_eq!(gce.firewalls[&format!("k8s-fw-{LB}")].allowed[0].ports, ["80", "443"]);
+    assert_eq!(
+        gce.forwarding_rules[LB].ip_address, ip,
+        "the reserved address keeps the IP"
+    );
+    assert_eq!(
+        gce.firewalls[&format!("k8s-fw-{LB}")].allowed[0].ports,
+        ["80", "443"]
+    );
     assert_eq!(replan(&gce, &changed), vec![]);
 }
 
@@ -165,11 +202,18 @@ fn etp_cluster_to_local_swaps_health_check_by_recreating_pool_like_upstream() {
     gce.apply_all(&actions).unwrap();
     assert!(gce.pools[LB].health_checks[0].ends_with(&format!("/httpHealthChecks/{LB}")));
     assert_eq!(gce.health_checks[LB].port, 30500);
-    assert!(!gce.health_checks.contains_key(NODE_HC), "unused shared check removed");
-    assert_eq!(gce.firewalls[&format!("k8s-{LB}-http-hc")].allowed[0].ports, ["30500"]);
+    assert!(
+        !gce.health_checks.contains_key(NODE_HC),
+        "unused shared check removed"
+    );
+    assert_eq!(
+        gce.firewalls[&format!("k8s-{LB}-http-hc")].allowed[0].ports,
+        ["30500"]
+    );
     assert_eq!(replan(&gce, &local), vec![]);
 
     // And back: the service check and its firewall go, the shared one returns.
+    let s = local.etp_cluster();
     let actions = replan(&gce, &s);
     gce.apply_all(&actions).unwrap();
     assert!(gce.health_checks.contains_key(NODE_HC));
@@ -187,7 +231,14 @@ fn etp_change_in_place_keeps_pool_and_forwarding_rule() {
     let actions = replan(&gce, &local);
     assert_eq!(
         labels(&actions),
-        ["create_firewall", "create_health_check", "remove_health_check", "add_health_check", "delete_health_check", "delete_firewall"]
+        [
+            "create_firewall",
+            "create_health_check",
+            "remove_health_check",
+            "add_health_check",
+            "delete_health_check",
+            "delete_firewall"
+        ]
     );
     gce.apply_all(&actions).unwrap();
     assert_eq!(replan(&gce, &local), vec![]);
@@ -205,10 +256,16 @@ fn shared_node_health_check_survives_while_another_lb_uses_it() {
 
     let local = s.clone().etp_local(30500);
     gce.converge(&local, 3).unwrap();
-    assert!(gce.health_checks.contains_key(NODE_HC), "still used by the other pool");
+    assert!(
+        gce.health_checks.contains_key(NODE_HC),
+        "still used by the other pool"
+    );
 
     let delete = plan_delete(&other.names(), &gce.observed(&other.names(), None));
-    assert!(delete.contains(&Action::DeleteHealthCheck { name: NODE_HC.into() }), "last user removes it");
+    assert!(
+        delete.contains(&Action::DeleteHealthCheck { name: NODE_HC.into() }),
+        "last user removes it"
+    );
     gce.apply_all(&delete).unwrap();
 }
 
@@ -218,7 +275,15 @@ fn affinity_change_recreates_pool_and_forwarding_rule_only() {
     let (mut gce, _) = built(&s);
     let sticky = s.affinity("ClientIP");
     let actions = replan(&gce, &sticky);
-    assert_eq!(labels(&actions), ["delete_forwarding_rule", "delete_target_pool", "create_target_pool", "create_forwarding_rule"]);
+    assert_eq!(
+        labels(&actions),
+        [
+            "delete_forwarding_rule",
+            "delete_target_pool",
+            "create_target_pool",
+            "create_forwarding_rule"
+        ]
+    );
     gce.apply_all(&actions).unwrap();
     assert_eq!(gce.pools[LB].session_affinity, AFFINITY_CLIENT_IP);
     assert_eq!(replan(&gce, &sticky), vec![]);
@@ -236,7 +301,8 @@ fn empty_affinity_reported_by_gce_does_not_recreate() {
 fn forwarding_rule_pointing_elsewhere_gets_set_target() {
     let s = Scenario::new();
     let (mut gce, _) = built(&s);
-    gce.forwarding_rules.get_mut(LB).unwrap().target = "projects/proj/regions/us-central1/targetPools/x".into();
+    gce.forwarding_rules.get_mut(LB).unwrap().target =
+        "projects/proj/regions/us-central1/targetPools/x".into();
     let actions = replan(&gce, &s);
     assert_eq!(labels(&actions), ["set_target"]);
 }
@@ -253,13 +319,24 @@ fn delete_plan_order_and_idempotence() {
             Action::DeleteForwardingRule { name: LB.into() },
             Action::DeleteTargetPool { name: LB.into() },
             Action::DeleteHealthCheck { name: NODE_HC.into() },
-            Action::DeleteFirewall { name: format!("{NODE_HC}-http-hc") },
-            Action::DeleteFirewall { name: format!("k8s-fw-{LB}") },
+            Action::DeleteFirewall {
+                name: format!("{NODE_HC}-http-hc")
+            },
+            Action::DeleteFirewall {
+                name: format!("k8s-fw-{LB}")
+            },
             Action::DeleteAddress { name: LB.into() },
         ]
     );
     gce.apply_all(&actions).unwrap();
-    assert_eq!(gce, MiniGce { next_ip: gce.next_ip, calls: gce.calls, ..Default::default() });
+    assert_eq!(
+        gce,
+        MiniGce {
+            next_ip: gce.next_ip,
+            calls: gce.calls,
+            ..Default::default()
+        }
+    );
     assert_eq!(plan_delete(&names, &gce.observed(&names, None)), vec![]);
 }
 
@@ -301,7 +378,9 @@ fn requested_ip_must_be_reserved_or_current_and_in_the_right_tier() {
 
     let mut gce = MiniGce::default();
     gce.reserve_user_address("std-ip", "198.51.100.8", TIER_STANDARD);
-    let e = s.ensure(&gce.observed(&s.names(), Some("198.51.100.8"))).unwrap_err();
+    let e = s
+        .ensure(&gce.observed(&s.names(), Some("198.51.100.8")))
+        .unwrap_err();
     assert!(e.to_string().contains("STANDARD"), "{e}");
 }
 
@@ -311,7 +390,10 @@ fn tier_annotation_change_replaces_forwarding_rule_and_address() {
     let (mut gce, _) = built(&s);
     let standard = s.annotation(NETWORK_TIER_ANNOTATION, "Standard");
     let applied = gce.converge(&standard, 3).unwrap();
-    assert_eq!(labels(&applied)[..3], ["delete_forwarding_rule", "delete_address", "create_address"]);
+    assert_eq!(
+        labels(&applied)[..3],
+        ["delete_forwarding_rule", "delete_address", "create_address"]
+    );
     assert_eq!(gce.forwarding_rules[LB].network_tier, TIER_STANDARD);
     assert_eq!(gce.addresses[LB].network_tier, TIER_STANDARD);
 }
@@ -330,16 +412,25 @@ fn hostile_service_names_yield_valid_json_descriptions() {
     ] {
         let v: serde_json::Value = serde_json::from_str(desc).unwrap_or_else(|e| panic!("{desc}: {e}"));
         assert_eq!(v["kubernetes.io/service-name"], want.as_str(), "{desc}");
-        assert_eq!(v.as_object().unwrap().len(), if desc.contains("service-ip") { 2 } else { 1 });
+        assert_eq!(
+            v.as_object().unwrap().len(),
+            if desc.contains("service-ip") { 2 } else { 1 }
+        );
     }
 }
 
 #[test]
 fn firewall_drift_rules() {
-    let s = Scenario::new().ports("TCP", &[80, 81]).source_ranges(&["10.0.0.1/24"]);
+    let s = Scenario::new()
+        .ports("TCP", &[80, 81])
+        .source_ranges(&["10.0.0.1/24"]);
     let (mut gce, _) = built(&s);
     let fw = format!("k8s-fw-{LB}");
-    assert_eq!(gce.firewalls[&fw].source_ranges, ["10.0.0.0/24"], "host bits cleared");
+    assert_eq!(
+        gce.firewalls[&fw].source_ranges,
+        ["10.0.0.0/24"],
+        "host bits cleared"
+    );
     assert_eq!(gce.firewalls[&fw].allowed[0].ports, ["80-81"]);
     // Older upstream wrote one entry per port: accepted, no patch.
     gce.firewalls.get_mut(&fw).unwrap().allowed[0].ports = vec!["81".into(), "80".into()];
@@ -358,6 +449,8 @@ fn health_check_drift_keeps_larger_timings() {
     let hc = gce.health_checks.get_mut(NODE_HC).unwrap();
     hc.unhealthy_threshold = 1;
     let actions = replan(&gce, &s);
-    let [Action::UpdateHealthCheck(updated)] = actions.as_slice() else { panic!("{actions:?}") };
+    let [Action::UpdateHealthCheck(updated)] = actions.as_slice() else {
+        panic!("{actions:?}")
+    };
     assert_eq!((updated.check_interval_sec, updated.unhealthy_threshold), (30, 3));
 }
