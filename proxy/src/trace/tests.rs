@@ -782,3 +782,88 @@ fn scale_many_services_and_endpoints() {
     let total: f64 = big.outcomes.iter().map(|o| o.probability).sum();
     assert!((total - 1.0).abs() < 1e-9);
 }
+
+/// externalTrafficPolicy: Local, upstream's EXT chain: pod traffic -> cluster-wide SVC chain,
+/// node-local sources -> masquerade + SVC, everything else -> SVL (local endpoints only).
+fn etp_local() -> String {
+    let (ext, svc, svl) = (
+        "KUBE-EXT-GNZBNJ2PO5MGZ6GT",
+        "KUBE-SVC-GNZBNJ2PO5MGZ6GT",
+        "KUBE-SVL-GNZBNJ2PO5MGZ6GT",
+    );
+    let (local, remote) = ("KUBE-SEP-LOCALLOCALLOCAL", "KUBE-SEP-REMOTEREMOTEREM");
+    save(
+        "",
+        &[ext, svc, svl, local, remote],
+        &format!(
+            "-A KUBE-NODEPORTS -m comment --comment ns2/svc2:p80 -m tcp -p tcp --dport 3001 -j {ext}\n\
+             -A KUBE-SERVICES -m comment --comment \"ns2/svc2:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.42 --dport 80 -j {svc}\n\
+             -A KUBE-SERVICES -m comment --comment \"ns2/svc2:p80 loadbalancer IP\" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j {ext}\n\
+             -A {ext} -m comment --comment \"pod traffic for ns2/svc2:p80 external destinations\" -s 10.0.0.0/14 -j {svc}\n\
+             -A {ext} -m comment --comment \"masquerade LOCAL traffic for ns2/svc2:p80 external destinations\" -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ\n\
+             -A {ext} -m comment --comment \"route LOCAL traffic for ns2/svc2:p80 external destinations\" -m addrtype --src-type LOCAL -j {svc}\n\
+             -A {ext} -j {svl}\n\
+             -A {svc} -m comment --comment \"ns2/svc2:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.42 --dport 80 ! -s 10.0.0.0/14 -j KUBE-MARK-MASQ\n\
+             -A {svc} -m comment --comment \"ns2/svc2:p80 -> 10.180.0.1:80\" -m statistic --mode random --probability 0.5000000000 -j {local}\n\
+             -A {svc} -m comment --comment \"ns2/svc2:p80 -> 10.180.2.1:80\" -j {remote}\n\
+             -A {svl} -m comment --comment \"ns2/svc2:p80 -> 10.180.0.1:80\" -j {local}\n\
+             -A {local} -m comment --comment ns2/svc2:p80 -s 10.180.0.1 -j KUBE-MARK-MASQ\n\
+             -A {local} -m comment --comment ns2/svc2:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:80\n\
+             -A {remote} -m comment --comment ns2/svc2:p80 -s 10.180.2.1 -j KUBE-MARK-MASQ\n\
+             -A {remote} -m comment --comment ns2/svc2:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.2.1:80"
+        ),
+    )
+}
+
+#[test]
+fn external_traffic_policy_local() {
+    let text = etp_local();
+    // External client via the LB IP or the NodePort: local endpoint only, source kept.
+    for (dst, port) in [("1.2.3.4", 80), (NODE_IP, 3001)] {
+        let t = run(&text, &packet("203.0.113.9", dst, port), &opts());
+        assert_eq!(t.outcomes.len(), 1, "{t}");
+        assert_eq!(t.outcomes[0].verdict, Verdict::Dnat(sock("10.180.0.1:80")));
+        assert!(!t.outcomes[0].masquerade, "ETP Local keeps the client IP\n{t}");
+        assert!(
+            t.outcomes[0]
+                .steps
+                .iter()
+                .any(|s| s.chain == "KUBE-SVL-GNZBNJ2PO5MGZ6GT")
+        );
+    }
+    // A pod reaching the LB IP is short-circuited to the cluster-wide chain.
+    let t = run(&text, &packet("10.0.5.5", "1.2.3.4", 80), &opts());
+    assert_eq!(t.outcomes.len(), 2, "{t}");
+    assert!(t.outcomes.iter().all(|o| !o.masquerade));
+    // The node itself (src LOCAL): masqueraded, cluster-wide.
+    let t = run(
+        &text,
+        &packet(NODE_IP, "1.2.3.4", 80),
+        &TraceOptions {
+            node_ips: vec![ip(NODE_IP)],
+            hook: Hook::Output,
+        },
+    );
+    assert_eq!(t.outcomes.len(), 2, "{t}");
+    assert!(t.outcomes.iter().all(|o| o.masquerade), "{t}");
+    assert!(t.outcomes.iter().all(|o| {
+        o.steps
+            .iter()
+            .any(|s| s.rule.contains("--src-type LOCAL -j KUBE-MARK-MASQ"))
+    }));
+}
+
+#[test]
+fn multiport_and_portless_dnat() {
+    let text = r#"*nat
+:PREROUTING ACCEPT [0:0]
+-A PREROUTING -d 192.0.2.1/32 -p udp -m multiport --dports 53,5000:5010 -j DNAT --to-destination 10.0.0.9
+COMMIT
+"#;
+    let mut p = packet("10.1.1.1", "192.0.2.1", 5005);
+    p.proto = Proto::Udp;
+    let t = run(text, &p, &opts());
+    assert_eq!(t.outcomes[0].verdict, Verdict::Dnat(sock("10.0.0.9:5005")), "{t}");
+    p.dport = 5011;
+    assert_eq!(run(text, &p, &opts()).outcomes[0].verdict, Verdict::Accept);
+}
