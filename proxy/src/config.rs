@@ -1,0 +1,163 @@
+//! Render-time configuration: the kube-proxy flags that change rule text.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use thiserror::Error;
+
+use crate::model::Family;
+
+/// How KUBE-SERVICES is laid out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    /// Upstream-identical: one linear KUBE-SERVICES list.
+    Flat,
+    /// Destination-prefix dispatch chains (KUBE-DST-*), O(log services) rules per new connection.
+    #[default]
+    Tree,
+}
+
+/// `--detect-local-mode`: how "traffic from a local pod" is recognised.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DetectLocal {
+    /// No detection (upstream's no-op detector): no masquerade of off-cluster traffic to cluster IPs.
+    None,
+    ClusterCidr(Vec<IpNet>),
+    NodeCidr(Vec<IpNet>),
+    BridgeInterface(String),
+    InterfaceNamePrefix(String),
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("--iptables-masquerade-bit {0}: must be 0..=31")]
+    MasqueradeBit(u32),
+    #[error("interface name {0:?}: must be 1-15 characters of [A-Za-z0-9_.-]")]
+    Interface(String),
+    #[error("--nodeport-addresses {0:?}: expected CIDRs or \"primary\"")]
+    NodePortAddress(String),
+}
+
+/// A validated interface name (it goes into rule text).
+pub fn check_interface(name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name.len() <= 15
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'));
+    if ok { Ok(()) } else { Err(ConfigError::Interface(name.to_string())) }
+}
+
+/// `--nodeport-addresses`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodePortAddresses {
+    pub cidrs: Vec<IpNet>,
+    pub primary: bool,
+}
+
+impl NodePortAddresses {
+    pub fn parse(values: &[String]) -> Result<Self, ConfigError> {
+        let mut out = NodePortAddresses::default();
+        for v in values.iter().flat_map(|v| v.split(',')).map(str::trim).filter(|v| !v.is_empty()) {
+            if v == "primary" {
+                out.primary = true;
+            } else {
+                out.cidrs.push(v.parse().map_err(|_| ConfigError::NodePortAddress(v.to_string()))?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Upstream `MatchAll`: no restriction for this family.
+    pub fn match_all(&self, family: Family) -> bool {
+        let fam: Vec<&IpNet> = self.cidrs.iter().filter(|c| family.matches(&c.addr())).collect();
+        (!self.primary && fam.is_empty()) || fam.iter().any(|c| c.prefix_len() == 0)
+    }
+
+    pub fn contains_ipv4_loopback(&self) -> bool {
+        self.match_all(Family::V4) || self.cidrs.iter().any(|c| c.contains(&IpAddr::from([127, 0, 0, 1])))
+    }
+
+    /// The node addresses NodePorts answer on when not `match_all`.
+    pub fn node_ips(&self, family: Family, primary: &[IpAddr], interfaces: &[IpAddr]) -> Vec<IpAddr> {
+        let mut out: Vec<IpAddr> = Vec::new();
+        if self.primary {
+            out.extend(primary.iter().filter(|ip| family.matches(ip)));
+        }
+        for ip in interfaces.iter().chain([IpAddr::from([127, 0, 0, 1])].iter()) {
+            if family.matches(ip) && self.cidrs.iter().any(|c| c.contains(ip)) {
+                out.push(*ip);
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderConfig {
+    pub family: Family,
+    pub layout: Layout,
+    pub detect_local: DetectLocal,
+    pub masquerade_all: bool,
+    pub masquerade_bit: u32,
+    pub nodeport_addresses: NodePortAddresses,
+    pub localhost_nodeports: bool,
+    /// `MASQUERADE --random-fully` (detected from the iptables binary by the daemon).
+    pub random_fully: bool,
+    /// nf_conntrack_tcp_be_liberal set: no INVALID drop rule.
+    pub conntrack_tcp_liberal: bool,
+    /// Leaf size of the dispatch tree (tree layout).
+    pub tree_leaf_max: usize,
+}
+
+impl Default for RenderConfig {
+    fn default() -> Self {
+        RenderConfig {
+            family: Family::V4,
+            layout: Layout::Tree,
+            detect_local: DetectLocal::None,
+            masquerade_all: false,
+            masquerade_bit: 14,
+            nodeport_addresses: NodePortAddresses::default(),
+            localhost_nodeports: true,
+            random_fully: true,
+            conntrack_tcp_liberal: false,
+            tree_leaf_max: 8,
+        }
+    }
+}
+
+impl RenderConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.masquerade_bit > 31 {
+            return Err(ConfigError::MasqueradeBit(self.masquerade_bit));
+        }
+        match &self.detect_local {
+            DetectLocal::BridgeInterface(i) | DetectLocal::InterfaceNamePrefix(i) => check_interface(i),
+            _ => Ok(()),
+        }
+    }
+
+    /// The masquerade mark as iptables-save prints it (`0x4000` for bit 14).
+    pub fn masq_mark(&self) -> String {
+        format!("{:#x}", 1u64 << self.masquerade_bit)
+    }
+
+    /// Localhost NodePorts only exist for IPv4 and when loopback is within --nodeport-addresses.
+    pub fn effective_localhost_nodeports(&self) -> bool {
+        self.family == Family::V4 && self.localhost_nodeports && self.nodeport_addresses.contains_ipv4_loopback()
+    }
+
+    /// `(if_local, if_not_local)` argument strings, or `None` when no detector is configured.
+    pub fn local_detector(&self) -> Option<(String, String)> {
+        let fam = |cidrs: &Vec<IpNet>| cidrs.iter().find(|c| self.family.matches(&c.addr())).copied();
+        match &self.detect_local {
+            DetectLocal::None => None,
+            DetectLocal::ClusterCidr(c) | DetectLocal::NodeCidr(c) => {
+                fam(c).map(|c| (format!("-s {}", c.trunc()), format!("! -s {}", c.trunc())))
+            }
+            DetectLocal::BridgeInterface(i) => Some((format!("-i {i}"), format!("! -i {i}"))),
+            DetectLocal::InterfaceNamePrefix(i) => Some((format!("-i {i}+"), format!("! -i {i}+"))),
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The proxy's view of the cluster: plain data built from Services, EndpointSlices and this node.
+//! Everything here is pure; `from_k8s` converts API objects (treated as untrusted) into it.
+
+pub mod endpoints;
+mod error;
+pub mod service;
+pub mod topology;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+pub use endpoints::endpoints_from_slices;
+pub use error::ModelError;
+pub use service::service_ports_from_service;
+pub use topology::{Categorized, categorize};
+
+/// IP family of one iptables payload (iptables vs ip6tables).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Family {
+    #[default]
+    V4,
+    V6,
+}
+
+impl Family {
+    pub fn of(ip: &IpAddr) -> Family {
+        match ip {
+            IpAddr::V4(_) => Family::V4,
+            IpAddr::V6(_) => Family::V6,
+        }
+    }
+    pub fn matches(self, ip: &IpAddr) -> bool {
+        Family::of(ip) == self
+    }
+    /// The label used by upstream metrics (`IPv4` / `IPv6`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Family::V4 => "IPv4",
+            Family::V6 => "IPv6",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+impl Protocol {
+    /// Lower-case, as used in chain hashes and `-m`/`-p` arguments.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Sctp => "sctp",
+        }
+    }
+    pub fn parse_k8s(s: &str) -> Option<Protocol> {
+        match s {
+            "TCP" => Some(Protocol::Tcp),
+            "UDP" => Some(Protocol::Udp),
+            "SCTP" => Some(Protocol::Sctp),
+            _ => None,
+        }
+    }
+}
+
+/// `namespace/name:portName` plus protocol: the identity of one service port, as upstream.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServicePortName {
+    pub namespace: String,
+    pub name: String,
+    pub port: String,
+    pub protocol: Protocol,
+}
+
+impl ServicePortName {
+    pub fn service_key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Prints `ns/name:port` (the colon stays when the port has no name), the string upstream hashes.
+impl fmt::Display for ServicePortName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}:{}", self.namespace, self.name, self.port)
+    }
+}
+
+/// One port of one Service, for one IP family.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServicePort {
+    pub name: ServicePortName,
+    pub cluster_ip: IpAddr,
+    pub port: u16,
+    pub node_port: Option<u16>,
+    pub external_ips: Vec<IpAddr>,
+    /// Load-balancer ingress IPs that need VIP rules (ipMode Proxy excluded).
+    pub load_balancer_vips: Vec<IpAddr>,
+    /// `None`: no source restriction. `Some(empty)`: restricted, but nothing valid for this family
+    /// (svcnet fails closed and drops, see docs).
+    pub source_ranges: Option<Vec<IpNet>>,
+    pub health_check_node_port: Option<u16>,
+    /// ClientIP affinity timeout in seconds.
+    pub session_affinity: Option<u32>,
+    pub external_policy_local: bool,
+    pub internal_policy_local: bool,
+}
+
+impl ServicePort {
+    pub fn externally_accessible(&self) -> bool {
+        self.node_port.is_some() || !self.load_balancer_vips.is_empty() || !self.external_ips.is_empty()
+    }
+    pub fn uses_cluster_endpoints(&self) -> bool {
+        !self.internal_policy_local || (self.externally_accessible() && !self.external_policy_local)
+    }
+    pub fn uses_local_endpoints(&self) -> bool {
+        self.internal_policy_local || (self.externally_accessible() && self.external_policy_local)
+    }
+}
+
+/// One endpoint of one service port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub ip: IpAddr,
+    pub port: u16,
+    pub ready: bool,
+    pub serving: bool,
+    pub terminating: bool,
+    pub node_name: Option<String>,
+    pub zone_hints: Vec<String>,
+    pub node_hints: Vec<String>,
+}
+
+impl Endpoint {
+    /// `ip:port`, IPv6 in brackets: the string upstream hashes into KUBE-SEP names and DNATs to.
+    pub fn addr(&self) -> String {
+        match self.ip {
+            IpAddr::V4(ip) => format!("{ip}:{}", self.port),
+            IpAddr::V6(ip) => format!("[{ip}]:{}", self.port),
+        }
+    }
+    pub fn is_local(&self, node: &str) -> bool {
+        self.node_name.as_deref() == Some(node)
+    }
+}
+
+/// Facts about the node the proxy runs on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeFacts {
+    pub name: String,
+    /// The node's primary IPs (used for `--nodeport-addresses primary` and FW allow-from-node).
+    pub ips: Vec<IpAddr>,
+    /// All local interface addresses (used to resolve `--nodeport-addresses` CIDRs).
+    pub interface_ips: Vec<IpAddr>,
+    pub labels: BTreeMap<String, String>,
+    pub pod_cidrs: Vec<IpNet>,
+}
+
+impl NodeFacts {
+    pub fn zone(&self) -> Option<&str> {
+        self.labels.get("topology.kubernetes.io/zone").map(String::as_str).filter(|z| !z.is_empty())
+    }
+}
+
+/// Everything the renderer needs for one family: service ports and their endpoints.
+#[derive(Clone, Debug, Default)]
+pub struct ProxyState {
+    pub services: BTreeMap<ServicePortName, ServicePort>,
+    pub endpoints: BTreeMap<ServicePortName, Vec<Endpoint>>,
+    /// Problems found while converting API objects; the objects involved were skipped.
+    pub errors: Vec<ModelError>,
+}
+
+impl ProxyState {
+    /// Builds the state for one family from API objects. Bad objects are reported, never fatal.
+    pub fn from_k8s(
+        services: &[k8s_openapi::api::core::v1::Service],
+        slices: &[k8s_openapi::api::discovery::v1::EndpointSlice],
+        family: Family,
+    ) -> ProxyState {
+        let mut state = ProxyState::default();
+        for svc in services {
+            match service_ports_from_service(svc, family) {
+                Ok(ports) => {
+                    for p in ports {
+                        state.services.insert(p.name.clone(), p);
+                    }
+                }
+                Err(e) => state.errors.push(e),
+            }
+        }
+        let (eps, errs) = endpoints_from_slices(slices, family);
+        state.endpoints = eps;
+        state.errors.extend(errs);
+        state
+    }
+}

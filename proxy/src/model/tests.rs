@@ -1,0 +1,181 @@
+use super::*;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+fn svc(yaml: &str) -> Service {
+    serde_yaml::from_str(yaml).expect("service yaml")
+}
+fn slice(yaml: &str) -> EndpointSlice {
+    serde_yaml::from_str(yaml).expect("slice yaml")
+}
+
+const HOSTNAMES: &str = r#"
+metadata: {name: hostnames, namespace: default}
+spec:
+  type: LoadBalancer
+  clusterIP: 10.79.255.4
+  clusterIPs: [10.79.255.4, "fd00::4"]
+  externalTrafficPolicy: Local
+  healthCheckNodePort: 32000
+  ports: [{port: 80, nodePort: 31358, protocol: TCP}]
+  loadBalancerSourceRanges: ["1.2.3.0/24", "bogus", "fd00::/8"]
+status:
+  loadBalancer:
+    ingress: [{ip: 104.199.232.159}, {ip: 1.1.1.1, ipMode: Proxy}]
+"#;
+
+#[test]
+fn service_port_fields() {
+    let s = svc(HOSTNAMES);
+    let (ports, errors) = service::service_ports_lenient(&s, Family::V4);
+    assert_eq!(ports.len(), 1);
+    let p = &ports[0];
+    assert_eq!(p.name.to_string(), "default/hostnames:");
+    assert_eq!(p.node_port, Some(31358));
+    assert_eq!(p.health_check_node_port, Some(32000));
+    assert!(p.external_policy_local);
+    assert_eq!(p.load_balancer_vips, vec!["104.199.232.159".parse::<std::net::IpAddr>().unwrap()]);
+    assert_eq!(p.source_ranges.as_ref().map(Vec::len), Some(1));
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].to_string().contains("spec.loadBalancerSourceRanges[1]"), "{}", errors[0]);
+    assert!(errors[0].to_string().contains("default/hostnames"));
+
+    let (v6, _) = service::service_ports_lenient(&s, Family::V6);
+    assert_eq!(v6[0].cluster_ip.to_string(), "fd00::4");
+    assert!(v6[0].load_balancer_vips.is_empty());
+}
+
+#[test]
+fn skipped_services() {
+    for y in [
+        "metadata: {name: a}\nspec: {clusterIP: None, ports: [{port: 80}]}",
+        "metadata: {name: a}\nspec: {type: ExternalName, externalName: x.example}",
+        "metadata: {name: a, labels: {service.kubernetes.io/service-proxy-name: other}}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80}]}",
+        "metadata: {name: a, labels: {service.kubernetes.io/headless: ''}}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80}]}",
+    ] {
+        let (ports, errors) = service::service_ports_lenient(&svc(y), Family::V4);
+        assert!(ports.is_empty() && errors.is_empty(), "{y}");
+    }
+}
+
+#[test]
+fn hostile_names_are_refused_with_field() {
+    let s = svc("metadata: {name: 'a\" -j ACCEPT', namespace: default}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80}]}");
+    let err = service_ports_from_service(&s, Family::V4).unwrap_err();
+    assert!(err.to_string().contains("metadata.name"), "{err}");
+    let s = svc("metadata: {name: ok, namespace: default}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80, name: 'x y'}, {port: 81, name: good}]}");
+    let (ports, errors) = service::service_ports_lenient(&s, Family::V4);
+    assert_eq!(ports.len(), 1);
+    assert_eq!(ports[0].name.port, "good");
+    assert!(errors[0].to_string().contains("spec.ports[0].name"));
+}
+
+#[test]
+fn slices_merge_sort_and_dedupe() {
+    let a = slice(
+        r#"
+metadata: {name: s-b, namespace: default, labels: {kubernetes.io/service-name: hostnames}}
+addressType: IPv4
+ports: [{port: 9376, protocol: TCP}]
+endpoints:
+- {addresses: [10.76.0.9], conditions: {ready: true}, nodeName: n1}
+- {addresses: [not-an-ip]}
+"#,
+    );
+    let b = slice(
+        r#"
+metadata: {name: s-a, namespace: default, labels: {kubernetes.io/service-name: hostnames}}
+addressType: IPv4
+ports: [{port: 9376, protocol: TCP}]
+endpoints:
+- {addresses: [10.76.0.10], conditions: {ready: false, serving: true, terminating: true}}
+- {addresses: [10.76.0.9], conditions: {ready: false}}
+"#,
+    );
+    let (eps, errors) = endpoints_from_slices(&[a, b], Family::V4);
+    let key = ServicePortName { namespace: "default".into(), name: "hostnames".into(), port: String::new(), protocol: Protocol::Tcp };
+    let list = &eps[&key];
+    assert_eq!(list.iter().map(Endpoint::addr).collect::<Vec<_>>(), vec!["10.76.0.10:9376", "10.76.0.9:9376"]);
+    // s-a sorts first, so its (not ready) copy of 10.76.0.9 wins.
+    assert!(!list[1].ready);
+    assert!(list[0].terminating && list[0].serving);
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].to_string().contains("endpoints[1].addresses[0]"));
+}
+
+fn ep(ip: &str, ready: bool, node: &str) -> Endpoint {
+    Endpoint {
+        ip: ip.parse().unwrap(),
+        port: 80,
+        ready,
+        serving: ready,
+        terminating: false,
+        node_name: Some(node.into()),
+        zone_hints: vec![],
+        node_hints: vec![],
+    }
+}
+
+fn port(local_ext: bool, local_int: bool) -> ServicePort {
+    ServicePort {
+        name: ServicePortName { namespace: "ns".into(), name: "s".into(), port: String::new(), protocol: Protocol::Tcp },
+        cluster_ip: "10.0.0.1".parse().unwrap(),
+        port: 80,
+        node_port: Some(30000),
+        external_ips: vec![],
+        load_balancer_vips: vec![],
+        source_ranges: None,
+        health_check_node_port: None,
+        session_affinity: None,
+        external_policy_local: local_ext,
+        internal_policy_local: local_int,
+    }
+}
+
+#[test]
+fn categorize_policies_and_fallback() {
+    let node = NodeFacts { name: "n1".into(), ..Default::default() };
+    let eps = vec![ep("10.0.1.1", true, "n1"), ep("10.0.2.1", true, "n2")];
+    let c = categorize(&eps, &port(false, false), &node);
+    assert_eq!(c.cluster.len(), 2);
+    assert!(c.local.is_empty());
+    let c = categorize(&eps, &port(true, false), &node);
+    assert_eq!(c.local.len(), 1);
+    assert_eq!(c.all_reachable.len(), 2);
+    let c = categorize(&eps, &port(false, true), &node);
+    assert!(c.cluster.len() == 2 && c.local.len() == 1);
+
+    // Terminating fallback when nothing is ready.
+    let mut t = ep("10.0.3.1", false, "n2");
+    t.serving = true;
+    t.terminating = true;
+    let c = categorize(&[t.clone(), ep("10.0.4.1", false, "n2")], &port(false, false), &node);
+    assert_eq!(c.cluster, vec![t]);
+    assert!(c.has_any);
+}
+
+#[test]
+fn topology_hints() {
+    let mut node = NodeFacts { name: "n1".into(), ..Default::default() };
+    node.labels.insert("topology.kubernetes.io/zone".into(), "z1".into());
+    let mut a = ep("10.0.1.1", true, "n1");
+    a.zone_hints = vec!["z1".into()];
+    let mut b = ep("10.0.2.1", true, "n2");
+    b.zone_hints = vec!["z2".into()];
+    let c = categorize(&[a.clone(), b.clone()], &port(false, false), &node);
+    assert_eq!(c.cluster, vec![a.clone()]);
+    assert_eq!(c.topology, topology::Topology::SameZone);
+    // One endpoint without hints disables topology.
+    b.zone_hints.clear();
+    let c = categorize(&[a.clone(), b.clone()], &port(false, false), &node);
+    assert_eq!(c.cluster.len(), 2);
+    // Node hints win over zone hints.
+    let mut a2 = a.clone();
+    a2.node_hints = vec!["n9".into()];
+    let mut b2 = ep("10.0.2.1", true, "n1");
+    b2.zone_hints = vec!["z1".into()];
+    b2.node_hints = vec!["n1".into()];
+    let c = categorize(&[a2, b2.clone()], &port(false, false), &node);
+    assert_eq!(c.cluster, vec![b2]);
+    assert_eq!(c.topology, topology::Topology::SameNode);
+}

@@ -1,0 +1,202 @@
+//! Pure renderer: ProxyState + node facts + config -> the KUBE-* chains of one IP family.
+//!
+//! `render` builds the whole desired ruleset as plain data ([`Rendered`]); `payload` turns it into
+//! iptables-restore text; `partial` writes only what changed against the digests of the last sync.
+
+mod dispatch;
+pub mod naming;
+mod payload;
+mod service;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+pub use payload::{ChainDigests, FullOptions, Jump, PayloadStats, jumps};
+pub use service::ServiceRules;
+
+use crate::config::RenderConfig;
+use crate::model::{NodeFacts, ProxyState, ServicePortName, categorize};
+use naming::*;
+
+/// Above this many endpoints upstream drops per-endpoint comments ("large cluster mode").
+pub const LARGE_CLUSTER_ENDPOINTS: usize = 1000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Table {
+    Filter,
+    Nat,
+}
+
+impl Table {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Table::Filter => "filter",
+            Table::Nat => "nat",
+        }
+    }
+}
+
+/// A chain and its rules; each rule is the text after `-A <chain> `.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chain {
+    pub name: String,
+    pub rules: Vec<String>,
+}
+
+/// The complete desired state of svcnet's chains for one family.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rendered {
+    pub family: crate::model::Family,
+    /// filter chains in payload order.
+    pub filter: Vec<Chain>,
+    /// nat chains in payload order (top-level chains first, then per-service chains).
+    pub nat: Vec<Chain>,
+    /// Which service port owns which nat chains (for partial syncs and `explain`).
+    pub owners: BTreeMap<ServicePortName, Vec<String>>,
+    pub stats: RenderStats,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RenderStats {
+    pub services: usize,
+    pub endpoints: usize,
+    pub no_local_internal: usize,
+    pub no_local_external: usize,
+}
+
+impl Rendered {
+    pub fn chain(&self, table: Table, name: &str) -> Option<&Chain> {
+        let chains = match table {
+            Table::Filter => &self.filter,
+            Table::Nat => &self.nat,
+        };
+        chains.iter().find(|c| c.name == name)
+    }
+}
+
+/// A comment argument exactly as upstream writes it: bare when it is one plain word (`ns/name:port`),
+/// double-quoted otherwise. Quotes and backslashes cannot occur in validated names, but are replaced
+/// anyway so no input text can end the comment; xt_comment stores at most 255 bytes.
+pub fn comment(text: &str) -> String {
+    let clean: String =
+        text.chars().map(|c| if c == '"' || c == '\\' || c.is_control() { '_' } else { c }).take(250).collect();
+    let plain = !clean.is_empty()
+        && clean.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'/' | b':' | b'.' | b'_' | b'-'));
+    if plain { clean } else { format!("\"{clean}\"") }
+}
+
+/// Renders the whole ruleset.
+pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Rendered {
+    let total_endpoints: usize = state.services.keys().filter_map(|k| state.endpoints.get(k)).map(Vec::len).sum();
+    let ctx = service::Ctx {
+        cfg,
+        node,
+        large_cluster: total_endpoints > LARGE_CLUSTER_ENDPOINTS,
+        local_detector: cfg.local_detector(),
+    };
+    let mut per_service: Vec<(ServicePortName, ServiceRules)> = Vec::with_capacity(state.services.len());
+    let empty = Vec::new();
+    for (name, svc) in &state.services {
+        let eps = state.endpoints.get(name).unwrap_or(&empty);
+        let cat = categorize(eps, svc, node);
+        per_service.push((name.clone(), service::render_service_port(svc, &cat, &ctx)));
+    }
+    assemble(per_service, node, cfg, total_endpoints)
+}
+
+fn assemble(
+    per_service: Vec<(ServicePortName, ServiceRules)>,
+    node: &NodeFacts,
+    cfg: &RenderConfig,
+    total_endpoints: usize,
+) -> Rendered {
+    let mark = cfg.masq_mark();
+    let mut out = Rendered { family: cfg.family, ..Default::default() };
+    out.stats.services = per_service.len();
+    out.stats.endpoints = total_endpoints;
+
+    // filter table.
+    let mut f_services = Chain { name: KUBE_SERVICES.into(), rules: vec![] };
+    let mut f_external = Chain { name: KUBE_EXTERNAL_SERVICES.into(), rules: vec![] };
+    let mut f_forward = Chain { name: KUBE_FORWARD.into(), rules: vec![] };
+    let mut f_nodeports = Chain { name: KUBE_NODEPORTS.into(), rules: vec![] };
+    let mut f_firewall = Chain { name: KUBE_PROXY_FIREWALL.into(), rules: vec![] };
+    // nat table.
+    let mut n_nodeports = Chain { name: KUBE_NODEPORTS.into(), rules: vec![] };
+    let n_postrouting = Chain {
+        name: KUBE_POSTROUTING.into(),
+        rules: vec![
+            format!("-m mark ! --mark {mark}/{mark} -j RETURN"),
+            format!("-j MARK --xor-mark {mark}"),
+            format!(
+                "-m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE{}",
+                if cfg.random_fully { " --random-fully" } else { "" }
+            ),
+        ],
+    };
+    let n_mark_masq = Chain { name: KUBE_MARK_MASQ.into(), rules: vec![format!("-j MARK --or-mark {mark}")] };
+
+    let mut dispatch_rules = Vec::new();
+    let mut service_chains = Vec::new();
+    for (name, rules) in per_service {
+        f_services.rules.extend(rules.filter_services);
+        f_external.rules.extend(rules.filter_external);
+        f_nodeports.rules.extend(rules.filter_nodeports);
+        f_firewall.rules.extend(rules.filter_firewall);
+        n_nodeports.rules.extend(rules.nat_nodeports);
+        dispatch_rules.extend(rules.nat_services);
+        out.stats.no_local_internal += usize::from(rules.no_local_internal);
+        out.stats.no_local_external += usize::from(rules.no_local_external);
+        out.owners.insert(name, rules.chains.iter().map(|c| c.name.clone()).collect());
+        service_chains.extend(rules.chains);
+    }
+
+    if !cfg.conntrack_tcp_liberal {
+        f_forward.rules.push("-m conntrack --ctstate INVALID -j DROP".into());
+    }
+    f_forward.rules.push(format!(
+        "-m comment --comment \"kubernetes forwarding rules\" -m mark --mark {mark}/{mark} -j ACCEPT"
+    ));
+    f_forward
+        .rules
+        .push("-m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT".into());
+
+    out.filter = vec![f_services, f_external, f_forward, f_nodeports, f_firewall];
+    if cfg.effective_localhost_nodeports() {
+        out.filter.push(Chain {
+            name: KUBE_FIREWALL.into(),
+            rules: vec![
+                "-m comment --comment \"block incoming localnet connections\" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP".into(),
+            ],
+        });
+    }
+
+    // KUBE-SERVICES: flat list or dispatch tree, then the NodePorts jump last.
+    let (mut n_services, dst_chains) = dispatch::build(dispatch_rules, cfg);
+    n_services.rules.extend(nodeports_jumps(node, cfg));
+
+    out.nat = vec![n_services, n_nodeports, n_postrouting, n_mark_masq];
+    out.nat.extend(dst_chains);
+    out.nat.extend(service_chains);
+    out
+}
+
+fn nodeports_jumps(node: &NodeFacts, cfg: &RenderConfig) -> Vec<String> {
+    let c = "-m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\"";
+    let npa = &cfg.nodeport_addresses;
+    if npa.match_all(cfg.family) {
+        let extra = match cfg.family {
+            crate::model::Family::V6 => " ! -d ::1/128",
+            crate::model::Family::V4 if !cfg.effective_localhost_nodeports() => " ! -d 127.0.0.0/8",
+            _ => "",
+        };
+        return vec![format!("{c} -m addrtype --dst-type LOCAL{extra} -j {KUBE_NODEPORTS}")];
+    }
+    npa.node_ips(cfg.family, &node.ips, &node.interface_ips)
+        .into_iter()
+        .filter(|ip| !ip.is_loopback() || cfg.effective_localhost_nodeports())
+        .map(|ip| format!("{c} -d {ip} -j {KUBE_NODEPORTS}"))
+        .collect()
+}
