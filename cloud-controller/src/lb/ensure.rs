@@ -28,6 +28,18 @@ pub struct EnsurePlan {
     pub desired: Option<DesiredLb>,
 }
 
+impl EnsurePlan {
+    /// Only pool membership changes (node churn): upstream reports these as UpdatedLoadBalancer
+    /// (UpdateLoadBalancer path) rather than EnsuringLoadBalancer/EnsuredLoadBalancer.
+    pub fn only_membership_changes(&self) -> bool {
+        !self.actions.is_empty()
+            && self
+                .actions
+                .iter()
+                .all(|a| matches!(a, Action::AddInstances { .. } | Action::RemoveInstances { .. }))
+    }
+}
+
 /// Names to GET before planning (the I/O layer fills [`Observed`] from them).
 pub fn lb_names(service: &Service, cfg: &Config) -> Result<LbNames> {
     let spec = LbSpec::from_service(service)?;

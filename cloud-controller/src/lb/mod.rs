@@ -22,6 +22,14 @@ use k8s_openapi::api::core::v1::Service;
 
 /// Finalizer the service controller puts on Services it built a load balancer for.
 pub const LB_CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+/// Event reasons the service controller emits (Normal unless noted).
+pub const EVENT_ENSURING: &str = "EnsuringLoadBalancer";
+pub const EVENT_ENSURED: &str = "EnsuredLoadBalancer";
+pub const EVENT_UPDATED: &str = "UpdatedLoadBalancer";
+pub const EVENT_DELETING: &str = "DeletingLoadBalancer";
+pub const EVENT_DELETED: &str = "DeletedLoadBalancer";
+/// Warning: carries the [`crate::Error`] (or GCE error) message.
+pub const EVENT_SYNC_FAILED: &str = "SyncLoadBalancerFailed";
 /// The only loadBalancerClass this controller serves besides none (upstream's legacy class).
 pub const LEGACY_EXTERNAL_LB_CLASS: &str = "networking.gke.io/l4-regional-external-legacy";
 const LB_TYPE_ANNOTATIONS: [&str; 2] = [

@@ -1,5 +1,6 @@
 //! Scenario tests of the load balancer planner against the in-memory GCE, and property tests.
 
+mod class;
 mod errors;
 mod hosts;
 mod prop;
