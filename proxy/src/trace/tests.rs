@@ -867,3 +867,40 @@ COMMIT
     p.dport = 5011;
     assert_eq!(run(text, &p, &opts()).outcomes[0].verdict, Verdict::Accept);
 }
+
+#[test]
+fn quoting_deletion_and_policy() {
+    let text = r#"*filter
+:INPUT ACCEPT [0:0]
+:FORWARD ACCEPT [0:0]
+-A FORWARD -d 10.0.0.1/32 -m comment --comment "say \"hi\" -> it's \\ fine" -j DROP
+-A FORWARD -d 10.0.0.2/32 -m comment --comment 'single -> quoted' -j REJECT
+-A FORWARD -d 10.0.0.3/32 -j DROP
+-D FORWARD -d 10.0.0.3/32 -j DROP
+-P FORWARD DROP
+COMMIT
+"#;
+    let rules = parse(text).expect("parses");
+    assert_eq!(rules.rules("filter", "FORWARD").len(), 2);
+    let t = run(text, &packet("192.168.0.1", "10.0.0.1", 80), &opts());
+    assert_eq!(t.outcomes[0].verdict, Verdict::Drop);
+    assert_eq!(
+        t.outcomes[0].steps[0].rule,
+        r#"-A FORWARD -d 10.0.0.1/32 -m comment --comment "say \"hi\" -> it's \\ fine" -j DROP"#
+    );
+    assert_eq!(
+        run(text, &packet("192.168.0.1", "10.0.0.2", 80), &opts()).outcomes[0].verdict,
+        Verdict::Reject
+    );
+    // The deleted rule no longer accepts or drops; the DROP policy does.
+    let t = run(text, &packet("192.168.0.1", "10.0.0.3", 80), &opts());
+    assert_eq!(t.outcomes[0].verdict, Verdict::Drop);
+    assert!(t.outcomes[0].steps.is_empty());
+    assert!(
+        t.outcomes[0]
+            .notes
+            .iter()
+            .any(|n| n == "filter FORWARD policy DROP")
+    );
+    assert!(parse("*filter\n-D FORWARD -j ACCEPT\n").is_err());
+}
