@@ -1,0 +1,215 @@
+//! The real kubectl against the stand-in, with a kubeconfig the binary wrote.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{Server, kubectl_available};
+
+const CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wg]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+"#;
+
+fn objects(size: u32, port: u32) -> String {
+    format!(
+        r#"
+apiVersion: example.com/v1
+kind: Widget
+metadata: {{name: w1, labels: {{tier: gold}}}}
+spec: {{size: {size}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: applied, labels: {{app: applied}}}}
+spec:
+  selector: {{app: applied}}
+  ports: [{{name: http, port: {port}, targetPort: 8080}}]
+"#
+    )
+}
+
+#[test]
+fn apply_get_yaml_and_reapply() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    let crd = s.write("crd.yaml", CRD);
+    let out = s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
+    assert!(out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"), "{out}");
+    s.kubectl_ok(&["wait", "--for", "condition=established", "crd/widgets.example.com", "--timeout=10s"]);
+
+    let objs = s.write("objs.yaml", &objects(3, 80));
+    let out = s.kubectl_ok(&["apply", "-f", objs.to_str().unwrap()]);
+    assert!(out.contains("widget.example.com/w1 created") && out.contains("service/applied created"), "{out}");
+
+    let yaml = s.kubectl_ok(&["get", "svc", "applied", "-o", "yaml"]);
+    for want in ["kind: Service", "name: applied", "port: 80", "targetPort: 8080", "protocol: TCP",
+        "sessionAffinity: None", "clusterIP: 10.96.", "kubectl.kubernetes.io/last-applied-configuration"] {
+        assert!(yaml.contains(want), "missing {want:?} in\n{yaml}");
+    }
+
+    // A second apply computes a patch (strategic for Service, merge for the CRD) and the change lands.
+    std::fs::write(&objs, objects(7, 81)).unwrap();
+    let out = s.kubectl_ok(&["apply", "-f", objs.to_str().unwrap()]);
+    assert!(out.contains("widget.example.com/w1 configured") && out.contains("service/applied configured"), "{out}");
+    assert_eq!(s.kubectl_ok(&["get", "wg", "w1", "-o", "jsonpath={.spec.size} {.metadata.generation}"]), "7 2");
+    assert_eq!(s.kubectl_ok(&["get", "svc", "applied", "-o", "jsonpath={.spec.ports[*].port}"]), "81");
+    let out = s.kubectl_ok(&["apply", "-f", objs.to_str().unwrap()]);
+    assert!(out.contains("widget.example.com/w1 unchanged"), "{out}");
+}
+
+#[test]
+fn crd_printer_columns_and_status_subresource() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    let crd = s.write("crd.yaml", CRD);
+    s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
+    let objs = s.write("objs.yaml", &objects(5, 80));
+    s.kubectl_ok(&["apply", "-f", objs.to_str().unwrap()]);
+    s.kubectl_ok(&["patch", "wg", "w1", "--subresource", "status", "--type", "merge", "-p",
+        r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]},"spec":{"size":99}}"#]);
+    let table = s.kubectl_ok(&["get", "widgets"]);
+    let lines: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["NAME", "SIZE", "READY", "AGE"], "{table}");
+    assert_eq!(&lines[1][..3], ["w1", "5", "True"], "status write must not change spec:\n{table}");
+}
+
+#[test]
+fn create_services_allocates_cluster_ips_and_node_ports() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&["--service-cidr", "10.123.0.0/24", "--nodeport-range", "31000-31010"]);
+    s.kubectl_ok(&["create", "service", "clusterip", "c1", "--tcp=80:8080"]);
+    s.kubectl_ok(&["create", "service", "nodeport", "n1", "--tcp=80:8080"]);
+    s.kubectl_ok(&["create", "service", "loadbalancer", "l1", "--tcp=443:8443"]);
+    s.kubectl_ok(&["create", "service", "clusterip", "h1", "--clusterip=None"]);
+    let ips = s.kubectl_ok(&["get", "svc", "c1", "n1", "l1", "h1", "-o", "jsonpath={.items[*].spec.clusterIP}"]);
+    let ips: Vec<&str> = ips.split_whitespace().collect();
+    assert_eq!(ips.len(), 4, "{ips:?}");
+    assert_eq!(ips[3], "None");
+    let mut uniq = ips[..3].to_vec();
+    uniq.dedup();
+    assert_eq!(uniq.len(), 3);
+    assert!(ips[..3].iter().all(|ip| ip.starts_with("10.123.0.")), "{ips:?}");
+    let ports = s.kubectl_ok(&["get", "svc", "n1", "l1", "-o", "jsonpath={.items[*].spec.ports[*].nodePort}"]);
+    let ports: Vec<u16> = ports.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    assert_eq!(ports.len(), 2);
+    assert!(ports.iter().all(|p| (31000..=31010).contains(p)) && ports[0] != ports[1], "{ports:?}");
+    let c1 = s.kubectl_ok(&["get", "svc", "c1", "-o", "jsonpath={.spec.ports[0].nodePort}|{.spec.type}"]);
+    assert_eq!(c1, "|ClusterIP");
+    let table = s.kubectl_ok(&["get", "svc", "l1"]);
+    assert!(table.contains("LoadBalancer") && table.contains("<pending>") && table.contains(&format!("443:{}/TCP", ports[1])), "{table}");
+    // A requested nodePort that is taken is rejected with the apiserver's Invalid error.
+    let out = s.kubectl(&["create", "service", "nodeport", "n2", "--tcp=80:8080", &format!("--node-port={}", ports[0])]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("provided port is already allocated"), "{out:?}");
+}
+
+#[test]
+fn patch_merge_and_json_and_label_selectors() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    s.kubectl_ok(&["create", "configmap", "a", "--from-literal=k=v"]);
+    s.kubectl_ok(&["create", "configmap", "b", "--from-literal=k=v"]);
+    s.kubectl_ok(&["label", "configmap", "a", "tier=gold"]);
+    s.kubectl_ok(&["patch", "configmap", "b", "--type", "merge", "-p", r#"{"metadata":{"labels":{"tier":"silver"}},"data":{"k":"w"}}"#]);
+    s.kubectl_ok(&["patch", "configmap", "a", "--type", "json", "-p",
+        r#"[{"op":"test","path":"/data/k","value":"v"},{"op":"add","path":"/data/n","value":"1"}]"#]);
+    assert_eq!(s.kubectl_ok(&["get", "cm", "b", "-o", "jsonpath={.data.k}"]), "w");
+    assert_eq!(s.kubectl_ok(&["get", "cm", "a", "-o", "jsonpath={.data.n}"]), "1");
+    let failed = s.kubectl(&["patch", "configmap", "a", "--type", "json", "-p", r#"[{"op":"test","path":"/data/k","value":"nope"}]"#]);
+    assert!(!failed.status.success());
+
+    let names = |sel: &str| s.kubectl_ok(&["get", "cm", "-l", sel, "-o", "name"]);
+    assert_eq!(names("tier=gold"), "configmap/a\n");
+    assert_eq!(names("tier in (gold,silver)"), "configmap/a\nconfigmap/b\n");
+    assert_eq!(names("tier notin (gold)"), "configmap/b\n");
+    assert_eq!(names("tier"), "configmap/a\nconfigmap/b\n");
+    assert_eq!(names("!tier"), "");
+    let out = s.kubectl_ok(&["get", "cm", "-l", "tier!=gold"]);
+    assert!(out.contains("b ") && !out.contains("a "), "{out}");
+}
+
+#[test]
+fn delete_waits_for_finalizers() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    s.kubectl_ok(&["create", "configmap", "held", "--from-literal=k=v"]);
+    s.kubectl_ok(&["patch", "configmap", "held", "--type", "merge", "-p", r#"{"metadata":{"finalizers":["example.com/hold"]}}"#]);
+    s.kubectl_ok(&["delete", "configmap", "held", "--wait=false"]);
+    let ts = s.kubectl_ok(&["get", "cm", "held", "-o", "jsonpath={.metadata.deletionTimestamp}"]);
+    assert!(ts.ends_with('Z'), "deletionTimestamp expected, got {ts:?}");
+
+    // A waiting `kubectl delete` only returns once the finalizer is gone.
+    let mut waiting = s.kubectl_cmd(&["delete", "configmap", "held", "--timeout=30s"]).stdout(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(waiting.try_wait().unwrap().is_none(), "kubectl delete returned while a finalizer was set");
+    assert!(s.kubectl_ok(&["get", "cm", "held", "-o", "name"]).contains("configmap/held"));
+    s.kubectl_ok(&["patch", "configmap", "held", "--type", "json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#]);
+    let status = waiting.wait().unwrap();
+    assert!(status.success());
+    let gone = s.kubectl(&["get", "cm", "held"]);
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("NotFound"), "{gone:?}");
+}
+
+#[test]
+fn get_watch_sees_later_changes() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    s.kubectl_ok(&["create", "configmap", "early"]);
+    let mut w = s.kubectl_cmd(&["get", "cm", "-w", "--output-watch-events"]).stdout(Stdio::piped()).spawn().unwrap();
+    let stdout = w.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |what: &str| loop {
+        let line = rx.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("no watch line for {what}"));
+        if line.contains(what) {
+            return line;
+        }
+    };
+    next("early");
+    s.kubectl_ok(&["create", "configmap", "late"]);
+    assert!(next("late").starts_with("ADDED"));
+    s.kubectl_ok(&["label", "configmap", "late", "x=y"]);
+    assert!(next("late").starts_with("MODIFIED"));
+    s.kubectl_ok(&["delete", "configmap", "late"]);
+    assert!(next("late").starts_with("DELETED"));
+    let _ = w.kill();
+    let _ = w.wait();
+}
