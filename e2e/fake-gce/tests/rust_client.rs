@@ -4,10 +4,12 @@
 mod common;
 
 use common::{Fake, REGION, ZONE_B};
-use google_cloud_compute_v1::client::{Firewalls, ForwardingRules, HttpHealthChecks, Instances, Routes, TargetPools};
+use google_cloud_compute_v1::client::{
+    Firewalls, ForwardingRules, HttpHealthChecks, Instances, Routes, TargetPools,
+};
 use google_cloud_compute_v1::model::{
-    Firewall, ForwardingRule, HttpHealthCheck, InstanceReference, Route, TargetPool, TargetPoolsAddInstanceRequest,
-    firewall::Allowed, forwarding_rule::IPProtocol, operation::Status,
+    Firewall, ForwardingRule, HttpHealthCheck, InstanceReference, Route, TargetPool,
+    TargetPoolsAddInstanceRequest, firewall::Allowed, forwarding_rule::IPProtocol, operation::Status,
 };
 use google_cloud_gax::paginator::{ItemPaginator, Paginator};
 use google_cloud_lro::Poller;
@@ -40,7 +42,9 @@ async fn insert_poll_get_list_with_the_official_rust_client() {
         .set_body(
             Firewall::new()
                 .set_name("k8s-fw-rust")
-                .set_allowed([Allowed::new().set_ip_protocol("tcp").set_ports(["80", "8000-8080"])])
+                .set_allowed([Allowed::new()
+                    .set_ip_protocol("tcp")
+                    .set_ports(["80", "8000-8080"])])
                 .set_target_tags(["node"])
                 .set_source_ranges(["10.0.0.0/8"]),
         )
@@ -50,15 +54,30 @@ async fn insert_poll_get_list_with_the_official_rust_client() {
         .expect("insert completes");
     assert_eq!(op.status, Some(Status::Done));
     assert!(op.error.is_none(), "{op:?}");
-    assert!(started.elapsed() >= std::time::Duration::from_millis(500), "the poller waited for DONE");
-    assert_eq!(op.target_link.as_deref(), Some(fake.link("global/firewalls/k8s-fw-rust").as_str()));
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(500),
+        "the poller waited for DONE"
+    );
+    assert_eq!(
+        op.target_link.as_deref(),
+        Some(fake.link("global/firewalls/k8s-fw-rust").as_str())
+    );
 
-    let got = fw.get().set_project(&p).set_firewall("k8s-fw-rust").send().await.expect("get");
+    let got = fw
+        .get()
+        .set_project(&p)
+        .set_firewall("k8s-fw-rust")
+        .send()
+        .await
+        .expect("get");
     assert_eq!(got.name.as_deref(), Some("k8s-fw-rust"));
     assert_eq!(got.target_tags, ["node"]);
     assert_eq!(got.allowed[0].ports, ["80", "8000-8080"]);
     assert_eq!(got.priority, Some(1000));
-    assert_eq!(got.self_link.as_deref(), Some(fake.link("global/firewalls/k8s-fw-rust").as_str()));
+    assert_eq!(
+        got.self_link.as_deref(),
+        Some(fake.link("global/firewalls/k8s-fw-rust").as_str())
+    );
 
     // Paging: 5 more rules, listed 2 per page through the paginator.
     fake.admin("POST", "op-latency", Some(&serde_json::json!({"ms": 0})));
@@ -85,21 +104,40 @@ async fn insert_poll_get_list_with_the_official_rust_client() {
     }
     assert_eq!(page_count, 3);
     assert_eq!(names.len(), 6);
-    let mut filtered = fw.list().set_project(&p).set_filter("name eq k8s-fw-page-.*").by_item();
+    let mut filtered = fw
+        .list()
+        .set_project(&p)
+        .set_filter("name eq k8s-fw-page-.*")
+        .by_item();
     let mut n = 0;
     while let Some(item) = filtered.next().await {
-        assert!(item.expect("item").name.unwrap_or_default().starts_with("k8s-fw-page-"));
+        assert!(
+            item.expect("item")
+                .name
+                .unwrap_or_default()
+                .starts_with("k8s-fw-page-")
+        );
         n += 1;
     }
     assert_eq!(n, 5);
 
     // Errors map to HTTP statuses.
-    let err = fw.get().set_project(&p).set_firewall("missing").send().await.expect_err("404");
+    let err = fw
+        .get()
+        .set_project(&p)
+        .set_firewall("missing")
+        .send()
+        .await
+        .expect_err("404");
     assert_eq!(err.http_status_code(), Some(404));
     let err = fw
         .insert()
         .set_project(&p)
-        .set_body(Firewall::new().set_name("k8s-fw-rust").set_allowed([Allowed::new().set_ip_protocol("tcp")]))
+        .set_body(
+            Firewall::new()
+                .set_name("k8s-fw-rust")
+                .set_allowed([Allowed::new().set_ip_protocol("tcp")]),
+        )
         .send()
         .await
         .expect_err("409");
@@ -116,7 +154,12 @@ async fn load_balancer_objects_and_routes_with_the_official_rust_client() {
     let hc = client!(HttpHealthChecks, fake);
     hc.insert()
         .set_project(&p)
-        .set_body(HttpHealthCheck::new().set_name("k8s-hc").set_port(10256).set_request_path("/healthz"))
+        .set_body(
+            HttpHealthCheck::new()
+                .set_name("k8s-hc")
+                .set_port(10256)
+                .set_request_path("/healthz"),
+        )
         .poller()
         .until_done()
         .await
@@ -137,19 +180,29 @@ async fn load_balancer_objects_and_routes_with_the_official_rust_client() {
         .until_done()
         .await
         .expect("pool");
-    assert_eq!(op.region.as_deref(), Some(fake.link(&format!("regions/{REGION}")).as_str()));
+    assert_eq!(
+        op.region.as_deref(),
+        Some(fake.link(&format!("regions/{REGION}")).as_str())
+    );
     tp.add_instance()
         .set_project(&p)
         .set_region(REGION)
         .set_target_pool("a1234")
         .set_body(TargetPoolsAddInstanceRequest::new().set_instances([
-            InstanceReference::new().set_instance(fake.link(&format!("zones/{ZONE_B}/instances/node-2")))
+            InstanceReference::new().set_instance(fake.link(&format!("zones/{ZONE_B}/instances/node-2"))),
         ]))
         .poller()
         .until_done()
         .await
         .expect("addInstance");
-    let pool = tp.get().set_project(&p).set_region(REGION).set_target_pool("a1234").send().await.expect("get");
+    let pool = tp
+        .get()
+        .set_project(&p)
+        .set_region(REGION)
+        .set_target_pool("a1234")
+        .send()
+        .await
+        .expect("get");
     assert_eq!(pool.instances.len(), 2);
 
     let fr = client!(ForwardingRules, fake);
@@ -167,14 +220,31 @@ async fn load_balancer_objects_and_routes_with_the_official_rust_client() {
         .until_done()
         .await
         .expect("fr");
-    let got = fr.get().set_project(&p).set_region(REGION).set_forwarding_rule("a1234").send().await.expect("get");
+    let got = fr
+        .get()
+        .set_project(&p)
+        .set_region(REGION)
+        .set_forwarding_rule("a1234")
+        .send()
+        .await
+        .expect("get");
     assert_eq!(got.port_range.as_deref(), Some("80-80"));
     assert_eq!(got.ip_protocol, Some(IPProtocol::Tcp));
     let ip = got.ip_address.clone().unwrap_or_default();
-    assert!(ip.starts_with("203.0.113."), "ephemeral IP from the external range: {ip}");
+    assert!(
+        ip.starts_with("203.0.113."),
+        "ephemeral IP from the external range: {ip}"
+    );
 
     // Deleting the pool while the rule uses it: the HTTP call fails with 400.
-    let err = tp.delete().set_project(&p).set_region(REGION).set_target_pool("a1234").send().await.expect_err("in use");
+    let err = tp
+        .delete()
+        .set_project(&p)
+        .set_region(REGION)
+        .set_target_pool("a1234")
+        .send()
+        .await
+        .expect_err("in use");
     assert_eq!(err.http_status_code(), Some(400));
 
     let routes = client!(Routes, fake);
@@ -192,19 +262,37 @@ async fn load_balancer_objects_and_routes_with_the_official_rust_client() {
         .until_done()
         .await
         .expect("route");
-    let r = routes.get().set_project(&p).set_route("cluster-node-1").send().await.expect("route get");
-    assert_eq!(r.next_hop_instance.as_deref(), Some(fake.link(&format!("zones/{ZONE_B}/instances/node-1")).as_str()));
+    let r = routes
+        .get()
+        .set_project(&p)
+        .set_route("cluster-node-1")
+        .send()
+        .await
+        .expect("route get");
+    assert_eq!(
+        r.next_hop_instance.as_deref(),
+        Some(fake.link(&format!("zones/{ZONE_B}/instances/node-1")).as_str())
+    );
 
     let inst = client!(Instances, fake);
-    let i = inst.get().set_project(&p).set_zone(ZONE_B).set_instance("node-1").send().await.expect("instance");
+    let i = inst
+        .get()
+        .set_project(&p)
+        .set_zone(ZONE_B)
+        .set_instance("node-1")
+        .send()
+        .await
+        .expect("instance");
     assert_eq!(i.network_interfaces[0].network_ip.as_deref(), Some("10.128.0.2"));
 
     // An operation that ends DONE with an error: the poller returns Ok, the error is in the op.
     fake.admin(
         "POST",
         "faults",
-        Some(&serde_json::json!({"method": "POST", "pathRegex": "/routes$", "count": 1,
-                                  "reason": "quotaExceeded", "mode": "operation"})),
+        Some(
+            &serde_json::json!({"method": "POST", "pathRegex": "/routes$", "count": 1,
+                                  "reason": "quotaExceeded", "mode": "operation"}),
+        ),
     );
     let op = routes
         .insert()
@@ -227,6 +315,12 @@ async fn load_balancer_objects_and_routes_with_the_official_rust_client() {
         }
         Err(e) => assert_eq!(e.http_status_code(), Some(403), "{e:?}"),
     }
-    let err = routes.get().set_project(&p).set_route("cluster-node-2").send().await.expect_err("not created");
+    let err = routes
+        .get()
+        .set_project(&p)
+        .set_route("cluster-node-2")
+        .send()
+        .await
+        .expect_err("not created");
     assert_eq!(err.http_status_code(), Some(404));
 }

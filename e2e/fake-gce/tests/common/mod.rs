@@ -30,17 +30,33 @@ pub const ZONE_C: &str = "us-central1-c";
 impl Fake {
     pub fn start(extra: &[&str]) -> Fake {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_svcnet-fake-gce"));
-        cmd.args(["--listen", "127.0.0.1:0", "--project", PROJECT, "--region", REGION])
-            .args(["--zones", &format!("{ZONE_B},{ZONE_C}")])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        cmd.args([
+            "--listen",
+            "127.0.0.1:0",
+            "--project",
+            PROJECT,
+            "--region",
+            REGION,
+        ])
+        .args(["--zones", &format!("{ZONE_B},{ZONE_C}")])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
         let mut child = cmd.spawn().expect("start svcnet-fake-gce");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("read listening line");
-        let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-        let port = addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read listening line");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let port = addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port");
         Fake {
             child,
             port,
@@ -66,7 +82,11 @@ impl Fake {
     pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
         let body = body.map(Value::to_string);
         let (status, _, bytes) = raw(self.port, method, path, &[], body.as_deref().map(str::as_bytes));
-        let v = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::Null) };
+        let v = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
         (status, v)
     }
 
@@ -85,7 +105,11 @@ impl Fake {
     }
 
     pub fn add_instance(&self, name: &str, zone: &str, tags: &[&str]) -> Value {
-        self.admin("POST", "instances", Some(&serde_json::json!({"name": name, "zone": zone, "tags": tags})))
+        self.admin(
+            "POST",
+            "instances",
+            Some(&serde_json::json!({"name": name, "zone": zone, "tags": tags})),
+        )
     }
 
     /// Polls an operation (by its selfLink) until DONE.
@@ -115,10 +139,18 @@ impl Fake {
 }
 
 /// One HTTP/1.1 exchange with `Connection: close`; returns status, headers and body.
-pub fn raw(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> (u16, String, Vec<u8>) {
+pub fn raw(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
-    let has_ct = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+    let has_ct = headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -131,9 +163,16 @@ pub fn raw(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: 
     s.write_all(body).expect("write body");
     let mut resp = Vec::new();
     s.read_to_end(&mut resp).expect("read");
-    let split = resp.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let split = resp
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
     let head = String::from_utf8_lossy(&resp[..split]).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status");
     let mut body = resp[split + 4..].to_vec();
     if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
         body = dechunk(&body);
@@ -144,7 +183,9 @@ pub fn raw(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: 
 fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
-        let Some(nl) = b.windows(2).position(|w| w == b"\r\n") else { break };
+        let Some(nl) = b.windows(2).position(|w| w == b"\r\n") else {
+            break;
+        };
         let size = usize::from_str_radix(String::from_utf8_lossy(&b[..nl]).trim(), 16).unwrap_or(0);
         if size == 0 {
             break;
@@ -167,10 +208,18 @@ pub fn target_dir() -> std::path::PathBuf {
     }
     // .../target/debug/svcnet-fake-gce -> .../target
     let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_svcnet-fake-gce"));
-    exe.parent().and_then(|p| p.parent()).map(std::path::Path::to_path_buf).unwrap_or_else(std::env::temp_dir)
+    exe.parent()
+        .and_then(|p| p.parent())
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir)
 }
 
 /// Is `tool` runnable? (Used to print SKIPPED lines instead of passing silently.)
 pub fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }

@@ -1,0 +1,422 @@
+//! Conformance with the real gcloud CLI (env-configured endpoint override, token file, no
+//! prompts, no metadata probing). Operations stay RUNNING ~1 s so gcloud's wait/poll path runs.
+mod common;
+
+use std::process::Command;
+
+use common::{Fake, REGION, ZONE_B, ZONE_C};
+use serde_json::{Value, json};
+
+struct Gcloud {
+    config: tempfile::TempDir,
+    token: tempfile::NamedTempFile,
+    port: u16,
+    project: String,
+}
+
+struct Out {
+    ok: bool,
+    json: Value,
+    stderr: String,
+}
+
+impl Gcloud {
+    fn new(fake: &Fake) -> Gcloud {
+        let config = tempfile::tempdir().expect("config dir");
+        let token = tempfile::NamedTempFile::new().expect("token file");
+        std::fs::write(token.path(), "svcnet-fake-token\n").expect("write token");
+        Gcloud {
+            config,
+            token,
+            port: fake.port,
+            project: fake.project.clone(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Out {
+        let out = Command::new("gcloud")
+            .args(args)
+            .arg("--format=json")
+            .env("CLOUDSDK_CONFIG", self.config.path())
+            .env("CLOUDSDK_CORE_PROJECT", &self.project)
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
+                format!("http://127.0.0.1:{}/compute/v1/", self.port),
+            )
+            .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", self.token.path())
+            .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
+            .env("CLOUDSDK_CORE_CHECK_GCE_METADATA", "false")
+            .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "1")
+            .output()
+            .expect("run gcloud");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+        Out {
+            ok: out.status.success(),
+            json,
+            stderr,
+        }
+    }
+
+    /// Runs and requires success; returns the JSON output.
+    fn ok(&self, args: &[&str]) -> Value {
+        let out = self.run(args);
+        assert!(out.ok, "gcloud {args:?} failed:\n{}", out.stderr);
+        out.json
+    }
+}
+
+fn skip() -> bool {
+    if common::have("gcloud") {
+        return false;
+    }
+    println!("SKIPPED: gcloud is not installed; this conformance test did not run");
+    true
+}
+
+fn names(list: &Value) -> Vec<String> {
+    let mut v: Vec<String> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x["name"].as_str().map(str::to_string))
+        .collect();
+    v.sort();
+    v
+}
+
+fn calls(fake: &Fake, query: &str) -> Vec<Value> {
+    fake.admin("GET", &format!("calls?{query}"), None)["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn gcloud_firewalls_routes_health_checks_instances_filter_and_batch() {
+    if skip() {
+        return;
+    }
+    let fake = Fake::start(&["--op-latency-ms", "1200"]);
+    fake.add_instance("node-b", ZONE_B, &["node"]);
+    fake.add_instance("node-c", ZONE_C, &["node"]);
+    let g = Gcloud::new(&fake);
+
+    let fw = g.ok(&[
+        "compute",
+        "firewall-rules",
+        "create",
+        "k8s-fw-a",
+        "--allow",
+        "tcp:80,udp:53",
+        "--target-tags",
+        "node",
+        "--source-ranges",
+        "10.0.0.0/8",
+    ]);
+    assert_eq!(fw[0]["name"], "k8s-fw-a");
+    assert_eq!(
+        fw[0]["allowed"],
+        json!([{"IPProtocol": "tcp", "ports": ["80"]}, {"IPProtocol": "udp", "ports": ["53"]}])
+    );
+    assert_eq!(fw[0]["targetTags"], json!(["node"]));
+    assert_eq!(fw[0]["network"], fake.link("global/networks/default"));
+    // The operation was RUNNING when created, so gcloud had to wait for it.
+    assert!(
+        !calls(&fake, "method=POST&pathRegex=/operations/.*/wait$").is_empty(),
+        "gcloud polled with wait"
+    );
+
+    g.ok(&[
+        "compute",
+        "firewall-rules",
+        "create",
+        "k8s-fw-b",
+        "--allow",
+        "tcp:443",
+    ]);
+    g.ok(&[
+        "compute",
+        "firewall-rules",
+        "create",
+        "allow-ssh",
+        "--allow",
+        "tcp:22",
+    ]);
+    let listed = g.ok(&["compute", "firewall-rules", "list", "--filter=name~^k8s-fw"]);
+    assert_eq!(names(&listed), ["k8s-fw-a", "k8s-fw-b"]);
+    let list_calls = calls(&fake, "method=GET&pathRegex=/global/firewalls$");
+    let last_query = list_calls
+        .last()
+        .map(|c| c["query"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default();
+    assert!(
+        last_query.contains("filter="),
+        "filter sent to the server: {last_query}"
+    );
+
+    let upd = g.ok(&[
+        "compute",
+        "firewall-rules",
+        "update",
+        "k8s-fw-a",
+        "--source-ranges",
+        "192.168.0.0/16",
+    ]);
+    let _ = upd;
+    let d = g.ok(&["compute", "firewall-rules", "describe", "k8s-fw-a"]);
+    assert_eq!(d["sourceRanges"], json!(["192.168.0.0/16"]));
+    assert_eq!(
+        d["allowed"][0]["IPProtocol"], "tcp",
+        "patch kept the other fields"
+    );
+
+    let hc = g.ok(&[
+        "compute",
+        "http-health-checks",
+        "create",
+        "k8s-hc",
+        "--port",
+        "10256",
+        "--request-path",
+        "/healthz",
+    ]);
+    assert_eq!(
+        (hc[0]["port"].as_i64(), hc[0]["requestPath"].as_str()),
+        (Some(10256), Some("/healthz"))
+    );
+
+    let inst = g.ok(&["compute", "instances", "list"]);
+    assert_eq!(names(&inst), ["node-b", "node-c"]);
+    let b = inst
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| i["name"] == "node-b")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(b["zone"], fake.link(&format!("zones/{ZONE_B}")));
+    assert_eq!(b["tags"]["items"], json!(["node"]));
+
+    let r = g.ok(&[
+        "compute",
+        "routes",
+        "create",
+        "cluster-node-b",
+        "--destination-range",
+        "10.64.1.0/24",
+        "--next-hop-instance",
+        "node-b",
+        "--next-hop-instance-zone",
+        ZONE_B,
+        "--network",
+        "default",
+    ]);
+    assert_eq!(
+        r[0]["nextHopInstance"],
+        fake.link(&format!("zones/{ZONE_B}/instances/node-b"))
+    );
+    assert_eq!(r[0]["destRange"], "10.64.1.0/24");
+    assert_eq!(names(&g.ok(&["compute", "routes", "list"])), ["cluster-node-b"]);
+
+    // Multi-resource delete arrives as one multipart batch.
+    let before = calls(&fake, "method=DELETE").len();
+    g.ok(&["compute", "firewall-rules", "delete", "k8s-fw-a", "k8s-fw-b"]);
+    let deletes = calls(&fake, "method=DELETE");
+    assert_eq!(deletes.len() - before, 2);
+    assert!(
+        deletes
+            .iter()
+            .rev()
+            .take(2)
+            .all(|c| c["batch"] == true && c["status"] == 200),
+        "{deletes:?}"
+    );
+    assert_eq!(
+        names(&g.ok(&["compute", "firewall-rules", "list"])),
+        ["allow-ssh"]
+    );
+
+    let missing = g.run(&["compute", "firewall-rules", "describe", "k8s-fw-a"]);
+    assert!(
+        !missing.ok && missing.stderr.contains("was not found"),
+        "{}",
+        missing.stderr
+    );
+
+    g.ok(&["compute", "routes", "delete", "cluster-node-b"]);
+    g.ok(&["compute", "http-health-checks", "delete", "k8s-hc"]);
+    let state = fake.admin("GET", "state", None);
+    assert_eq!(state["routes"], json!([]));
+    assert_eq!(state["httpHealthChecks"], json!([]));
+}
+
+#[test]
+fn gcloud_target_pools_addresses_forwarding_rules() {
+    if skip() {
+        return;
+    }
+    let fake = Fake::start(&["--op-latency-ms", "1000"]);
+    fake.add_instance("n1", ZONE_B, &["node"]);
+    fake.add_instance("n2", ZONE_B, &["node"]);
+    let g = Gcloud::new(&fake);
+    let region = ["--region", REGION];
+
+    g.ok(&["compute", "http-health-checks", "create", "hc", "--port", "10256"]);
+    let tp = g.ok(&[
+        &[
+            "compute",
+            "target-pools",
+            "create",
+            "tp",
+            "--http-health-check",
+            "hc",
+        ][..],
+        &region,
+    ]
+    .concat());
+    assert_eq!(
+        tp[0]["healthChecks"],
+        json!([fake.link("global/httpHealthChecks/hc")])
+    );
+    assert_eq!(tp[0]["sessionAffinity"], "NONE");
+    g.ok(&[
+        &[
+            "compute",
+            "target-pools",
+            "add-instances",
+            "tp",
+            "--instances",
+            "n1,n2",
+            "--instances-zone",
+            ZONE_B,
+        ][..],
+        &region,
+    ]
+    .concat());
+    g.ok(&[
+        &[
+            "compute",
+            "target-pools",
+            "remove-instances",
+            "tp",
+            "--instances",
+            "n2",
+            "--instances-zone",
+            ZONE_B,
+        ][..],
+        &region,
+    ]
+    .concat());
+    let d = g.ok(&[&["compute", "target-pools", "describe", "tp"][..], &region].concat());
+    assert_eq!(
+        d["instances"],
+        json!([fake.link(&format!("zones/{ZONE_B}/instances/n1"))])
+    );
+    // Removing a non-member is a 400.
+    let bad = g.run(
+        &[
+            &[
+                "compute",
+                "target-pools",
+                "remove-instances",
+                "tp",
+                "--instances",
+                "n2",
+                "--instances-zone",
+                ZONE_B,
+            ][..],
+            &region,
+        ]
+        .concat(),
+    );
+    assert!(
+        !bad.ok && bad.stderr.contains("is not a member"),
+        "{}",
+        bad.stderr
+    );
+
+    let a1 = g.ok(&[&["compute", "addresses", "create", "ip1"][..], &region].concat());
+    let ip1 = a1[0]["address"].as_str().unwrap_or_default().to_string();
+    assert!(ip1.starts_with("203.0.113."), "{a1}");
+    assert_eq!(a1[0]["status"], "RESERVED");
+    let a2 = g.ok(&[
+        &[
+            "compute",
+            "addresses",
+            "create",
+            "ip2",
+            "--addresses",
+            "203.0.113.77",
+        ][..],
+        &region,
+    ]
+    .concat());
+    assert_eq!(a2[0]["address"], "203.0.113.77");
+
+    let fr = g.ok(&[
+        &[
+            "compute",
+            "forwarding-rules",
+            "create",
+            "fr",
+            "--target-pool",
+            "tp",
+            "--ports",
+            "80-81",
+            "--address",
+            &ip1,
+        ][..],
+        &region,
+    ]
+    .concat());
+    assert_eq!(fr[0]["IPAddress"], ip1.as_str());
+    assert_eq!(fr[0]["portRange"], "80-81");
+    assert_eq!(fr[0]["IPProtocol"], "TCP");
+    assert_eq!(
+        fr[0]["target"],
+        fake.link(&format!("regions/{REGION}/targetPools/tp"))
+    );
+    let a = g.ok(&[&["compute", "addresses", "describe", "ip1"][..], &region].concat());
+    assert_eq!(a["status"], "IN_USE");
+    assert_eq!(
+        a["users"],
+        json!([fake.link(&format!("regions/{REGION}/forwardingRules/fr"))])
+    );
+
+    // Lists without --regions go through aggregated/ lists.
+    assert_eq!(names(&g.ok(&["compute", "forwarding-rules", "list"])), ["fr"]);
+    assert_eq!(names(&g.ok(&["compute", "target-pools", "list"])), ["tp"]);
+    assert_eq!(names(&g.ok(&["compute", "addresses", "list"])), ["ip1", "ip2"]);
+    assert!(!calls(&fake, "pathRegex=/aggregated/forwardingRules$").is_empty());
+
+    // Referential integrity: in-use resources cannot go.
+    let out = g.run(&[&["compute", "target-pools", "delete", "tp"][..], &region].concat());
+    assert!(
+        !out.ok && out.stderr.contains("already being used by"),
+        "{}",
+        out.stderr
+    );
+    let out = g.run(&["compute", "http-health-checks", "delete", "hc"]);
+    assert!(
+        !out.ok && out.stderr.contains("already being used by"),
+        "{}",
+        out.stderr
+    );
+    let out = g.run(&[&["compute", "addresses", "delete", "ip1"][..], &region].concat());
+    assert!(
+        !out.ok && out.stderr.contains("already being used by"),
+        "{}",
+        out.stderr
+    );
+
+    g.ok(&[&["compute", "forwarding-rules", "delete", "fr"][..], &region].concat());
+    g.ok(&[&["compute", "target-pools", "delete", "tp"][..], &region].concat());
+    g.ok(&[&["compute", "addresses", "delete", "ip1", "ip2"][..], &region].concat());
+    g.ok(&["compute", "http-health-checks", "delete", "hc"]);
+    let state = fake.admin("GET", "state", None);
+    for coll in ["forwardingRules", "targetPools", "addresses", "httpHealthChecks"] {
+        assert_eq!(state[coll], json!([]), "{coll}");
+    }
+}
