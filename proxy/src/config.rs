@@ -42,8 +42,14 @@ pub enum ConfigError {
 pub fn check_interface(name: &str) -> Result<(), ConfigError> {
     let ok = !name.is_empty()
         && name.len() <= 15
-        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'));
-    if ok { Ok(()) } else { Err(ConfigError::Interface(name.to_string())) }
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::Interface(name.to_string()))
+    }
 }
 
 /// `--nodeport-addresses`.
@@ -56,11 +62,19 @@ pub struct NodePortAddresses {
 impl NodePortAddresses {
     pub fn parse(values: &[String]) -> Result<Self, ConfigError> {
         let mut out = NodePortAddresses::default();
-        for v in values.iter().flat_map(|v| v.split(',')).map(str::trim).filter(|v| !v.is_empty()) {
+        for v in values
+            .iter()
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+        {
             if v == "primary" {
                 out.primary = true;
             } else {
-                out.cidrs.push(v.parse().map_err(|_| ConfigError::NodePortAddress(v.to_string()))?);
+                out.cidrs.push(
+                    v.parse()
+                        .map_err(|_| ConfigError::NodePortAddress(v.to_string()))?,
+                );
             }
         }
         Ok(out)
@@ -73,7 +87,11 @@ impl NodePortAddresses {
     }
 
     pub fn contains_ipv4_loopback(&self) -> bool {
-        self.match_all(Family::V4) || self.cidrs.iter().any(|c| c.contains(&IpAddr::from([127, 0, 0, 1])))
+        self.match_all(Family::V4)
+            || self
+                .cidrs
+                .iter()
+                .any(|c| c.contains(&IpAddr::from([127, 0, 0, 1])))
     }
 
     /// The node addresses NodePorts answer on when not `match_all`.
@@ -145,7 +163,9 @@ impl RenderConfig {
 
     /// Localhost NodePorts only exist for IPv4 and when loopback is within --nodeport-addresses.
     pub fn effective_localhost_nodeports(&self) -> bool {
-        self.family == Family::V4 && self.localhost_nodeports && self.nodeport_addresses.contains_ipv4_loopback()
+        self.family == Family::V4
+            && self.localhost_nodeports
+            && self.nodeport_addresses.contains_ipv4_loopback()
     }
 
     /// `(if_local, if_not_local)` argument strings, or `None` when no detector is configured.

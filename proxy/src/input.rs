@@ -16,7 +16,12 @@ pub enum InputError {
     #[error("document {doc}: {source}")]
     Yaml { doc: usize, source: serde_yaml::Error },
     #[error("document {doc} ({kind} {name}): {source}")]
-    Object { doc: usize, kind: String, name: String, source: serde_json::Error },
+    Object {
+        doc: usize,
+        kind: String,
+        name: String,
+        source: serde_json::Error,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -35,8 +40,12 @@ pub fn parse_objects(text: &str) -> Result<Objects, InputError> {
         if value.is_null() {
             continue;
         }
-        let json: serde_json::Value =
-            serde_json::to_value(&value).map_err(|source| InputError::Object { doc, kind: "?".into(), name: "?".into(), source })?;
+        let json: serde_json::Value = serde_json::to_value(&value).map_err(|source| InputError::Object {
+            doc,
+            kind: "?".into(),
+            name: "?".into(),
+            source,
+        })?;
         push(&mut out, doc, json)?;
     }
     Ok(out)
@@ -44,14 +53,32 @@ pub fn parse_objects(text: &str) -> Result<Objects, InputError> {
 
 fn push(out: &mut Objects, doc: usize, v: serde_json::Value) -> Result<(), InputError> {
     let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
-    let name = v.pointer("/metadata/name").and_then(|k| k.as_str()).unwrap_or("").to_string();
-    let err = |source| InputError::Object { doc, kind: kind.clone(), name: name.clone(), source };
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(|k| k.as_str())
+        .unwrap_or("")
+        .to_string();
+    let err = |source| InputError::Object {
+        doc,
+        kind: kind.clone(),
+        name: name.clone(),
+        source,
+    };
     match kind.as_str() {
         "List" | "ServiceList" | "EndpointSliceList" | "NodeList" => {
-            let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty()).map(str::to_string);
-            for mut item in v.get("items").and_then(|i| i.as_array()).cloned().unwrap_or_default() {
+            let item_kind = kind
+                .strip_suffix("List")
+                .filter(|k| !k.is_empty())
+                .map(str::to_string);
+            for mut item in v
+                .get("items")
+                .and_then(|i| i.as_array())
+                .cloned()
+                .unwrap_or_default()
+            {
                 if let (Some(k), Some(obj)) = (&item_kind, item.as_object_mut()) {
-                    obj.entry("kind").or_insert_with(|| serde_json::Value::String(k.clone()));
+                    obj.entry("kind")
+                        .or_insert_with(|| serde_json::Value::String(k.clone()));
                 }
                 push(out, doc, item)?;
             }
@@ -72,8 +99,16 @@ pub fn node_facts(node: &Node) -> NodeFacts {
         ..Default::default()
     };
     if let Some(spec) = &node.spec {
-        let cidrs = spec.pod_cidrs.clone().filter(|c| !c.is_empty()).or_else(|| spec.pod_cidr.clone().map(|c| vec![c]));
-        facts.pod_cidrs = cidrs.unwrap_or_default().iter().filter_map(|c| c.parse::<IpNet>().ok()).collect();
+        let cidrs = spec
+            .pod_cidrs
+            .clone()
+            .filter(|c| !c.is_empty())
+            .or_else(|| spec.pod_cidr.clone().map(|c| vec![c]));
+        facts.pod_cidrs = cidrs
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| c.parse::<IpNet>().ok())
+            .collect();
     }
     if let Some(addrs) = node.status.as_ref().and_then(|s| s.addresses.as_ref()) {
         for a in addrs.iter().filter(|a| a.type_ == "InternalIP") {

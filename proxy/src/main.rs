@@ -1,5 +1,6 @@
+//! svcnet-proxy binary: see `svcnet_proxy::cli`.
 #![forbid(unsafe_code)]
 
 fn main() -> anyhow::Result<()> {
-    anyhow::bail!("not yet")
+    svcnet_proxy::cli::main()
 }

@@ -30,10 +30,19 @@ pub fn endpoints_from_slices(
 
     let mut out: BTreeMap<ServicePortName, BTreeMap<String, Endpoint>> = BTreeMap::new();
     for slice in sorted {
-        let ns = slice.metadata.namespace.clone().unwrap_or_else(|| "default".to_string());
+        let ns = slice
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string());
         let slice_name = slice.metadata.name.clone().unwrap_or_default();
         let object = format!("{}/{}", printable(&ns), printable(&slice_name));
-        let Some(svc) = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
+        let Some(svc) = slice
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(SERVICE_NAME_LABEL))
+        else {
             continue; // not managed for a Service
         };
         if !is_dns1123_label(&ns) || !is_dns1035_label(svc) {
@@ -48,20 +57,37 @@ pub fn endpoints_from_slices(
         for (pi, port) in slice.ports.iter().flatten().enumerate() {
             let port_name = port.name.clone().unwrap_or_default();
             if !port_name.is_empty() && !is_dns1123_label(&port_name) {
-                errors.push(ModelError::invalid(KIND, &object, format!("ports[{pi}].name"), "not a DNS-1123 label; port ignored"));
+                errors.push(ModelError::invalid(
+                    KIND,
+                    &object,
+                    format!("ports[{pi}].name"),
+                    "not a DNS-1123 label; port ignored",
+                ));
                 continue;
             }
             let Some(protocol) = Protocol::parse_k8s(port.protocol.as_deref().unwrap_or("TCP")) else {
-                errors.push(ModelError::invalid(KIND, &object, format!("ports[{pi}].protocol"), "not TCP, UDP or SCTP; port ignored"));
+                errors.push(ModelError::invalid(
+                    KIND,
+                    &object,
+                    format!("ports[{pi}].protocol"),
+                    "not TCP, UDP or SCTP; port ignored",
+                ));
                 continue;
             };
             let Some(p) = port.port.and_then(|p| u16::try_from(p).ok()).filter(|p| *p != 0) else {
                 continue; // upstream ignores ports without a number
             };
-            let key = ServicePortName { namespace: ns.clone(), name: svc.clone(), port: port_name, protocol };
+            let key = ServicePortName {
+                namespace: ns.clone(),
+                name: svc.clone(),
+                port: port_name,
+                protocol,
+            };
             let entry = out.entry(key).or_default();
             for (ei, ep) in slice.endpoints.iter().enumerate() {
-                let Some(addr) = ep.addresses.first() else { continue };
+                let Some(addr) = ep.addresses.first() else {
+                    continue;
+                };
                 let ip = match addr.parse::<IpAddr>() {
                     Ok(ip) if family.matches(&ip) => ip,
                     _ => {
@@ -70,7 +96,10 @@ pub fn endpoints_from_slices(
                                 KIND,
                                 &object,
                                 format!("endpoints[{ei}].addresses[0]"),
-                                format!("{:?} is not an {wanted} address; endpoint ignored", printable(addr)),
+                                format!(
+                                    "{:?} is not an {wanted} address; endpoint ignored",
+                                    printable(addr)
+                                ),
                             ));
                         }
                         continue;
@@ -101,6 +130,9 @@ pub fn endpoints_from_slices(
             }
         }
     }
-    let out = out.into_iter().map(|(k, v)| (k, v.into_values().collect())).collect();
+    let out = out
+        .into_iter()
+        .map(|(k, v)| (k, v.into_values().collect()))
+        .collect();
     (out, errors)
 }

@@ -168,7 +168,10 @@ pub struct NodeFacts {
 
 impl NodeFacts {
     pub fn zone(&self) -> Option<&str> {
-        self.labels.get("topology.kubernetes.io/zone").map(String::as_str).filter(|z| !z.is_empty())
+        self.labels
+            .get("topology.kubernetes.io/zone")
+            .map(String::as_str)
+            .filter(|z| !z.is_empty())
     }
 }
 

@@ -38,8 +38,14 @@ fn is_type(svc: &Service, t: &str) -> bool {
 
 /// Upstream `apiservice.ExternallyAccessible`.
 fn externally_accessible(svc: &Service) -> bool {
-    let has_external_ips = svc.spec.as_ref().and_then(|s| s.external_ips.as_ref()).is_some_and(|v| !v.is_empty());
-    is_type(svc, "LoadBalancer") || is_type(svc, "NodePort") || (is_type(svc, "ClusterIP") && has_external_ips)
+    let has_external_ips = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.external_ips.as_ref())
+        .is_some_and(|v| !v.is_empty());
+    is_type(svc, "LoadBalancer")
+        || is_type(svc, "NodePort")
+        || (is_type(svc, "ClusterIP") && has_external_ips)
         || (svc.spec.as_ref().is_some_and(|s| s.type_.is_none()) && has_external_ips)
 }
 
@@ -56,15 +62,29 @@ pub fn service_ports_from_service(svc: &Service, family: Family) -> Result<Vec<S
 /// Like [`service_ports_from_service`] but returns every problem alongside the usable ports.
 pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>, Vec<ModelError>) {
     let mut errors = Vec::new();
-    let ns = svc.metadata.namespace.clone().unwrap_or_else(|| "default".to_string());
+    let ns = svc
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_string());
     let name = svc.metadata.name.clone().unwrap_or_default();
     let object = format!("{}/{}", printable(&ns), printable(&name));
     if !is_dns1123_label(&ns) {
-        errors.push(ModelError::invalid(KIND, &object, "metadata.namespace", "not a DNS-1123 label"));
+        errors.push(ModelError::invalid(
+            KIND,
+            &object,
+            "metadata.namespace",
+            "not a DNS-1123 label",
+        ));
         return (vec![], errors);
     }
     if !is_dns1035_label(&name) {
-        errors.push(ModelError::invalid(KIND, &object, "metadata.name", "not a DNS-1035 label"));
+        errors.push(ModelError::invalid(
+            KIND,
+            &object,
+            "metadata.name",
+            "not a DNS-1035 label",
+        ));
         return (vec![], errors);
     }
     if skip_reason(svc).is_some() {
@@ -99,13 +119,25 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
         return (vec![], errors); // not served in this family
     };
 
-    let external_ips = parse_ips(spec.external_ips.as_deref().unwrap_or(&[]), family, &object, "spec.externalIPs", &mut errors);
+    let external_ips = parse_ips(
+        spec.external_ips.as_deref().unwrap_or(&[]),
+        family,
+        &object,
+        "spec.externalIPs",
+        &mut errors,
+    );
 
     let mut load_balancer_vips = Vec::new();
     if is_type(svc, "LoadBalancer") {
-        let ingress = svc.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|lb| lb.ingress.as_ref());
+        let ingress = svc
+            .status
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|lb| lb.ingress.as_ref());
         for (i, ing) in ingress.into_iter().flatten().enumerate() {
-            let Some(ip) = ing.ip.as_deref().filter(|s| !s.is_empty()) else { continue };
+            let Some(ip) = ing.ip.as_deref().filter(|s| !s.is_empty()) else {
+                continue;
+            };
             // ipMode Proxy: the load balancer delivers to the node with the node as destination.
             if ing.ip_mode.as_deref() == Some("Proxy") {
                 continue;
@@ -134,7 +166,10 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
                         KIND,
                         &object,
                         format!("spec.loadBalancerSourceRanges[{i}]"),
-                        format!("{:?} is not a CIDR; ignored (other ranges still apply, none means drop all)", printable(r)),
+                        format!(
+                            "{:?} is not a CIDR; ignored (other ranges still apply, none means drop all)",
+                            printable(r)
+                        ),
                     )),
                 }
             }
@@ -174,7 +209,12 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
         match spec.health_check_node_port {
             Some(p) if (1..=65535).contains(&p) => Some(p as u16),
             Some(p) => {
-                errors.push(ModelError::invalid(KIND, &object, "spec.healthCheckNodePort", format!("{p} is not a port")));
+                errors.push(ModelError::invalid(
+                    KIND,
+                    &object,
+                    "spec.healthCheckNodePort",
+                    format!("{p} is not a port"),
+                ));
                 None
             }
             None => None,
@@ -191,7 +231,10 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
                 KIND,
                 &object,
                 format!("spec.ports[{i}].name"),
-                format!("{:?} is not a DNS-1123 label; port skipped", printable(&port_name)),
+                format!(
+                    "{:?} is not a DNS-1123 label; port skipped",
+                    printable(&port_name)
+                ),
             ));
             continue;
         }
@@ -205,20 +248,38 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
             ));
             continue;
         };
-        let Ok(port) = u16::try_from(p.port).map_err(|_| ()).and_then(|v| if v == 0 { Err(()) } else { Ok(v) }) else {
-            errors.push(ModelError::invalid(KIND, &object, format!("spec.ports[{i}].port"), format!("{} is not a port", p.port)));
+        let Ok(port) = u16::try_from(p.port)
+            .map_err(|_| ())
+            .and_then(|v| if v == 0 { Err(()) } else { Ok(v) })
+        else {
+            errors.push(ModelError::invalid(
+                KIND,
+                &object,
+                format!("spec.ports[{i}].port"),
+                format!("{} is not a port", p.port),
+            ));
             continue;
         };
         let node_port = match p.node_port {
             Some(np) if has_node_ports && (1..=65535).contains(&np) => Some(np as u16),
             Some(np) if has_node_ports && np != 0 => {
-                errors.push(ModelError::invalid(KIND, &object, format!("spec.ports[{i}].nodePort"), format!("{np} is not a port")));
+                errors.push(ModelError::invalid(
+                    KIND,
+                    &object,
+                    format!("spec.ports[{i}].nodePort"),
+                    format!("{np} is not a port"),
+                ));
                 None
             }
             _ => None,
         };
         out.push(ServicePort {
-            name: ServicePortName { namespace: ns.clone(), name: name.clone(), port: port_name, protocol },
+            name: ServicePortName {
+                namespace: ns.clone(),
+                name: name.clone(),
+                port: port_name,
+                protocol,
+            },
             cluster_ip,
             port,
             node_port,
@@ -234,7 +295,13 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
     (out, errors)
 }
 
-fn parse_ips(raw: &[String], family: Family, object: &str, field: &str, errors: &mut Vec<ModelError>) -> Vec<IpAddr> {
+fn parse_ips(
+    raw: &[String],
+    family: Family,
+    object: &str,
+    field: &str,
+    errors: &mut Vec<ModelError>,
+) -> Vec<IpAddr> {
     let mut out = Vec::new();
     for (i, s) in raw.iter().enumerate() {
         match s.parse::<IpAddr>() {

@@ -34,10 +34,17 @@ fn service_port_fields() {
     assert_eq!(p.node_port, Some(31358));
     assert_eq!(p.health_check_node_port, Some(32000));
     assert!(p.external_policy_local);
-    assert_eq!(p.load_balancer_vips, vec!["104.199.232.159".parse::<std::net::IpAddr>().unwrap()]);
+    assert_eq!(
+        p.load_balancer_vips,
+        vec!["104.199.232.159".parse::<std::net::IpAddr>().unwrap()]
+    );
     assert_eq!(p.source_ranges.as_ref().map(Vec::len), Some(1));
     assert_eq!(errors.len(), 1);
-    assert!(errors[0].to_string().contains("spec.loadBalancerSourceRanges[1]"), "{}", errors[0]);
+    assert!(
+        errors[0].to_string().contains("spec.loadBalancerSourceRanges[1]"),
+        "{}",
+        errors[0]
+    );
     assert!(errors[0].to_string().contains("default/hostnames"));
 
     let (v6, _) = service::service_ports_lenient(&s, Family::V6);
@@ -60,10 +67,14 @@ fn skipped_services() {
 
 #[test]
 fn hostile_names_are_refused_with_field() {
-    let s = svc("metadata: {name: 'a\" -j ACCEPT', namespace: default}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80}]}");
+    let s = svc(
+        "metadata: {name: 'a\" -j ACCEPT', namespace: default}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80}]}",
+    );
     let err = service_ports_from_service(&s, Family::V4).unwrap_err();
     assert!(err.to_string().contains("metadata.name"), "{err}");
-    let s = svc("metadata: {name: ok, namespace: default}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80, name: 'x y'}, {port: 81, name: good}]}");
+    let s = svc(
+        "metadata: {name: ok, namespace: default}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80, name: 'x y'}, {port: 81, name: good}]}",
+    );
     let (ports, errors) = service::service_ports_lenient(&s, Family::V4);
     assert_eq!(ports.len(), 1);
     assert_eq!(ports[0].name.port, "good");
@@ -93,9 +104,17 @@ endpoints:
 "#,
     );
     let (eps, errors) = endpoints_from_slices(&[a, b], Family::V4);
-    let key = ServicePortName { namespace: "default".into(), name: "hostnames".into(), port: String::new(), protocol: Protocol::Tcp };
+    let key = ServicePortName {
+        namespace: "default".into(),
+        name: "hostnames".into(),
+        port: String::new(),
+        protocol: Protocol::Tcp,
+    };
     let list = &eps[&key];
-    assert_eq!(list.iter().map(Endpoint::addr).collect::<Vec<_>>(), vec!["10.76.0.10:9376", "10.76.0.9:9376"]);
+    assert_eq!(
+        list.iter().map(Endpoint::addr).collect::<Vec<_>>(),
+        vec!["10.76.0.10:9376", "10.76.0.9:9376"]
+    );
     // s-a sorts first, so its (not ready) copy of 10.76.0.9 wins.
     assert!(!list[1].ready);
     assert!(list[0].terminating && list[0].serving);
@@ -118,7 +137,12 @@ fn ep(ip: &str, ready: bool, node: &str) -> Endpoint {
 
 fn port(local_ext: bool, local_int: bool) -> ServicePort {
     ServicePort {
-        name: ServicePortName { namespace: "ns".into(), name: "s".into(), port: String::new(), protocol: Protocol::Tcp },
+        name: ServicePortName {
+            namespace: "ns".into(),
+            name: "s".into(),
+            port: String::new(),
+            protocol: Protocol::Tcp,
+        },
         cluster_ip: "10.0.0.1".parse().unwrap(),
         port: 80,
         node_port: Some(30000),
@@ -134,7 +158,10 @@ fn port(local_ext: bool, local_int: bool) -> ServicePort {
 
 #[test]
 fn categorize_policies_and_fallback() {
-    let node = NodeFacts { name: "n1".into(), ..Default::default() };
+    let node = NodeFacts {
+        name: "n1".into(),
+        ..Default::default()
+    };
     let eps = vec![ep("10.0.1.1", true, "n1"), ep("10.0.2.1", true, "n2")];
     let c = categorize(&eps, &port(false, false), &node);
     assert_eq!(c.cluster.len(), 2);
@@ -149,15 +176,23 @@ fn categorize_policies_and_fallback() {
     let mut t = ep("10.0.3.1", false, "n2");
     t.serving = true;
     t.terminating = true;
-    let c = categorize(&[t.clone(), ep("10.0.4.1", false, "n2")], &port(false, false), &node);
+    let c = categorize(
+        &[t.clone(), ep("10.0.4.1", false, "n2")],
+        &port(false, false),
+        &node,
+    );
     assert_eq!(c.cluster, vec![t]);
     assert!(c.has_any);
 }
 
 #[test]
 fn topology_hints() {
-    let mut node = NodeFacts { name: "n1".into(), ..Default::default() };
-    node.labels.insert("topology.kubernetes.io/zone".into(), "z1".into());
+    let mut node = NodeFacts {
+        name: "n1".into(),
+        ..Default::default()
+    };
+    node.labels
+        .insert("topology.kubernetes.io/zone".into(), "z1".into());
     let mut a = ep("10.0.1.1", true, "n1");
     a.zone_hints = vec!["z1".into()];
     let mut b = ep("10.0.2.1", true, "n2");

@@ -32,7 +32,7 @@ fn topology_mode(endpoints: &[Endpoint], node: &NodeFacts) -> Topology {
     for ep in endpoints.iter().filter(|e| e.ready) {
         if ep.node_hints.is_empty() {
             all_node_hints = false;
-        } else if ep.node_hints.iter().any(|n| *n == node.name) {
+        } else if ep.node_hints.contains(&node.name) {
             has_for_node = true;
         }
         if ep.zone_hints.is_empty() {
@@ -53,7 +53,7 @@ fn topology_mode(endpoints: &[Endpoint], node: &NodeFacts) -> Topology {
 fn available(ep: &Endpoint, mode: Topology, node: &NodeFacts) -> bool {
     match mode {
         Topology::None => true,
-        Topology::SameNode => ep.node_hints.iter().any(|n| *n == node.name),
+        Topology::SameNode => ep.node_hints.contains(&node.name),
         Topology::SameZone => node.zone().is_some_and(|z| ep.zone_hints.iter().any(|h| h == z)),
     }
 }
@@ -62,11 +62,19 @@ pub fn categorize(endpoints: &[Endpoint], svc: &ServicePort, node: &NodeFacts) -
     let mut out = Categorized::default();
     if svc.uses_cluster_endpoints() {
         out.topology = topology_mode(endpoints, node);
-        out.cluster = endpoints.iter().filter(|e| e.ready && available(e, out.topology, node)).cloned().collect();
+        out.cluster = endpoints
+            .iter()
+            .filter(|e| e.ready && available(e, out.topology, node))
+            .cloned()
+            .collect();
         if out.cluster.is_empty() {
             // Best effort to not drop connections: fall back to serving terminating endpoints,
             // ignoring topology.
-            out.cluster = endpoints.iter().filter(|e| e.serving && e.terminating).cloned().collect();
+            out.cluster = endpoints
+                .iter()
+                .filter(|e| e.serving && e.terminating)
+                .cloned()
+                .collect();
         }
         out.has_any = !out.cluster.is_empty();
     }
@@ -85,10 +93,17 @@ pub fn categorize(endpoints: &[Endpoint], svc: &ServicePort, node: &NodeFacts) -
         }
     }
     if local_ready {
-        out.local = endpoints.iter().filter(|e| e.is_local(&node.name) && e.ready).cloned().collect();
+        out.local = endpoints
+            .iter()
+            .filter(|e| e.is_local(&node.name) && e.ready)
+            .cloned()
+            .collect();
     } else if local_terminating {
-        out.local =
-            endpoints.iter().filter(|e| e.is_local(&node.name) && e.serving && e.terminating).cloned().collect();
+        out.local = endpoints
+            .iter()
+            .filter(|e| e.is_local(&node.name) && e.serving && e.terminating)
+            .cloned()
+            .collect();
     }
     if !svc.uses_cluster_endpoints() {
         out.all_reachable = out.local.clone();

@@ -16,7 +16,10 @@ const FANOUT_BITS: u32 = 2;
 
 /// Returns KUBE-SERVICES (without the trailing NodePorts jump) and the dispatch chains it uses.
 pub fn build(rules: Vec<(IpAddr, String)>, cfg: &RenderConfig) -> (Chain, Vec<Chain>) {
-    let mut root = Chain { name: KUBE_SERVICES.to_string(), rules: Vec::new() };
+    let mut root = Chain {
+        name: KUBE_SERVICES.to_string(),
+        rules: Vec::new(),
+    };
     match cfg.layout {
         Layout::Flat => {
             root.rules = rules.into_iter().map(|(_, r)| r).collect();
@@ -52,7 +55,9 @@ fn group_by_destination(rules: Vec<(IpAddr, String)>) -> Vec<Dest> {
         let (bits, width) = to_bits(&ip);
         map.entry((width, bits)).or_default().push(rule);
     }
-    map.into_iter().map(|((width, bits), rules)| Dest { bits, width, rules }).collect()
+    map.into_iter()
+        .map(|((width, bits), rules)| Dest { bits, width, rules })
+        .collect()
 }
 
 /// Bit `i` (0 = most significant) .. `i+n` of a `width`-bit address.
@@ -66,7 +71,11 @@ fn common_prefix_len(a: u128, b: u128, width: u32) -> u32 {
 }
 
 fn prefix_string(bits: u128, width: u32, len: u32) -> String {
-    let mask = if len == 0 { 0 } else { (!0u128 << (width - len)) & (if width == 128 { !0 } else { (1u128 << width) - 1 }) };
+    let mask = if len == 0 {
+        0
+    } else {
+        (!0u128 << (width - len)) & (if width == 128 { !0 } else { (1u128 << width) - 1 })
+    };
     let net = bits & mask;
     if width == 32 {
         format!("{}/{len}", Ipv4Addr::from(net as u32))
@@ -138,13 +147,22 @@ mod tests {
         let cfg = RenderConfig::default();
         let input = rules(5000);
         let (root, chains) = build(input.clone(), &cfg);
-        let mut leaves: Vec<String> = root.rules.iter().chain(chains.iter().flat_map(|c| c.rules.iter())).filter(|r| !r.contains("KUBE-DST-")).cloned().collect();
+        let mut leaves: Vec<String> = root
+            .rules
+            .iter()
+            .chain(chains.iter().flat_map(|c| c.rules.iter()))
+            .filter(|r| !r.contains("KUBE-DST-"))
+            .cloned()
+            .collect();
         leaves.sort();
         let mut want: Vec<String> = input.into_iter().map(|(_, r)| r).collect();
         want.sort();
         assert_eq!(leaves, want);
         assert!(root.rules.len() <= 4, "root has {} rules", root.rules.len());
-        assert!(chains.iter().all(|c| c.rules.len() <= 8), "a chain exceeds the leaf size");
+        assert!(
+            chains.iter().all(|c| c.rules.len() <= 8),
+            "a chain exceeds the leaf size"
+        );
     }
 
     #[test]

@@ -80,16 +80,32 @@ impl Rendered {
 /// double-quoted otherwise. Quotes and backslashes cannot occur in validated names, but are replaced
 /// anyway so no input text can end the comment; xt_comment stores at most 255 bytes.
 pub fn comment(text: &str) -> String {
-    let clean: String =
-        text.chars().map(|c| if c == '"' || c == '\\' || c.is_control() { '_' } else { c }).take(250).collect();
+    let clean: String = text
+        .chars()
+        .map(|c| {
+            if c == '"' || c == '\\' || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .take(250)
+        .collect();
     let plain = !clean.is_empty()
-        && clean.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'/' | b':' | b'.' | b'_' | b'-'));
+        && clean
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'/' | b':' | b'.' | b'_' | b'-'));
     if plain { clean } else { format!("\"{clean}\"") }
 }
 
 /// Renders the whole ruleset.
 pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Rendered {
-    let total_endpoints: usize = state.services.keys().filter_map(|k| state.endpoints.get(k)).map(Vec::len).sum();
+    let total_endpoints: usize = state
+        .services
+        .keys()
+        .filter_map(|k| state.endpoints.get(k))
+        .map(Vec::len)
+        .sum();
     let ctx = service::Ctx {
         cfg,
         node,
@@ -113,18 +129,39 @@ fn assemble(
     total_endpoints: usize,
 ) -> Rendered {
     let mark = cfg.masq_mark();
-    let mut out = Rendered { family: cfg.family, ..Default::default() };
+    let mut out = Rendered {
+        family: cfg.family,
+        ..Default::default()
+    };
     out.stats.services = per_service.len();
     out.stats.endpoints = total_endpoints;
 
     // filter table.
-    let mut f_services = Chain { name: KUBE_SERVICES.into(), rules: vec![] };
-    let mut f_external = Chain { name: KUBE_EXTERNAL_SERVICES.into(), rules: vec![] };
-    let mut f_forward = Chain { name: KUBE_FORWARD.into(), rules: vec![] };
-    let mut f_nodeports = Chain { name: KUBE_NODEPORTS.into(), rules: vec![] };
-    let mut f_firewall = Chain { name: KUBE_PROXY_FIREWALL.into(), rules: vec![] };
+    let mut f_services = Chain {
+        name: KUBE_SERVICES.into(),
+        rules: vec![],
+    };
+    let mut f_external = Chain {
+        name: KUBE_EXTERNAL_SERVICES.into(),
+        rules: vec![],
+    };
+    let mut f_forward = Chain {
+        name: KUBE_FORWARD.into(),
+        rules: vec![],
+    };
+    let mut f_nodeports = Chain {
+        name: KUBE_NODEPORTS.into(),
+        rules: vec![],
+    };
+    let mut f_firewall = Chain {
+        name: KUBE_PROXY_FIREWALL.into(),
+        rules: vec![],
+    };
     // nat table.
-    let mut n_nodeports = Chain { name: KUBE_NODEPORTS.into(), rules: vec![] };
+    let mut n_nodeports = Chain {
+        name: KUBE_NODEPORTS.into(),
+        rules: vec![],
+    };
     let n_postrouting = Chain {
         name: KUBE_POSTROUTING.into(),
         rules: vec![
@@ -136,7 +173,10 @@ fn assemble(
             ),
         ],
     };
-    let n_mark_masq = Chain { name: KUBE_MARK_MASQ.into(), rules: vec![format!("-j MARK --or-mark {mark}")] };
+    let n_mark_masq = Chain {
+        name: KUBE_MARK_MASQ.into(),
+        rules: vec![format!("-j MARK --or-mark {mark}")],
+    };
 
     let mut dispatch_rules = Vec::new();
     let mut service_chains = Vec::new();
@@ -149,12 +189,15 @@ fn assemble(
         dispatch_rules.extend(rules.nat_services);
         out.stats.no_local_internal += usize::from(rules.no_local_internal);
         out.stats.no_local_external += usize::from(rules.no_local_external);
-        out.owners.insert(name, rules.chains.iter().map(|c| c.name.clone()).collect());
+        out.owners
+            .insert(name, rules.chains.iter().map(|c| c.name.clone()).collect());
         service_chains.extend(rules.chains);
     }
 
     if !cfg.conntrack_tcp_liberal {
-        f_forward.rules.push("-m conntrack --ctstate INVALID -j DROP".into());
+        f_forward
+            .rules
+            .push("-m conntrack --ctstate INVALID -j DROP".into());
     }
     f_forward.rules.push(format!(
         "-m comment --comment \"kubernetes forwarding rules\" -m mark --mark {mark}/{mark} -j ACCEPT"
@@ -192,7 +235,9 @@ fn nodeports_jumps(node: &NodeFacts, cfg: &RenderConfig) -> Vec<String> {
             crate::model::Family::V4 if !cfg.effective_localhost_nodeports() => " ! -d 127.0.0.0/8",
             _ => "",
         };
-        return vec![format!("{c} -m addrtype --dst-type LOCAL{extra} -j {KUBE_NODEPORTS}")];
+        return vec![format!(
+            "{c} -m addrtype --dst-type LOCAL{extra} -j {KUBE_NODEPORTS}"
+        )];
     }
     npa.node_ips(cfg.family, &node.ips, &node.interface_ips)
         .into_iter()

@@ -60,9 +60,11 @@ pub fn dst_chain(prefix: &str) -> String {
 
 /// Chains whose whole content svcnet owns and may flush/delete when stale.
 pub fn is_service_chain(name: &str) -> bool {
-    [SVC_PREFIX, SVL_PREFIX, EXT_PREFIX, FW_PREFIX, SEP_PREFIX, DST_PREFIX]
-        .iter()
-        .any(|p| name.starts_with(p))
+    [
+        SVC_PREFIX, SVL_PREFIX, EXT_PREFIX, FW_PREFIX, SEP_PREFIX, DST_PREFIX,
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
 
 #[cfg(test)]
@@ -72,7 +74,10 @@ mod tests {
     // Seed vectors from the upstream walkthroughs (checked against real kube-proxy output).
     #[test]
     fn seed_vectors() {
-        assert_eq!(svc_chain("default/hostnames:", "tcp"), "KUBE-SVC-NWV5X2332I4OT4T3");
+        assert_eq!(
+            svc_chain("default/hostnames:", "tcp"),
+            "KUBE-SVC-NWV5X2332I4OT4T3"
+        );
         assert_eq!(
             sep_chain("default/hostnames:", "tcp", "10.76.0.9:9376"),
             "KUBE-SEP-EV2NQKURMPKCP5UI"
@@ -81,8 +86,14 @@ mod tests {
             sep_chain("default/hostnames:", "tcp", "10.76.0.10:9376"),
             "KUBE-SEP-BWZ646KDVNVKXICT"
         );
-        assert_eq!(svc_chain("kube-system/kube-dns:dns", "udp"), "KUBE-SVC-TCOU7JCQXEZGVUNU");
-        assert_eq!(svc_chain("default/kubernetes:https", "tcp"), "KUBE-SVC-NPX46M4PTMTKRN6Y");
+        assert_eq!(
+            svc_chain("kube-system/kube-dns:dns", "udp"),
+            "KUBE-SVC-TCOU7JCQXEZGVUNU"
+        );
+        assert_eq!(
+            svc_chain("default/kubernetes:https", "tcp"),
+            "KUBE-SVC-NPX46M4PTMTKRN6Y"
+        );
     }
 
     #[test]
@@ -93,7 +104,11 @@ mod tests {
 
     #[test]
     fn names_fit_iptables_limit() {
-        for n in [svc_chain("a/b:c", "sctp"), sep_chain("a/b:c", "tcp", "[fd00::1]:80"), dst_chain("10.0.0.0/8")] {
+        for n in [
+            svc_chain("a/b:c", "sctp"),
+            sep_chain("a/b:c", "tcp", "[fd00::1]:80"),
+            dst_chain("10.0.0.0/8"),
+        ] {
             assert!(n.len() <= 28, "{n}");
         }
         assert!(is_service_chain("KUBE-DST-AAAA"));

@@ -48,22 +48,92 @@ pub fn jumps(cfg: &RenderConfig) -> Vec<Jump> {
         rule: format!("{extra}-m comment --comment \"{comment}\" -j {target}"),
     };
     let mut out = vec![
-        j("filter", "INPUT", new, "kubernetes externally-visible service portals", KUBE_EXTERNAL_SERVICES),
-        j("filter", "FORWARD", new, "kubernetes externally-visible service portals", KUBE_EXTERNAL_SERVICES),
-        j("filter", "INPUT", "", "kubernetes health check service ports", KUBE_NODEPORTS),
-        j("filter", "FORWARD", new, "kubernetes service portals", KUBE_SERVICES),
-        j("filter", "OUTPUT", new, "kubernetes service portals", KUBE_SERVICES),
-        j("filter", "FORWARD", "", "kubernetes forwarding rules", KUBE_FORWARD),
-        j("filter", "INPUT", new, "kubernetes load balancer firewall", KUBE_PROXY_FIREWALL),
-        j("filter", "OUTPUT", new, "kubernetes load balancer firewall", KUBE_PROXY_FIREWALL),
-        j("filter", "FORWARD", new, "kubernetes load balancer firewall", KUBE_PROXY_FIREWALL),
+        j(
+            "filter",
+            "INPUT",
+            new,
+            "kubernetes externally-visible service portals",
+            KUBE_EXTERNAL_SERVICES,
+        ),
+        j(
+            "filter",
+            "FORWARD",
+            new,
+            "kubernetes externally-visible service portals",
+            KUBE_EXTERNAL_SERVICES,
+        ),
+        j(
+            "filter",
+            "INPUT",
+            "",
+            "kubernetes health check service ports",
+            KUBE_NODEPORTS,
+        ),
+        j(
+            "filter",
+            "FORWARD",
+            new,
+            "kubernetes service portals",
+            KUBE_SERVICES,
+        ),
+        j(
+            "filter",
+            "OUTPUT",
+            new,
+            "kubernetes service portals",
+            KUBE_SERVICES,
+        ),
+        j(
+            "filter",
+            "FORWARD",
+            "",
+            "kubernetes forwarding rules",
+            KUBE_FORWARD,
+        ),
+        j(
+            "filter",
+            "INPUT",
+            new,
+            "kubernetes load balancer firewall",
+            KUBE_PROXY_FIREWALL,
+        ),
+        j(
+            "filter",
+            "OUTPUT",
+            new,
+            "kubernetes load balancer firewall",
+            KUBE_PROXY_FIREWALL,
+        ),
+        j(
+            "filter",
+            "FORWARD",
+            new,
+            "kubernetes load balancer firewall",
+            KUBE_PROXY_FIREWALL,
+        ),
         j("nat", "OUTPUT", "", "kubernetes service portals", KUBE_SERVICES),
-        j("nat", "PREROUTING", "", "kubernetes service portals", KUBE_SERVICES),
-        j("nat", "POSTROUTING", "", "kubernetes postrouting rules", KUBE_POSTROUTING),
+        j(
+            "nat",
+            "PREROUTING",
+            "",
+            "kubernetes service portals",
+            KUBE_SERVICES,
+        ),
+        j(
+            "nat",
+            "POSTROUTING",
+            "",
+            "kubernetes postrouting rules",
+            KUBE_POSTROUTING,
+        ),
     ];
     if cfg.effective_localhost_nodeports() {
         for chain in ["INPUT", "OUTPUT"] {
-            out.push(Jump { table: "filter", chain, rule: format!("-j {KUBE_FIREWALL}") });
+            out.push(Jump {
+                table: "filter",
+                chain,
+                rule: format!("-j {KUBE_FIREWALL}"),
+            });
         }
     }
     out
@@ -106,7 +176,11 @@ impl Rendered {
             if opts.canaries {
                 let _ = writeln!(s, ":{KUBE_PROXY_CANARY} - [0:0]");
             }
-            let stale: Vec<&String> = if table == Table::Nat { opts.stale_nat.iter().collect() } else { vec![] };
+            let stale: Vec<&String> = if table == Table::Nat {
+                opts.stale_nat.iter().collect()
+            } else {
+                vec![]
+            };
             for c in chains.iter() {
                 let _ = writeln!(s, ":{} - [0:0]", c.name);
             }
@@ -185,4 +259,3 @@ impl Rendered {
         if s.is_empty() { None } else { Some((s, stats)) }
     }
 }
-

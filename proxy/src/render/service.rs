@@ -89,10 +89,15 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
     if has_internal {
         out.nat_services.push((
             cip,
-            format!("{} {m} -d {cip} --dport {port} -j {internal_chain}", comment_arg(&format!("{name} cluster IP"))),
+            format!(
+                "{} {m} -d {cip} --dport {port} -j {internal_chain}",
+                comment_arg(&format!("{name} cluster IP"))
+            ),
         ));
     } else {
-        out.filter_services.push(format!("-m comment --comment {int_comment} {m} -d {cip} --dport {port} -j {int_target}"));
+        out.filter_services.push(format!(
+            "-m comment --comment {int_comment} {m} -d {cip} --dport {port} -j {int_target}"
+        ));
     }
 
     // External IPs.
@@ -100,11 +105,16 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
         if has_endpoints {
             out.nat_services.push((
                 *ip,
-                format!("{} {m} -d {ip} --dport {port} -j {ext_chain}", comment_arg(&format!("{name} external IP"))),
+                format!(
+                    "{} {m} -d {ip} --dport {port} -j {ext_chain}",
+                    comment_arg(&format!("{name} external IP"))
+                ),
             ));
         }
         if !has_external {
-            out.filter_external.push(format!("-m comment --comment {ext_comment} {m} -d {ip} --dport {port} -j {ext_target}"));
+            out.filter_external.push(format!(
+                "-m comment --comment {ext_comment} {m} -d {ip} --dport {port} -j {ext_target}"
+            ));
         }
     }
 
@@ -113,7 +123,10 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
         if has_endpoints {
             out.nat_services.push((
                 *ip,
-                format!("{} {m} -d {ip} --dport {port} -j {lb_chain}", comment_arg(&format!("{name} loadbalancer IP"))),
+                format!(
+                    "{} {m} -d {ip} --dport {port} -j {lb_chain}",
+                    comment_arg(&format!("{name} loadbalancer IP"))
+                ),
             ));
         }
         if uses_fw_chain {
@@ -125,14 +138,19 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
     }
     if !has_external {
         for ip in &svc.load_balancer_vips {
-            out.filter_external.push(format!("-m comment --comment {ext_comment} {m} -d {ip} --dport {port} -j {ext_target}"));
+            out.filter_external.push(format!(
+                "-m comment --comment {ext_comment} {m} -d {ip} --dport {port} -j {ext_target}"
+            ));
         }
     }
 
     // NodePorts.
     if let Some(np) = svc.node_port {
         if has_endpoints {
-            out.nat_nodeports.push(format!("-m comment --comment {} {m} --dport {np} -j {ext_chain}", comment(&name)));
+            out.nat_nodeports.push(format!(
+                "-m comment --comment {} {m} --dport {np} -j {ext_chain}",
+                comment(&name)
+            ));
         }
         if !has_external {
             out.filter_external.push(format!(
@@ -159,7 +177,10 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
         }
     };
     if has_internal {
-        let args = format!("{} {m} -d {cip} --dport {port}", comment_arg(&format!("{name} cluster IP")));
+        let args = format!(
+            "{} {m} -d {cip} --dport {port}",
+            comment_arg(&format!("{name} cluster IP"))
+        );
         if ctx.cfg.masquerade_all {
             push(internal_chain, format!("{args} -j {KUBE_MARK_MASQ}"));
         } else if let Some((_, not_local)) = &ctx.local_detector {
@@ -184,7 +205,9 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
             }
             ext_rules.push(format!(
                 "{} -m addrtype --src-type LOCAL -j {KUBE_MARK_MASQ}",
-                comment_arg(&format!("masquerade LOCAL traffic for {name} external destinations"))
+                comment_arg(&format!(
+                    "masquerade LOCAL traffic for {name} external destinations"
+                ))
             ));
             ext_rules.push(format!(
                 "{} -m addrtype --src-type LOCAL -j {svc_chain}",
@@ -210,31 +233,49 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
                 fw_rules.push(format!("{c} -s {ip} -j {ext_chain}"));
             }
         }
-        fw_rules.push(comment_arg(&format!("other traffic to {name} will be dropped by KUBE-PROXY-FIREWALL")));
+        fw_rules.push(comment_arg(&format!(
+            "other traffic to {name} will be dropped by KUBE-PROXY-FIREWALL"
+        )));
     }
 
     // Own chains in upstream's order: EXT, FW, SVC, SVL, SEPs.
     let mut chains: Vec<Chain> = Vec::new();
     let take = |rules: &mut Vec<(String, Vec<String>)>, chain: &str| -> Vec<String> {
-        rules.iter().position(|(c, _)| c == chain).map(|i| rules.remove(i).1).unwrap_or_default()
+        rules
+            .iter()
+            .position(|(c, _)| c == chain)
+            .map(|i| rules.remove(i).1)
+            .unwrap_or_default()
     };
     if uses_ext_chain {
         let mut rules = take(&mut chains_rules, &ext_chain);
         rules.extend(ext_rules);
-        chains.push(Chain { name: ext_chain.clone(), rules });
+        chains.push(Chain {
+            name: ext_chain.clone(),
+            rules,
+        });
     }
     if uses_fw_chain {
-        chains.push(Chain { name: fw_chain.clone(), rules: fw_rules });
+        chains.push(Chain {
+            name: fw_chain.clone(),
+            rules: fw_rules,
+        });
     }
     if uses_cluster_chain {
         let mut rules = take(&mut chains_rules, &svc_chain);
         endpoint_jumps(&mut rules, &name, svc, &cat.cluster, ctx);
-        chains.push(Chain { name: svc_chain.clone(), rules });
+        chains.push(Chain {
+            name: svc_chain.clone(),
+            rules,
+        });
     }
     if uses_local_chain {
         let mut rules = take(&mut chains_rules, &svl_chain);
         endpoint_jumps(&mut rules, &name, svc, &cat.local, ctx);
-        chains.push(Chain { name: svl_chain.clone(), rules });
+        chains.push(Chain {
+            name: svl_chain.clone(),
+            rules,
+        });
     }
     for ep in &cat.all_reachable {
         chains.push(endpoint_chain(&name, svc, ep, ctx));
@@ -246,12 +287,19 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
 fn endpoint_jumps(rules: &mut Vec<String>, name: &str, svc: &ServicePort, eps: &[Endpoint], ctx: &Ctx<'_>) {
     let proto = svc.name.protocol.as_str();
     let c = |ep: &Endpoint| {
-        if ctx.large_cluster { String::new() } else { format!("{} ", comment_arg(&format!("{name} -> {}", ep.addr()))) }
+        if ctx.large_cluster {
+            String::new()
+        } else {
+            format!("{} ", comment_arg(&format!("{name} -> {}", ep.addr())))
+        }
     };
     if let Some(secs) = svc.session_affinity {
         for ep in eps {
             let sep = sep_chain(name, proto, &ep.addr());
-            rules.push(format!("{}-m recent --name {sep} --rcheck --seconds {secs} --reap -j {sep}", c(ep)));
+            rules.push(format!(
+                "{}-m recent --name {sep} --rcheck --seconds {secs} --reap -j {sep}",
+                c(ep)
+            ));
         }
     }
     let n = eps.len();
@@ -259,7 +307,11 @@ fn endpoint_jumps(rules: &mut Vec<String>, name: &str, svc: &ServicePort, eps: &
         let sep = sep_chain(name, proto, &ep.addr());
         let mut r = c(ep);
         if i + 1 < n {
-            let _ = write!(r, "-m statistic --mode random --probability {} ", probability(n - i));
+            let _ = write!(
+                r,
+                "-m statistic --mode random --probability {} ",
+                probability(n - i)
+            );
         }
         let _ = write!(r, "-j {sep}");
         rules.push(r);
@@ -269,13 +321,24 @@ fn endpoint_jumps(rules: &mut Vec<String>, name: &str, svc: &ServicePort, eps: &
 fn endpoint_chain(name: &str, svc: &ServicePort, ep: &Endpoint, ctx: &Ctx<'_>) -> Chain {
     let proto = svc.name.protocol.as_str();
     let sep = sep_chain(name, proto, &ep.addr());
-    let c = if ctx.large_cluster { String::new() } else { format!("-m comment --comment {} ", comment(name)) };
+    let c = if ctx.large_cluster {
+        String::new()
+    } else {
+        format!("-m comment --comment {} ", comment(name))
+    };
     let mut dnat = c.clone();
     if svc.session_affinity.is_some() {
         let _ = write!(dnat, "-m recent --name {sep} --set ");
     }
-    let _ = write!(dnat, "-m {proto} -p {proto} -j DNAT --to-destination {}", ep.addr());
-    Chain { name: sep, rules: vec![format!("{c}-s {} -j {KUBE_MARK_MASQ}", ep.ip), dnat] }
+    let _ = write!(
+        dnat,
+        "-m {proto} -p {proto} -j DNAT --to-destination {}",
+        ep.addr()
+    );
+    Chain {
+        name: sep,
+        rules: vec![format!("{c}-s {} -j {KUBE_MARK_MASQ}", ep.ip), dnat],
+    }
 }
 
 fn comment_arg(text: &str) -> String {

@@ -1,0 +1,259 @@
+//! Command line: offline debugging subcommands (`render`, `trace`, `explain`).
+//! Flag names follow kube-proxy where the concept exists.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use ipnet::IpNet;
+
+use crate::config::{DetectLocal, Layout, NodePortAddresses, RenderConfig};
+use crate::input::{Objects, node_facts, parse_objects};
+use crate::model::{Family, NodeFacts, ProxyState};
+use crate::render::{FullOptions, render};
+use crate::trace;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "svcnet-proxy",
+    version,
+    about = "Kubernetes Services as iptables rules (kube-proxy iptables mode)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the iptables-restore payload for Services/EndpointSlices (and a Node) in a YAML file.
+    Render(RenderArgs),
+    /// Walk one packet through a saved ruleset (iptables-save output or a render payload).
+    Trace(TraceArgs),
+    /// Explain, in words, where packets to a Service go and why.
+    Explain(ExplainArgs),
+}
+
+/// Flags that change the rules, shared by render and explain (and the daemon).
+#[derive(Args, Debug, Clone)]
+pub struct RuleArgs {
+    /// Pod CIDR(s) of the cluster; with the default detect-local mode, off-cluster traffic to cluster
+    /// IPs is masqueraded.
+    #[arg(long, value_delimiter = ',')]
+    pub cluster_cidr: Vec<IpNet>,
+    /// ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix.
+    #[arg(long, default_value = "ClusterCIDR")]
+    pub detect_local_mode: String,
+    #[arg(long)]
+    pub pod_bridge_interface: Option<String>,
+    #[arg(long)]
+    pub pod_interface_name_prefix: Option<String>,
+    /// Masquerade all traffic sent to service cluster IPs.
+    #[arg(long)]
+    pub masquerade_all: bool,
+    #[arg(long, default_value_t = 14)]
+    pub iptables_masquerade_bit: u32,
+    /// CIDRs (or `primary`) of the node addresses that accept NodePort traffic; empty = all.
+    #[arg(long, value_delimiter = ',')]
+    pub nodeport_addresses: Vec<String>,
+    /// Accept NodePort connections on 127.0.0.1 (IPv4 only).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub iptables_localhost_nodeports: bool,
+    /// flat: upstream-identical KUBE-SERVICES; tree: destination-prefix dispatch chains.
+    #[arg(long, value_enum, default_value_t = Layout::Tree)]
+    pub layout: Layout,
+    /// Node name (endpoint locality, topology); its Node object is read from the input when present.
+    #[arg(long, default_value = "")]
+    pub node_name: String,
+    /// Node IP(s); added to those of the Node object.
+    #[arg(long)]
+    pub node_ip: Vec<IpAddr>,
+}
+
+impl RuleArgs {
+    pub fn render_config(&self, family: Family, node: &NodeFacts) -> Result<RenderConfig> {
+        let detect_local = match self.detect_local_mode.as_str() {
+            "ClusterCIDR" if self.cluster_cidr.is_empty() => DetectLocal::None,
+            "ClusterCIDR" => DetectLocal::ClusterCidr(self.cluster_cidr.clone()),
+            "NodeCIDR" => DetectLocal::NodeCidr(node.pod_cidrs.clone()),
+            "BridgeInterface" => DetectLocal::BridgeInterface(
+                self.pod_bridge_interface
+                    .clone()
+                    .context("--detect-local-mode BridgeInterface needs --pod-bridge-interface")?,
+            ),
+            "InterfaceNamePrefix" => DetectLocal::InterfaceNamePrefix(
+                self.pod_interface_name_prefix
+                    .clone()
+                    .context("--detect-local-mode InterfaceNamePrefix needs --pod-interface-name-prefix")?,
+            ),
+            other => bail!(
+                "--detect-local-mode {other:?}: expected ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix"
+            ),
+        };
+        let cfg = RenderConfig {
+            family,
+            layout: self.layout,
+            detect_local,
+            masquerade_all: self.masquerade_all,
+            masquerade_bit: self.iptables_masquerade_bit,
+            nodeport_addresses: NodePortAddresses::parse(&self.nodeport_addresses)?,
+            localhost_nodeports: self.iptables_localhost_nodeports,
+            ..RenderConfig::default()
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn node_facts(&self, objects: &Objects) -> NodeFacts {
+        let mut facts = objects
+            .nodes
+            .iter()
+            .find(|n| {
+                n.metadata.name.as_deref() == Some(self.node_name.as_str()) || self.node_name.is_empty()
+            })
+            .map(node_facts)
+            .unwrap_or_default();
+        if !self.node_name.is_empty() {
+            facts.name = self.node_name.clone();
+        }
+        for ip in &self.node_ip {
+            if !facts.ips.contains(ip) {
+                facts.ips.push(*ip);
+                facts.interface_ips.push(*ip);
+            }
+        }
+        facts
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RenderArgs {
+    /// Multi-document YAML with Services, EndpointSlices and optionally Nodes ("-" for stdin).
+    #[arg(short = 'f', long = "filename")]
+    pub file: PathBuf,
+    /// Render the IPv6 (ip6tables) payload instead of IPv4.
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Omit the jump rules from built-in chains (the daemon ensures those separately).
+    #[arg(long)]
+    pub no_jumps: bool,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// iptables-save output or a render payload.
+    #[arg(long)]
+    pub rules: PathBuf,
+    #[arg(long)]
+    pub src: IpAddr,
+    #[arg(long)]
+    pub dst: IpAddr,
+    #[arg(long)]
+    pub dport: u16,
+    #[arg(long, default_value = "tcp")]
+    pub proto: String,
+    /// The node's own addresses (for addrtype LOCAL).
+    #[arg(long)]
+    pub node_ip: Vec<IpAddr>,
+    /// The packet is generated on the node itself (nat OUTPUT) instead of arriving (PREROUTING).
+    #[arg(long)]
+    pub from_node: bool,
+    /// Interface the packet arrives on (for -i matches).
+    #[arg(long)]
+    pub in_iface: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    #[arg(short = 'f', long = "filename")]
+    pub file: PathBuf,
+    /// namespace/name of the Service.
+    #[arg(long)]
+    pub service: String,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+}
+
+fn read(path: &PathBuf) -> Result<String> {
+    if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        return Ok(s);
+    }
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Loads objects and builds the model for one family; model errors are printed as warnings.
+pub fn load(
+    file: &PathBuf,
+    rules: &RuleArgs,
+    family: Family,
+) -> Result<(Objects, NodeFacts, ProxyState, RenderConfig)> {
+    let objects = parse_objects(&read(file)?).with_context(|| format!("parsing {}", file.display()))?;
+    let node = rules.node_facts(&objects);
+    let cfg = rules.render_config(family, &node)?;
+    let state = ProxyState::from_k8s(&objects.services, &objects.slices, family);
+    for e in &state.errors {
+        eprintln!("warning: {e}");
+    }
+    Ok((objects, node, state, cfg))
+}
+
+pub fn run_render(args: &RenderArgs) -> Result<String> {
+    let family = if args.ipv6 { Family::V6 } else { Family::V4 };
+    let (_, node, state, cfg) = load(&args.file, &args.rules, family)?;
+    let rendered = render(&state, &node, &cfg);
+    let opts = FullOptions {
+        jumps: !args.no_jumps,
+        canaries: false,
+        ..Default::default()
+    };
+    Ok(rendered.payload(&opts, &cfg).0)
+}
+
+pub fn run_trace(args: &TraceArgs) -> Result<String> {
+    let text = read(&args.rules)?;
+    let ruleset = trace::parse(&text).with_context(|| format!("parsing {}", args.rules.display()))?;
+    let proto: trace::Proto = args
+        .proto
+        .parse()
+        .map_err(|e: trace::UnknownProto| anyhow::anyhow!("--proto: {}", e.0))?;
+    let packet = trace::Packet {
+        src: args.src,
+        dst: args.dst,
+        dport: args.dport,
+        proto,
+        in_iface: args.in_iface.clone(),
+    };
+    let opts = trace::TraceOptions {
+        node_ips: args.node_ip.clone(),
+        hook: if args.from_node {
+            trace::Hook::Output
+        } else {
+            trace::Hook::Prerouting
+        },
+    };
+    let t = trace::trace(&ruleset, &packet, &opts);
+    Ok(format!(
+        "packet {} {}:{} -> {}:{}\n{t}",
+        args.proto, args.src, "*", args.dst, args.dport
+    ))
+}
+
+pub fn run_explain(args: &ExplainArgs) -> Result<String> {
+    crate::explain::explain(&args.file, &args.service, &args.rules)
+}
+
+pub fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let out = match &cli.command {
+        Command::Render(a) => run_render(a)?,
+        Command::Trace(a) => run_trace(a)?,
+        Command::Explain(a) => run_explain(a)?,
+    };
+    print!("{out}");
+    Ok(())
+}
