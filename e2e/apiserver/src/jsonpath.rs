@@ -63,7 +63,10 @@ pub fn eval<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
                     let got = lhs.iter().try_fold(*item, |c, seg| c.get(seg));
                     match got {
                         Some(Value::String(s)) => s == want,
-                        Some(other) => other.to_string() == *want,
+                        Some(other) => {
+                            *other == Value::String(want.clone())
+                                || other.to_string().as_str() == want.as_str()
+                        }
                         None => false,
                     }
                 })),

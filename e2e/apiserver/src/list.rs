@@ -97,10 +97,10 @@ pub fn list(
         .range(start..)
         .take_while(|(k, _)| k.storage == storage)
     {
-        if let Some((ans, aname)) = &after {
-            if (k.ns.as_str(), k.name.as_str()) <= (ans.as_str(), aname.as_str()) {
-                continue;
-            }
+        if let Some((ans, aname)) = &after
+            && (k.ns.as_str(), k.name.as_str()) <= (ans.as_str(), aname.as_str())
+        {
+            continue;
         }
         if !filter.matches(obj) {
             continue;
@@ -113,11 +113,11 @@ pub fn list(
         items.push(present(rt, obj));
     }
     let mut meta = json!({"resourceVersion": inner.rv.to_string()});
-    if remaining > 0 {
-        if let Some(k) = last_key {
-            meta["continue"] = json!(encode_continue(&k));
-            meta["remainingItemCount"] = json!(remaining);
-        }
+    if remaining > 0
+        && let Some(k) = last_key
+    {
+        meta["continue"] = json!(encode_continue(&k));
+        meta["remainingItemCount"] = json!(remaining);
     }
     Ok((items, meta))
 }

@@ -207,10 +207,10 @@ fn prepare_create(inner: &mut Inner, rt: &ResourceType, obj: &mut Value, name: &
         obj["status"] = crd_status(obj);
     } else if core && rt.plural == "nodes" {
         // Nodes may be created with their status (kubelets do so).
-    } else if rt.status {
-        if let Some(o) = obj.as_object_mut() {
-            o.remove("status");
-        }
+    } else if rt.status
+        && let Some(o) = obj.as_object_mut()
+    {
+        o.remove("status");
     }
     Ok(())
 }
@@ -475,26 +475,25 @@ pub fn delete(
     dry_run: bool,
 ) -> Result<Value, ApiError> {
     let old = get(inner, rt, ns, name)?;
-    if let Some(uid) = options.pointer("/preconditions/uid").and_then(Value::as_str) {
-        if uid != str_at(&old, "/metadata/uid") {
-            return Err(ApiError::conflict(
-                &rt.group,
-                &rt.plural,
-                name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    str_at(&old, "/metadata/uid")
-                ),
-            ));
-        }
+    if let Some(uid) = options.pointer("/preconditions/uid").and_then(Value::as_str)
+        && uid != str_at(&old, "/metadata/uid")
+    {
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                str_at(&old, "/metadata/uid")
+            ),
+        ));
     }
     if let Some(rv) = options
         .pointer("/preconditions/resourceVersion")
         .and_then(Value::as_str)
+        && rv != str_at(&old, "/metadata/resourceVersion")
     {
-        if rv != str_at(&old, "/metadata/resourceVersion") {
-            return Err(ApiError::stale(&rt.group, &rt.plural, name));
-        }
+        return Err(ApiError::stale(&rt.group, &rt.plural, name));
     }
     let has_finalizers = old
         .pointer("/metadata/finalizers")

@@ -192,10 +192,10 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[String], path: &str) -
         return Err(nf());
     }
     let sub = rest.get(2).cloned();
-    if let Some(s) = &sub {
-        if s != "status" || !rt.status {
-            return Err(nf());
-        }
+    if let Some(s) = &sub
+        && (s != "status" || !rt.status)
+    {
+        return Err(nf());
     }
     Ok(Target {
         rt,

@@ -244,10 +244,10 @@ impl Inner {
                 self.floor = e.rv;
             }
         }
-        if let Some(p) = &self.state_file {
-            if let Err(e) = persist::save(p, self.rv, self.objects.values()) {
-                tracing::error!(error = %e, "cannot write state file");
-            }
+        if let Some(p) = &self.state_file
+            && let Err(e) = persist::save(p, self.rv, self.objects.values())
+        {
+            tracing::error!(error = %e, "cannot write state file");
         }
         obj
     }

@@ -108,7 +108,7 @@ fn node_status(o: &Value) -> Value {
 }
 
 fn builtin_cols(rt: &ResourceType) -> Vec<Col> {
-    if !rt.crd.is_none() {
+    if rt.crd.is_some() {
         return Vec::new();
     }
     match (rt.group.as_str(), rt.plural.as_str()) {

@@ -1,4 +1,5 @@
 //! The real kubectl against the stand-in, with a kubeconfig the binary wrote.
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
 mod common;
 
@@ -56,25 +57,60 @@ fn apply_get_yaml_and_reapply() {
     let s = Server::start(&[]);
     let crd = s.write("crd.yaml", CRD);
     let out = s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
-    assert!(out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"), "{out}");
-    s.kubectl_ok(&["wait", "--for", "condition=established", "crd/widgets.example.com", "--timeout=10s"]);
+    assert!(
+        out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"),
+        "{out}"
+    );
+    s.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/widgets.example.com",
+        "--timeout=10s",
+    ]);
 
     let objs = s.write("objs.yaml", &objects(3, 80));
     let out = s.kubectl_ok(&["apply", "-f", objs.to_str().unwrap()]);
-    assert!(out.contains("widget.example.com/w1 created") && out.contains("service/applied created"), "{out}");
+    assert!(
+        out.contains("widget.example.com/w1 created") && out.contains("service/applied created"),
+        "{out}"
+    );
 
     let yaml = s.kubectl_ok(&["get", "svc", "applied", "-o", "yaml"]);
-    for want in ["kind: Service", "name: applied", "port: 80", "targetPort: 8080", "protocol: TCP",
-        "sessionAffinity: None", "clusterIP: 10.96.", "kubectl.kubernetes.io/last-applied-configuration"] {
+    for want in [
+        "kind: Service",
+        "name: applied",
+        "port: 80",
+        "targetPort: 8080",
+        "protocol: TCP",
+        "sessionAffinity: None",
+        "clusterIP: 10.96.",
+        "kubectl.kubernetes.io/last-applied-configuration",
+    ] {
         assert!(yaml.contains(want), "missing {want:?} in\n{yaml}");
     }
 
     // A second apply computes a patch (strategic for Service, merge for the CRD) and the change lands.
     std::fs::write(&objs, objects(7, 81)).unwrap();
     let out = s.kubectl_ok(&["apply", "-f", objs.to_str().unwrap()]);
-    assert!(out.contains("widget.example.com/w1 configured") && out.contains("service/applied configured"), "{out}");
-    assert_eq!(s.kubectl_ok(&["get", "wg", "w1", "-o", "jsonpath={.spec.size} {.metadata.generation}"]), "7 2");
-    assert_eq!(s.kubectl_ok(&["get", "svc", "applied", "-o", "jsonpath={.spec.ports[*].port}"]), "81");
+    assert!(
+        out.contains("widget.example.com/w1 configured") && out.contains("service/applied configured"),
+        "{out}"
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "wg",
+            "w1",
+            "-o",
+            "jsonpath={.spec.size} {.metadata.generation}"
+        ]),
+        "7 2"
+    );
+    assert_eq!(
+        s.kubectl_ok(&["get", "svc", "applied", "-o", "jsonpath={.spec.ports[*].port}"]),
+        "81"
+    );
     let out = s.kubectl_ok(&["apply", "-f", objs.to_str().unwrap()]);
     assert!(out.contains("widget.example.com/w1 unchanged"), "{out}");
 }
@@ -89,12 +125,25 @@ fn crd_printer_columns_and_status_subresource() {
     s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
     let objs = s.write("objs.yaml", &objects(5, 80));
     s.kubectl_ok(&["apply", "-f", objs.to_str().unwrap()]);
-    s.kubectl_ok(&["patch", "wg", "w1", "--subresource", "status", "--type", "merge", "-p",
-        r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]},"spec":{"size":99}}"#]);
+    s.kubectl_ok(&[
+        "patch",
+        "wg",
+        "w1",
+        "--subresource",
+        "status",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]},"spec":{"size":99}}"#,
+    ]);
     let table = s.kubectl_ok(&["get", "widgets"]);
     let lines: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
     assert_eq!(lines[0], ["NAME", "SIZE", "READY", "AGE"], "{table}");
-    assert_eq!(&lines[1][..3], ["w1", "5", "True"], "status write must not change spec:\n{table}");
+    assert_eq!(
+        &lines[1][..3],
+        ["w1", "5", "True"],
+        "status write must not change spec:\n{table}"
+    );
 }
 
 #[test]
@@ -102,12 +151,26 @@ fn create_services_allocates_cluster_ips_and_node_ports() {
     if !kubectl_available() {
         return;
     }
-    let s = Server::start(&["--service-cidr", "10.123.0.0/24", "--nodeport-range", "31000-31010"]);
+    let s = Server::start(&[
+        "--service-cidr",
+        "10.123.0.0/24",
+        "--nodeport-range",
+        "31000-31010",
+    ]);
     s.kubectl_ok(&["create", "service", "clusterip", "c1", "--tcp=80:8080"]);
     s.kubectl_ok(&["create", "service", "nodeport", "n1", "--tcp=80:8080"]);
     s.kubectl_ok(&["create", "service", "loadbalancer", "l1", "--tcp=443:8443"]);
     s.kubectl_ok(&["create", "service", "clusterip", "h1", "--clusterip=None"]);
-    let ips = s.kubectl_ok(&["get", "svc", "c1", "n1", "l1", "h1", "-o", "jsonpath={.items[*].spec.clusterIP}"]);
+    let ips = s.kubectl_ok(&[
+        "get",
+        "svc",
+        "c1",
+        "n1",
+        "l1",
+        "h1",
+        "-o",
+        "jsonpath={.items[*].spec.clusterIP}",
+    ]);
     let ips: Vec<&str> = ips.split_whitespace().collect();
     assert_eq!(ips.len(), 4, "{ips:?}");
     assert_eq!(ips[3], "None");
@@ -115,18 +178,49 @@ fn create_services_allocates_cluster_ips_and_node_ports() {
     uniq.dedup();
     assert_eq!(uniq.len(), 3);
     assert!(ips[..3].iter().all(|ip| ip.starts_with("10.123.0.")), "{ips:?}");
-    let ports = s.kubectl_ok(&["get", "svc", "n1", "l1", "-o", "jsonpath={.items[*].spec.ports[*].nodePort}"]);
+    let ports = s.kubectl_ok(&[
+        "get",
+        "svc",
+        "n1",
+        "l1",
+        "-o",
+        "jsonpath={.items[*].spec.ports[*].nodePort}",
+    ]);
     let ports: Vec<u16> = ports.split_whitespace().map(|p| p.parse().unwrap()).collect();
     assert_eq!(ports.len(), 2);
-    assert!(ports.iter().all(|p| (31000..=31010).contains(p)) && ports[0] != ports[1], "{ports:?}");
-    let c1 = s.kubectl_ok(&["get", "svc", "c1", "-o", "jsonpath={.spec.ports[0].nodePort}|{.spec.type}"]);
+    assert!(
+        ports.iter().all(|p| (31000..=31010).contains(p)) && ports[0] != ports[1],
+        "{ports:?}"
+    );
+    let c1 = s.kubectl_ok(&[
+        "get",
+        "svc",
+        "c1",
+        "-o",
+        "jsonpath={.spec.ports[0].nodePort}|{.spec.type}",
+    ]);
     assert_eq!(c1, "|ClusterIP");
     let table = s.kubectl_ok(&["get", "svc", "l1"]);
-    assert!(table.contains("LoadBalancer") && table.contains("<pending>") && table.contains(&format!("443:{}/TCP", ports[1])), "{table}");
+    assert!(
+        table.contains("LoadBalancer")
+            && table.contains("<pending>")
+            && table.contains(&format!("443:{}/TCP", ports[1])),
+        "{table}"
+    );
     // A requested nodePort that is taken is rejected with the apiserver's Invalid error.
-    let out = s.kubectl(&["create", "service", "nodeport", "n2", "--tcp=80:8080", &format!("--node-port={}", ports[0])]);
+    let out = s.kubectl(&[
+        "create",
+        "service",
+        "nodeport",
+        "n2",
+        "--tcp=80:8080",
+        &format!("--node-port={}", ports[0]),
+    ]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("provided port is already allocated"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("provided port is already allocated"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -138,12 +232,35 @@ fn patch_merge_and_json_and_label_selectors() {
     s.kubectl_ok(&["create", "configmap", "a", "--from-literal=k=v"]);
     s.kubectl_ok(&["create", "configmap", "b", "--from-literal=k=v"]);
     s.kubectl_ok(&["label", "configmap", "a", "tier=gold"]);
-    s.kubectl_ok(&["patch", "configmap", "b", "--type", "merge", "-p", r#"{"metadata":{"labels":{"tier":"silver"}},"data":{"k":"w"}}"#]);
-    s.kubectl_ok(&["patch", "configmap", "a", "--type", "json", "-p",
-        r#"[{"op":"test","path":"/data/k","value":"v"},{"op":"add","path":"/data/n","value":"1"}]"#]);
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "b",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"labels":{"tier":"silver"}},"data":{"k":"w"}}"#,
+    ]);
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "a",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"test","path":"/data/k","value":"v"},{"op":"add","path":"/data/n","value":"1"}]"#,
+    ]);
     assert_eq!(s.kubectl_ok(&["get", "cm", "b", "-o", "jsonpath={.data.k}"]), "w");
     assert_eq!(s.kubectl_ok(&["get", "cm", "a", "-o", "jsonpath={.data.n}"]), "1");
-    let failed = s.kubectl(&["patch", "configmap", "a", "--type", "json", "-p", r#"[{"op":"test","path":"/data/k","value":"nope"}]"#]);
+    let failed = s.kubectl(&[
+        "patch",
+        "configmap",
+        "a",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"test","path":"/data/k","value":"nope"}]"#,
+    ]);
     assert!(!failed.status.success());
 
     let names = |sel: &str| s.kubectl_ok(&["get", "cm", "-l", sel, "-o", "name"]);
@@ -163,21 +280,56 @@ fn delete_waits_for_finalizers() {
     }
     let s = Server::start(&[]);
     s.kubectl_ok(&["create", "configmap", "held", "--from-literal=k=v"]);
-    s.kubectl_ok(&["patch", "configmap", "held", "--type", "merge", "-p", r#"{"metadata":{"finalizers":["example.com/hold"]}}"#]);
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+    ]);
     s.kubectl_ok(&["delete", "configmap", "held", "--wait=false"]);
-    let ts = s.kubectl_ok(&["get", "cm", "held", "-o", "jsonpath={.metadata.deletionTimestamp}"]);
+    let ts = s.kubectl_ok(&[
+        "get",
+        "cm",
+        "held",
+        "-o",
+        "jsonpath={.metadata.deletionTimestamp}",
+    ]);
     assert!(ts.ends_with('Z'), "deletionTimestamp expected, got {ts:?}");
 
     // A waiting `kubectl delete` only returns once the finalizer is gone.
-    let mut waiting = s.kubectl_cmd(&["delete", "configmap", "held", "--timeout=30s"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut waiting = s
+        .kubectl_cmd(&["delete", "configmap", "held", "--timeout=30s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(waiting.try_wait().unwrap().is_none(), "kubectl delete returned while a finalizer was set");
-    assert!(s.kubectl_ok(&["get", "cm", "held", "-o", "name"]).contains("configmap/held"));
-    s.kubectl_ok(&["patch", "configmap", "held", "--type", "json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#]);
+    assert!(
+        waiting.try_wait().unwrap().is_none(),
+        "kubectl delete returned while a finalizer was set"
+    );
+    assert!(
+        s.kubectl_ok(&["get", "cm", "held", "-o", "name"])
+            .contains("configmap/held")
+    );
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
     let status = waiting.wait().unwrap();
     assert!(status.success());
     let gone = s.kubectl(&["get", "cm", "held"]);
-    assert!(String::from_utf8_lossy(&gone.stderr).contains("NotFound"), "{gone:?}");
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("NotFound"),
+        "{gone:?}"
+    );
 }
 
 #[test]
@@ -187,7 +339,11 @@ fn get_watch_sees_later_changes() {
     }
     let s = Server::start(&[]);
     s.kubectl_ok(&["create", "configmap", "early"]);
-    let mut w = s.kubectl_cmd(&["get", "cm", "-w", "--output-watch-events"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut w = s
+        .kubectl_cmd(&["get", "cm", "-w", "--output-watch-events"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let stdout = w.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -198,7 +354,9 @@ fn get_watch_sees_later_changes() {
         }
     });
     let next = |what: &str| loop {
-        let line = rx.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("no watch line for {what}"));
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no watch line for {what}"));
         if line.contains(what) {
             return line;
         }

@@ -20,7 +20,12 @@ impl Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let (child, addr) = spawn(dir.path(), "127.0.0.1:0", &extra);
-        Self { addr, dir, child, extra }
+        Self {
+            addr,
+            dir,
+            child,
+            extra,
+        }
     }
 
     /// Starts with a state file inside the test's temp dir.
@@ -30,7 +35,12 @@ impl Server {
         extra.push("--state-file".into());
         extra.push(dir.path().join("state.json").display().to_string());
         let (child, addr) = spawn(dir.path(), "127.0.0.1:0", &extra);
-        Self { addr, dir, child, extra }
+        Self {
+            addr,
+            dir,
+            child,
+            extra,
+        }
     }
 
     /// Kills the process (SIGKILL, no chance to flush anything) and starts it again on the same address.
@@ -48,7 +58,9 @@ impl Server {
 
     pub async fn client(&self) -> kube::Client {
         let kc = kube::config::Kubeconfig::read_from(self.kubeconfig()).expect("read kubeconfig");
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.expect("kube config");
+        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .expect("kube config");
         kube::Client::try_from(cfg).expect("client")
     }
 
@@ -113,13 +125,20 @@ fn spawn(dir: &Path, listen: &str, extra: &[String]) -> (Child, SocketAddr) {
         }
         // A restart can race the old socket's release; retry briefly.
         let _ = child.wait();
-        assert!(Instant::now() < deadline, "svcnet-apiserver did not start: {line:?}");
+        assert!(
+            Instant::now() < deadline,
+            "svcnet-apiserver did not start: {line:?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
 pub fn kubectl_available() -> bool {
-    let found = Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success());
+    let found = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !found {
         println!("SKIPPED: kubectl not found");
     }
