@@ -69,7 +69,7 @@ fn not_found_and_already_exists() {
         &json!({"name": "tp", "instances": [format!("zones/{ZONE_B}/instances/ghost")]}),
     );
     assert_eq!((s, reason(&v)), (404, "notFound"), "{v}");
-    let (s, _) = fake.get(&"/compute/v1/projects/other-project/global/firewalls".to_string());
+    let (s, _) = fake.get("/compute/v1/projects/other-project/global/firewalls");
     assert_eq!(s, 404);
 }
 

@@ -14,9 +14,10 @@ use crate::validate;
 pub struct InstanceSpec {
     pub name: String,
     pub zone: String,
-    #[serde(default)]
+    /// Spelled as in the API (`networkIP`); `networkIp` is accepted too.
+    #[serde(default, rename = "networkIP", alias = "networkIp")]
     pub network_ip: Option<String>,
-    #[serde(default)]
+    #[serde(default, rename = "natIP", alias = "natIp")]
     pub nat_ip: Option<String>,
     #[serde(default)]
     pub tags: Vec<String>,

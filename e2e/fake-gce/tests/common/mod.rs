@@ -182,12 +182,9 @@ pub fn raw(
 
 fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    loop {
-        let Some(nl) = b.windows(2).position(|w| w == b"\r\n") else {
-            break;
-        };
+    while let Some(nl) = b.windows(2).position(|w| w == b"\r\n") {
         let size = usize::from_str_radix(String::from_utf8_lossy(&b[..nl]).trim(), 16).unwrap_or(0);
-        if size == 0 {
+        if size == 0 || b.len() < nl + 2 + size + 2 {
             break;
         }
         out.extend_from_slice(&b[nl + 2..nl + 2 + size]);
