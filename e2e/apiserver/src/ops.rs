@@ -152,6 +152,7 @@ pub fn create(
         m.remove("managedFields");
     }
     prepare_create(inner, rt, &mut obj, &name)?;
+    normalize_meta(&mut obj);
     if opts.dry_run {
         return Ok(obj);
     }
@@ -160,6 +161,25 @@ pub fn create(
         inner.registry.set_crd(&stored);
     }
     Ok(stored)
+}
+
+/// ObjectMeta round-trips through Go structs in the real apiserver, so empty `omitempty` fields vanish.
+fn normalize_meta(obj: &mut Value) {
+    let m = meta(obj);
+    let empty: Vec<String> = m
+        .iter()
+        .filter(|(_, v)| match v {
+            Value::Null => true,
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            Value::String(s) => s.is_empty(),
+            _ => false,
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in empty {
+        m.remove(&k);
+    }
 }
 
 fn validate_name(rt: &ResourceType, name: &str) -> Result<(), ApiError> {
@@ -374,6 +394,7 @@ fn finish_update_owned(
         ssa::after_update(&old, &mut new);
     }
 
+    normalize_meta(&mut new);
     let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
     let no_finalizers = new
         .pointer("/metadata/finalizers")

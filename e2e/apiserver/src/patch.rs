@@ -47,12 +47,22 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     json_patch::merge(target, patch);
 }
 
-/// RFC 6902; a failed `test` or a bad path is 422 like the real apiserver.
+/// RFC 6902; a failed `test` or a bad path is 422 like the real apiserver. As in the apiserver's
+/// implementation, `test` with value `null` passes when the path does not exist (kube-rs's finalizer
+/// helper relies on this).
 pub fn json_patch(target: &mut Value, patch: &Value, kind: &str, name: &str) -> Result<(), ApiError> {
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| ApiError::bad_request(format!("error decoding json patch: {e}")))?;
-    json_patch::patch(target, &ops.0)
-        .map_err(|e| ApiError::invalid("", kind, name, &[("patch".to_string(), e.to_string())]))
+    for op in &ops.0 {
+        if let json_patch::PatchOperation::Test(t) = op {
+            if t.value.is_null() && target.pointer(t.path.as_str()).is_none_or(Value::is_null) {
+                continue;
+            }
+        }
+        json_patch::patch(target, std::slice::from_ref(op))
+            .map_err(|e| ApiError::invalid("", kind, name, &[("patch".to_string(), e.to_string())]))?;
+    }
+    Ok(())
 }
 
 pub fn strategic_merge(target: &mut Value, patch: &Value) {

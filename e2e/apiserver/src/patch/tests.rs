@@ -55,3 +55,14 @@ fn json_patch_test_op_fails_with_422() {
     json_patch(&mut o, &json!([{"op": "test", "path": "/spec/a", "value": 1}, {"op": "replace", "path": "/spec/a", "value": 3}]), "Foo", "f").unwrap();
     assert_eq!(o["spec"]["a"], 3);
 }
+
+#[test]
+fn json_patch_test_null_passes_on_missing_path() {
+    let mut o = json!({"metadata": {"name": "x"}});
+    let p = json!([{"op": "test", "path": "/metadata/finalizers", "value": null},
+                   {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}]);
+    json_patch(&mut o, &p, "Foo", "x").unwrap();
+    assert_eq!(o["metadata"]["finalizers"], json!(["f"]));
+    // Now present: the same patch must fail.
+    assert!(json_patch(&mut o, &p, "Foo", "x").is_err());
+}
