@@ -54,10 +54,11 @@ pub fn json_patch(target: &mut Value, patch: &Value, kind: &str, name: &str) -> 
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| ApiError::bad_request(format!("error decoding json patch: {e}")))?;
     for op in &ops.0 {
-        if let json_patch::PatchOperation::Test(t) = op {
-            if t.value.is_null() && target.pointer(t.path.as_str()).is_none_or(Value::is_null) {
-                continue;
-            }
+        if let json_patch::PatchOperation::Test(t) = op
+            && t.value.is_null()
+            && target.pointer(t.path.as_str()).is_none_or(Value::is_null)
+        {
+            continue;
         }
         json_patch::patch(target, std::slice::from_ref(op))
             .map_err(|e| ApiError::invalid("", kind, name, &[("patch".to_string(), e.to_string())]))?;
