@@ -1,0 +1,283 @@
+//! Property tests over random clusters, hostile strings included (names, port names, source ranges,
+//! annotations). For every generated cluster:
+//! - the payload parses (our tracer, and the real iptables-restore --test in a throwaway namespace);
+//! - no hostile input text appears in the payload and every rule's quotes are balanced;
+//! - `trace` gives the same outcomes on the flat and the tree layout for packets to every address.
+
+mod common;
+
+use std::net::IpAddr;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use serde_json::json;
+use svcnet_proxy::config::{DetectLocal, Layout, RenderConfig};
+use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
+use svcnet_proxy::render::{FullOptions, render};
+use svcnet_proxy::trace::{self, Hook, Packet, Proto, TraceOptions};
+
+const HOSTILE: &[&str] = &[
+    "evil\" -j ACCEPT",
+    "aa bb zz",
+    "x\ny",
+    "$(reboot)",
+    "x -j DROP",
+    "semi;colon",
+    "Ünïcode",
+    "quote'single",
+    "back\\slash",
+    "x\nCOMMIT\n*filter",
+];
+
+#[derive(Clone, Debug)]
+struct Svc {
+    name: String,
+    port_name: String,
+    kind: u8,
+    udp: bool,
+    etp_local: bool,
+    itp_local: bool,
+    affinity: bool,
+    ranges: Vec<String>,
+    ext_ip: bool,
+    annotation: String,
+    eps: Vec<(u8, bool, bool, bool)>, // node, ready, terminating, zone hint
+}
+
+fn name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-z][a-z0-9-]{0,6}[a-z0-9]",
+        1 => prop::sample::select(HOSTILE).prop_map(str::to_string),
+    ]
+}
+
+fn svc() -> impl Strategy<Value = Svc> {
+    (
+        name(),
+        prop_oneof![3 => Just(String::new()), 2 => name()],
+        0u8..3,
+        any::<bool>(),
+        any::<bool>(),
+        prop::bool::weighted(0.2),
+        any::<bool>(),
+        prop::collection::vec(
+            prop::sample::select(vec![
+                "192.168.0.0/16",
+                "203.0.113.0/24",
+                "bogus\" -j ACCEPT",
+                "10.140.0.0/20",
+            ]),
+            0..3,
+        ),
+        prop::bool::weighted(0.3),
+        prop::sample::select(HOSTILE),
+        prop::collection::vec(
+            (0u8..3, prop::bool::weighted(0.8), any::<bool>(), any::<bool>()),
+            0..5,
+        ),
+    )
+        .prop_map(
+            |(name, port_name, kind, udp, etp_local, itp_local, affinity, ranges, ext_ip, ann, eps)| Svc {
+                name,
+                port_name,
+                kind,
+                udp,
+                etp_local,
+                itp_local,
+                affinity,
+                ranges: ranges.into_iter().map(str::to_string).collect(),
+                ext_ip,
+                annotation: ann.to_string(),
+                eps,
+            },
+        )
+}
+
+fn objects(svcs: &[Svc]) -> (Vec<Service>, Vec<EndpointSlice>) {
+    let mut services = Vec::new();
+    let mut slices = Vec::new();
+    for (i, s) in svcs.iter().enumerate() {
+        // Valid names get an index so they are unique; hostile ones are refused anyway.
+        let name = if HOSTILE.contains(&s.name.as_str()) {
+            s.name.clone()
+        } else {
+            format!("s{i}-{}", s.name)
+        };
+        let proto = if s.udp { "UDP" } else { "TCP" };
+        let ty = ["ClusterIP", "NodePort", "LoadBalancer"][s.kind as usize];
+        let mut port = json!({"port": 80 + i, "protocol": proto});
+        if !s.port_name.is_empty() {
+            port["name"] = json!(s.port_name);
+        }
+        if s.kind > 0 {
+            port["nodePort"] = json!(30000 + i);
+        }
+        let mut spec = json!({
+            "type": ty,
+            "clusterIP": format!("10.96.{}.{}", i / 200, i % 200 + 1),
+            "ports": [port],
+            "internalTrafficPolicy": if s.itp_local { "Local" } else { "Cluster" },
+        });
+        if s.kind > 0 {
+            spec["externalTrafficPolicy"] = json!(if s.etp_local { "Local" } else { "Cluster" });
+        }
+        if s.kind == 2 && s.etp_local {
+            spec["healthCheckNodePort"] = json!(32000 + i);
+        }
+        if s.affinity {
+            spec["sessionAffinity"] = json!("ClientIP");
+        }
+        if !s.ranges.is_empty() {
+            spec["loadBalancerSourceRanges"] = json!(s.ranges);
+        }
+        if s.ext_ip {
+            spec["externalIPs"] = json!([format!("198.51.100.{}", i + 1)]);
+        }
+        let mut svc = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": "prop",
+                "annotations": {"service.beta.kubernetes.io/load-balancer-source-ranges": s.annotation}},
+            "spec": spec,
+        });
+        if s.kind == 2 {
+            svc["status"] = json!({"loadBalancer": {"ingress": [{"ip": format!("35.1.{i}.1")}]}});
+        }
+        services.push(serde_json::from_value(svc).expect("service json"));
+        let endpoints: Vec<_> = s
+            .eps
+            .iter()
+            .enumerate()
+            .map(|(j, (node, ready, term, hint))| {
+                let mut e = json!({
+                    "addresses": [format!("10.76.{node}.{}", i * 8 + j + 1)],
+                    "conditions": {"ready": ready, "serving": *ready || *term, "terminating": term},
+                    "nodeName": format!("node-{node}"),
+                });
+                if *hint {
+                    e["hints"] = json!({"forZones": [{"name": format!("z{node}")}]});
+                }
+                e
+            })
+            .collect();
+        let mut sport = json!({"port": 8000 + i, "protocol": proto});
+        if !s.port_name.is_empty() {
+            sport["name"] = json!(s.port_name);
+        }
+        slices.push(
+            serde_json::from_value(json!({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": format!("slice-{i}"), "namespace": "prop",
+                    "labels": {"kubernetes.io/service-name": name}},
+                "addressType": "IPv4",
+                "ports": [sport],
+                "endpoints": endpoints,
+            }))
+            .expect("slice json"),
+        );
+    }
+    (services, slices)
+}
+
+fn check(svcs: &[Svc], ns: Option<&common::Netns>) -> Result<(), TestCaseError> {
+    let (services, slices) = objects(svcs);
+    let state = ProxyState::from_k8s(&services, &slices, Family::V4);
+    let mut node = NodeFacts {
+        name: "node-1".into(),
+        ips: vec!["10.140.0.3".parse().unwrap()],
+        ..Default::default()
+    };
+    node.labels
+        .insert("topology.kubernetes.io/zone".into(), "z1".into());
+    let base = RenderConfig {
+        detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().unwrap()]),
+        tree_leaf_max: 2,
+        ..RenderConfig::default()
+    };
+    let opts = FullOptions {
+        jumps: true,
+        ..Default::default()
+    };
+    let mut parsed = Vec::new();
+    for layout in [Layout::Flat, Layout::Tree] {
+        let cfg = RenderConfig {
+            layout,
+            ..base.clone()
+        };
+        let payload = render(&state, &node, &cfg).payload(&opts, &cfg).0;
+        for h in HOSTILE {
+            prop_assert!(!payload.contains(h), "hostile text {h:?} reached the payload");
+        }
+        for line in payload.lines() {
+            prop_assert!(line.matches('"').count() % 2 == 0, "unbalanced quotes: {line}");
+        }
+        let rs = trace::parse(&payload).map_err(|e| TestCaseError::fail(format!("{e}\n{payload}")))?;
+        if let Some(ns) = ns {
+            let (ok, _, err) = ns.exec(&["iptables-restore", "--test", "--noflush"], &payload);
+            prop_assert!(
+                ok,
+                "iptables-restore --test rejected the payload: {err}\n{payload}"
+            );
+        }
+        parsed.push(rs);
+    }
+
+    let outside: IpAddr = "203.0.113.10".parse().unwrap();
+    let pod: IpAddr = "10.76.1.200".parse().unwrap();
+    let allowed: IpAddr = "192.168.1.1".parse().unwrap();
+    for svc in state.services.values() {
+        let proto = if svc.name.protocol.as_str() == "udp" {
+            Proto::Udp
+        } else {
+            Proto::Tcp
+        };
+        let mut dsts = vec![(svc.cluster_ip, svc.port)];
+        dsts.extend(svc.load_balancer_vips.iter().map(|ip| (*ip, svc.port)));
+        dsts.extend(svc.external_ips.iter().map(|ip| (*ip, svc.port)));
+        if let Some(np) = svc.node_port {
+            dsts.push((node.ips[0], np));
+        }
+        for (dst, dport) in dsts {
+            for src in [outside, pod, allowed] {
+                let p = Packet {
+                    src,
+                    dst,
+                    dport,
+                    proto,
+                    in_iface: Some("eth0".into()),
+                };
+                let o = TraceOptions {
+                    node_ips: node.ips.clone(),
+                    hook: Hook::Prerouting,
+                };
+                let flat = trace::trace(&parsed[0], &p, &o);
+                let tree = trace::trace(&parsed[1], &p, &o);
+                prop_assert!(
+                    flat.same_outcomes(&tree, 1e-9),
+                    "flat vs tree for {src} -> {dst}:{dport}\nflat:\n{flat}\ntree:\n{tree}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn random_clusters_render_safely_and_layouts_agree() {
+    let ns = common::netns_or_skip("props");
+    let cases = std::env::var("SVCNET_PROP_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        ..Config::default()
+    });
+    let result = runner.run(&prop::collection::vec(svc(), 1..14), |svcs| {
+        check(&svcs, ns.as_ref())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
