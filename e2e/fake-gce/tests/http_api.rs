@@ -328,3 +328,140 @@ fn metadata_server_answers_adc_lookups() {
     );
     assert_eq!(s, 403, "the Metadata-Flavor header is required");
 }
+
+#[test]
+fn update_patch_and_custom_verbs() {
+    let fake = Fake::start(&[]);
+    let fw = fake.api("global/firewalls");
+    fake.mutate_ok(
+        "POST",
+        &fw,
+        &json!({"name": "a", "allowed": [{"IPProtocol": "tcp", "ports": ["80"]}],
+        "targetTags": ["t1"], "sourceRanges": ["10.0.0.0/8"]}),
+    );
+    let before = fake.get(&format!("{fw}/a")).1;
+    // PATCH merges; PUT replaces (fields left out go back to defaults).
+    fake.mutate_ok(
+        "PATCH",
+        &format!("{fw}/a"),
+        &json!({"sourceRanges": ["1.2.3.0/24"]}),
+    );
+    let p = fake.get(&format!("{fw}/a")).1;
+    assert_eq!(
+        (p["sourceRanges"].clone(), p["targetTags"].clone()),
+        (json!(["1.2.3.0/24"]), json!(["t1"]))
+    );
+    assert_eq!(
+        (p["id"].clone(), p["creationTimestamp"].clone()),
+        (before["id"].clone(), before["creationTimestamp"].clone())
+    );
+    fake.mutate_ok(
+        "PUT",
+        &format!("{fw}/a"),
+        &json!({"name": "a", "allowed": [{"IPProtocol": "udp"}]}),
+    );
+    let u = fake.get(&format!("{fw}/a")).1;
+    assert_eq!(
+        (u["allowed"].clone(), u.get("targetTags").cloned()),
+        (json!([{"IPProtocol": "udp"}]), None)
+    );
+    assert_eq!(u["sourceRanges"], json!(["0.0.0.0/0"]));
+    let (s, v) = fake.call("PATCH", &format!("{fw}/a"), Some(&json!({"priority": 70000})));
+    assert_eq!((s, common::reason(&v)), (400, "invalid"));
+
+    let hc = fake.api("global/httpHealthChecks");
+    fake.mutate_ok("POST", &hc, &json!({"name": "h1"}));
+    fake.mutate_ok("POST", &hc, &json!({"name": "h2", "port": 10256}));
+    fake.mutate_ok("PATCH", &format!("{hc}/h1"), &json!({"requestPath": "/healthz"}));
+    let h = fake.get(&format!("{hc}/h1")).1;
+    assert_eq!(
+        (
+            h["requestPath"].as_str(),
+            h["port"].as_i64(),
+            h["checkIntervalSec"].as_i64()
+        ),
+        (Some("/healthz"), Some(80), Some(5))
+    );
+
+    fake.add_instance("n1", ZONE_B, &[]);
+    let r = |rest: &str| fake.api(&format!("regions/{REGION}/{rest}"));
+    fake.mutate_ok("POST", &r("targetPools"), &json!({"name": "tp1"}));
+    fake.mutate_ok("POST", &r("targetPools"), &json!({"name": "tp2"}));
+    fake.mutate_ok(
+        "POST",
+        &r("targetPools/tp1/addHealthCheck"),
+        &json!({"healthChecks": [{"healthCheck": "global/httpHealthChecks/h1"}]}),
+    );
+    let (s, v) = fake.post(
+        &r("targetPools/tp1/addHealthCheck"),
+        &json!({"healthChecks": [{"healthCheck": "global/httpHealthChecks/h2"}]}),
+    );
+    assert_eq!(
+        (s, common::reason(&v)),
+        (400, "invalid"),
+        "one health check per pool: {v}"
+    );
+    fake.mutate_ok(
+        "POST",
+        &r("targetPools/tp1/removeHealthCheck"),
+        &json!({"healthChecks": [{"healthCheck": fake.link("global/httpHealthChecks/h1")}]}),
+    );
+    fake.mutate_ok(
+        "POST",
+        &r("targetPools/tp1/addInstance"),
+        &json!({"instances": [{"instance": fake.link(&format!("zones/{ZONE_B}/instances/n1"))}]}),
+    );
+    fake.mutate_ok(
+        "POST",
+        &r("targetPools/tp1/addInstance"),
+        &json!({"instances": [{"instance": format!("zones/{ZONE_B}/instances/n1")}]}),
+    );
+    let tp = fake.get(&r("targetPools/tp1")).1;
+    assert_eq!(
+        (
+            tp["healthChecks"].clone(),
+            tp["instances"].as_array().map(Vec::len)
+        ),
+        (json!([]), Some(1))
+    );
+    // An instance that is gone can still be removed from a pool (node deleted first).
+    fake.admin("DELETE", &format!("instances/{ZONE_B}/n1"), None);
+    fake.mutate_ok(
+        "POST",
+        &r("targetPools/tp1/removeInstance"),
+        &json!({"instances": [{"instance": format!("zones/{ZONE_B}/instances/n1")}]}),
+    );
+
+    fake.mutate_ok(
+        "POST",
+        &r("forwardingRules"),
+        &json!({"name": "fr", "portRange": "53", "IPProtocol": "UDP",
+        "target": r("targetPools/tp1")}),
+    );
+    fake.mutate_ok(
+        "POST",
+        &r("forwardingRules/fr/setTarget"),
+        &json!({"target": format!("regions/{REGION}/targetPools/tp2")}),
+    );
+    assert_eq!(
+        fake.get(&r("forwardingRules/fr")).1["target"],
+        fake.link(&format!("regions/{REGION}/targetPools/tp2"))
+    );
+    fake.mutate_ok("DELETE", &r("targetPools/tp1"), &Value::Null);
+
+    let (s, _) = fake.post(
+        &fake.api("global/networks"),
+        &json!({"name": "lab", "autoCreateSubnetworks": false}),
+    );
+    assert_eq!(s, 200);
+    let nets = fake.get(&fake.api("global/networks")).1;
+    assert_eq!(nets["items"].as_array().map(Vec::len), Some(2));
+    let (s, _) = fake.post(
+        &fake.api("global/firewalls"),
+        &json!({"name": "lab-fw", "network": "global/networks/lab",
+        "allowed": [{"IPProtocol": "all"}]}),
+    );
+    assert_eq!(s, 200);
+    let (s, v) = fake.call("DELETE", &fake.api("global/networks/lab"), None);
+    assert_eq!((s, common::reason(&v)), (400, "resourceInUseByAnotherResource"));
+}
