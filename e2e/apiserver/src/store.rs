@@ -252,9 +252,10 @@ impl Inner {
         obj
     }
 
-    /// Events after `rv` (oldest first); None when `rv` is older than the replayable history.
+    /// Events after `rv` (oldest first); None when `rv` is older than the replayable history, or newer than
+    /// anything this store has issued (a client that saw another incarnation of the stand-in must relist).
     pub fn events_since(&self, rv: u64) -> Option<Vec<Arc<Event>>> {
-        if rv < self.floor {
+        if rv < self.floor || rv > self.rv {
             return None;
         }
         let start = self.log.partition_point(|e| e.rv <= rv);
