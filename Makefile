@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: build test lint fmt bench demo e2e crds manifests
+.PHONY: build test lint fmt bench demo e2e crds crds-check manifests golden
 
 build:
 	$(CARGO) build --workspace --locked
@@ -10,6 +10,10 @@ build:
 # The test command (README.md and .ci/run call exactly this).
 test:
 	$(CARGO) test --workspace --locked
+
+# Regenerate the proxy's golden payloads after an intended rule change; review the diff before committing.
+golden:
+	SVCNET_UPDATE_GOLDEN=1 $(CARGO) test -p svcnet-proxy --test golden --locked
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -27,7 +31,11 @@ demo:
 e2e:
 	@echo "make e2e: the local lab (svcnet-lab) has not landed yet; see README.md 'Status'." >&2; exit 2
 
+# Regenerate manifests/crds from the Rust types (CI fails on stale YAML via crds/tests).
 crds:
-	@echo "make crds: the CRD generator has not landed yet." >&2; exit 2
+	$(CARGO) run -q -p svcnet-crds --locked -- write --out manifests/crds
+
+crds-check:
+	$(CARGO) run -q -p svcnet-crds --locked -- check --dir manifests/crds
 
 manifests: crds
