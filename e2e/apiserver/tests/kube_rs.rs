@@ -478,3 +478,99 @@ async fn lease_acquired_and_renewed_by_kube_lease_manager() {
     drop(rx2);
     let _ = h2.await;
 }
+
+#[tokio::test]
+async fn streaming_list_and_selector_moves() {
+    let s = Server::start(&[]);
+    let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
+    api.create(&PostParams::default(), &cm("in", &[("pick", "yes")]))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("out", &[])).await.unwrap();
+
+    // sendInitialEvents (kube-rs streaming lists) with a label selector.
+    let cfg = watcher::Config::default().streaming_lists().labels("pick=yes");
+    let mut w = watcher::watcher(api.clone(), cfg).boxed();
+    let mut initial = Vec::new();
+    loop {
+        match tokio::time::timeout(WAIT, w.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            watcher::Event::InitApply(o) => initial.push(o.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(initial, ["in"]);
+    // Labelling "out" moves it into the selection (ADDED); unlabelling "in" moves it out (DELETED).
+    api.patch(
+        "out",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"pick": "yes"}}})),
+    )
+    .await
+    .unwrap();
+    match tokio::time::timeout(WAIT, w.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+    {
+        watcher::Event::Apply(o) => assert_eq!(o.metadata.name.as_deref(), Some("out")),
+        other => panic!("expected Apply(out), got {other:?}"),
+    }
+    api.patch(
+        "in",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"pick": null}}})),
+    )
+    .await
+    .unwrap();
+    match tokio::time::timeout(WAIT, w.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+    {
+        watcher::Event::Delete(o) => assert_eq!(o.metadata.name.as_deref(), Some("in")),
+        other => panic!("expected Delete(in), got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn server_side_apply_conflicts_between_managers() {
+    let s = Server::start(&[]);
+    let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
+    let cfg = |v: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"k": v}});
+    let a = api
+        .patch("ssa", &PatchParams::apply("mgr-a"), &Patch::Apply(cfg("a")))
+        .await
+        .unwrap();
+    assert_eq!(a.data.unwrap()["k"], "a");
+    let err = api
+        .patch("ssa", &PatchParams::apply("mgr-b"), &Patch::Apply(cfg("b")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict"),
+        "{err:?}"
+    );
+    let forced = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("mgr-b").force(),
+            &Patch::Apply(cfg("b")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.unwrap()["k"], "b");
+    // A no-op apply keeps the resourceVersion.
+    let again = api
+        .patch("ssa", &PatchParams::apply("mgr-b"), &Patch::Apply(cfg("b")))
+        .await
+        .unwrap();
+    assert_eq!(again.metadata.resource_version, forced.metadata.resource_version);
+}

@@ -371,3 +371,136 @@ fn get_watch_sees_later_changes() {
     let _ = w.kill();
     let _ = w.wait();
 }
+
+/// The project's own CRDs (manifests/crds) apply, get established, and print their columns.
+#[test]
+fn project_crds_apply_and_print_their_columns() {
+    if !kubectl_available() {
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests/crds");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        println!("SKIPPED: no {} in this checkout", dir.display());
+        return;
+    };
+    let s = Server::start(&[]);
+    let mut checked = 0;
+    for e in entries {
+        let path = e.unwrap().path();
+        if path.extension().and_then(|x| x.to_str()) != Some("yaml") {
+            continue;
+        }
+        let crd: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let name = crd["metadata"]["name"].as_str().unwrap().to_string();
+        s.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
+        s.kubectl_ok(&[
+            "wait",
+            "--for",
+            "condition=established",
+            &format!("crd/{name}"),
+            "--timeout=10s",
+        ]);
+        let kind = crd["spec"]["names"]["kind"].as_str().unwrap();
+        let plural = crd["spec"]["names"]["plural"].as_str().unwrap();
+        let group = crd["spec"]["group"].as_str().unwrap();
+        let version = &crd["spec"]["versions"][0];
+        let obj = format!(
+            "apiVersion: {group}/{}\nkind: {kind}\nmetadata: {{name: sample}}\n",
+            version["name"].as_str().unwrap()
+        );
+        let f = s.write(&format!("{plural}.sample.yaml"), &obj);
+        s.kubectl_ok(&["apply", "-f", f.to_str().unwrap()]);
+        let cols = version["additionalPrinterColumns"]
+            .as_sequence()
+            .cloned()
+            .unwrap_or_default();
+        let wide = s.kubectl_ok(&["get", &format!("{plural}.{group}"), "-o", "wide"]);
+        let narrow = s.kubectl_ok(&["get", &format!("{plural}.{group}")]);
+        let header = |t: &str| {
+            t.lines()
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        let (wide_h, narrow_h) = (header(&wide), header(&narrow));
+        for c in &cols {
+            let cname = c["name"].as_str().unwrap().to_uppercase();
+            let prio = c["priority"].as_i64().unwrap_or(0);
+            assert!(
+                wide_h.contains(&cname),
+                "{cname} missing from wide output of {plural}:\n{wide}"
+            );
+            assert_eq!(
+                narrow_h.contains(&cname),
+                prio == 0,
+                "{cname} (priority {prio}) in narrow output of {plural}:\n{narrow}"
+            );
+        }
+        assert!(narrow.contains("sample"), "{narrow}");
+        checked += 1;
+    }
+    assert!(checked > 0, "no CRD manifests found in {}", dir.display());
+}
+
+#[test]
+fn typed_create_commands_send_protobuf_we_decode() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    s.kubectl_ok(&["create", "namespace", "team"]);
+    s.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "secret",
+        "generic",
+        "creds",
+        "--from-literal=user=admin",
+    ]);
+    s.kubectl_ok(&["-n", "team", "create", "serviceaccount", "robot"]);
+    s.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "service",
+        "externalname",
+        "ext",
+        "--external-name=example.org",
+    ]);
+    assert_eq!(
+        s.kubectl_ok(&[
+            "-n",
+            "team",
+            "get",
+            "secret",
+            "creds",
+            "-o",
+            "jsonpath={.data.user}"
+        ]),
+        "YWRtaW4="
+    );
+    assert_eq!(
+        s.kubectl_ok(&["-n", "team", "get", "sa", "robot", "-o", "name"]),
+        "serviceaccount/robot\n"
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "-n",
+            "team",
+            "get",
+            "svc",
+            "ext",
+            "-o",
+            "jsonpath={.spec.type} {.spec.externalName} {.spec.clusterIP}"
+        ]),
+        "ExternalName example.org "
+    );
+    let missing_ns = s.kubectl(&["-n", "nope", "create", "configmap", "x"]);
+    assert!(
+        String::from_utf8_lossy(&missing_ns.stderr).contains("namespaces \"nope\" not found"),
+        "{missing_ns:?}"
+    );
+}
