@@ -40,3 +40,11 @@ pub fn content_type(headers: &HeaderMap) -> String {
         .map(|s| s.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
         .unwrap_or_default()
 }
+
+/// kube-rs metadata watchers ask for `as=PartialObjectMetadata` / `as=PartialObjectMetadataList`.
+pub fn wants_metadata(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=PartialObjectMetadata"))
+}

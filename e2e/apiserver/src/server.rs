@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::discovery;
 use crate::error::ApiError;
-use crate::http_util::{content_type, json_response, parse_query, wants_table};
+use crate::http_util::{content_type, json_response, parse_query, wants_metadata, wants_table};
 use crate::list::{self, Filter, present};
 use crate::ops::{self, WriteOpts};
 use crate::patch::PatchType;
@@ -229,17 +229,23 @@ fn resource_request(
     };
     let ns = t.ns.clone().unwrap_or_default();
     let table = wants_table(&req.headers).then(|| Include::from_query(q.get("includeObject")));
+    let metadata_only = table.is_none() && wants_metadata(&req.headers);
     let rt = &t.rt;
     match (&req.method, &t.name) {
         (&Method::GET, None) => {
             let filter = Filter::from_query(t.ns.clone(), q)?;
             if q.get("watch").is_some_and(|w| w == "true" || w == "1") {
-                let wr = WatchRequest::from_query(rt.clone(), filter, q, table);
+                let mut wr = WatchRequest::from_query(rt.clone(), filter, q, table);
+                wr.metadata_only = metadata_only;
                 return watch::start(app.store.clone(), wr, app.bookmark_every);
             }
             let (items, meta) = list::list(&app.store.lock(), rt, &filter, q)?;
             Ok(match table {
                 Some(inc) => ok(table::table(rt, &items, meta, inc)),
+                None if metadata_only => ok(json!({
+                    "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+                    "items": items.iter().map(table::partial).collect::<Vec<_>>(),
+                })),
                 None => ok(list::list_object(rt, items, meta)),
             })
         }
@@ -250,6 +256,7 @@ fn resource_request(
                     let meta = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned()});
                     ok(table::table(rt, std::slice::from_ref(&obj), meta, inc))
                 }
+                None if metadata_only => ok(table::partial(&obj)),
                 None => ok(obj),
             })
         }

@@ -275,14 +275,17 @@ fn cells(rt: &ResourceType, o: &Value) -> Vec<Value> {
     out
 }
 
+/// The `meta.k8s.io/v1 PartialObjectMetadata` form of an object.
+pub fn partial(o: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+           "metadata": o.get("metadata").cloned().unwrap_or(json!({}))})
+}
+
 pub fn row(rt: &ResourceType, o: &Value, include: Include) -> Value {
     let mut r = json!({"cells": cells(rt, o)});
     match include {
         Include::None => {}
-        Include::Metadata => {
-            r["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                                 "metadata": o.get("metadata").cloned().unwrap_or(json!({}))});
-        }
+        Include::Metadata => r["object"] = partial(o),
         Include::Object => r["object"] = o.clone(),
     }
     r

@@ -30,6 +30,8 @@ pub struct WatchRequest {
     pub bookmarks: bool,
     pub send_initial: bool,
     pub table: Option<Include>,
+    /// Send PartialObjectMetadata instead of full objects.
+    pub metadata_only: bool,
 }
 
 impl WatchRequest {
@@ -53,6 +55,7 @@ impl WatchRequest {
             bookmarks: flag("allowWatchBookmarks"),
             send_initial: flag("sendInitialEvents"),
             table,
+            metadata_only: false,
         }
     }
 }
@@ -74,6 +77,7 @@ impl Emitter {
                 self.columns_sent = true;
                 t
             }
+            _ if self.req.metadata_only && etype != "BOOKMARK" && etype != "ERROR" => table::partial(obj),
             _ => obj.clone(),
         };
         let mut line = serde_json::to_vec(&json!({"type": etype, "object": object})).unwrap_or_default();

@@ -574,3 +574,31 @@ async fn server_side_apply_conflicts_between_managers() {
         .unwrap();
     assert_eq!(again.metadata.resource_version, forced.metadata.resource_version);
 }
+
+#[tokio::test]
+async fn metadata_only_list_get_and_watch() {
+    let s = Server::start(&[]);
+    let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
+    api.create(&PostParams::default(), &cm("m1", &[("a", "b")]))
+        .await
+        .unwrap();
+    let list = api.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(list.items[0].metadata.labels.as_ref().unwrap()["a"], "b");
+    let one = api.get_metadata("m1").await.unwrap();
+    assert_eq!(
+        one.types.as_ref().map(|t| t.kind.as_str()),
+        Some("PartialObjectMetadata")
+    );
+    let mut w = watcher::metadata_watcher(api.clone(), watcher::Config::default()).boxed();
+    let mut seen = false;
+    while let Ok(Some(ev)) = tokio::time::timeout(WAIT, w.next()).await {
+        if let watcher::Event::InitApply(o) = ev.unwrap() {
+            seen = o.metadata.name.as_deref() == Some("m1");
+        }
+        if seen {
+            break;
+        }
+    }
+    assert!(seen, "metadata watcher listed m1");
+}
