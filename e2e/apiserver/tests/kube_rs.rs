@@ -590,7 +590,9 @@ async fn metadata_only_list_get_and_watch() {
         one.types.as_ref().map(|t| t.kind.as_str()),
         Some("PartialObjectMetadata")
     );
-    let mut w = watcher::metadata_watcher(api.clone(), watcher::Config::default()).boxed();
+    let meta_api: Api<kube::core::PartialObjectMeta<ConfigMap>> =
+        Api::namespaced(s.client().await, "default");
+    let mut w = watcher::watcher(meta_api, watcher::Config::default()).boxed();
     let mut seen = false;
     while let Ok(Some(ev)) = tokio::time::timeout(WAIT, w.next()).await {
         if let watcher::Event::InitApply(o) = ev.unwrap() {
