@@ -284,6 +284,59 @@ async fn load_balancer_objects_and_routes_with_the_official_rust_client() {
         .await
         .expect("instance");
     assert_eq!(i.network_interfaces[0].network_ip.as_deref(), Some("10.128.0.2"));
+    // Aggregated lists: items keyed by scope; empty scopes carry a warning the client must parse.
+    let agg = inst
+        .aggregated_list()
+        .set_project(&p)
+        .set_include_all_scopes(true)
+        .send()
+        .await
+        .expect("aggregated");
+    let in_b: Vec<_> = agg.items[&format!("zones/{ZONE_B}")]
+        .instances
+        .iter()
+        .filter_map(|i| i.name.clone())
+        .collect();
+    assert_eq!(in_b, ["node-1", "node-2"]);
+    assert!(agg.items[&format!("zones/{}", common::ZONE_C)].warning.is_some());
+    let frs = fr
+        .aggregated_list()
+        .set_project(&p)
+        .send()
+        .await
+        .expect("aggregated rules");
+    assert_eq!(frs.items[&format!("regions/{REGION}")].forwarding_rules.len(), 1);
+    // setTags with the current fingerprint.
+    inst.set_tags()
+        .set_project(&p)
+        .set_zone(ZONE_B)
+        .set_instance("node-1")
+        .set_body(
+            google_cloud_compute_v1::model::Tags::new()
+                .set_items(["node", "lb"])
+                .set_fingerprint(
+                    i.tags
+                        .as_ref()
+                        .and_then(|t| t.fingerprint.clone())
+                        .unwrap_or_default(),
+                ),
+        )
+        .poller()
+        .until_done()
+        .await
+        .expect("setTags");
+    let i = inst
+        .get()
+        .set_project(&p)
+        .set_zone(ZONE_B)
+        .set_instance("node-1")
+        .send()
+        .await
+        .expect("instance");
+    assert_eq!(
+        i.tags.map(|t| t.items),
+        Some(vec!["node".to_string(), "lb".to_string()])
+    );
 
     // An operation that ends DONE with an error: the poller returns Ok, the error is in the op.
     fake.admin(
