@@ -6,12 +6,11 @@ use serde_json::{Map, Value, json};
 use crate::app::{App, Inner};
 use crate::clock::{now_ms, rfc3339};
 use crate::errors::ApiError;
-use crate::filter::Filter;
 use crate::operations::Operation;
-use crate::paging::PageReq;
 use crate::resources::{self, Ctx};
 use crate::routes::Route;
 use crate::store::{Kind, Scope, ScopeType, key};
+use crate::{lists, scopes};
 
 pub type Params = BTreeMap<String, String>;
 
@@ -31,6 +30,8 @@ fn ok(body: Value) -> Done {
 }
 
 /// `op_fault`: the mutation is validated but not applied, and its operation ends with this error.
+/// A mutation repeated with the same `requestId` returns the first call's operation (GCE's
+/// idempotency contract for retries) instead of doing it again.
 pub fn execute(
     app: &App,
     inner: &mut Inner,
@@ -39,12 +40,41 @@ pub fn execute(
     body: &[u8],
     op_fault: Option<ApiError>,
 ) -> Result<Done, ApiError> {
+    let request_id = params
+        .get("requestId")
+        .filter(|r| !r.is_empty() && route.is_mutating());
+    if let Some(rid) = request_id
+        && let Some(op) = inner
+            .data
+            .operations
+            .values()
+            .find(|o| o.request_id.as_ref() == Some(rid))
+    {
+        return Ok(ok(op.render(&app.urls, now_ms())));
+    }
+    let done = execute_route(app, inner, route, params, body, op_fault)?;
+    if let (Some(rid), Some(name)) = (request_id, done.body.as_ref().and_then(|b| b["name"].as_str()))
+        && let Some(op) = inner.data.operations.get_mut(name)
+    {
+        op.request_id = Some(rid.clone());
+    }
+    Ok(done)
+}
+
+fn execute_route(
+    app: &App,
+    inner: &mut Inner,
+    route: &Route,
+    params: &Params,
+    body: &[u8],
+    op_fault: Option<ApiError>,
+) -> Result<Done, ApiError> {
     match route {
-        Route::Project => Ok(ok(project(app, inner))),
-        Route::ScopeList(t) => Ok(ok(scope_list(app, inner, *t))),
-        Route::ScopeGet(s) => Ok(ok(scope_get(app, inner, s))),
-        Route::List(kind, scope) => list(app, inner, *kind, scope, params).map(ok),
-        Route::Aggregated(kind) => aggregated(app, inner, *kind, params).map(ok),
+        Route::Project => Ok(ok(scopes::project(app, inner))),
+        Route::ScopeList(t) => Ok(ok(scopes::scope_list(app, inner, *t))),
+        Route::ScopeGet(s) => Ok(ok(scopes::scope_get(app, inner, s))),
+        Route::List(kind, scope) => lists::list(app, inner, *kind, scope, params).map(ok),
+        Route::Aggregated(kind) => lists::aggregated(app, inner, *kind, params).map(ok),
         Route::Get(kind, scope, name) => inner
             .data
             .resources
@@ -59,8 +89,8 @@ pub fn execute(
         Route::Verb(kind, scope, name, verb) => {
             custom_verb(app, inner, *kind, scope, name, verb, body, op_fault)
         }
-        Route::OpList(scope) => op_list(app, inner, Some(scope), params).map(ok),
-        Route::AggregatedOps => op_list(app, inner, None, params).map(ok),
+        Route::OpList(scope) => lists::op_list(app, inner, Some(scope), params).map(ok),
+        Route::AggregatedOps => lists::op_list(app, inner, None, params).map(ok),
         Route::OpGet(scope, name) | Route::OpWait(scope, name) => {
             let op = find_op(app, inner, scope, name)?;
             Ok(ok(op.render(&app.urls, now_ms())))
@@ -133,6 +163,7 @@ pub fn new_op(
         insert_ms: now,
         latency_ms: inner.op_latency_ms,
         error,
+        request_id: None,
     };
     let rendered = op.render(&app.urls, now);
     inner.data.operations.insert(name, op);
@@ -419,243 +450,4 @@ fn custom_verb(
         body: Some(op),
         mutated,
     })
-}
-
-fn parse_filter(params: &Params) -> Result<Option<Filter>, ApiError> {
-    match params.get("filter").map(String::as_str) {
-        None | Some("") => Ok(None),
-        Some(f) => Filter::parse(f).map(Some),
-    }
-}
-
-fn page_req(params: &Params) -> Result<PageReq, ApiError> {
-    PageReq::from_params(
-        params.get("maxResults").map(String::as_str),
-        params.get("pageToken").map(String::as_str),
-    )
-}
-
-fn list(app: &App, inner: &Inner, kind: Kind, scope: &Scope, params: &Params) -> Result<Value, ApiError> {
-    let filter = parse_filter(params)?;
-    let items: Vec<Value> = inner
-        .data
-        .resources
-        .in_scope(kind, scope)
-        .filter(|v| filter.as_ref().is_none_or(|f| f.matches(v)))
-        .cloned()
-        .collect();
-    Ok(list_body(
-        app,
-        &format!("{}List", kind.kind_str()),
-        scope,
-        kind.collection(),
-        items,
-        page_req(params)?,
-    ))
-}
-
-fn list_body(
-    app: &App,
-    list_kind: &str,
-    scope: &Scope,
-    coll: &str,
-    items: Vec<Value>,
-    req: PageReq,
-) -> Value {
-    let (page, next) = req.apply(items);
-    let mut out = json!({
-        "kind": list_kind,
-        "id": format!("projects/{}/{}/{coll}", app.cfg.project, scope.path()),
-        "selfLink": app.urls.collection_link(scope, coll),
-    });
-    // GCE leaves `items` out of an empty page.
-    if !page.is_empty() {
-        out["items"] = json!(page);
-    }
-    if let Some(t) = next {
-        out["nextPageToken"] = json!(t);
-    }
-    out
-}
-
-/// Scopes that exist for a scope type (used for aggregated lists and their empty-scope warnings).
-fn known_scopes(app: &App, t: ScopeType) -> Vec<Scope> {
-    match t {
-        ScopeType::Global => vec![Scope::Global],
-        ScopeType::Regional => vec![Scope::Region(app.cfg.region.clone())],
-        ScopeType::Zonal => app.cfg.zones.iter().map(|z| Scope::Zone(z.clone())).collect(),
-    }
-}
-
-fn aggregated(app: &App, inner: &Inner, kind: Kind, params: &Params) -> Result<Value, ApiError> {
-    let filter = parse_filter(params)?;
-    let pairs: Vec<(String, Value)> = inner
-        .data
-        .resources
-        .iter(kind)
-        .filter(|(_, v)| filter.as_ref().is_none_or(|f| f.matches(v)))
-        .map(|(k, v)| {
-            (
-                k.rsplit_once('/').map_or(String::new(), |(s, _)| s.to_string()),
-                v.clone(),
-            )
-        })
-        .collect();
-    let (page, next) = page_req(params)?.apply(pairs);
-    let coll = kind.collection();
-    let scopes: Vec<String> = known_scopes(app, kind.scope_type())
-        .iter()
-        .map(Scope::path)
-        .collect();
-    let out = aggregate_body(
-        app,
-        &format!("{}AggregatedList", kind.kind_str()),
-        coll,
-        &scopes,
-        page,
-        next,
-    );
-    Ok(out)
-}
-
-fn aggregate_body(
-    app: &App,
-    list_kind: &str,
-    coll: &str,
-    scopes: &[String],
-    page: Vec<(String, Value)>,
-    next: Option<String>,
-) -> Value {
-    let mut items: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    for (scope, v) in page {
-        items.entry(scope).or_default().push(v);
-    }
-    let mut map = Map::new();
-    for s in scopes {
-        if !items.contains_key(s) {
-            map.insert(
-                s.clone(),
-                json!({"warning": {
-                    "code": "NO_RESULTS_ON_PAGE",
-                    "message": format!("There are no results for scope '{s}' on this page."),
-                    "data": [{"key": "scope", "value": s}],
-                }}),
-            );
-        }
-    }
-    for (s, vs) in items {
-        map.insert(s, json!({ coll: vs }));
-    }
-    let mut out = json!({
-        "kind": list_kind,
-        "id": format!("projects/{}/aggregated/{coll}", app.cfg.project),
-        "items": map,
-        "selfLink": format!("{}/aggregated/{coll}", app.urls.project_link()),
-    });
-    if let Some(t) = next {
-        out["nextPageToken"] = json!(t);
-    }
-    out
-}
-
-fn op_list(app: &App, inner: &Inner, scope: Option<&Scope>, params: &Params) -> Result<Value, ApiError> {
-    let filter = parse_filter(params)?;
-    let now = now_ms();
-    let mut ops: Vec<(String, Value)> = inner
-        .data
-        .operations
-        .values()
-        .filter(|op| scope.is_none_or(|s| op.scope == s.path()))
-        .map(|op| (op.scope.clone(), op.render(&app.urls, now)))
-        .filter(|(_, v)| filter.as_ref().is_none_or(|f| f.matches(v)))
-        .collect();
-    ops.sort_by(|a, b| a.1["insertTime"].as_str().cmp(&b.1["insertTime"].as_str()));
-    let req = page_req(params)?;
-    match scope {
-        Some(s) => {
-            let items = ops.into_iter().map(|(_, v)| v).collect();
-            Ok(list_body(
-                app,
-                "compute#operationList",
-                s,
-                "operations",
-                items,
-                req,
-            ))
-        }
-        None => {
-            let (page, next) = req.apply(ops);
-            let mut scopes = vec!["global".to_string(), format!("regions/{}", app.cfg.region)];
-            scopes.extend(app.cfg.zones.iter().map(|z| format!("zones/{z}")));
-            Ok(aggregate_body(
-                app,
-                "compute#operationAggregatedList",
-                "operations",
-                &scopes,
-                page,
-                next,
-            ))
-        }
-    }
-}
-
-fn quotas(inner: &Inner, kinds: &[Kind]) -> Vec<Value> {
-    kinds
-        .iter()
-        .filter_map(|k| {
-            let metric = k.quota_metric()?;
-            let limit = inner.quotas.get(metric).copied().unwrap_or(1000);
-            Some(json!({"metric": metric, "limit": limit as f64, "usage": inner.data.resources.count(*k) as f64}))
-        })
-        .collect()
-}
-
-fn project(app: &App, inner: &Inner) -> Value {
-    json!({
-        "kind": "compute#project",
-        "id": "1000000000001",
-        "name": app.cfg.project,
-        "selfLink": app.urls.project_link(),
-        "defaultNetworkTier": "PREMIUM",
-        "quotas": quotas(inner, &[Kind::Firewall, Kind::Route]),
-    })
-}
-
-fn scope_get(app: &App, inner: &Inner, s: &Scope) -> Value {
-    match s {
-        Scope::Region(r) => json!({
-            "kind": "compute#region",
-            "id": "1000",
-            "name": r,
-            "status": "UP",
-            "selfLink": app.urls.scope_link(s),
-            "zones": app.cfg.zones.iter().map(|z| app.urls.scope_link(&Scope::Zone(z.clone()))).collect::<Vec<_>>(),
-            "quotas": quotas(inner, &[Kind::ForwardingRule, Kind::TargetPool, Kind::Address]),
-        }),
-        _ => {
-            let name = s.path().trim_start_matches("zones/").to_string();
-            json!({
-                "kind": "compute#zone",
-                "id": "2000",
-                "name": name,
-                "status": "UP",
-                "region": app.urls.scope_link(&Scope::Region(app.cfg.region.clone())),
-                "selfLink": app.urls.scope_link(s),
-            })
-        }
-    }
-}
-
-fn scope_list(app: &App, inner: &Inner, t: ScopeType) -> Value {
-    let items: Vec<Value> = known_scopes(app, t)
-        .iter()
-        .map(|s| scope_get(app, inner, s))
-        .collect();
-    let (kind, coll) = if t == ScopeType::Zonal {
-        ("compute#zoneList", "zones")
-    } else {
-        ("compute#regionList", "regions")
-    };
-    json!({"kind": kind, "id": format!("projects/{}/{coll}", app.cfg.project), "items": items,
-           "selfLink": format!("{}/{coll}", app.urls.project_link())})
 }

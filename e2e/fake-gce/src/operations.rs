@@ -23,6 +23,9 @@ pub struct Operation {
     pub latency_ms: u64,
     /// Set when the operation ends DONE with an error (fault injection in `operation` mode).
     pub error: Option<ApiError>,
+    /// The client's `requestId`, if any (a retry with the same id gets this operation back).
+    #[serde(default)]
+    pub request_id: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -465,3 +465,20 @@ fn update_patch_and_custom_verbs() {
     let (s, v) = fake.call("DELETE", &fake.api("global/networks/lab"), None);
     assert_eq!((s, common::reason(&v)), (400, "resourceInUseByAnotherResource"));
 }
+
+#[test]
+fn request_id_makes_retries_idempotent() {
+    let fake = Fake::start(&[]);
+    let path = fake.api("global/firewalls?requestId=5e1f0b3c-1111-4c1e-9d2a-000000000001");
+    let body = json!({"name": "a", "allowed": [{"IPProtocol": "tcp"}]});
+    let (s1, op1) = fake.post(&path, &body);
+    let (s2, op2) = fake.post(&path, &body);
+    assert_eq!((s1, s2), (200, 200), "{op2}");
+    assert_eq!(op1["name"], op2["name"]);
+    let (s3, v) = fake.post(&fake.api("global/firewalls"), &body);
+    assert_eq!(
+        (s3, common::reason(&v)),
+        (409, "alreadyExists"),
+        "without requestId it is a new call"
+    );
+}

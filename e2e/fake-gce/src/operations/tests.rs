@@ -11,6 +11,7 @@ fn op(latency_ms: u64, error: Option<ApiError>) -> Operation {
         insert_ms: 1_000,
         latency_ms,
         error,
+        request_id: None,
     }
 }
 
