@@ -179,8 +179,8 @@ fn quotas_are_403_quota_exceeded() {
 #[test]
 fn rate_limit_is_403_rate_limit_exceeded() {
     let fake = Fake::start(&[]);
-    fake.admin("POST", "rate-limit", Some(&json!({"perSecond": 3})));
-    let statuses: Vec<(u16, String)> = (0..6)
+    fake.admin("POST", "rate-limit", Some(&json!({"perSecond": 1})));
+    let statuses: Vec<(u16, String)> = (0..4)
         .map(|_| {
             let (s, v) = fake.get(&fake.api("global/firewalls"));
             (s, reason(&v).to_string())

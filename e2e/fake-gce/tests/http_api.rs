@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 #[test]
 fn operations_move_pending_running_done_and_wait_blocks() {
-    let fake = Fake::start(&["--op-latency-ms", "1000"]);
+    // PENDING for 500 ms, RUNNING until 2.5 s: wide windows so a loaded CI machine does not flake.
+    let fake = Fake::start(&["--op-latency-ms", "2500"]);
     let (s, op) = fake.post(
         &fake.api("global/firewalls"),
         &json!({"name": "a", "allowed": [{"IPProtocol": "tcp"}]}),
@@ -18,7 +19,7 @@ fn operations_move_pending_running_done_and_wait_blocks() {
     assert_eq!(op["targetLink"], fake.link("global/firewalls/a"));
     let link = op["selfLink"].as_str().unwrap_or_default().to_string();
     let path = &link[fake.base().len()..];
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    std::thread::sleep(std::time::Duration::from_millis(700));
     let (_, running) = fake.get(path);
     assert_eq!(running["status"], "RUNNING", "{running}");
     assert_eq!(
