@@ -64,6 +64,13 @@ impl ApiError {
         .with_details(group, resource, name)
     }
 
+    /// Server-side apply conflict; the message lists the fields and their managers, as upstream.
+    pub fn apply_conflict(name: &str, message: String) -> Self {
+        let mut e = Self::new(409, "Conflict", message);
+        e.details = Some(json!({"name": name}));
+        e
+    }
+
     pub fn stale(group: &str, resource: &str, name: &str) -> Self {
         Self::conflict(
             group,

@@ -1,5 +1,5 @@
 //! The write verbs with the metadata rules of the real apiserver: uid, creationTimestamp, generateName,
-//! generation (bumped on non-metadata, non-status changes), optimistic concurrency on resourceVersion,
+//! generation (custom resources, CRDs, pods: bumped on non-metadata, non-status changes), optimistic concurrency on resourceVersion,
 //! status subresource separation, and finalizers (deletionTimestamp, removal when the last one goes).
 
 use serde_json::{Map, Value, json};

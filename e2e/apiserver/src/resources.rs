@@ -44,6 +44,14 @@ impl ResourceType {
         format!("{}/{}", self.group, self.plural)
     }
 
+    /// Kinds whose metadata.generation the real apiserver maintains: custom resources, CRDs, and (since
+    /// 1.34) pods. Services, nodes, config maps and the rest have none.
+    pub fn tracks_generation(&self) -> bool {
+        self.crd.is_some()
+            || self.is("apiextensions.k8s.io", "customresourcedefinitions")
+            || self.is("", "pods")
+    }
+
     pub fn is(&self, group: &str, plural: &str) -> bool {
         self.group == group && self.plural == plural
     }

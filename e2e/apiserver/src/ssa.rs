@@ -159,11 +159,9 @@ pub fn apply(current: Option<&Value>, config: &Value, manager: &str, force: bool
             .iter()
             .map(|(m, f)| format!("conflict with \"{m}\": .{f}"))
             .collect();
-        let mut e = ApiError::conflict(
-            "",
-            "object",
+        let mut e = ApiError::apply_conflict(
             name,
-            &format!(
+            format!(
                 "Apply failed with {} conflicts: {}",
                 conflicts.len(),
                 list.join("; ")

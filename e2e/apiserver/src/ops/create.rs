@@ -65,7 +65,11 @@ pub fn create(
     }
     m.insert("uid".into(), json!(uid));
     m.insert("creationTimestamp".into(), json!(now_rfc3339()));
-    m.insert("generation".into(), json!(1));
+    if rt.tracks_generation() {
+        m.insert("generation".into(), json!(1));
+    } else {
+        m.remove("generation");
+    }
     for f in [
         "resourceVersion",
         "deletionTimestamp",

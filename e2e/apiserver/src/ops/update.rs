@@ -114,13 +114,17 @@ fn finish_update_owned(
         }
         c
     };
-    let generation = om.get("generation").and_then(Value::as_i64).unwrap_or(1);
-    let bumped = if gen_of(&old) != gen_of(&new) {
-        generation + 1
+    if rt.tracks_generation() {
+        let generation = om.get("generation").and_then(Value::as_i64).unwrap_or(1);
+        let bumped = if gen_of(&old) != gen_of(&new) {
+            generation + 1
+        } else {
+            generation
+        };
+        meta(&mut new).insert("generation".into(), json!(bumped));
     } else {
-        generation
-    };
-    meta(&mut new).insert("generation".into(), json!(bumped));
+        meta(&mut new).remove("generation");
+    }
 
     if rt.group.is_empty() && rt.plural == "services" && !opts.status_only() {
         services::admit(&inner.services, &inner.alloc, &mut new, Some(&old))
