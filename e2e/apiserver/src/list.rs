@@ -39,10 +39,7 @@ impl Filter {
 
 /// The object as served for `rt` (CRD versions share storage; no conversion beyond apiVersion).
 pub fn present(rt: &ResourceType, obj: &Value) -> Value {
-    let mut o = obj.clone();
-    o["apiVersion"] = json!(rt.api_version());
-    o["kind"] = json!(rt.kind);
-    o
+    crate::convert::to_served(rt, obj)
 }
 
 /// Continue tokens are opaque hex of "namespace/name" of the last returned item.

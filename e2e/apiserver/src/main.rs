@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod convert;
 mod discovery;
 mod error;
 mod http_util;

@@ -41,7 +41,10 @@ impl ResourceType {
 
     /// Storage identity: every version of a group/resource shares one set of objects.
     pub fn storage(&self) -> String {
-        format!("{}/{}", self.group, self.plural)
+        match crate::convert::shared_storage(&self.group, &self.plural) {
+            Some(s) => s.to_string(),
+            None => format!("{}/{}", self.group, self.plural),
+        }
     }
 
     /// Kinds whose metadata.generation the real apiserver maintains: custom resources, CRDs, and (since

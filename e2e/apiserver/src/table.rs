@@ -203,6 +203,35 @@ fn builtin_cols(rt: &ResourceType) -> Vec<Col> {
                 },
             },
         ],
+        ("", "events") => vec![
+            Col {
+                name: "Type",
+                ty: "string",
+                priority: 0,
+                cell: |o| json!(s(o, "/type")),
+            },
+            Col {
+                name: "Reason",
+                ty: "string",
+                priority: 0,
+                cell: |o| json!(s(o, "/reason")),
+            },
+            Col {
+                name: "Object",
+                ty: "string",
+                priority: 0,
+                cell: |o| {
+                    let kind = s(o, "/involvedObject/kind").to_ascii_lowercase();
+                    json!(format!("{kind}/{}", s(o, "/involvedObject/name")))
+                },
+            },
+            Col {
+                name: "Message",
+                ty: "string",
+                priority: 0,
+                cell: |o| json!(s(o, "/message")),
+            },
+        ],
         ("coordination.k8s.io", "leases") => {
             vec![Col {
                 name: "Holder",

@@ -122,6 +122,16 @@ async fn controller_with_finalizer_and_events() {
     );
     assert_eq!(ev.reporting_controller.as_deref(), Some("svcnet-test"));
     assert!(ev.series.is_some(), "second publish patched the series");
+    // events.k8s.io and core events share storage, as upstream: kubectl describe sees Recorder events.
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "default");
+    let core_ev = core.get(ev.metadata.name.as_deref().unwrap()).await.unwrap();
+    assert_eq!(core_ev.involved_object.name.as_deref(), Some("target"));
+    assert_eq!(core_ev.message.as_deref(), Some("seen by the test controller"));
+    assert_eq!(core_ev.reporting_component.as_deref(), Some("svcnet-test"));
+    assert!(
+        core_ev.series.as_ref().and_then(|s| s.count).unwrap() >= 2,
+        "{core_ev:?}"
+    );
 
     // Deletion runs the cleanup branch, which removes the finalizer, and the object goes away.
     api.delete("target", &DeleteParams::default()).await.unwrap();

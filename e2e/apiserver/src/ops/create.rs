@@ -13,11 +13,12 @@ pub fn create(
     inner: &mut Inner,
     rt: &ResourceType,
     ns: &str,
-    mut obj: Value,
+    obj: Value,
     opts: &WriteOpts,
 ) -> Result<Value, ApiError> {
     check_body(rt, &obj)?;
-    obj["apiVersion"] = json!(rt.api_version());
+    let mut obj = crate::convert::to_stored(rt, obj);
+    obj["apiVersion"] = json!(crate::convert::stored_api_version(rt));
     obj["kind"] = json!(rt.kind);
     let mut name = str_at(&obj, "/metadata/name").to_string();
     if name.is_empty() {

@@ -28,7 +28,7 @@ pub fn update(
         )));
     }
     let old = get(inner, rt, ns, name)?;
-    finish_update(inner, rt, old, body, opts)
+    finish_update(inner, rt, old, crate::convert::to_stored(rt, body), opts)
 }
 
 /// Shared tail of update and patch: `body` is the full desired object.
@@ -82,7 +82,10 @@ fn finish_update_owned(
             }
         }
     }
-    new["apiVersion"] = old.get("apiVersion").cloned().unwrap_or(json!(rt.api_version()));
+    new["apiVersion"] = old
+        .get("apiVersion")
+        .cloned()
+        .unwrap_or(json!(crate::convert::stored_api_version(rt)));
     new["kind"] = json!(rt.kind);
     let om = old
         .get("metadata")
@@ -193,7 +196,8 @@ pub fn patch(
         }
         return Err(ApiError::not_found(&rt.group, &rt.plural, name));
     };
-    let mut target = old.clone();
+    // Patches apply to the object as this kind serves it.
+    let mut target = crate::convert::to_served(rt, &old);
     match ptype {
         PatchType::Merge => patch::merge_patch(&mut target, &p),
         PatchType::Strategic => patch::strategic_merge(&mut target, &p),
@@ -210,7 +214,7 @@ pub fn patch(
             return finish_update_owned(inner, rt, old, target, opts, true);
         }
     }
-    finish_update(inner, rt, old, target, opts)
+    finish_update(inner, rt, old, crate::convert::to_stored(rt, target), opts)
 }
 
 /// Compares objects ignoring managedFields timestamps, so a no-op apply stays a no-op.
