@@ -504,3 +504,41 @@ fn typed_create_commands_send_protobuf_we_decode() {
         "{missing_ns:?}"
     );
 }
+
+/// An events.k8s.io/v1 Event (what kube-rs's Recorder writes) shows up in `kubectl describe` and `get events`.
+#[test]
+fn describe_shows_events_k8s_io_events() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    s.kubectl_ok(&["create", "service", "loadbalancer", "web", "--tcp=80:8080"]);
+    let uid = s.kubectl_ok(&["get", "svc", "web", "-o", "jsonpath={.metadata.uid}"]);
+    let ev = format!(
+        r#"
+apiVersion: events.k8s.io/v1
+kind: Event
+metadata: {{name: web.ensuring, namespace: default}}
+eventTime: "2026-01-01T00:00:00.000000Z"
+reportingController: svcnet-cloud-controller
+reportingInstance: test
+action: EnsureLoadBalancer
+reason: EnsuringLoadBalancer
+note: Ensuring load balancer
+type: Normal
+regarding: {{apiVersion: v1, kind: Service, name: web, namespace: default, uid: {uid}}}
+"#
+    );
+    let f = s.write("event.yaml", &ev);
+    s.kubectl_ok(&["create", "-f", f.to_str().unwrap()]);
+    let described = s.kubectl_ok(&["describe", "svc", "web"]);
+    assert!(
+        described.contains("EnsuringLoadBalancer") && described.contains("Ensuring load balancer"),
+        "{described}"
+    );
+    let events = s.kubectl_ok(&["get", "events"]);
+    assert!(
+        events.contains("EnsuringLoadBalancer") && events.contains("service/web"),
+        "{events}"
+    );
+}
