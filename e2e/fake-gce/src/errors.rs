@@ -80,7 +80,26 @@ impl ApiError {
             "code": self.code,
             "message": self.message,
             "errors": [{"domain": self.domain(), "reason": self.reason, "message": self.message}],
+            "status": self.rpc_status(),
         }})
+    }
+
+    /// The canonical RPC status name Google's front end adds next to the HTTP code (clients such
+    /// as the Rust one map it to their error `Code`).
+    fn rpc_status(&self) -> &'static str {
+        match self.code {
+            400 => "INVALID_ARGUMENT",
+            401 => "UNAUTHENTICATED",
+            403 => "PERMISSION_DENIED",
+            404 => "NOT_FOUND",
+            409 => "ALREADY_EXISTS",
+            412 => "FAILED_PRECONDITION",
+            429 => "RESOURCE_EXHAUSTED",
+            501 => "UNIMPLEMENTED",
+            503 => "UNAVAILABLE",
+            504 => "DEADLINE_EXCEEDED",
+            _ => "INTERNAL",
+        }
     }
 
     /// Upper-case phrase GCE puts in an operation's `httpErrorMessage`.

@@ -246,6 +246,20 @@ async fn load_balancer_objects_and_routes_with_the_official_rust_client() {
         .await
         .expect_err("in use");
     assert_eq!(err.http_status_code(), Some(400));
+    // The GCE reason is reachable from the client error (the controller tells quota from rate
+    // limit this way): the client turns Google's `errors[].reason` into an ErrorInfo detail.
+    let status = err.status().expect("parsed status");
+    assert!(status.message.contains("already being used by"), "{status:?}");
+    let reasons: Vec<&str> = status
+        .details
+        .iter()
+        .filter_map(|d| match d {
+            google_cloud_gax::error::rpc::StatusDetails::ErrorInfo(i) => Some(i.reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, ["resourceInUseByAnotherResource"], "{status:?}");
+    assert_eq!(status.code, google_cloud_gax::error::rpc::Code::InvalidArgument);
 
     let routes = client!(Routes, fake);
     routes

@@ -10,6 +10,8 @@ fn google_shape_and_operation_codes() {
         "resourceInUseByAnotherResource"
     );
     assert_eq!(j["error"]["errors"][0]["domain"], "global");
+    assert_eq!(j["error"]["status"], "INVALID_ARGUMENT");
+    assert_eq!(ApiError::not_found("x").to_json()["error"]["status"], "NOT_FOUND");
     assert_eq!(e.operation_code(), "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE");
     assert_eq!(
         ApiError::quota("FIREWALLS", 2, "globally").operation_code(),
