@@ -86,6 +86,36 @@ fn svc_external(o: &Value) -> Value {
     })
 }
 
+fn svc_selector(o: &Value) -> Value {
+    let sel: Vec<String> = o
+        .pointer("/spec/selector")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    json!(if sel.is_empty() {
+        "<none>".to_string()
+    } else {
+        sel.join(",")
+    })
+}
+
+fn node_address(o: &Value, ty: &str) -> Value {
+    let addr = o
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .and_then(|a| {
+            a.iter()
+                .find(|x| x.get("type").and_then(Value::as_str) == Some(ty))
+        })
+        .and_then(|x| x.get("address").and_then(Value::as_str))
+        .unwrap_or("<none>");
+    json!(addr)
+}
+
 fn node_status(o: &Value) -> Value {
     let ready = o
         .pointer("/status/conditions")
@@ -137,13 +167,33 @@ fn builtin_cols(rt: &ResourceType) -> Vec<Col> {
                 priority: 0,
                 cell: svc_ports,
             },
+            Col {
+                name: "Selector",
+                ty: "string",
+                priority: 1,
+                cell: svc_selector,
+            },
         ],
-        ("", "nodes") => vec![Col {
-            name: "Status",
-            ty: "string",
-            priority: 0,
-            cell: node_status,
-        }],
+        ("", "nodes") => vec![
+            Col {
+                name: "Status",
+                ty: "string",
+                priority: 0,
+                cell: node_status,
+            },
+            Col {
+                name: "Internal-IP",
+                ty: "string",
+                priority: 1,
+                cell: |o| node_address(o, "InternalIP"),
+            },
+            Col {
+                name: "External-IP",
+                ty: "string",
+                priority: 1,
+                cell: |o| node_address(o, "ExternalIP"),
+            },
+        ],
         ("", "namespaces") => vec![Col {
             name: "Status",
             ty: "string",
@@ -257,7 +307,9 @@ pub fn column_definitions(rt: &ResourceType) -> Vec<Value> {
         "Name must be unique within a namespace.",
     )];
     if rt.printer_columns.is_empty() {
-        for c in builtin_cols(rt) {
+        // kubectl's order: normal columns, AGE, then the -o wide ones.
+        let builtin = builtin_cols(rt);
+        for c in builtin.iter().filter(|c| c.priority == 0) {
             cols.push(col_def(c.name, c.ty, "", c.priority, ""));
         }
         cols.push(col_def(
@@ -267,6 +319,9 @@ pub fn column_definitions(rt: &ResourceType) -> Vec<Value> {
             0,
             "CreationTimestamp is a timestamp representing the server time when this object was created.",
         ));
+        for c in builtin.iter().filter(|c| c.priority > 0) {
+            cols.push(col_def(c.name, c.ty, "", c.priority, ""));
+        }
     } else {
         for c in &rt.printer_columns {
             let ty = if c.type_ == "date" {
@@ -283,8 +338,10 @@ pub fn column_definitions(rt: &ResourceType) -> Vec<Value> {
 fn cells(rt: &ResourceType, o: &Value) -> Vec<Value> {
     let mut out = vec![json!(s(o, "/metadata/name"))];
     if rt.printer_columns.is_empty() {
-        out.extend(builtin_cols(rt).iter().map(|c| (c.cell)(o)));
+        let builtin = builtin_cols(rt);
+        out.extend(builtin.iter().filter(|c| c.priority == 0).map(|c| (c.cell)(o)));
         out.push(age(o));
+        out.extend(builtin.iter().filter(|c| c.priority > 0).map(|c| (c.cell)(o)));
     } else {
         for c in &rt.printer_columns {
             let v = jsonpath::eval(o, &c.json_path)

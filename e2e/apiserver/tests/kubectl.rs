@@ -207,6 +207,22 @@ fn create_services_allocates_cluster_ips_and_node_ports() {
             && table.contains(&format!("443:{}/TCP", ports[1])),
         "{table}"
     );
+    let wide = s.kubectl_ok(&["get", "svc", "c1", "-o", "wide"]);
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE",
+            "SELECTOR"
+        ],
+        "{wide}"
+    );
+    assert!(wide.contains("app=c1"), "{wide}");
     // A requested nodePort that is taken is rejected with the apiserver's Invalid error.
     let out = s.kubectl(&[
         "create",
