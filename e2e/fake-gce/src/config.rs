@@ -1,7 +1,8 @@
 //! Command line and the fixed configuration of one fake project.
-use anyhow::Context;
 use clap::Parser;
 use ipnet::Ipv4Net;
+
+use crate::Error;
 
 #[derive(Parser, Debug)]
 #[command(name = "svcnet-fake-gce", about = "Compute Engine API fake (test double)")]
@@ -35,6 +36,7 @@ pub struct Cli {
     pub base_url: Option<String>,
 }
 
+/// Everything a fake project is started with (see `Config::new` for test defaults).
 #[derive(Clone, Debug)]
 pub struct Config {
     pub listen: String,
@@ -48,47 +50,63 @@ pub struct Config {
     pub base_url: Option<String>,
 }
 
+impl Config {
+    /// A project on 127.0.0.1:0 with the default address pools and no latency.
+    pub fn new(project: &str, region: &str, zones: &[&str]) -> Config {
+        Config {
+            listen: "127.0.0.1:0".into(),
+            project: project.into(),
+            region: region.into(),
+            zones: zones.iter().map(|z| (*z).to_string()).collect(),
+            external_range: Ipv4Net::new(std::net::Ipv4Addr::new(203, 0, 113, 0), 24).unwrap_or_default(),
+            internal_range: Ipv4Net::new(std::net::Ipv4Addr::new(10, 128, 0, 0), 20).unwrap_or_default(),
+            op_latency_ms: 0,
+            state_file: None,
+            base_url: None,
+        }
+    }
+
+    /// Checks what clap cannot: zones inside the region, base URL shape.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.zones.is_empty() {
+            return bad("--zones must name at least one zone".into());
+        }
+        for z in &self.zones {
+            if !z.starts_with(&format!("{}-", self.region)) {
+                return bad(format!("zone {z} is not inside region {}", self.region));
+            }
+        }
+        if let Some(b) = &self.base_url
+            && (!(b.starts_with("http://") || b.starts_with("https://")) || !b.ends_with('/'))
+        {
+            return bad(format!(
+                "--base-url {b}: must be http(s)://... ending with '/' (e.g. http://host:port/compute/v1/)"
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Cli {
-    pub fn into_config(self) -> anyhow::Result<Config> {
-        let zones: Vec<String> = self
-            .zones
-            .into_iter()
-            .map(|z| z.trim().to_string())
-            .filter(|z| !z.is_empty())
-            .collect();
-        anyhow::ensure!(!zones.is_empty(), "--zones must name at least one zone");
-        for z in &zones {
-            anyhow::ensure!(
-                z.starts_with(&format!("{}-", self.region)),
-                "zone {z} is not inside region {}",
-                self.region
-            );
-        }
-        if let Some(b) = &self.base_url {
-            url_must_end_with_slash(b).context("--base-url")?;
-        }
-        Ok(Config {
+    pub fn into_config(self) -> Result<Config, Error> {
+        let cfg = Config {
             listen: self.listen,
             project: self.project,
             region: self.region,
-            zones,
+            zones: self
+                .zones
+                .into_iter()
+                .map(|z| z.trim().to_string())
+                .filter(|z| !z.is_empty())
+                .collect(),
             external_range: self.external_range,
             internal_range: self.internal_range,
             op_latency_ms: self.op_latency_ms,
             state_file: self.state_file,
             base_url: self.base_url,
-        })
+        };
+        cfg.validate()?;
+        Ok(cfg)
     }
-}
-
-fn url_must_end_with_slash(b: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        b.starts_with("http://") || b.starts_with("https://"),
-        "must start with http:// or https://"
-    );
-    anyhow::ensure!(
-        b.ends_with('/'),
-        "must end with '/' (e.g. http://host:port/compute/v1/)"
-    );
-    Ok(())
 }

@@ -1,29 +1,5 @@
-//! svcnet-fake-gce: a Compute Engine API test double (see README.md). Not a cloud.
+//! svcnet-fake-gce binary: parse flags, serve until Ctrl-C/SIGTERM.
 #![forbid(unsafe_code)]
-
-mod admin;
-mod api;
-mod app;
-mod batch;
-mod calls;
-mod clock;
-mod config;
-mod crud;
-mod errors;
-mod faults;
-mod filter;
-mod lists;
-mod metadata;
-mod operations;
-mod paging;
-mod persist;
-mod resources;
-mod routes;
-mod scopes;
-mod server;
-mod store;
-mod urls;
-mod validate;
 
 use clap::Parser;
 
@@ -36,6 +12,7 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = config::Cli::parse();
-    server::run(cli.into_config()?).await
+    let cfg = svcnet_fake_gce::config::Cli::parse().into_config()?;
+    svcnet_fake_gce::run(cfg).await?;
+    Ok(())
 }

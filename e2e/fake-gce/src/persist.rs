@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Context;
 use serde_json::{Map, Value, json};
 
 use crate::app::{App, Inner};
@@ -27,30 +26,30 @@ pub fn snapshot(app: &App, inner: &Inner) -> Value {
 }
 
 /// Writes atomically (temp file + rename) so a reader never sees half a file.
-pub fn save(file: &Path, snap: &Value) -> anyhow::Result<()> {
+pub fn save(file: &Path, snap: &Value) -> Result<(), String> {
     let tmp = file.with_extension("tmp");
-    let bytes = serde_json::to_vec_pretty(snap)?;
-    std::fs::write(&tmp, bytes).with_context(|| format!("write {}", tmp.display()))?;
-    std::fs::rename(&tmp, file).with_context(|| format!("rename to {}", file.display()))?;
+    let bytes = serde_json::to_vec_pretty(snap).map_err(|e| e.to_string())?;
+    std::fs::write(&tmp, bytes).map_err(|e| format!("write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, file).map_err(|e| format!("rename to {}: {e}", file.display()))?;
     Ok(())
 }
 
 /// Reads a snapshot written by `save` (or a hand-written file of the same shape). Links written
 /// under another base URL (e.g. an earlier random port) are rewritten to `base`.
-pub fn load(file: &Path, base: &str) -> anyhow::Result<Data> {
-    let mut raw = std::fs::read_to_string(file).with_context(|| format!("read {}", file.display()))?;
-    let first: Value = serde_json::from_str(&raw).with_context(|| format!("parse {}", file.display()))?;
+pub fn load(file: &Path, base: &str) -> Result<Data, String> {
+    let mut raw = std::fs::read_to_string(file).map_err(|e| format!("read: {e}"))?;
+    let first: Value = serde_json::from_str(&raw).map_err(|e| format!("parse: {e}"))?;
     if let Some(old) = first["baseUrl"]
         .as_str()
         .filter(|old| *old != base && !old.is_empty())
     {
         raw = raw.replace(old, base);
     }
-    let v: Value = serde_json::from_str(&raw).with_context(|| format!("parse {}", file.display()))?;
+    let v: Value = serde_json::from_str(&raw).map_err(|e| format!("parse: {e}"))?;
     let mut data = Data::default();
     for kind in Kind::ALL {
         for item in v[kind.collection()].as_array().into_iter().flatten() {
-            let name = item["name"].as_str().context("a resource without name")?;
+            let name = item["name"].as_str().ok_or("a resource without name")?;
             let scope = scope_of(item);
             data.resources
                 .map_mut(kind)

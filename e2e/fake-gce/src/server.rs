@@ -11,30 +11,80 @@ use axum::response::Response;
 use axum::serve::ListenerExt;
 
 use crate::app::App;
+use std::net::SocketAddr;
+
+use crate::Error;
 use crate::config::Config;
 
 const MAX_BODY: usize = 32 * 1024 * 1024;
 
-pub async fn run(cfg: Config) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(&cfg.listen).await?;
-    let addr = listener.local_addr()?;
+/// A fake serving in the background of the current tokio runtime. Dropping it stops it.
+pub struct Running {
+    pub addr: SocketAddr,
+    /// selfLink prefix, e.g. `http://127.0.0.1:PORT/compute/v1/`.
+    pub base_url: String,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The endpoint to give clients (`with_endpoint`, `api_endpoint`): `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops serving and waits until the listener is closed.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Binds, loads the state file (if any) and serves in a background task.
+pub async fn start(cfg: Config) -> Result<Running, Error> {
+    cfg.validate()?;
+    let listener = tokio::net::TcpListener::bind(&cfg.listen)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: cfg.listen.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| Error::Bind {
+        addr: cfg.listen.clone(),
+        source,
+    })?;
     let base = cfg
         .base_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}/compute/v1/"));
     let data = match &cfg.state_file {
-        Some(f) if f.exists() => crate::persist::load(f, &base)?,
+        Some(f) if f.exists() => crate::persist::load(f, &base).map_err(|message| Error::StateFile {
+            path: f.display().to_string(),
+            message,
+        })?,
         _ => crate::store::Data::default(),
     };
-    let app = Arc::new(App::new(cfg, base, data));
+    let app = Arc::new(App::new(cfg, base.clone(), data));
     {
         let mut inner = app.lock();
         crate::admin::seed(&app, &mut inner);
     }
-    // Tests read this line to learn the port.
-    let mut out = std::io::stdout();
-    writeln!(out, "listening on {addr}")?;
-    out.flush()?;
     let router = Router::new().fallback(handle).with_state(app);
     // TCP_NODELAY: without it clients stall ~40 ms per call on delayed ACKs.
     let listener = listener.tap_io(|tcp| {
@@ -42,9 +92,31 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             tracing::debug!(error = %e, "set_nodelay failed");
         }
     });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let serve = axum::serve(listener, router).with_graceful_shutdown(async {
+            let _ = rx.await;
+        });
+        if let Err(e) = serve.await {
+            tracing::error!(error = %e, "server stopped");
+        }
+    });
+    Ok(Running {
+        addr,
+        base_url: base,
+        shutdown: Some(tx),
+        task: Some(task),
+    })
+}
+
+/// The binary: start, print `listening on ADDR` (tests read it), serve until Ctrl-C/SIGTERM.
+pub async fn run(cfg: Config) -> Result<(), Error> {
+    let running = start(cfg).await?;
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "listening on {}", running.addr);
+    let _ = out.flush();
+    shutdown_signal().await;
+    running.stop().await;
     Ok(())
 }
 
