@@ -185,13 +185,13 @@ fn check(svcs: &[Svc], ns: Option<&common::Netns>) -> Result<(), TestCaseError> 
     let state = ProxyState::from_k8s(&services, &slices, Family::V4);
     let mut node = NodeFacts {
         name: "node-1".into(),
-        ips: vec!["10.140.0.3".parse().unwrap()],
+        ips: vec!["10.140.0.3".parse().expect("literal address")],
         ..Default::default()
     };
     node.labels
         .insert("topology.kubernetes.io/zone".into(), "z1".into());
     let base = RenderConfig {
-        detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().unwrap()]),
+        detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().expect("literal address")]),
         tree_leaf_max: 2,
         ..RenderConfig::default()
     };
@@ -223,9 +223,9 @@ fn check(svcs: &[Svc], ns: Option<&common::Netns>) -> Result<(), TestCaseError> 
         parsed.push(rs);
     }
 
-    let outside: IpAddr = "203.0.113.10".parse().unwrap();
-    let pod: IpAddr = "10.76.1.200".parse().unwrap();
-    let allowed: IpAddr = "192.168.1.1".parse().unwrap();
+    let outside: IpAddr = "203.0.113.10".parse().expect("literal address");
+    let pod: IpAddr = "10.76.1.200".parse().expect("literal address");
+    let allowed: IpAddr = "192.168.1.1".parse().expect("literal address");
     for svc in state.services.values() {
         let proto = if svc.name.protocol.as_str() == "udp" {
             Proto::Udp
