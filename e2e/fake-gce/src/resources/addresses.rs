@@ -69,9 +69,27 @@ pub fn users(res: &Resources, address: &Value) -> Vec<String> {
 }
 
 pub fn refresh(res: &mut Resources) {
-    let snapshot = res.clone();
+    // (region URL, IP) -> forwarding rules using it; built once so a refresh is linear.
+    let mut by_ip: std::collections::HashMap<(String, String), Vec<String>> =
+        std::collections::HashMap::new();
+    for (_, fr) in res.iter(Kind::ForwardingRule) {
+        if let (Some(region), Some(ip), Some(link)) = (
+            fr["region"].as_str(),
+            fr["IPAddress"].as_str(),
+            fr["selfLink"].as_str(),
+        ) {
+            by_ip
+                .entry((region.to_string(), ip.to_string()))
+                .or_default()
+                .push(link.to_string());
+        }
+    }
     for addr in res.map_mut(Kind::Address).values_mut() {
-        let users = users(&snapshot, addr);
+        let k = (
+            addr["region"].as_str().unwrap_or_default().to_string(),
+            addr["address"].as_str().unwrap_or_default().to_string(),
+        );
+        let users = by_ip.get(&k).cloned().unwrap_or_default();
         if let Some(obj) = addr.as_object_mut() {
             if users.is_empty() {
                 obj.insert("status".into(), json!("RESERVED"));
