@@ -47,3 +47,13 @@ fn rejects_garbage() {
     assert!(Filter::parse("name lt 3").is_err());
     assert!(Filter::parse("name eq (").is_err());
 }
+
+#[test]
+fn upstream_route_listing_filter_with_urls() {
+    // cloud-provider-gcp lists routes with "(network eq <selfLink>) (name eq <prefix>-.*)".
+    let net = "http://127.0.0.1:4000/compute/v1/projects/p/global/networks/default";
+    let f = Filter::parse(&format!("(network eq {net}) (name eq kubernetes-.*)")).expect("parses");
+    assert!(f.matches(&json!({"name": "kubernetes-a1b2", "network": net})));
+    assert!(!f.matches(&json!({"name": "kubernetes-a1b2", "network": format!("{net}2")})));
+    assert!(!f.matches(&json!({"name": "other", "network": net})));
+}
