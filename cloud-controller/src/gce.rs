@@ -4,6 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
+// I/O layer (official google-cloud-compute-v1 client); the mirrors below stay plain data.
+pub mod client;
+pub mod convert;
+pub mod error;
+pub mod exec;
+pub mod observe;
+pub mod ops;
+pub mod ratelimit;
+
 /// GCE `networkTier` values as the API spells them.
 pub const TIER_PREMIUM: &str = "PREMIUM";
 pub const TIER_STANDARD: &str = "STANDARD";
@@ -12,6 +21,7 @@ pub const AFFINITY_NONE: &str = "NONE";
 pub const AFFINITY_CLIENT_IP: &str = "CLIENT_IP";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 #[serde(rename_all = "camelCase")]
 pub struct Address {
     pub name: String,
@@ -23,6 +33,7 @@ pub struct Address {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FirewallAllowed {
     #[serde(rename = "IPProtocol")]
     pub ip_protocol: String,
@@ -30,6 +41,7 @@ pub struct FirewallAllowed {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 #[serde(rename_all = "camelCase")]
 pub struct Firewall {
     pub name: String,
@@ -44,6 +56,7 @@ pub struct Firewall {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 #[serde(rename_all = "camelCase")]
 pub struct HttpHealthCheck {
     pub name: String,
@@ -57,6 +70,7 @@ pub struct HttpHealthCheck {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetPool {
     pub name: String,
@@ -70,6 +84,7 @@ pub struct TargetPool {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 #[serde(rename_all = "camelCase")]
 pub struct ForwardingRule {
     pub name: String,
@@ -86,6 +101,7 @@ pub struct ForwardingRule {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 #[serde(rename_all = "camelCase")]
 pub struct Route {
     pub name: String,

@@ -1,0 +1,133 @@
+//! The official google-cloud-compute-v1 clients, one per service the controller calls, built
+//! once with the same endpoint, credentials and policies.
+//!
+//! Credentials: anonymous for a plain-HTTP endpoint override (the fake GCE), otherwise
+//! application-default credentials (GOOGLE_APPLICATION_CREDENTIALS key file, gcloud ADC, or the
+//! metadata server on a GCE VM). Retries are switched off in the clients: the executor retries
+//! with backon, so one place decides what is retried and every attempt passes the rate limiter.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use google_cloud_compute_v1::client::{
+    Addresses, Firewalls, ForwardingRules, HttpHealthChecks, Instances, Routes, TargetPools,
+};
+use google_cloud_gax::exponential_backoff::ExponentialBackoffBuilder;
+use google_cloud_gax::retry_policy::NeverRetry;
+
+use crate::gce::error::GceError;
+use crate::gce::ratelimit::RateLimiter;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum CredentialsMode {
+    /// Anonymous for an `http://` endpoint override, application-default credentials otherwise.
+    #[default]
+    Auto,
+    Anonymous,
+    /// Application-default credentials (key file, gcloud ADC, metadata server).
+    Adc,
+}
+
+#[derive(Debug, Clone)]
+pub struct GceOptions {
+    pub project: String,
+    pub region: String,
+    /// `http://127.0.0.1:PORT` for the fake; None = the real API.
+    pub endpoint: Option<String>,
+    pub credentials: CredentialsMode,
+    /// Client-side rate limit (calls per second, 0 = off) and burst.
+    pub qps: f64,
+    pub burst: u32,
+    /// First and longest pause between operation polls.
+    pub poll_initial: Duration,
+    pub poll_max: Duration,
+    /// How long one call (including waiting for its operation) may take before it counts as failed.
+    pub call_timeout: Duration,
+}
+
+impl GceOptions {
+    pub fn new(project: &str, region: &str) -> Self {
+        GceOptions {
+            project: project.to_owned(),
+            region: region.to_owned(),
+            endpoint: None,
+            credentials: CredentialsMode::Auto,
+            qps: 20.0,
+            burst: 40,
+            poll_initial: Duration::from_millis(200),
+            poll_max: Duration::from_secs(5),
+            call_timeout: Duration::from_secs(300),
+        }
+    }
+
+    fn anonymous(&self) -> bool {
+        match self.credentials {
+            CredentialsMode::Anonymous => true,
+            CredentialsMode::Adc => false,
+            CredentialsMode::Auto => self.endpoint.as_deref().is_some_and(|e| e.starts_with("http://")),
+        }
+    }
+}
+
+/// Everything that talks to GCE. Cheap to clone (the clients are reference counted).
+#[derive(Clone, Debug)]
+pub struct Gce {
+    pub project: String,
+    pub region: String,
+    pub call_timeout: Duration,
+    pub limiter: Arc<RateLimiter>,
+    pub addresses: Addresses,
+    pub firewalls: Firewalls,
+    pub forwarding_rules: ForwardingRules,
+    pub http_health_checks: HttpHealthChecks,
+    pub instances: Instances,
+    pub routes: Routes,
+    pub target_pools: TargetPools,
+}
+
+/// One builder call per client type, all configured alike.
+macro_rules! build {
+    ($ty:ty, $opts:expr, $creds:expr) => {{
+        let polling = ExponentialBackoffBuilder::new()
+            .with_initial_delay($opts.poll_initial)
+            .with_maximum_delay($opts.poll_max)
+            .with_scaling(2.0)
+            .build()
+            .map_err(|e| GceError::new("building the GCE client", e.to_string()))?;
+        let mut b = <$ty>::builder()
+            .with_credentials($creds.clone())
+            .with_retry_policy(NeverRetry)
+            .with_polling_backoff_policy(polling);
+        if let Some(endpoint) = &$opts.endpoint {
+            b = b.with_endpoint(endpoint.clone());
+        }
+        b.build()
+            .await
+            .map_err(|e| GceError::new("building the GCE client", e.to_string()))?
+    }};
+}
+
+impl Gce {
+    pub async fn new(opts: &GceOptions) -> Result<Self, GceError> {
+        let creds = if opts.anonymous() {
+            google_cloud_auth::credentials::anonymous::Builder::new().build()
+        } else {
+            google_cloud_auth::credentials::Builder::default()
+                .build()
+                .map_err(|e| GceError::new("loading application-default credentials", e.to_string()))?
+        };
+        Ok(Gce {
+            project: opts.project.clone(),
+            region: opts.region.clone(),
+            call_timeout: opts.call_timeout,
+            limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
+            addresses: build!(Addresses, opts, creds),
+            firewalls: build!(Firewalls, opts, creds),
+            forwarding_rules: build!(ForwardingRules, opts, creds),
+            http_health_checks: build!(HttpHealthChecks, opts, creds),
+            instances: build!(Instances, opts, creds),
+            routes: build!(Routes, opts, creds),
+            target_pools: build!(TargetPools, opts, creds),
+        })
+    }
+}

@@ -1,0 +1,354 @@
+//! Executes the domain's [`Action`]s with the official client: one call per action, waiting for
+//! its operation. 404 on a delete/remove and 409 on an insert count as done (someone, maybe our
+//! own earlier attempt, already did it). Rate limits, quota, 429 and 5xx back off with backon and
+//! retry; every attempt first takes a token from the client-side rate limiter.
+
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use google_cloud_compute_v1::model;
+use google_cloud_lro::Poller;
+use serde_json::json;
+
+use crate::gce::client::Gce;
+use crate::gce::convert::to_model;
+use crate::gce::error::GceError;
+use crate::gce::ops::wait;
+use crate::gce::{Firewall, Route};
+use crate::lb::action::Action;
+
+/// How an action ended when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// 404 on delete/remove or 409 on insert: the state was already what we wanted.
+    AlreadyDone,
+}
+
+/// Retry policy for GCE calls.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+    pub max_times: usize,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            min_delay: Duration::from_millis(250),
+            max_delay: Duration::from_secs(10),
+            max_times: 8,
+        }
+    }
+}
+
+impl RetryPolicy {
+    pub fn backoff(&self) -> ExponentialBuilder {
+        ExponentialBuilder::default()
+            .with_min_delay(self.min_delay)
+            .with_max_delay(self.max_delay)
+            .with_max_times(self.max_times)
+            .with_jitter()
+    }
+}
+
+/// Runs `op` with the rate limiter in front and backon retries for retryable errors.
+pub async fn with_retries<T, F, Fut>(gce: &Gce, policy: &RetryPolicy, mut op: F) -> Result<T, GceError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, GceError>>,
+{
+    let attempt = || {
+        let fut = op();
+        async move {
+            gce.limiter.acquire().await;
+            fut.await
+        }
+    };
+    attempt
+        .retry(policy.backoff())
+        .sleep(tokio::time::sleep)
+        .when(GceError::is_retryable)
+        .notify(|err: &GceError, delay: Duration| {
+            tracing::info!(%err, ?delay, "GCE call failed, backing off");
+        })
+        .await
+}
+
+/// Executes one action (with retries). See the module docs for what counts as done.
+pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
+    let call = format!("{} {}", action.label(), action.target_name());
+    let result = with_retries(gce, policy, || call_once(gce, action, &call)).await;
+    match result {
+        Ok(()) => {
+            tracing::info!(call = %call, "GCE call done");
+            Ok(Outcome::Done)
+        }
+        Err(e) if is_delete(action) && e.is_not_found() => Ok(Outcome::AlreadyDone),
+        Err(e) if is_insert(action) && e.is_already_exists() => Ok(Outcome::AlreadyDone),
+        Err(e) => Err(e),
+    }
+}
+
+fn is_delete(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::DeleteAddress { .. }
+            | Action::DeleteFirewall { .. }
+            | Action::DeleteHealthCheck { .. }
+            | Action::DeleteTargetPool { .. }
+            | Action::DeleteForwardingRule { .. }
+            | Action::RemoveInstances { .. }
+            | Action::RemoveHealthCheck { .. }
+    )
+}
+
+fn is_insert(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::CreateAddress(_)
+            | Action::CreateFirewall(_)
+            | Action::CreateHealthCheck(_)
+            | Action::CreateTargetPool(_)
+            | Action::CreateForwardingRule(_)
+    )
+}
+
+/// A JSON request body into a client model (for the small verb bodies).
+fn body<M: serde::de::DeserializeOwned>(call: &str, v: serde_json::Value) -> Result<M, GceError> {
+    serde_json::from_value(v).map_err(|e| GceError::new(call, format!("request body: {e}")))
+}
+
+/// Firewalls: PATCH when every list of the desired object is non-empty (a merge that replaces
+/// them), PUT otherwise, because a PATCH cannot clear a list (empty lists are not sent).
+fn patch_clears_nothing(fw: &Firewall) -> bool {
+    !fw.source_ranges.is_empty()
+        && !fw.destination_ranges.is_empty()
+        && !fw.target_tags.is_empty()
+        && !fw.allowed.is_empty()
+}
+
+async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
+    match action {
+        Action::CreateAddress(a) => {
+            let m: model::Address = to_model(call, a)?;
+            let c = &gce.addresses;
+            wait(
+                gce,
+                call,
+                c.insert()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_body(m)
+                    .poller()
+                    .until_done(),
+            )
+            .await?;
+        }
+        Action::DeleteAddress { name } => {
+            let c = &gce.addresses;
+            wait(
+                gce,
+                call,
+                c.delete()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_address(name)
+                    .poller()
+                    .until_done(),
+            )
+            .await?;
+        }
+        Action::CreateFirewall(f) => {
+            let m: model::Firewall = to_model(call, f)?;
+            let c = &gce.firewalls;
+            wait(
+                gce,
+                call,
+                c.insert().set_project(p).set_body(m).poller().until_done(),
+            )
+            .await?;
+        }
+        Action::PatchFirewall(f) => {
+            let m: model::Firewall = to_model(call, f)?;
+            let c = &gce.firewalls;
+            if patch_clears_nothing(f) {
+                let req = c.patch().set_project(p).set_firewall(&f.name).set_body(m);
+                wait(gce, call, req.poller().until_done()).await?;
+            } else {
+                let req = c.update().set_project(p).set_firewall(&f.name).set_body(m);
+                wait(gce, call, req.poller().until_done()).await?;
+            }
+        }
+        Action::DeleteFirewall { name } => {
+            let c = &gce.firewalls;
+            wait(
+                gce,
+                call,
+                c.delete().set_project(p).set_firewall(name).poller().until_done(),
+            )
+            .await?;
+        }
+        Action::CreateHealthCheck(h) => {
+            let m: model::HttpHealthCheck = to_model(call, h)?;
+            let c = &gce.http_health_checks;
+            wait(
+                gce,
+                call,
+                c.insert().set_project(p).set_body(m).poller().until_done(),
+            )
+            .await?;
+        }
+        Action::UpdateHealthCheck(h) => {
+            let m: model::HttpHealthCheck = to_model(call, h)?;
+            let c = &gce.http_health_checks;
+            let req = c
+                .update()
+                .set_project(p)
+                .set_http_health_check(&h.name)
+                .set_body(m);
+            wait(gce, call, req.poller().until_done()).await?;
+        }
+        Action::DeleteHealthCheck { name } => {
+            let c = &gce.http_health_checks;
+            let req = c.delete().set_project(p).set_http_health_check(name);
+            wait(gce, call, req.poller().until_done()).await?;
+        }
+        Action::CreateTargetPool(t) => {
+            let m: model::TargetPool = to_model(call, t)?;
+            let c = &gce.target_pools;
+            wait(
+                gce,
+                call,
+                c.insert()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_body(m)
+                    .poller()
+                    .until_done(),
+            )
+            .await?;
+        }
+        Action::DeleteTargetPool { name } => {
+            let c = &gce.target_pools;
+            let req = c.delete().set_project(p).set_region(r).set_target_pool(name);
+            wait(gce, call, req.poller().until_done()).await?;
+        }
+        Action::AddInstances { pool, instances } => {
+            let refs: Vec<_> = instances.iter().map(|i| json!({ "instance": i })).collect();
+            let m: model::TargetPoolsAddInstanceRequest = body(call, json!({ "instances": refs }))?;
+            let c = &gce.target_pools;
+            let req = c
+                .add_instance()
+                .set_project(p)
+                .set_region(r)
+                .set_target_pool(pool)
+                .set_body(m);
+            wait(gce, call, req.poller().until_done()).await?;
+        }
+        Action::RemoveInstances { pool, instances } => {
+            let refs: Vec<_> = instances.iter().map(|i| json!({ "instance": i })).collect();
+            let m: model::TargetPoolsRemoveInstanceRequest = body(call, json!({ "instances": refs }))?;
+            let c = &gce.target_pools;
+            let req = c
+                .remove_instance()
+                .set_project(p)
+                .set_region(r)
+                .set_target_pool(pool)
+                .set_body(m);
+            wait(gce, call, req.poller().until_done()).await?;
+        }
+        Action::AddHealthCheck { pool, health_check } => {
+            let m: model::TargetPoolsAddHealthCheckRequest =
+                body(call, json!({ "healthChecks": [{ "healthCheck": health_check }] }))?;
+            let c = &gce.target_pools;
+            let req = c
+                .add_health_check()
+                .set_project(p)
+                .set_region(r)
+                .set_target_pool(pool)
+                .set_body(m);
+            wait(gce, call, req.poller().until_done()).await?;
+        }
+        Action::RemoveHealthCheck { pool, health_check } => {
+            let m: model::TargetPoolsRemoveHealthCheckRequest =
+                body(call, json!({ "healthChecks": [{ "healthCheck": health_check }] }))?;
+            let c = &gce.target_pools;
+            let req = c
+                .remove_health_check()
+                .set_project(p)
+                .set_region(r)
+                .set_target_pool(pool)
+                .set_body(m);
+            wait(gce, call, req.poller().until_done()).await?;
+        }
+        Action::CreateForwardingRule(f) => {
+            let m: model::ForwardingRule = to_model(call, f)?;
+            let c = &gce.forwarding_rules;
+            wait(
+                gce,
+                call,
+                c.insert()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_body(m)
+                    .poller()
+                    .until_done(),
+            )
+            .await?;
+        }
+        Action::DeleteForwardingRule { name } => {
+            let c = &gce.forwarding_rules;
+            let req = c.delete().set_project(p).set_region(r).set_forwarding_rule(name);
+            wait(gce, call, req.poller().until_done()).await?;
+        }
+        Action::SetTarget {
+            forwarding_rule,
+            target,
+        } => {
+            let m: model::TargetReference = body(call, json!({ "target": target }))?;
+            let c = &gce.forwarding_rules;
+            let req = c
+                .set_target()
+                .set_project(p)
+                .set_region(r)
+                .set_forwarding_rule(forwarding_rule)
+                .set_body(m);
+            wait(gce, call, req.poller().until_done()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// routes.insert (with retries; 409 = done).
+pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Result<Outcome, GceError> {
+    let call = format!("create_route {}", route.name);
+    let result = with_retries(gce, policy, || async {
+        let m: model::Route = to_model(&call, route)?;
+        let req = gce.routes.insert().set_project(&gce.project).set_body(m);
+        wait(gce, &call, req.poller().until_done()).await.map(|_| ())
+    })
+    .await;
+    match result {
+        Ok(()) => Ok(Outcome::Done),
+        Err(e) if e.is_already_exists() => Ok(Outcome::AlreadyDone),
+        Err(e) => Err(e),
+    }
+}
+
+/// routes.delete (with retries; 404 = done).
+pub async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result<Outcome, GceError> {
+    let call = format!("delete_route {name}");
+    let result = with_retries(gce, policy, || async {
+        let req = gce.routes.delete().set_project(&gce.project).set_route(name);
+        wait(gce, &call, req.poller().until_done()).await.map(|_| ())
+    })
+    .await;
+    match result {
+        Ok(()) => Ok(Outcome::Done),
+        Err(e) if e.is_not_found() => Ok(Outcome::AlreadyDone),
+        Err(e) => Err(e),
+    }
+}

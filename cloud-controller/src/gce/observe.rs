@@ -1,0 +1,293 @@
+//! Reads what GCE holds, into the domain's plain types: one GET per object of a load balancer
+//! (404 = None), the address holding the LB's IP, whether another pool uses the shared node
+//! health check, the cluster's routes, and instance facts for node initialisation.
+
+use std::collections::BTreeMap;
+
+use google_cloud_compute_v1::model;
+use google_cloud_gax::paginator::ItemPaginator;
+use serde_json::Value;
+
+use crate::gce::client::Gce;
+use crate::gce::convert::{from_model, to_json};
+use crate::gce::error::GceError;
+use crate::gce::exec::{RetryPolicy, with_retries};
+use crate::gce::{self, Address, Route};
+use crate::lb::observed::Observed;
+use crate::naming::LbNames;
+use crate::nodes::{InstanceFacts, InstanceLookup};
+
+/// What GCE holds for one LB plus the selfLinks of what exists (name -> selfLink), for the
+/// CloudLoadBalancer record.
+#[derive(Debug, Clone, Default)]
+pub struct ObservedLb {
+    pub observed: Observed,
+    pub self_links: BTreeMap<String, String>,
+}
+
+impl ObservedLb {
+    pub fn link(&self, kind: &str, name: &str) -> Option<String> {
+        self.self_links.get(&format!("{kind}/{name}")).cloned()
+    }
+}
+
+/// GET with retries; 404 -> None.
+async fn get_opt<M, F, Fut>(gce: &Gce, policy: &RetryPolicy, call: &str, f: F) -> Result<Option<M>, GceError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = google_cloud_gax::Result<M>>,
+{
+    let result = with_retries(gce, policy, || {
+        let fut = f();
+        async move { fut.await.map_err(|e| GceError::from_gax(call, &e)) }
+    })
+    .await;
+    match result {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Converts a fetched model into its mirror and remembers its selfLink under `kind/name`.
+fn keep<T: serde::de::DeserializeOwned>(
+    out: &mut ObservedLb,
+    kind: &str,
+    name: &str,
+    m: Option<impl serde::Serialize>,
+) -> Result<Option<T>, GceError> {
+    let Some(m) = m else { return Ok(None) };
+    let json = to_json(&m);
+    if let Some(link) = json.get("selfLink").and_then(Value::as_str) {
+        out.self_links.insert(format!("{kind}/{name}"), link.to_owned());
+    }
+    from_model(&format!("{kind}/{name}"), &m).map(Some)
+}
+
+pub async fn observe_lb(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    want_ip: Option<&str>,
+) -> Result<ObservedLb, GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
+    let mut out = ObservedLb::default();
+
+    let call = format!("get addresses/{}", names.lb);
+    let m = get_opt(gce, policy, &call, || {
+        gce.addresses
+            .get()
+            .set_project(p)
+            .set_region(r)
+            .set_address(&names.lb)
+            .send()
+    })
+    .await?;
+    out.observed.address = keep::<Address>(&mut out, "addresses", &names.lb, m)?;
+
+    for (name, slot) in [
+        (&names.firewall, 0),
+        (&names.nodes_health_check_firewall, 1),
+        (&names.local_health_check_firewall, 2),
+    ] {
+        let call = format!("get firewalls/{name}");
+        let m = get_opt(gce, policy, &call, || {
+            gce.firewalls.get().set_project(p).set_firewall(name).send()
+        })
+        .await?;
+        let fw = keep(&mut out, "firewalls", name, m)?;
+        match slot {
+            0 => out.observed.firewall = fw,
+            1 => out.observed.nodes_health_check_firewall = fw,
+            _ => out.observed.local_health_check_firewall = fw,
+        }
+    }
+    for (name, local) in [
+        (&names.nodes_health_check, false),
+        (&names.local_health_check, true),
+    ] {
+        let call = format!("get httpHealthChecks/{name}");
+        let m = get_opt(gce, policy, &call, || {
+            gce.http_health_checks
+                .get()
+                .set_project(p)
+                .set_http_health_check(name)
+                .send()
+        })
+        .await?;
+        let hc = keep(&mut out, "httpHealthChecks", name, m)?;
+        if local {
+            out.observed.local_health_check = hc;
+        } else {
+            out.observed.nodes_health_check = hc;
+        }
+    }
+    let call = format!("get targetPools/{}", names.lb);
+    let m = get_opt(gce, policy, &call, || {
+        gce.target_pools
+            .get()
+            .set_project(p)
+            .set_region(r)
+            .set_target_pool(&names.lb)
+            .send()
+    })
+    .await?;
+    out.observed.target_pool = keep(&mut out, "targetPools", &names.lb, m)?;
+    let call = format!("get forwardingRules/{}", names.lb);
+    let m = get_opt(gce, policy, &call, || {
+        gce.forwarding_rules
+            .get()
+            .set_project(p)
+            .set_region(r)
+            .set_forwarding_rule(&names.lb)
+            .send()
+    })
+    .await?;
+    out.observed.forwarding_rule = keep(&mut out, "forwardingRules", &names.lb, m)?;
+
+    // The address holding the IP in use: the requested one, else the forwarding rule's.
+    let fr_ip = out
+        .observed
+        .forwarding_rule
+        .as_ref()
+        .map(|f| f.ip_address.clone());
+    let ip = want_ip.map(str::to_owned).or(fr_ip).filter(|ip| !ip.is_empty());
+    out.observed.ip_holder = match ip {
+        Some(ip) if out.observed.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip.as_str()) => {
+            out.observed.address.clone()
+        }
+        Some(ip) => find_address_by_ip(gce, policy, &ip).await?,
+        None => None,
+    };
+    out.observed.nodes_health_check_used_elsewhere =
+        health_check_used_by_other_pool(gce, policy, &names.nodes_health_check, &names.lb).await?;
+    Ok(out)
+}
+
+/// A list as a Vec, through the item paginator, with retries of the whole listing.
+macro_rules! list_all {
+    ($gce:expr, $policy:expr, $call:expr, $req:expr) => {{
+        with_retries($gce, $policy, || async {
+            let mut items = Vec::new();
+            let mut it = $req.by_item();
+            while let Some(item) = it.next().await {
+                items.push(item.map_err(|e| GceError::from_gax($call, &e))?);
+            }
+            Ok(items)
+        })
+        .await
+    }};
+}
+
+async fn find_address_by_ip(gce: &Gce, policy: &RetryPolicy, ip: &str) -> Result<Option<Address>, GceError> {
+    let filter = format!("address eq {}", ip.replace('.', "\\."));
+    let call = format!("list addresses (address {ip})");
+    let items: Vec<model::Address> = list_all!(
+        gce,
+        policy,
+        &call,
+        gce.addresses
+            .list()
+            .set_project(&gce.project)
+            .set_region(&gce.region)
+            .set_filter(filter.clone())
+    )?;
+    for m in items {
+        let a: Address = from_model(&call, &m)?;
+        if a.address.as_deref() == Some(ip) {
+            return Ok(Some(a));
+        }
+    }
+    Ok(None)
+}
+
+async fn health_check_used_by_other_pool(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    hc: &str,
+    own_pool: &str,
+) -> Result<bool, GceError> {
+    let call = "list targetPools";
+    let items: Vec<model::TargetPool> = list_all!(
+        gce,
+        policy,
+        call,
+        gce.target_pools
+            .list()
+            .set_project(&gce.project)
+            .set_region(&gce.region)
+    )?;
+    Ok(items.iter().any(|p| {
+        p.name.as_deref() != Some(own_pool) && p.health_checks.iter().any(|l| gce::link_name(l) == hc)
+    }))
+}
+
+/// Every route whose name starts with `prefix`.
+pub async fn list_routes(gce: &Gce, policy: &RetryPolicy, prefix: &str) -> Result<Vec<Route>, GceError> {
+    let call = "list routes";
+    let filter = format!("name eq {prefix}.*");
+    let items: Vec<model::Route> = list_all!(
+        gce,
+        policy,
+        call,
+        gce.routes
+            .list()
+            .set_project(&gce.project)
+            .set_filter(filter.clone())
+    )?;
+    items.iter().map(|m| from_model(call, m)).collect()
+}
+
+/// instances.get in `zone`: facts for node initialisation, or NotFound.
+pub async fn instance_facts(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    zone: &str,
+    name: &str,
+) -> Result<Option<InstanceFacts>, GceError> {
+    let call = format!("get zones/{zone}/instances/{name}");
+    let m = get_opt(gce, policy, &call, || {
+        gce.instances
+            .get()
+            .set_project(&gce.project)
+            .set_zone(zone)
+            .set_instance(name)
+            .send()
+    })
+    .await?;
+    let Some(m) = m else { return Ok(None) };
+    let v = to_json(&m);
+    let mut internal = Vec::new();
+    let mut external = Vec::new();
+    for nic in v["networkInterfaces"].as_array().into_iter().flatten() {
+        if let Some(ip) = nic["networkIP"].as_str() {
+            internal.push(ip.to_owned());
+        }
+        for ac in nic["accessConfigs"].as_array().into_iter().flatten() {
+            if let Some(ip) = ac["natIP"].as_str() {
+                external.push(ip.to_owned());
+            }
+        }
+    }
+    Ok(Some(InstanceFacts {
+        project: gce.project.clone(),
+        zone: zone.to_owned(),
+        name: name.to_owned(),
+        machine_type: v["machineType"].as_str().unwrap_or_default().to_owned(),
+        internal_ips: internal,
+        external_ips: external,
+    }))
+}
+
+/// Whether the instance exists (for the node lifecycle check).
+pub async fn instance_lookup(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    zone: &str,
+    name: &str,
+) -> Result<InstanceLookup, GceError> {
+    Ok(match instance_facts(gce, policy, zone, name).await? {
+        Some(_) => InstanceLookup::Exists,
+        None => InstanceLookup::NotFound,
+    })
+}

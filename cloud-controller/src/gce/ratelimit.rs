@@ -1,0 +1,65 @@
+//! Client-side token bucket in front of every GCE call, so the controller stays under the
+//! project's API rate quota instead of finding it through 403 rateLimitExceeded (upstream's
+//! cloud-provider-gcp does the same with a flowcontrol token bucket per operation).
+
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+#[derive(Debug)]
+pub struct RateLimiter {
+    /// Tokens added per second (0 = unlimited).
+    qps: f64,
+    burst: f64,
+    state: Mutex<Bucket>,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl RateLimiter {
+    /// `qps` <= 0 disables limiting. The bucket starts full.
+    pub fn new(qps: f64, burst: u32) -> Self {
+        let burst = f64::from(burst.max(1));
+        RateLimiter {
+            qps,
+            burst,
+            state: Mutex::new(Bucket {
+                tokens: burst,
+                last: Instant::now(),
+            }),
+        }
+    }
+
+    pub fn unlimited() -> Self {
+        Self::new(0.0, 1)
+    }
+
+    /// Waits until a token is available and takes it. Waiters queue on the mutex, so they are
+    /// served in order and none starves.
+    pub async fn acquire(&self) {
+        if self.qps <= 0.0 {
+            return;
+        }
+        let mut bucket = self.state.lock().await;
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(bucket.last).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * self.qps).min(self.burst);
+        bucket.last = now;
+        if bucket.tokens < 1.0 {
+            let wait = Duration::from_secs_f64((1.0 - bucket.tokens) / self.qps);
+            // Holding the lock while sleeping keeps later callers behind this one.
+            tokio::time::sleep(wait).await;
+            bucket.tokens = 1.0;
+            bucket.last = Instant::now();
+        }
+        bucket.tokens -= 1.0;
+    }
+}
+
+#[cfg(test)]
+mod tests;
