@@ -24,10 +24,10 @@ fn service_addresses(payload: &str) -> BTreeSet<(IpAddr, u16, String)> {
                 .and_then(|i| w.get(i + 1))
                 .copied()
         };
-        if let (Some(d), Some(p), Some(proto)) = (find("-d"), find("--dport"), find("-p")) {
-            if let (Ok(ip), Ok(port)) = (d.parse(), p.parse()) {
-                out.insert((ip, port, proto.to_string()));
-            }
+        if let (Some(d), Some(p), Some(proto)) = (find("-d"), find("--dport"), find("-p"))
+            && let (Ok(ip), Ok(port)) = (d.parse(), p.parse())
+        {
+            out.insert((ip, port, proto.to_string()));
         }
     }
     out
