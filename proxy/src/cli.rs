@@ -1,8 +1,9 @@
-//! Command line: offline debugging subcommands (`render`, `trace`, `explain`).
-//! Flag names follow kube-proxy where the concept exists.
+//! Command line: the node agent (`run`), `cleanup`, and offline debugging subcommands (`render`,
+//! `trace`, `explain`). Flag names follow kube-proxy where the concept exists.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
@@ -26,7 +27,12 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
+    /// Run the node agent: watch Services/EndpointSlices and program iptables (kube-proxy iptables mode).
+    Run(RunArgs),
+    /// Remove every jump rule and chain svcnet installed (and nothing else), then exit.
+    Cleanup(CleanupArgs),
     /// Print the iptables-restore payload for Services/EndpointSlices (and a Node) in a YAML file.
     Render(RenderArgs),
     /// Walk one packet through a saved ruleset (iptables-save output or a render payload).
@@ -250,10 +256,174 @@ pub fn run_explain(args: &ExplainArgs) -> Result<String> {
 pub fn main() -> Result<()> {
     let cli = Cli::parse();
     let out = match &cli.command {
+        Command::Run(a) => return crate::daemon::main(a.clone()),
+        Command::Cleanup(a) => run_cleanup(a)?,
         Command::Render(a) => run_render(a)?,
         Command::Trace(a) => run_trace(a)?,
         Command::Explain(a) => run_explain(a)?,
     };
     print!("{out}");
     Ok(())
+}
+
+/// `--iptables-backend`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendArg {
+    /// The backend that already holds rules (upstream iptables-wrapper logic).
+    #[default]
+    Auto,
+    Nft,
+    Legacy,
+}
+
+impl BackendArg {
+    pub fn forced(self) -> Option<crate::iptables::Backend> {
+        match self {
+            BackendArg::Auto => None,
+            BackendArg::Nft => Some(crate::iptables::Backend::Nft),
+            BackendArg::Legacy => Some(crate::iptables::Backend::Legacy),
+        }
+    }
+}
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    crate::config_file::parse_duration(s)
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub kube: svcnet_core::kube_client::KubeArgs,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    #[command(flatten)]
+    pub log: svcnet_core::logging::LogArgs,
+    /// The node's name (default: the hostname); its Node object gives topology labels, podCIDR and IPs.
+    #[arg(long)]
+    pub hostname_override: Option<String>,
+    /// Minimum time between two syncs (changes arriving sooner are batched).
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub iptables_min_sync_period: Duration,
+    /// Maximum time between two syncs (periodic resync and canary check).
+    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    pub iptables_sync_period: Duration,
+    /// /healthz and /livez; empty disables.
+    #[arg(long, default_value = "0.0.0.0:10256")]
+    pub healthz_bind_address: String,
+    /// /metrics; empty disables.
+    #[arg(long, default_value = "127.0.0.1:10249")]
+    pub metrics_bind_address: String,
+    /// KubeProxyConfiguration file (subset, see docs/proxy-daemon.md); its values win over flags.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub iptables_backend: BackendArg,
+    /// Debug: also write every restore payload to DIR as NNNNNN-<ipv4|ipv6>-<full|partial>.rules.
+    #[arg(long, value_name = "DIR")]
+    pub write_payloads: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Applies `--config` over the flags (kube-proxy: the file wins).
+    pub fn apply_config_file(&mut self) -> Result<()> {
+        let Some(path) = self.config.clone() else {
+            return Ok(());
+        };
+        let f = crate::config_file::KubeProxyConfiguration::load(&path)?;
+        if let Some(k) = f
+            .client_connection
+            .and_then(|c| c.kubeconfig)
+            .filter(|k| !k.is_empty())
+        {
+            self.kube.kubeconfig = Some(PathBuf::from(k));
+        }
+        if let Some(h) = f.hostname_override.filter(|h| !h.is_empty()) {
+            self.hostname_override = Some(h);
+        }
+        if let Some(c) = f.cluster_cidr.filter(|c| !c.is_empty()) {
+            self.rules.cluster_cidr = c
+                .split(',')
+                .map(|c| {
+                    c.trim()
+                        .parse::<IpNet>()
+                        .with_context(|| format!("{}: clusterCIDR {c:?}", path.display()))
+                })
+                .collect::<Result<_>>()?;
+        }
+        if let Some(m) = f.detect_local_mode.filter(|m| !m.is_empty()) {
+            self.rules.detect_local_mode = m;
+        }
+        if let Some(d) = f.detect_local {
+            if let Some(b) = d.bridge_interface.filter(|b| !b.is_empty()) {
+                self.rules.pod_bridge_interface = Some(b);
+            }
+            if let Some(p) = d.interface_name_prefix.filter(|p| !p.is_empty()) {
+                self.rules.pod_interface_name_prefix = Some(p);
+            }
+        }
+        if let Some(i) = f.iptables {
+            if let Some(v) = i.masquerade_all {
+                self.rules.masquerade_all = v;
+            }
+            if let Some(v) = i.masquerade_bit {
+                self.rules.iptables_masquerade_bit = v;
+            }
+            if let Some(v) = i.localhost_node_ports {
+                self.rules.iptables_localhost_nodeports = v;
+            }
+            if let Some(v) = i.min_sync_period {
+                self.iptables_min_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
+            }
+            if let Some(v) = i.sync_period {
+                self.iptables_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
+            }
+        }
+        if let Some(n) = f.node_port_addresses {
+            self.rules.nodeport_addresses = n;
+        }
+        if let Some(a) = f.healthz_bind_address {
+            self.healthz_bind_address = a;
+        }
+        if let Some(a) = f.metrics_bind_address {
+            self.metrics_bind_address = a;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CleanupArgs {
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub iptables_backend: BackendArg,
+}
+
+pub fn run_cleanup(args: &CleanupArgs) -> Result<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async {
+        let backend = crate::iptables::detect_backend(args.iptables_backend.forced()).await;
+        let mut out = String::new();
+        for family in [Family::V4, Family::V6] {
+            let ipt = crate::iptables::Iptables::new(family, backend);
+            if !ipt.usable().await {
+                out.push_str(&format!("{}: not available, skipped\n", ipt.restore));
+                continue;
+            }
+            let removed = crate::cleanup::cleanup(&ipt)
+                .await
+                .with_context(|| format!("cleaning up {}", family.label()))?;
+            out.push_str(&format!(
+                "{}: removed {} jump rules and {} chains\n",
+                family.label(),
+                removed.jumps,
+                removed.chains.len()
+            ));
+            for c in removed.chains {
+                out.push_str(&format!("  {c}\n"));
+            }
+        }
+        Ok(out)
+    })
 }

@@ -2,13 +2,28 @@
 //!
 //! Flow: [`model`] (plain data from Services/EndpointSlices, validated) -> [`render`] (pure, the KUBE-*
 //! chains and iptables-restore text) -> apply (the daemon). [`trace`] walks a packet through a saved
-//! ruleset; [`explain`] tells a service's paths in words.
+//! ruleset; [`explain`] tells a service's paths in words. The node agent (`svcnet-proxy run`) is wired in
+//! [`daemon`]: [`watch`] -> [`changes`] -> [`runner`] -> [`sync`] ([`apply`], [`iptables`],
+//! [`conntrack`]) -> [`health`], [`service_health`], [`metrics`]; [`cleanup`] undoes it.
 #![forbid(unsafe_code)]
 
+pub mod apply;
+pub mod changes;
+pub mod cleanup;
 pub mod cli;
 pub mod config;
+pub mod config_file;
+pub mod conntrack;
+pub mod daemon;
 pub mod explain;
+pub mod health;
 pub mod input;
+pub mod iptables;
+pub mod metrics;
 pub mod model;
 pub mod render;
+pub mod runner;
+pub mod service_health;
+pub mod sync;
 pub mod trace;
+pub mod watch;

@@ -1,0 +1,63 @@
+//! Writing to the kernel: jump rules from built-in chains (one `-C || -I` each, because a --noflush
+//! restore cannot edit single rules in chains svcnet does not own) and the one atomic
+//! `iptables-restore` per family. A failed restore changes nothing (the kernel applies a table's
+//! transaction entirely or not at all), so the previous rules keep working.
+
+use crate::iptables::{Iptables, IptablesError, split_rule};
+use crate::render::Jump;
+
+/// The chain a jump rule targets (`-j NAME`).
+pub fn jump_target(rule: &str) -> Option<String> {
+    let words = split_rule(rule);
+    let i = words.iter().position(|w| w == "-j")?;
+    words.get(i + 1).cloned()
+}
+
+/// Creates each jump's target chain if missing, then inserts the jump if missing (upstream order: the
+/// chain must exist before a rule can jump to it).
+pub async fn ensure_jumps(ipt: &Iptables, jumps: &[Jump]) -> Result<(), IptablesError> {
+    for j in jumps {
+        if let Some(target) = jump_target(&j.rule) {
+            ipt.ensure_chain(j.table, &target).await?;
+        }
+        ipt.ensure_rule(j.table, j.chain, &j.rule).await?;
+    }
+    Ok(())
+}
+
+/// One `iptables-restore --noflush --counters -w 5 -W 100000` with the whole payload.
+pub async fn restore(ipt: &Iptables, payload: &str) -> Result<(), IptablesError> {
+    ipt.restore(payload).await
+}
+
+/// Rule lines (`-A ...`) per table in a payload, for the `iptables_last` metric.
+pub fn rules_per_table(payload: &str) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for line in payload.lines() {
+        if let Some(t) = line.strip_prefix('*') {
+            out.push((t.to_string(), 0));
+        } else if let Some(last) = out.last_mut().filter(|_| line.starts_with("-A ")) {
+            last.1 += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_and_counts() {
+        assert_eq!(
+            jump_target("-m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES").as_deref(),
+            Some("KUBE-SERVICES")
+        );
+        assert_eq!(jump_target("-m mark"), None);
+        let p = "*filter\n:A - [0:0]\n-A A -j RETURN\nCOMMIT\n*nat\n-A B -j X\n-A B -j Y\nCOMMIT\n";
+        assert_eq!(
+            rules_per_table(p),
+            vec![("filter".to_string(), 1), ("nat".to_string(), 2)]
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! `/metrics` with upstream kube-proxy's names, types and labels (pkg/proxy/metrics, v1.33/34:
+//! histograms, rule counts, failures and timestamps carry `ip_family`="IPv4"|"IPv6").
+//!
+//! prometheus-client appends `_total` to counters itself, so counters are registered without it.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::model::Family as IpFamily;
+
+pub type Labels = Vec<(&'static str, String)>;
+type HistFamily = Family<Labels, Histogram, fn() -> Histogram>;
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+fn sync_buckets() -> Histogram {
+    // ExponentialBuckets(0.001, 2, 15), as upstream.
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+/// 0.25, 0.5, 1..59, 60..115 step 5, 120..300 step 30 (upstream's MergeBuckets, which starts at 0).
+pub fn network_programming_buckets() -> Vec<f64> {
+    let mut b = vec![0.0, 0.25, 0.5];
+    b.extend((1..=59).map(f64::from));
+    b.extend((0..12).map(|i| 60.0 + 5.0 * f64::from(i)));
+    b.extend((0..7).map(|i| 120.0 + 30.0 * f64::from(i)));
+    b
+}
+
+fn network_programming_histogram() -> Histogram {
+    Histogram::new(network_programming_buckets())
+}
+
+/// Every metric the daemon exports.
+#[derive(Debug)]
+pub struct Metrics {
+    pub sync_duration: HistFamily,
+    pub sync_full_duration: HistFamily,
+    pub sync_partial_duration: HistFamily,
+    pub network_programming: HistFamily,
+    pub rules_total: Family<Labels, Gauge>,
+    pub rules_last: Family<Labels, Gauge>,
+    pub restore_failures: Family<Labels, Counter>,
+    pub partial_restore_failures: Family<Labels, Counter>,
+    pub endpoint_changes_pending: Gauge,
+    pub endpoint_changes_total: Counter,
+    pub service_changes_pending: Gauge,
+    pub service_changes_total: Counter,
+    pub last_timestamp: Family<Labels, FloatGauge>,
+    pub last_queued_timestamp: Family<Labels, FloatGauge>,
+    pub no_local_endpoints: Family<Labels, Gauge>,
+    pub healthz_total: Family<Labels, Counter>,
+    pub livez_total: Family<Labels, Counter>,
+    pub conntrack_deleted: Family<Labels, Counter>,
+    pub conntrack_duration: HistFamily,
+    /// svcnet's own: full syncs by reason (start, failure, canary, hourly).
+    pub full_syncs: Family<Labels, Counter>,
+}
+
+pub fn family_labels(f: IpFamily) -> Labels {
+    vec![("ip_family", f.label().to_string())]
+}
+
+pub fn table_labels(f: IpFamily, table: &str) -> Labels {
+    vec![("ip_family", f.label().to_string()), ("table", table.to_string())]
+}
+
+impl Metrics {
+    /// Creates the metrics and registers them in a new registry.
+    pub fn new() -> (Arc<Metrics>, Registry) {
+        let m = Metrics {
+            sync_duration: HistFamily::new_with_constructor(sync_buckets),
+            sync_full_duration: HistFamily::new_with_constructor(sync_buckets),
+            sync_partial_duration: HistFamily::new_with_constructor(sync_buckets),
+            network_programming: HistFamily::new_with_constructor(network_programming_histogram),
+            rules_total: Family::default(),
+            rules_last: Family::default(),
+            restore_failures: Family::default(),
+            partial_restore_failures: Family::default(),
+            endpoint_changes_pending: Gauge::default(),
+            endpoint_changes_total: Counter::default(),
+            service_changes_pending: Gauge::default(),
+            service_changes_total: Counter::default(),
+            last_timestamp: Family::default(),
+            last_queued_timestamp: Family::default(),
+            no_local_endpoints: Family::default(),
+            healthz_total: Family::default(),
+            livez_total: Family::default(),
+            conntrack_deleted: Family::default(),
+            conntrack_duration: HistFamily::new_with_constructor(sync_buckets),
+            full_syncs: Family::default(),
+        };
+        let mut r = Registry::default();
+        let p = "kubeproxy_";
+        r.register(
+            format!("{p}sync_proxy_rules_duration_seconds"),
+            "SyncProxyRules latency in seconds",
+            m.sync_duration.clone(),
+        );
+        r.register(
+            format!("{p}sync_full_proxy_rules_duration_seconds"),
+            "SyncProxyRules latency in seconds for full resyncs",
+            m.sync_full_duration.clone(),
+        );
+        r.register(
+            format!("{p}sync_partial_proxy_rules_duration_seconds"),
+            "SyncProxyRules latency in seconds for partial resyncs",
+            m.sync_partial_duration.clone(),
+        );
+        r.register(
+            format!("{p}network_programming_duration_seconds"),
+            "In Cluster Network Programming Latency in seconds",
+            m.network_programming.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_iptables_total"),
+            "Total number of iptables rules owned by kube-proxy",
+            m.rules_total.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_iptables_last"),
+            "Number of iptables rules written by kube-proxy in last sync",
+            m.rules_last.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_iptables_restore_failures"),
+            "Cumulative proxy iptables restore failures",
+            m.restore_failures.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_iptables_partial_restore_failures"),
+            "Cumulative proxy iptables partial restore failures",
+            m.partial_restore_failures.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_endpoint_changes_pending"),
+            "Pending proxy rules Endpoint changes",
+            m.endpoint_changes_pending.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_endpoint_changes"),
+            "Cumulative proxy rules Endpoint changes",
+            m.endpoint_changes_total.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_service_changes_pending"),
+            "Pending proxy rules Service changes",
+            m.service_changes_pending.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_service_changes"),
+            "Cumulative proxy rules Service changes",
+            m.service_changes_total.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_last_timestamp_seconds"),
+            "The last time proxy rules were successfully synced",
+            m.last_timestamp.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_last_queued_timestamp_seconds"),
+            "The last time a sync of proxy rules was queued",
+            m.last_queued_timestamp.clone(),
+        );
+        r.register(
+            format!("{p}sync_proxy_rules_no_local_endpoints_total"),
+            "Number of services with a Local traffic policy and no endpoints",
+            m.no_local_endpoints.clone(),
+        );
+        r.register(
+            format!("{p}proxy_healthz"),
+            "Cumulative proxy healthz HTTP status",
+            m.healthz_total.clone(),
+        );
+        r.register(
+            format!("{p}proxy_livez"),
+            "Cumulative proxy livez HTTP status",
+            m.livez_total.clone(),
+        );
+        r.register(
+            format!("{p}conntrack_reconciler_deleted_entries"),
+            "Cumulative conntrack flows deleted by conntrack reconciler",
+            m.conntrack_deleted.clone(),
+        );
+        r.register(
+            format!("{p}conntrack_reconciler_sync_duration_seconds"),
+            "ReconcileConntrackFlowsLatency latency in seconds",
+            m.conntrack_duration.clone(),
+        );
+        r.register(
+            "svcnet_proxy_full_syncs",
+            "Full syncs by reason (start, failure, canary, hourly, forced)",
+            m.full_syncs.clone(),
+        );
+        (Arc::new(m), r)
+    }
+}
+
+/// Seconds since the Unix epoch, for the timestamp gauges.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,123 @@
+//! Bounded-frequency runner (upstream's BoundedFrequencyRunner): a sync runs when something changed,
+//! but never sooner than `min_interval` after the previous one (bursts of changes coalesce), at least
+//! every `max_interval` (the periodic resync), and again after a failure with a growing delay.
+//!
+//! It only decides *when*; the caller runs the sync and reports the result:
+//! `while runner.wait().await { let ok = sync().await; runner.done(ok); }`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use svcnet_core::shutdown::Shutdown;
+
+/// Why a run happens (for logs; the syncer decides full vs partial on its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    First,
+    Changed,
+    Periodic,
+    Retry,
+}
+
+/// Cloneable handle that asks for a run.
+#[derive(Clone, Debug, Default)]
+pub struct Trigger(Arc<Notify>);
+
+impl Trigger {
+    /// Requests a run. Requests made while a run is in progress cause one more run afterwards.
+    pub fn request(&self) {
+        self.0.notify_one();
+    }
+}
+
+#[derive(Debug)]
+pub struct Runner {
+    min_interval: Duration,
+    max_interval: Duration,
+    trigger: Trigger,
+    shutdown: Shutdown,
+    last_run: Option<Instant>,
+    retry_at: Option<Instant>,
+    retry_delay: Duration,
+    pub last_reason: Option<Reason>,
+}
+
+impl Runner {
+    pub fn new(min_interval: Duration, max_interval: Duration, shutdown: Shutdown) -> Runner {
+        let max_interval = max_interval.max(min_interval).max(Duration::from_millis(1));
+        Runner {
+            min_interval,
+            max_interval,
+            trigger: Trigger::default(),
+            shutdown,
+            last_run: None,
+            retry_at: None,
+            retry_delay: Self::first_retry(min_interval, max_interval),
+            last_reason: None,
+        }
+    }
+
+    fn first_retry(min: Duration, max: Duration) -> Duration {
+        min.max(Duration::from_secs(1)).min(max)
+    }
+
+    pub fn trigger(&self) -> Trigger {
+        self.trigger.clone()
+    }
+
+    /// Waits until the next run is due. `false` once shutdown was requested.
+    pub async fn wait(&mut self) -> bool {
+        let reason = match self.last_run {
+            None => Reason::First,
+            Some(last) => {
+                let periodic = last + self.max_interval;
+                let retry = self.retry_at;
+                // Biased: deterministic when several are ready (a retry due at the periodic time
+                // is reported as a retry).
+                tokio::select! {
+                    biased;
+                    () = self.shutdown.wait() => return false,
+                    () = self.trigger.0.notified() => Reason::Changed,
+                    () = sleep_opt(retry) => Reason::Retry,
+                    () = tokio::time::sleep_until(periodic) => Reason::Periodic,
+                }
+            }
+        };
+        if let Some(last) = self.last_run {
+            let earliest = last + self.min_interval;
+            if Instant::now() < earliest {
+                tokio::select! {
+                    () = tokio::time::sleep_until(earliest) => {}
+                    () = self.shutdown.wait() => return false,
+                }
+            }
+        }
+        self.last_reason = Some(reason);
+        self.last_run = Some(Instant::now());
+        !self.shutdown.is_triggered()
+    }
+
+    /// Reports the outcome of the run `wait` allowed.
+    pub fn done(&mut self, ok: bool) {
+        if ok {
+            self.retry_at = None;
+            self.retry_delay = Self::first_retry(self.min_interval, self.max_interval);
+        } else {
+            self.retry_at = Some(Instant::now() + self.retry_delay);
+            self.retry_delay = (self.retry_delay * 2).min(self.max_interval);
+        }
+    }
+}
+
+async fn sleep_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,69 @@
+use super::*;
+
+fn runner(min: u64, max: u64) -> (Runner, Shutdown) {
+    let s = Shutdown::new();
+    (
+        Runner::new(Duration::from_secs(min), Duration::from_secs(max), s.clone()),
+        s,
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn first_run_is_immediate_then_changes_respect_min_interval() {
+    let (mut r, _s) = runner(1, 30);
+    let t0 = Instant::now();
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::First));
+    assert_eq!(Instant::now(), t0);
+    r.done(true);
+    r.trigger().request();
+    r.trigger().request(); // coalesces with the first request
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::Changed));
+    assert_eq!(Instant::now() - t0, Duration::from_secs(1));
+    r.done(true);
+    // No further request: the next run is the periodic one.
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::Periodic));
+    assert_eq!(Instant::now() - t0, Duration::from_secs(31));
+}
+
+#[tokio::test(start_paused = true)]
+async fn change_after_quiet_period_runs_at_once() {
+    let (mut r, _s) = runner(1, 30);
+    assert!(r.wait().await);
+    r.done(true);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let t = Instant::now();
+    r.trigger().request();
+    assert!(r.wait().await);
+    assert_eq!(Instant::now(), t);
+}
+
+#[tokio::test(start_paused = true)]
+async fn failures_retry_with_growing_delay_capped_by_max() {
+    let (mut r, _s) = runner(1, 5);
+    assert!(r.wait().await);
+    let mut t = Instant::now();
+    let mut gaps = Vec::new();
+    for _ in 0..4 {
+        r.done(false);
+        assert!(r.wait().await);
+        assert_eq!(r.last_reason, Some(Reason::Retry));
+        gaps.push((Instant::now() - t).as_secs());
+        t = Instant::now();
+    }
+    assert_eq!(gaps, vec![1, 2, 4, 5]);
+    r.done(true);
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::Periodic));
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_stops_waiting() {
+    let (mut r, s) = runner(1, 30);
+    assert!(r.wait().await);
+    r.done(true);
+    s.trigger();
+    assert!(!r.wait().await);
+}

@@ -1,0 +1,71 @@
+use super::*;
+use crate::model::{Endpoint, Protocol, ServicePort, ServicePortName};
+
+fn port(name: &str, port: &str, hc: Option<u16>, local: bool) -> ServicePort {
+    ServicePort {
+        name: ServicePortName {
+            namespace: "default".into(),
+            name: name.into(),
+            port: port.into(),
+            protocol: Protocol::Tcp,
+        },
+        cluster_ip: "10.96.0.5".parse().expect("ip"),
+        port: 80,
+        node_port: Some(30080),
+        external_ips: vec![],
+        load_balancer_vips: vec![],
+        source_ranges: None,
+        health_check_node_port: hc,
+        session_affinity: None,
+        external_policy_local: local,
+        internal_policy_local: false,
+    }
+}
+
+fn ep(ip: &str, node: &str, ready: bool) -> Endpoint {
+    Endpoint {
+        ip: ip.parse().expect("ip"),
+        port: 8080,
+        ready,
+        serving: ready,
+        terminating: false,
+        node_name: Some(node.into()),
+        zone_hints: vec![],
+        node_hints: vec![],
+    }
+}
+
+#[test]
+fn desired_counts_ready_local_endpoints_of_local_policy_services() {
+    let mut s = ProxyState::default();
+    for (svc, p, hc, local, eps) in [
+        (
+            "web",
+            "http",
+            Some(31000),
+            true,
+            vec![
+                ep("10.0.0.1", "me", true),
+                ep("10.0.0.2", "other", true),
+                ep("10.0.0.3", "me", false),
+            ],
+        ),
+        ("web", "https", Some(31000), true, vec![]),
+        (
+            "cluster",
+            "",
+            Some(31001),
+            false,
+            vec![ep("10.0.0.4", "me", true)],
+        ),
+        ("empty", "", Some(31002), true, vec![]),
+    ] {
+        let sp = port(svc, p, hc, local);
+        s.endpoints.insert(sp.name.clone(), eps);
+        s.services.insert(sp.name.clone(), sp);
+    }
+    let d = desired(&[&s], "me");
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert_eq!(d[&("default".to_string(), "web".to_string())], (31000, 1));
+    assert_eq!(d[&("default".to_string(), "empty".to_string())], (31002, 0));
+}
