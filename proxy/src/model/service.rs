@@ -5,11 +5,13 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
 
+use svcnet_core::service::{
+    HEADLESS_LABEL, SERVICE_PROXY_NAME_LABEL, external_policy_local as etp_local,
+    internal_policy_local as itp_local, is_load_balancer,
+};
+
 use super::validate::{is_dns1035_label, is_dns1123_label, printable};
 use super::{Family, ModelError, Protocol, ServicePort, ServicePortName};
-
-pub const SERVICE_PROXY_NAME_LABEL: &str = "service.kubernetes.io/service-proxy-name";
-pub const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
 const DEFAULT_AFFINITY_SECONDS: u32 = 10800;
 const KIND: &str = "Service";
 
@@ -33,20 +35,11 @@ pub fn skip_reason(svc: &Service) -> Option<&'static str> {
 }
 
 fn is_type(svc: &Service, t: &str) -> bool {
-    svc.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some(t)
-}
-
-/// Upstream `apiservice.ExternallyAccessible`.
-fn externally_accessible(svc: &Service) -> bool {
-    let has_external_ips = svc
-        .spec
+    svc.spec
         .as_ref()
-        .and_then(|s| s.external_ips.as_ref())
-        .is_some_and(|v| !v.is_empty());
-    is_type(svc, "LoadBalancer")
-        || is_type(svc, "NodePort")
-        || (is_type(svc, "ClusterIP") && has_external_ips)
-        || (svc.spec.as_ref().is_some_and(|s| s.type_.is_none()) && has_external_ips)
+        .and_then(|s| s.type_.as_deref())
+        .unwrap_or("ClusterIP")
+        == t
 }
 
 /// Converts one Service into its ports for `family`. Returns the ports it could build plus errors for
@@ -128,7 +121,7 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
     );
 
     let mut load_balancer_vips = Vec::new();
-    if is_type(svc, "LoadBalancer") {
+    if is_load_balancer(svc) {
         let ingress = svc
             .status
             .as_ref()
@@ -201,9 +194,8 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
         None
     };
 
-    let external_policy_local =
-        externally_accessible(svc) && spec.external_traffic_policy.as_deref() == Some("Local");
-    let internal_policy_local = spec.internal_traffic_policy.as_deref() == Some("Local");
+    let external_policy_local = etp_local(svc);
+    let internal_policy_local = itp_local(svc);
     let has_node_ports = is_type(svc, "NodePort") || is_type(svc, "LoadBalancer");
     let health_check_node_port = if is_type(svc, "LoadBalancer") && external_policy_local {
         match spec.health_check_node_port {
