@@ -1,0 +1,164 @@
+//! Writes to the API stand-in with `curl` run inside the node namespace (the stand-in listens on the
+//! node's loopback, which the test process in the root namespace cannot reach).
+
+use std::io::Write;
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use super::{API_PORT, NODE, Ns, POD_PORT};
+
+pub struct Api<'a> {
+    pub ns: &'a Ns,
+}
+
+/// One endpoint of a slice: (pod ip, ready, node name).
+pub type Ep<'a> = (&'a str, bool, &'a str);
+
+impl Api<'_> {
+    /// `curl -X METHOD` with a JSON body; returns (HTTP status, parsed body).
+    pub fn call(&self, method: &str, path: &str, content_type: &str, body: Option<&Value>) -> (u16, Value) {
+        let url = format!("http://127.0.0.1:{API_PORT}{path}");
+        let mut child = self
+            .ns
+            .command(&[
+                "curl",
+                "-sS",
+                "--max-time",
+                "10",
+                "-X",
+                method,
+                "-H",
+                &format!("Content-Type: {content_type}"),
+                "--data-binary",
+                "@-",
+                "-w",
+                "\n%{http_code}",
+                &url,
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn curl");
+        if let Some(mut stdin) = child.stdin.take() {
+            let text = body.map(Value::to_string).unwrap_or_default();
+            stdin.write_all(text.as_bytes()).expect("write body");
+        }
+        let out = child.wait_with_output().expect("curl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", text.as_str()));
+        let code: u16 = code.trim().parse().unwrap_or(0);
+        (code, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
+    fn must(&self, method: &str, path: &str, content_type: &str, body: &Value) -> Value {
+        let (code, v) = self.call(method, path, content_type, Some(body));
+        assert!((200..300).contains(&code), "{method} {path}: {code} {v}");
+        v
+    }
+
+    pub fn create(&self, path: &str, body: &Value) -> Value {
+        self.must("POST", path, "application/json", body)
+    }
+
+    pub fn put(&self, path: &str, body: &Value) -> Value {
+        self.must("PUT", path, "application/json", body)
+    }
+
+    pub fn merge_patch(&self, path: &str, body: &Value) -> Value {
+        self.must("PATCH", path, "application/merge-patch+json", body)
+    }
+
+    pub fn delete(&self, path: &str) {
+        let (code, v) = self.call("DELETE", path, "application/json", None);
+        assert!((200..300).contains(&code), "DELETE {path}: {code} {v}");
+    }
+
+    pub fn create_node(&self, name: &str, ip: &str) {
+        self.create(
+            "/api/v1/nodes",
+            &json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"]},
+                "status": {"addresses": [{"type": "InternalIP", "address": ip}]}
+            }),
+        );
+    }
+
+    /// Creates a Service in `default` from a spec; returns the stored object (allocated IPs/ports).
+    pub fn service(&self, name: &str, spec: Value) -> Value {
+        self.create(
+            "/api/v1/namespaces/default/services",
+            &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}),
+        )
+    }
+
+    pub fn delete_service(&self, name: &str) {
+        self.delete(&format!("/api/v1/namespaces/default/services/{name}"));
+    }
+
+    /// Sets `status.loadBalancer.ingress` (what the cloud controller does).
+    pub fn set_lb_ingress(&self, name: &str, ip: &str) {
+        self.merge_patch(
+            &format!("/api/v1/namespaces/default/services/{name}/status"),
+            &json!({"status": {"loadBalancer": {"ingress": [{"ip": ip, "ipMode": "VIP"}]}}}),
+        );
+    }
+
+    fn slice_body(service: &str, slice: &str, ports: &[(&str, &str)], eps: &[Ep<'_>]) -> Value {
+        json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {
+                "name": slice, "namespace": "default",
+                "labels": {"kubernetes.io/service-name": service, "endpointslice.kubernetes.io/managed-by": "svcnet-test"},
+                "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": now_rfc3339()}
+            },
+            "addressType": "IPv4",
+            "endpoints": eps.iter().map(|(ip, ready, node)| json!({
+                "addresses": [ip],
+                "conditions": {"ready": ready, "serving": ready, "terminating": false},
+                "nodeName": node
+            })).collect::<Vec<_>>(),
+            "ports": ports.iter().map(|(name, proto)| json!({"name": name, "port": POD_PORT, "protocol": proto})).collect::<Vec<_>>()
+        })
+    }
+
+    /// Creates the EndpointSlice `<service>-1` for `service` with `ports` (name, protocol) on 8080.
+    pub fn slice(&self, service: &str, ports: &[(&str, &str)], eps: &[Ep<'_>]) {
+        let slice = format!("{service}-1");
+        self.create(
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+            &Self::slice_body(service, &slice, ports, eps),
+        );
+    }
+
+    /// Replaces the endpoints of `<service>-1`.
+    pub fn update_slice(&self, service: &str, ports: &[(&str, &str)], eps: &[Ep<'_>]) {
+        let slice = format!("{service}-1");
+        self.put(
+            &format!("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/{slice}"),
+            &Self::slice_body(service, &slice, ports, eps),
+        );
+    }
+}
+
+/// Shorthand for a ready local endpoint.
+pub fn local(ip: &str) -> Ep<'_> {
+    (ip, true, NODE)
+}
+
+fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
+
+/// The ClusterIP of a created Service.
+pub fn cluster_ip(svc: &Value) -> String {
+    svc["spec"]["clusterIP"].as_str().expect("clusterIP").to_string()
+}
+
+/// The nodePort of the first port of a created Service.
+pub fn node_port(svc: &Value) -> u16 {
+    svc["spec"]["ports"][0]["nodePort"].as_u64().expect("nodePort") as u16
+}

@@ -1,0 +1,160 @@
+//! Helper mode of the test binary. The test file defines an ignored test named `helper` that calls
+//! [`main`]; the lab runs `ip netns exec NS <this test binary> --exact helper --ignored --nocapture`
+//! with `SVCNET_HELPER` set:
+//! - `serve`: answer `"<SVCNET_NAME> <peer ip>\n"` to every TCP connection and UDP datagram on
+//!   port 8080 (a tiny serve_hostname);
+//! - `client`: `SVCNET_PROTO` tcp|udp, `SVCNET_ADDR` ip:port, `SVCNET_COUNT` attempts, optional
+//!   `SVCNET_BIND` source ip or ip:port (UDP only); prints one `@@ <reply>` or `@@ ERR <kind>` line per attempt.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::{Ns, POD_PORT, Proc};
+
+const TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// Entry point of the `helper` test: does nothing unless `SVCNET_HELPER` is set.
+pub fn main() {
+    match std::env::var("SVCNET_HELPER").as_deref() {
+        Ok("serve") => serve(&std::env::var("SVCNET_NAME").unwrap_or_default()),
+        Ok("client") => client(),
+        _ => {}
+    }
+}
+
+fn serve(name: &str) {
+    let tcp = TcpListener::bind(("0.0.0.0", POD_PORT)).expect("bind tcp");
+    let udp = UdpSocket::bind(("0.0.0.0", POD_PORT)).expect("bind udp");
+    let n = name.to_string();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 1500];
+        while let Ok((_, peer)) = udp.recv_from(&mut buf) {
+            let _ = udp.send_to(format!("{n} {}\n", peer.ip()).as_bytes(), peer);
+        }
+    });
+    for stream in tcp.incoming().flatten() {
+        let mut s = stream;
+        let peer = s.peer_addr().map(|p| p.ip().to_string()).unwrap_or_default();
+        let _ = s.write_all(format!("{name} {peer}\n").as_bytes());
+    }
+}
+
+fn classify(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "refused",
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => "timeout",
+        std::io::ErrorKind::HostUnreachable | std::io::ErrorKind::NetworkUnreachable => "unreachable",
+        _ => "other",
+    }
+}
+
+fn client() {
+    let proto = std::env::var("SVCNET_PROTO").unwrap_or_else(|_| "tcp".into());
+    let addr: SocketAddr = std::env::var("SVCNET_ADDR")
+        .expect("SVCNET_ADDR")
+        .parse()
+        .expect("SVCNET_ADDR ip:port");
+    let count: usize = std::env::var("SVCNET_COUNT")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(1);
+    let bind = std::env::var("SVCNET_BIND").ok().map(|b| {
+        if b.contains(':') {
+            b.parse::<SocketAddr>().expect("SVCNET_BIND")
+        } else {
+            SocketAddr::new(b.parse().expect("SVCNET_BIND ip"), 0)
+        }
+    });
+    for _ in 0..count {
+        let r = if proto == "udp" {
+            udp_once(addr, bind)
+        } else {
+            tcp_once(addr, bind)
+        };
+        match r {
+            Ok(reply) => println!("@@ {}", reply.trim()),
+            Err(e) => println!("@@ ERR {} ({e})", classify(&e)),
+        }
+    }
+}
+
+fn tcp_once(addr: SocketAddr, bind: Option<SocketAddr>) -> std::io::Result<String> {
+    // std cannot bind a TCP socket before connecting; source-address tests use UDP.
+    if bind.is_some() {
+        return Err(std::io::Error::other("SVCNET_BIND is only supported for udp"));
+    }
+    let mut s = TcpStream::connect_timeout(&addr, TIMEOUT)?;
+    s.set_read_timeout(Some(TIMEOUT))?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+fn udp_once(addr: SocketAddr, bind: Option<SocketAddr>) -> std::io::Result<String> {
+    let local = bind.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let s = UdpSocket::bind(local)?;
+    s.set_read_timeout(Some(TIMEOUT))?;
+    s.send_to(b"ping", addr)?;
+    let mut buf = [0u8; 1500];
+    let (n, _) = s.recv_from(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+fn helper_command(ns: &Ns) -> std::process::Command {
+    let exe = std::env::current_exe().expect("current exe");
+    let mut c = ns.command(&[
+        exe.to_str().expect("utf-8 path"),
+        "--exact",
+        "helper",
+        "--ignored",
+        "--nocapture",
+        "-q",
+    ]);
+    c.env("RUST_BACKTRACE", "0");
+    c
+}
+
+/// Starts the hostname server in a pod namespace.
+pub fn spawn_server(ns: &Ns, name: &str) -> Proc {
+    let child = helper_command(ns)
+        .env("SVCNET_HELPER", "serve")
+        .env("SVCNET_NAME", name)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn server");
+    Proc {
+        name: format!("server {name}"),
+        child,
+    }
+}
+
+/// Runs the client `count` times from `ns`; one entry per attempt: the reply (`"pod1 10.244.1.1"`)
+/// or `"ERR <kind> (...)"`.
+pub fn request(ns: &Ns, proto: &str, addr: &str, count: usize, bind: Option<&str>) -> Vec<String> {
+    let mut c = helper_command(ns);
+    c.env("SVCNET_HELPER", "client")
+        .env("SVCNET_PROTO", proto)
+        .env("SVCNET_ADDR", addr)
+        .env("SVCNET_COUNT", count.to_string());
+    if let Some(b) = bind {
+        c.env("SVCNET_BIND", b);
+    }
+    let out = c.output().expect("run client");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@ "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The pod names that answered (replies are "<pod> <peer>").
+pub fn answered_by(replies: &[String]) -> std::collections::BTreeSet<String> {
+    replies
+        .iter()
+        .filter(|r| !r.starts_with("ERR"))
+        .filter_map(|r| r.split_whitespace().next().map(str::to_string))
+        .collect()
+}

@@ -1,0 +1,378 @@
+//! A throwaway one-node cluster made of network namespaces, for the daemon tests:
+//!
+//! ```text
+//!  client netns (172.30.0.10, .11) ──veth── node netns (eth0 172.30.0.2, br0 10.244.1.1/24)
+//!                                            ├── svcnet-apiserver on 127.0.0.1:6443 (state file)
+//!                                            ├── svcnet-proxy run (the real binary)
+//!                                            └── br0 ──veth── pod netns pod1 10.244.1.10, pod2 .11, ...
+//! ```
+//!
+//! Nothing is connected to the root namespace: the API stand-in runs inside the node namespace and the
+//! test talks to it with `curl` run there. Pods and the client run this test binary itself in helper
+//! mode (see [`helper`]): pods serve "<name> <peer ip>" over TCP and UDP port 8080; the client connects
+//! and prints what it got. Every process is killed and every namespace deleted on drop, also when a
+//! test fails.
+//!
+//! The API stand-in binary is built with `$CARGO build -p svcnet-apiserver` (cargo sets `CARGO` for
+//! tests; a nested build of another package does not deadlock) and found next to this test's `deps/`
+//! directory, i.e. in the same target dir and profile.
+#![allow(dead_code)]
+
+pub mod api;
+pub mod helper;
+pub mod net;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub use net::Ns;
+
+pub const NODE: &str = "node-a";
+pub const NODE_IP: &str = "172.30.0.2";
+pub const CLIENT_IP: &str = "172.30.0.10";
+pub const CLIENT_IP2: &str = "172.30.0.11";
+pub const BRIDGE_IP: &str = "10.244.1.1";
+pub const API_PORT: u16 = 6443;
+pub const POD_PORT: u16 = 8080;
+
+/// A child process killed (SIGKILL) and reaped on drop.
+pub struct Proc {
+    pub name: String,
+    pub child: Child,
+}
+
+impl Proc {
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A pod: its namespace and its IP.
+pub struct Pod {
+    pub name: String,
+    pub ip: String,
+    pub ns: Ns,
+}
+
+/// Options for [`Lab::start`].
+#[derive(Clone, Debug)]
+pub struct Opts {
+    pub pods: usize,
+    pub min_sync: &'static str,
+    pub sync_period: &'static str,
+    /// Directory put first on the proxy's PATH (iptables wrappers).
+    pub path_prefix: Option<PathBuf>,
+    pub extra_args: Vec<String>,
+    /// Commands run in the node namespace before the proxy starts (foreign rules).
+    pub before_proxy: Vec<Vec<String>>,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            pods: 2,
+            min_sync: "1s",
+            sync_period: "10s",
+            path_prefix: None,
+            extra_args: vec![],
+            before_proxy: vec![],
+        }
+    }
+}
+
+/// The whole lab. Field order matters: processes are dropped (killed) before the namespaces.
+pub struct Lab {
+    pub proxy: Option<Proc>,
+    pub apiserver: Option<Proc>,
+    pub servers: Vec<Proc>,
+    pub pods: Vec<Pod>,
+    pub client: Ns,
+    pub node: Ns,
+    pub dir: tempfile::TempDir,
+    pub opts: Opts,
+}
+
+fn apiserver_binary() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current exe");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test binary lives in <target>/<profile>/deps")
+            .to_path_buf();
+        if let Ok(cargo) = std::env::var("CARGO") {
+            let status = Command::new(cargo)
+                .args(["build", "-q", "-p", "svcnet-apiserver"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("run cargo build -p svcnet-apiserver");
+            assert!(status.success(), "cargo build -p svcnet-apiserver failed");
+        }
+        let bin = profile_dir.join("svcnet-apiserver");
+        assert!(
+            bin.exists(),
+            "{} missing (build it: cargo build -p svcnet-apiserver)",
+            bin.display()
+        );
+        bin
+    })
+    .clone()
+}
+
+pub fn proxy_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_svcnet-proxy"))
+}
+
+/// Polls `f` every 100 ms until it returns `Some`, or panics with `what` after `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Lab {
+    /// Builds the namespaces, starts pods, the API stand-in, creates the Node, and starts the proxy
+    /// (waiting for its first sync). `None` (with a SKIPPED line) when namespaces are unavailable
+    /// outside CI.
+    pub fn start(tag: &str, opts: Opts) -> Option<Lab> {
+        let node = net::ns_or_skip(&format!("{tag}-n"))?;
+        let client = Ns::new(&format!("{tag}-c")).expect("client netns");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut lab = Lab {
+            proxy: None,
+            apiserver: None,
+            servers: vec![],
+            pods: vec![],
+            client,
+            node,
+            dir,
+            opts: opts.clone(),
+        };
+        net::wire_node_and_client(&lab.node, &lab.client);
+        for i in 0..opts.pods {
+            let name = format!("pod{}", i + 1);
+            let ip = format!("10.244.1.{}", 10 + i);
+            let ns = Ns::new(&format!("{tag}-p{}", i + 1)).expect("pod netns");
+            net::wire_pod(&lab.node, &ns, i, &ip);
+            let server = helper::spawn_server(&ns, &name);
+            lab.servers.push(server);
+            lab.pods.push(Pod { name, ip, ns });
+        }
+        std::fs::create_dir_all(lab.payload_dir()).expect("payload dir");
+        lab.start_apiserver();
+        lab.api().create_node(NODE, NODE_IP);
+        for cmd in &opts.before_proxy {
+            let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            lab.node.ok(&args);
+        }
+        lab.start_proxy();
+        lab.wait_first_sync();
+        Some(lab)
+    }
+
+    pub fn payload_dir(&self) -> PathBuf {
+        self.dir.path().join("payloads")
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+
+    pub fn start_apiserver(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("apiserver.log"))
+            .expect("log");
+        let mut child = self
+            .node
+            .command(&[apiserver_binary().to_str().expect("utf-8 path")])
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{API_PORT}"),
+                "--kubeconfig-out",
+                self.kubeconfig().to_str().expect("utf-8"),
+                "--state-file",
+                self.dir.path().join("state.json").to_str().expect("utf-8"),
+                "--bookmark-interval-ms",
+                "1000",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("spawn svcnet-apiserver");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut proc = Proc {
+            name: "apiserver".into(),
+            child,
+        };
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+            .expect("read ready line");
+        assert!(
+            line.starts_with("listening on"),
+            "apiserver did not start: {line:?}; log:\n{}",
+            self.log("apiserver.log")
+        );
+        assert!(proc.alive());
+        self.apiserver = Some(proc);
+    }
+
+    pub fn stop_apiserver(&mut self) {
+        if let Some(mut p) = self.apiserver.take() {
+            p.kill();
+        }
+    }
+
+    pub fn start_proxy(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("proxy.log"))
+            .expect("log");
+        let mut cmd = self
+            .node
+            .command(&[proxy_binary().to_str().expect("utf-8 path"), "run"]);
+        cmd.args([
+            "--kubeconfig",
+            self.kubeconfig().to_str().expect("utf-8"),
+            "--hostname-override",
+            NODE,
+            "--cluster-cidr",
+            "10.244.0.0/16",
+            "--iptables-min-sync-period",
+            self.opts.min_sync,
+            "--iptables-sync-period",
+            self.opts.sync_period,
+            "--write-payloads",
+            self.payload_dir().to_str().expect("utf-8"),
+            "--log-level",
+            "info,svcnet_proxy=debug",
+        ])
+        .args(&self.opts.extra_args)
+        .stdout(Stdio::null())
+        .stderr(log);
+        if let Some(prefix) = &self.opts.path_prefix {
+            let path = std::env::var("PATH").unwrap_or_default();
+            cmd.env("PATH", format!("{}:{path}", prefix.display()));
+        }
+        let child = cmd.spawn().expect("spawn svcnet-proxy");
+        self.proxy = Some(Proc {
+            name: "proxy".into(),
+            child,
+        });
+    }
+
+    pub fn stop_proxy(&mut self) {
+        if let Some(mut p) = self.proxy.take() {
+            p.kill();
+        }
+    }
+
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+    }
+
+    /// Number of "synced" log lines so far.
+    pub fn syncs(&self) -> usize {
+        self.log("proxy.log")
+            .lines()
+            .filter(|l| l.contains("synced"))
+            .count()
+    }
+
+    fn wait_first_sync(&mut self) {
+        let start = Instant::now();
+        loop {
+            if self.syncs() > 0 {
+                return;
+            }
+            let alive = self.proxy.as_mut().is_some_and(Proc::alive);
+            assert!(alive, "svcnet-proxy exited; log:\n{}", self.log("proxy.log"));
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "no first sync within 30s; log:\n{}",
+                self.log("proxy.log")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn api(&self) -> api::Api<'_> {
+        api::Api { ns: &self.node }
+    }
+
+    /// iptables-save of the node (all tables).
+    pub fn save(&self) -> String {
+        self.node.ok(&["iptables-save"])
+    }
+
+    /// Payload files written so far, sorted: (file name, content).
+    pub fn payloads(&self) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = std::fs::read_dir(self.payload_dir())
+            .expect("payload dir")
+            .flatten()
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read_to_string(e.path()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// GET on the proxy's metrics endpoint (inside the node namespace).
+    pub fn metrics(&self) -> String {
+        self.node
+            .ok(&["curl", "-sS", "--max-time", "5", "http://127.0.0.1:10249/metrics"])
+    }
+
+    /// The value of one metric sample line (exact name with labels), 0 when absent.
+    pub fn metric(&self, sample: &str) -> f64 {
+        self.metrics()
+            .lines()
+            .find_map(|l| l.strip_prefix(sample).and_then(|r| r.trim().parse().ok()))
+            .unwrap_or(0.0)
+    }
+
+    pub fn pod(&self, name: &str) -> &Pod {
+        self.pods.iter().find(|p| p.name == name).expect("pod")
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("---- proxy.log ----\n{}", self.log("proxy.log"));
+            eprintln!("---- apiserver.log (tail) ----");
+            let a = self.log("apiserver.log");
+            let lines: Vec<&str> = a.lines().collect();
+            for l in &lines[lines.len().saturating_sub(30)..] {
+                eprintln!("{l}");
+            }
+        }
+    }
+}
