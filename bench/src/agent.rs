@@ -1,0 +1,227 @@
+//! The in-namespace agent: a child process of the bench (`svcnet-bench agent`, started through
+//! `ip netns exec`) that owns the endpoint listener and does the timed kernel work from inside the
+//! namespace, so no `ip netns exec` start-up cost lands in a measurement.
+//!
+//! Line protocol on stdin/stdout: the agent prints `ready`, then answers each request with
+//! `ok ...` or `err <message>`:
+//! - `connect <ip:port> <n>`: n new TCP connections, each timed from connect() to its return (SYN
+//!   out through nat OUTPUT, SYN-ACK back); answers the times in nanoseconds.
+//! - `restore <program> <file>`: pipes the file into `<program> --noflush -w 5` (as the daemon
+//!   does); answers the wall time in nanoseconds.
+//!
+//! The agent exits at end of input, so it never outlives the bench.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::error::BenchError;
+use crate::netns::Netns;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Child side: serve requests until stdin closes.
+pub fn serve(listen: SocketAddr) -> Result<(), BenchError> {
+    let listener = TcpListener::bind(listen).map_err(|e| BenchError::io(format!("bind {listen}"), e))?;
+    // Accept and drop: the handshake is already complete when accept() returns.
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            drop(s);
+        }
+    });
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let say = |out: &mut std::io::StdoutLock<'_>, line: &str| -> Result<(), BenchError> {
+        writeln!(out, "{line}")
+            .and_then(|_| out.flush())
+            .map_err(|e| BenchError::io("agent stdout", e))
+    };
+    say(&mut out, "ready")?;
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|e| BenchError::io("agent stdin", e))?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let reply = match words.as_slice() {
+            ["connect", addr, n] => connect_request(addr, n),
+            ["restore", program, file] => restore_request(program, file),
+            _ => Err(format!("unknown request {line:?}")),
+        };
+        match reply {
+            Ok(r) => say(&mut out, &format!("ok {r}"))?,
+            Err(e) => say(&mut out, &format!("err {}", e.replace('\n', " | ")))?,
+        }
+    }
+    Ok(())
+}
+
+fn connect_request(addr: &str, n: &str) -> Result<String, String> {
+    let addr: SocketAddr = addr.parse().map_err(|e| format!("address {addr}: {e}"))?;
+    let n: usize = n.parse().map_err(|e| format!("count {n}: {e}"))?;
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        times.push(connect_once(addr)?.as_nanos().to_string());
+    }
+    Ok(times.join(" "))
+}
+
+/// One timed connect. SO_LINGER 0 closes with RST: no TIME_WAIT, so thousands of probes never run
+/// out of ports. SO_SNDTIMEO bounds a blocking connect when a rule is missing.
+fn connect_once(addr: SocketAddr) -> Result<Duration, String> {
+    let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).map_err(|e| e.to_string())?;
+    s.set_linger(Some(Duration::ZERO)).map_err(|e| e.to_string())?;
+    s.set_write_timeout(Some(CONNECT_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    s.connect(&addr.into())
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    Ok(t.elapsed())
+}
+
+fn restore_request(program: &str, file: &str) -> Result<String, String> {
+    let payload = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
+    let t = Instant::now();
+    let mut child = Command::new(program)
+        .args(["--noflush", "-w", "5"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(&payload)
+            .map_err(|e| format!("{program} stdin: {e}"))?;
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let took = t.elapsed();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "{program}: {}",
+            err.chars().take(400).collect::<String>()
+        ));
+    }
+    Ok(took.as_nanos().to_string())
+}
+
+/// Parent side: one agent process inside one namespace.
+pub struct Agent {
+    netns: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Agent {
+    pub fn spawn(ns: &Netns, listen: SocketAddr) -> Result<Agent, BenchError> {
+        let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
+        let mut child = ns
+            .command(&exe.to_string_lossy())
+            .args(["agent", "--listen", &listen.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| BenchError::io("spawn agent", e))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(BenchError::Agent {
+                netns: ns.name.clone(),
+                message: "no pipes".into(),
+            });
+        };
+        let mut agent = Agent {
+            netns: ns.name.clone(),
+            child,
+            stdin: Some(stdin),
+            stdout: BufReader::new(stdout),
+        };
+        let first = agent.read_line()?;
+        if first != "ready" {
+            return Err(agent.fail(format!("expected ready, got {first:?}")));
+        }
+        Ok(agent)
+    }
+
+    fn fail(&self, message: String) -> BenchError {
+        BenchError::Agent {
+            netns: self.netns.clone(),
+            message,
+        }
+    }
+
+    fn read_line(&mut self) -> Result<String, BenchError> {
+        let mut line = String::new();
+        let n = self
+            .stdout
+            .read_line(&mut line)
+            .map_err(|e| BenchError::io("agent stdout", e))?;
+        if n == 0 {
+            return Err(self.fail("agent exited".into()));
+        }
+        Ok(line.trim_end().to_string())
+    }
+
+    fn call(&mut self, request: &str) -> Result<String, String> {
+        let sent = match self.stdin.as_mut() {
+            Some(s) => writeln!(s, "{request}").and_then(|_| s.flush()),
+            None => return Err("agent stdin closed".into()),
+        };
+        sent.map_err(|e| format!("agent stdin: {e}"))?;
+        let line = self.read_line().map_err(|e| e.to_string())?;
+        match line.split_once(' ').unwrap_or((line.as_str(), "")) {
+            ("ok", rest) => Ok(rest.to_string()),
+            ("err", rest) => Err(rest.to_string()),
+            _ => Err(format!("unexpected reply {line:?}")),
+        }
+    }
+
+    /// Times `n` new TCP connections to `addr`, in microseconds.
+    pub fn connect_us(&mut self, addr: SocketAddr, n: usize) -> Result<Vec<f64>, BenchError> {
+        let reply = self
+            .call(&format!("connect {addr} {n}"))
+            .map_err(|m| self.fail(m))?;
+        reply
+            .split_whitespace()
+            .map(|t| t.parse::<f64>().map(|ns| ns / 1e3))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.fail(format!("bad times: {e}")))
+    }
+
+    /// Runs `program --noflush -w 5` on `payload` inside the namespace; returns its wall time.
+    pub fn restore(&mut self, program: &str, payload: &str) -> Result<Duration, BenchError> {
+        let mut file = tempfile::NamedTempFile::new().map_err(|e| BenchError::io("tempfile", e))?;
+        file.write_all(payload.as_bytes())
+            .map_err(|e| BenchError::io("write payload", e))?;
+        let path = file.path().to_string_lossy().to_string();
+        let reply = self
+            .call(&format!("restore {program} {path}"))
+            .map_err(|message| BenchError::Restore {
+                netns: self.netns.clone(),
+                message,
+            })?;
+        let ns: u64 = reply
+            .trim()
+            .parse()
+            .map_err(|e| self.fail(format!("bad time {reply:?}: {e}")))?;
+        Ok(Duration::from_nanos(ns))
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        // End of input stops the agent; kill is the fallback for a wedged one.
+        drop(self.stdin.take());
+        for _ in 0..50 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,30 @@
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum BenchError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A network namespace step failed (not root, no `ip`, no dummy module...).
+    #[error("network namespace: {0}")]
+    Netns(String),
+    /// The in-namespace agent misbehaved or reported an error.
+    #[error("agent in {netns}: {message}")]
+    Agent { netns: String, message: String },
+    #[error("iptables-restore in {netns}: {message}")]
+    Restore { netns: String, message: String },
+    #[error("{0}")]
+    Check(String),
+}
+
+impl BenchError {
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> BenchError {
+        BenchError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
