@@ -1,17 +1,24 @@
-//! svcnet-cloud-controller, pure domain: decides what GCE should hold for Services (external
-//! target-pool load balancers), node routes and node initialisation, from Kubernetes objects and
-//! the observed GCE objects. No I/O here: the controller binary fetches, calls [`lb::ensure::ensure`],
-//! [`lb::delete::plan_delete`], [`routes::plan_routes`], [`nodes::plan_node_init`] and executes the
-//! returned actions with the GCE client.
+//! svcnet-cloud-controller. The pure domain ([`lb`], [`routes`], [`nodes`], [`naming`], [`config`])
+//! decides what GCE should hold for Services (external target-pool load balancers), node routes
+//! and node initialisation, from Kubernetes objects and the observed GCE objects. The I/O edges
+//! are [`gce`]'s `client`/`observe`/`exec` (official google-cloud-compute-v1 client) and
+//! [`controllers`] (kube-runtime), wired by [`run`] behind [`leader`] election.
 #![forbid(unsafe_code)]
 
+pub mod cli;
+pub mod clusterid;
 pub mod config;
+pub mod controllers;
 pub mod error;
 pub mod gce;
+pub mod gceconf;
 pub mod lb;
+pub mod leader;
+pub mod metadata;
 pub mod naming;
 pub mod nodes;
 pub mod routes;
+pub mod run;
 
 #[cfg(test)]
 mod testutil;

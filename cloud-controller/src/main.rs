@@ -1,10 +1,13 @@
-//! svcnet-cloud-controller binary. The pure domain (svcnet_cloud_controller) is built; the GCE
-//! client and kube-runtime wiring are not yet.
+//! svcnet-cloud-controller: GCE load balancers, routes and node initialisation for Kubernetes.
+//! Everything lives in the library (`svcnet_cloud_controller::run`); this only parses flags.
 #![forbid(unsafe_code)]
 
-fn main() -> anyhow::Result<()> {
-    anyhow::bail!(
-        "svcnet-cloud-controller is not wired to GCE yet: the planning library exists \
-         (svcnet_cloud_controller::lb, routes, nodes); the GCE/kube I/O layer comes next"
-    )
+use clap::Parser;
+use svcnet_cloud_controller::cli::Cli;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    svcnet_core::logging::init(&cli.log)?;
+    svcnet_cloud_controller::run::run(cli).await
 }

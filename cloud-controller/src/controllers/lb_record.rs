@@ -1,0 +1,177 @@
+//! The per-Service `CloudLoadBalancer` record: names and selfLinks of every GCE object, the
+//! pool's instances, conditions and the last error. Written with server-side apply, and only
+//! when something other than the sync time changed. Without the CRD installed the record is
+//! skipped (logged once per sync at debug): load balancing does not depend on it.
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use svcnet_crds::{
+    CloudLoadBalancer, CloudLoadBalancerStatus, ConditionStatus, ConditionType, GceResourceRef, GceResources,
+    PortStatus, TargetPoolStatus, new_condition,
+};
+
+use crate::gce::observe::ObservedLb;
+use crate::naming::LbNames;
+
+pub const FIELD_MANAGER: &str = "svcnet-cloud-controller";
+
+/// The status for a sync that ended with `error` (None = success), built on the previous status
+/// so condition transition times survive.
+pub fn build_status(
+    svc: &Service,
+    previous: Option<&CloudLoadBalancerStatus>,
+    names: Option<&LbNames>,
+    obs: Option<&ObservedLb>,
+    ingress_ip: Option<&str>,
+    error: Option<&str>,
+) -> CloudLoadBalancerStatus {
+    let mut st = previous.cloned().unwrap_or_default();
+    let now = Time(Timestamp::now());
+    let generation = svc.metadata.generation;
+    if let (Some(names), Some(obs)) = (names, obs) {
+        st.ingress_ip = ingress_ip.map(str::to_owned).or(st.ingress_ip.take());
+        let o = &obs.observed;
+        let r = |kind: &str, name: &str| GceResourceRef {
+            name: name.to_owned(),
+            self_link: obs.link(kind, name),
+        };
+        let mut gce = GceResources {
+            address: o.address.as_ref().map(|a| r("addresses", &a.name)),
+            forwarding_rule: o.forwarding_rule.as_ref().map(|f| r("forwardingRules", &f.name)),
+            target_pool: None,
+            firewalls: Vec::new(),
+            health_checks: Vec::new(),
+        };
+        for (fw, name) in [
+            (&o.firewall, &names.firewall),
+            (&o.nodes_health_check_firewall, &names.nodes_health_check_firewall),
+            (&o.local_health_check_firewall, &names.local_health_check_firewall),
+        ] {
+            if fw.is_some() {
+                gce.firewalls.push(r("firewalls", name));
+            }
+        }
+        // Only the health check this LB's pool uses (the shared one may exist for others).
+        let pool_hcs: Vec<&str> = o
+            .target_pool
+            .as_ref()
+            .map(|p| p.health_checks.iter().map(|l| crate::gce::link_name(l)).collect())
+            .unwrap_or_default();
+        for name in [&names.nodes_health_check, &names.local_health_check] {
+            if pool_hcs.contains(&name.as_str()) {
+                gce.health_checks.push(r("httpHealthChecks", name));
+            }
+        }
+        st.gce = Some(gce);
+        st.set_target_pool(o.target_pool.as_ref().map(|p| {
+            let mut instances: Vec<String> = p
+                .instances
+                .iter()
+                .map(|i| crate::gce::link_name(i).to_owned())
+                .collect();
+            instances.sort();
+            TargetPoolStatus {
+                name: p.name.clone(),
+                self_link: obs.link("targetPools", &p.name),
+                instances,
+            }
+        }));
+    }
+    let ports = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.ports.as_ref())
+        .map(|ports| {
+            ports
+                .iter()
+                .map(|p| PortStatus::new(p.port, p.protocol.clone().unwrap_or_else(|| "TCP".into())))
+                .collect()
+        })
+        .unwrap_or_default();
+    st.set_ports(ports);
+    st.last_error = error.map(str::to_owned);
+    let ready = error.is_none();
+    let (reason, message) = match error {
+        None => ("LoadBalancerEnsured", "GCE objects match the Service".to_owned()),
+        Some(e) => ("SyncFailed", e.to_owned()),
+    };
+    st.set_condition(new_condition(
+        ConditionType::Ready,
+        ConditionStatus::from_bool(ready),
+        reason,
+        message,
+        generation,
+        now.clone(),
+    ));
+    st.observed_generation = generation;
+    st
+}
+
+/// Writes the record when it changed (ignoring the sync time). Returns whether it wrote.
+pub async fn write(client: &kube::Client, svc: &Service, mut status: CloudLoadBalancerStatus) -> bool {
+    let Ok(clb) = CloudLoadBalancer::for_service(svc) else {
+        return false;
+    };
+    let ns = svc.metadata.namespace.clone().unwrap_or_default();
+    let name = clb.metadata.name.clone().unwrap_or_default();
+    let api: Api<CloudLoadBalancer> = Api::namespaced(client.clone(), &ns);
+    let existing = match api.get_opt(&name).await {
+        Ok(v) => v,
+        Err(err) => {
+            tracing::debug!(%err, "CloudLoadBalancer not available; record skipped");
+            return false;
+        }
+    };
+    let mut old = existing.as_ref().and_then(|c| c.status.clone());
+    if let Some(old) = old.as_mut() {
+        old.last_sync_time = None;
+    }
+    status.last_sync_time = None;
+    let same_spec = existing.as_ref().is_some_and(|c| c.spec == clb.spec);
+    if same_spec && old.as_ref() == Some(&status) {
+        return false;
+    }
+    status.last_sync_time = Some(Time(Timestamp::now()));
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    if !same_spec && let Err(err) = api.patch(&name, &pp, &Patch::Apply(&clb)).await {
+        tracing::warn!(%err, "writing CloudLoadBalancer failed");
+        return false;
+    }
+    let body = match status.apply_patch() {
+        Ok(b) => b,
+        Err(err) => {
+            tracing::warn!(%err, "encoding CloudLoadBalancer status failed");
+            return false;
+        }
+    };
+    if let Err(err) = api.patch_status(&name, &pp, &Patch::Apply(&body)).await {
+        tracing::warn!(%err, "writing CloudLoadBalancer status failed");
+        return false;
+    }
+    true
+}
+
+/// Reads the current status (None when absent or the CRD is not installed).
+pub async fn current(client: &kube::Client, svc: &Service) -> Option<CloudLoadBalancerStatus> {
+    let ns = svc.metadata.namespace.clone().unwrap_or_default();
+    let name = svc.metadata.name.clone()?;
+    let api: Api<CloudLoadBalancer> = Api::namespaced(client.clone(), &ns);
+    api.get_opt(&name).await.ok().flatten().and_then(|c| c.status)
+}
+
+/// Deletes the record once the load balancer is gone (no garbage collector is assumed).
+pub async fn delete(client: &kube::Client, svc: &Service) {
+    let ns = svc.metadata.namespace.clone().unwrap_or_default();
+    let Some(name) = svc.metadata.name.clone() else {
+        return;
+    };
+    let api: Api<CloudLoadBalancer> = Api::namespaced(client.clone(), &ns);
+    if let Err(err) = api.delete(&name, &DeleteParams::default()).await
+        && !matches!(&err, kube::Error::Api(s) if s.code == 404)
+    {
+        tracing::debug!(%err, "deleting CloudLoadBalancer failed");
+    }
+}

@@ -1,0 +1,124 @@
+//! Route controller: every `route_resync` and whenever node pod CIDRs/UIDs/instances change,
+//! list our routes, plan, delete stale ones and create missing ones (bounded concurrency), then
+//! set NetworkUnavailable=False (RouteCreated) on nodes whose route exists, or True
+//! (NoRouteCreated) where creating it failed.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use tokio::sync::watch;
+
+use crate::controllers::Shared;
+use crate::gce::error::GceError;
+use crate::gce::exec::{create_route, delete_route};
+use crate::gce::observe::list_routes;
+use crate::naming;
+use crate::routes::{NetworkCondition, plan_routes};
+
+/// Runs until `shutdown` fires.
+pub async fn run(
+    shared: Arc<Shared>,
+    mut trigger: watch::Receiver<String>,
+    shutdown: svcnet_core::shutdown::Shutdown,
+) {
+    let _ = shared.nodes.wait_until_ready().await;
+    let mut tick = tokio::time::interval(shared.tuning.route_resync);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.wait() => return,
+            _ = tick.tick() => {}
+            changed = trigger.changed() => if changed.is_err() { return },
+        }
+        if let Err(err) = sync(&shared).await {
+            tracing::warn!(%err, "route sync failed; retrying at the next period");
+        }
+    }
+}
+
+/// One reconciliation pass over all routes.
+pub async fn sync(sh: &Shared) -> Result<(), GceError> {
+    let prefix = naming::route_prefix(&sh.cfg.cluster_name);
+    let existing = list_routes(&sh.gce, &sh.tuning.retry, &prefix).await?;
+    let nodes = sh.node_list();
+    let plan = plan_routes(&nodes, &existing, &sh.cfg);
+    for err in &plan.errors {
+        tracing::warn!(error = %err, "node cannot get a route");
+    }
+    let n = sh.tuning.concurrency.max(1);
+    let retry = sh.tuning.retry;
+    // Owned items and a cloned client per call: the futures must not borrow the plan.
+    let gce = sh.gce.clone();
+    let deleted: Vec<(String, Result<_, GceError>)> = futures::stream::iter(plan.delete.clone())
+        .map(move |name| {
+            let gce = gce.clone();
+            async move {
+                let r = delete_route(&gce, &retry, &name).await;
+                (name, r)
+            }
+        })
+        .buffer_unordered(n)
+        .collect()
+        .await;
+    for (name, res) in deleted {
+        if let Err(err) = res {
+            tracing::warn!(route = %name, %err, "deleting route failed");
+        }
+    }
+    let gce = sh.gce.clone();
+    let created: Vec<(crate::gce::Route, Result<_, GceError>)> = futures::stream::iter(plan.create.clone())
+        .map(move |route| {
+            let gce = gce.clone();
+            async move {
+                let r = create_route(&gce, &retry, &route).await;
+                (route, r)
+            }
+        })
+        .buffer_unordered(n)
+        .collect()
+        .await;
+    // Nodes whose route could not be created (matched by next hop instance).
+    let mut failed = BTreeSet::new();
+    for (route, res) in created {
+        if let Err(err) = res {
+            tracing::warn!(route = %route.name, %err, "creating route failed");
+            failed.insert(crate::gce::instance_key(&route.next_hop_instance).to_owned());
+        }
+    }
+    let now = Timestamp::now().to_string();
+    for cond in &plan.conditions {
+        let node = nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(cond.node.as_str()));
+        let failed_here = node.is_some_and(|n| node_instance_key(n).is_some_and(|k| failed.contains(&k)));
+        let cond = if failed_here {
+            NetworkCondition::failed(&cond.node)
+        } else {
+            cond.clone()
+        };
+        set_condition(sh, &cond, &now).await;
+    }
+    Ok(())
+}
+
+fn node_instance_key(node: &Node) -> Option<String> {
+    let id = node.spec.as_ref()?.provider_id.as_deref()?;
+    let id = crate::nodes::parse_provider_id(id)?;
+    Some(format!("zones/{}/instances/{}", id.zone, id.instance))
+}
+
+async fn set_condition(sh: &Shared, cond: &NetworkCondition, now: &str) {
+    let api: Api<Node> = Api::all(sh.client.clone());
+    let patch = cond.status_patch(now);
+    if let Err(err) = api
+        .patch_status(&cond.node, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+    {
+        tracing::warn!(node = %cond.node, %err, "setting NetworkUnavailable failed");
+    }
+}

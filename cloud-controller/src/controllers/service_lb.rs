@@ -1,0 +1,389 @@
+//! Service load balancer controller: a kube-runtime `Controller` over Services. Services of type
+//! LoadBalancer get the finalizer `service.kubernetes.io/load-balancer-cleanup` and an external
+//! target-pool load balancer; deleting the Service (or changing its type) tears it down and
+//! removes the finalizer. Node membership changes re-reconcile every Service.
+//!
+//! Per sync: observe GCE -> `lb::ensure::ensure` -> execute actions in order -> observe again
+//! until the plan is empty (a new LB needs two rounds: the reserved IP first). A no-op sync only
+//! reads. Events follow upstream's service controller.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ObjectReference, Service};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::controllers::node_watch::{NodeTriggers, changes};
+use crate::controllers::{Shared, SyncError, error_delay, lb_record};
+use crate::gce::exec::execute;
+use crate::gce::observe::{ObservedLb, observe_lb};
+use crate::lb::action::Action;
+use crate::lb::ensure::{EnsurePlan, ensure, lb_names};
+use crate::lb::{self, delete::plan_delete};
+use crate::naming::LbNames;
+
+/// Rounds of observe -> plan -> execute before a sync counts as not converging.
+const MAX_ROUNDS: usize = 5;
+
+pub struct LbCtx {
+    pub shared: Arc<Shared>,
+    /// Upstream's sharedResourceLock: plans that create or delete the shared node health check
+    /// (or its firewall) run one at a time, re-observed under the lock.
+    shared_hc: AsyncMutex<()>,
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl LbCtx {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        LbCtx {
+            shared,
+            shared_hc: AsyncMutex::new(()),
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn note_failure(&self, key: &str) -> u32 {
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let n = f.entry(key.to_owned()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    fn note_success(&self, key: &str) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+}
+
+fn has_finalizer(svc: &Service) -> bool {
+    svc.finalizers().iter().any(|f| f == lb::LB_CLEANUP_FINALIZER)
+}
+
+fn key(svc: &Service) -> String {
+    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
+}
+
+/// Runs the controller until `shutdown` resolves.
+pub async fn run(
+    shared: Arc<Shared>,
+    triggers: NodeTriggers,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let api: Api<Service> = Api::all(shared.client.clone());
+    let concurrency = u16::try_from(shared.tuning.concurrency.max(1)).unwrap_or(u16::MAX);
+    let ctx = Arc::new(LbCtx::new(shared));
+    Controller::new(api, watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
+        // Pool membership changed: re-sync every Service; reconcile() returns at once for
+        // Services without a load balancer, so the rest cost one check each.
+        .reconcile_all_on(changes(triggers.lb))
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|res| async move {
+            if let Err(err) = res {
+                tracing::debug!(%err, "service reconcile error");
+            }
+        })
+        .await;
+}
+
+fn error_policy(svc: Arc<Service>, err: &SyncError, ctx: Arc<LbCtx>) -> Requeue {
+    let n = ctx.note_failure(&key(&svc));
+    let delay = error_delay(&ctx.shared.tuning, n);
+    tracing::warn!(service = %key(&svc), %err, failures = n, ?delay, "load balancer sync failed");
+    Requeue::requeue(delay)
+}
+
+pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, SyncError> {
+    let wants = lb::wants_load_balancer(&svc);
+    let deleting = svc.metadata.deletion_timestamp.is_some();
+    if !has_finalizer(&svc) && (!wants || deleting) {
+        return Ok(Requeue::await_change());
+    }
+    // Nodes must be listed before any membership decision.
+    let _ = ctx.shared.nodes.wait_until_ready().await;
+    let api: Api<Service> = Api::namespaced(ctx.shared.client.clone(), &svc.namespace().unwrap_or_default());
+    let k = key(&svc);
+    let result = if !wants && !deleting {
+        // Type changed away from LoadBalancer: tear down, then drop the finalizer ourselves (the
+        // finalizer helper only cleans up on deletion).
+        match cleanup(&svc, &ctx).await {
+            Ok(()) => remove_finalizer(&api, &svc)
+                .await
+                .map(|_| Requeue::await_change()),
+            Err(e) => Err(e),
+        }
+    } else {
+        finalizer(&api, lb::LB_CLEANUP_FINALIZER, svc.clone(), |ev| async {
+            match ev {
+                Finalizer::Apply(svc) => ensure_lb(&svc, &ctx).await,
+                Finalizer::Cleanup(svc) => cleanup(&svc, &ctx).await.map(|_| Requeue::await_change()),
+            }
+        })
+        .await
+        .map_err(|e| match e {
+            kube::runtime::finalizer::Error::ApplyFailed(e)
+            | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+            other => SyncError::Finalizer(other.to_string()),
+        })
+    };
+    if result.is_ok() {
+        ctx.note_success(&k);
+    }
+    result
+}
+
+async fn remove_finalizer(api: &Api<Service>, svc: &Service) -> Result<(), SyncError> {
+    if !has_finalizer(svc) {
+        return Ok(());
+    }
+    let rest: Vec<&String> = svc
+        .finalizers()
+        .iter()
+        .filter(|f| *f != lb::LB_CLEANUP_FINALIZER)
+        .collect();
+    // resourceVersion makes the merge patch conditional: a concurrent change of the list gets a
+    // 409 and a retry instead of being overwritten.
+    let patch = json!({ "metadata": {
+        "finalizers": rest,
+        "resourceVersion": svc.resource_version(),
+    }});
+    api.patch(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+fn obj_ref(svc: &Service) -> ObjectReference {
+    svc.object_ref(&())
+}
+
+/// Whether executing `actions` creates or deletes the shared node health check or its firewall.
+fn touches_shared(actions: &[Action], names: &LbNames) -> bool {
+    actions.iter().any(|a| {
+        matches!(
+            a,
+            Action::CreateHealthCheck(_)
+                | Action::DeleteHealthCheck { .. }
+                | Action::CreateFirewall(_)
+                | Action::DeleteFirewall { .. }
+        ) && (a.target_name() == names.nodes_health_check
+            || a.target_name() == names.nodes_health_check_firewall)
+    })
+}
+
+async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
+    let sh = &ctx.shared;
+    let oref = obj_ref(svc);
+    let names = match lb_names(svc, &sh.cfg) {
+        Ok(n) => n,
+        Err(e) => return Ok(invalid_service(svc, ctx, &e).await),
+    };
+    let want_ip = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.load_balancer_ip.clone())
+        .filter(|ip| !ip.is_empty());
+    let mut guard = None;
+    let mut announced: Option<bool> = None; // Some(membership_only) once work started
+    let mut done: Option<(EnsurePlan, ObservedLb)> = None;
+    for _ in 0..MAX_ROUNDS {
+        let nodes = sh.node_list();
+        let obs = observe_lb(&sh.gce, &sh.tuning.retry, &names, want_ip.as_deref())
+            .await
+            .map_err(|e| e.into());
+        let obs = match obs {
+            Ok(o) => o,
+            Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e).await),
+        };
+        let plan = match ensure(svc, &nodes, &sh.cfg, &obs.observed) {
+            Ok(p) => p,
+            Err(e) => return Ok(invalid_service(svc, ctx, &e).await),
+        };
+        if plan.actions.is_empty() && !plan.replan {
+            done = Some((plan, obs));
+            break;
+        }
+        if guard.is_none() && touches_shared(&plan.actions, &names) {
+            guard = Some(ctx.shared_hc.lock().await);
+            continue; // re-observe under the lock
+        }
+        if announced.is_none() {
+            let membership_only = plan.only_membership_changes();
+            if !membership_only {
+                sh.event(&oref, false, lb::EVENT_ENSURING, "Ensuring load balancer".into())
+                    .await;
+            }
+            announced = Some(membership_only);
+        }
+        if !plan.skipped_nodes.is_empty() {
+            tracing::info!(service = %key(svc), nodes = ?plan.skipped_nodes, "nodes without providerID are not in the pool yet");
+        }
+        for action in &plan.actions {
+            tracing::debug!(service = %key(svc), action = action.label(), target = action.target_name(), "executing");
+            if let Err(e) = execute(&sh.gce, &sh.tuning.retry, action).await {
+                let obs = Some(&obs);
+                return Err(sync_failed(svc, ctx, Some(&names), obs, e.into()).await);
+            }
+        }
+    }
+    drop(guard);
+    let Some((plan, obs)) = done else {
+        let e = SyncError::NotConverged(format!(
+            "load balancer {} did not converge in {MAX_ROUNDS} rounds",
+            names.lb
+        ));
+        return Err(sync_failed(svc, ctx, Some(&names), None, e).await);
+    };
+    let ip = plan.ingress_ip.clone();
+    let status_changed = match &ip {
+        Some(ip) => patch_ingress(svc, sh, Some(ip)).await?,
+        None => false,
+    };
+    match announced {
+        Some(true) => {
+            sh.event(
+                &oref,
+                false,
+                lb::EVENT_UPDATED,
+                "Updated load balancer with new hosts".into(),
+            )
+            .await
+        }
+        Some(false) => {
+            sh.event(&oref, false, lb::EVENT_ENSURED, "Ensured load balancer".into())
+                .await
+        }
+        None if status_changed => {
+            sh.event(&oref, false, lb::EVENT_ENSURED, "Ensured load balancer".into())
+                .await
+        }
+        None => {}
+    }
+    let prev = lb_record::current(&sh.client, svc).await;
+    let st = lb_record::build_status(svc, prev.as_ref(), Some(&names), Some(&obs), ip.as_deref(), None);
+    lb_record::write(&sh.client, svc, st).await;
+    Ok(Requeue::requeue(sh.tuning.lb_resync))
+}
+
+/// Validation errors: Warning event, no GCE call; retried when the Service changes (and
+/// periodically, in case nodes appear).
+async fn invalid_service(svc: &Service, ctx: &LbCtx, e: &crate::Error) -> Requeue {
+    let sh = &ctx.shared;
+    tracing::warn!(service = %key(svc), error = %e, label = e.metric_label(), "invalid load balancer Service");
+    sh.event(
+        &obj_ref(svc),
+        true,
+        lb::EVENT_SYNC_FAILED,
+        format!("Error syncing load balancer: {e}"),
+    )
+    .await;
+    let prev = lb_record::current(&sh.client, svc).await;
+    let st = lb_record::build_status(svc, prev.as_ref(), None, None, None, Some(&e.to_string()));
+    lb_record::write(&sh.client, svc, st).await;
+    Requeue::requeue(Duration::from_secs(300).min(sh.tuning.lb_resync))
+}
+
+async fn sync_failed(
+    svc: &Service,
+    ctx: &LbCtx,
+    names: Option<&LbNames>,
+    obs: Option<&ObservedLb>,
+    e: SyncError,
+) -> SyncError {
+    let sh = &ctx.shared;
+    sh.event(
+        &obj_ref(svc),
+        true,
+        lb::EVENT_SYNC_FAILED,
+        format!("Error syncing load balancer: {e}"),
+    )
+    .await;
+    let prev = lb_record::current(&sh.client, svc).await;
+    let st = lb_record::build_status(svc, prev.as_ref(), names, obs, None, Some(&e.to_string()));
+    lb_record::write(&sh.client, svc, st).await;
+    e
+}
+
+/// Sets (or clears) `status.loadBalancer.ingress`, only when it differs. Returns whether it wrote.
+async fn patch_ingress(svc: &Service, sh: &Shared, ip: Option<&str>) -> Result<bool, SyncError> {
+    let current: Vec<Option<String>> = svc
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .map(|i| i.iter().map(|i| i.ip.clone()).collect())
+        .unwrap_or_default();
+    let want: Vec<Option<String>> = ip.map(|ip| vec![Some(ip.to_owned())]).unwrap_or_default();
+    if current == want {
+        return Ok(false);
+    }
+    let body = match ip {
+        Some(ip) => json!({ "status": { "loadBalancer": { "ingress": [{ "ip": ip }] } } }),
+        None => json!({ "status": { "loadBalancer": { "ingress": null } } }),
+    };
+    let api: Api<Service> = Api::namespaced(sh.client.clone(), &svc.namespace().unwrap_or_default());
+    api.patch_status(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&body))
+        .await?;
+    Ok(true)
+}
+
+/// Tears the load balancer down; Ok once nothing of it is left in GCE.
+async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
+    let sh = &ctx.shared;
+    let oref = obj_ref(svc);
+    let names = match lb_names(svc, &sh.cfg) {
+        Ok(n) => n,
+        Err(e) => {
+            // Names cannot be derived (e.g. no uid): nothing of ours can exist under them.
+            tracing::warn!(service = %key(svc), error = %e, "cannot derive load balancer names; nothing to delete");
+            return Ok(());
+        }
+    };
+    let mut announced = false;
+    let mut converged = false;
+    for _ in 0..MAX_ROUNDS {
+        let _guard = ctx.shared_hc.lock().await;
+        let obs = match observe_lb(&sh.gce, &sh.tuning.retry, &names, None).await {
+            Ok(o) => o,
+            Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e.into()).await),
+        };
+        let actions = plan_delete(&names, &obs.observed);
+        if actions.is_empty() {
+            converged = true;
+            break;
+        }
+        if !announced {
+            sh.event(&oref, false, lb::EVENT_DELETING, "Deleting load balancer".into())
+                .await;
+            announced = true;
+        }
+        for action in &actions {
+            if let Err(e) = execute(&sh.gce, &sh.tuning.retry, action).await {
+                return Err(sync_failed(svc, ctx, Some(&names), Some(&obs), e.into()).await);
+            }
+        }
+    }
+    if !converged {
+        let e = SyncError::NotConverged(format!("load balancer {} not fully deleted", names.lb));
+        return Err(sync_failed(svc, ctx, Some(&names), None, e).await);
+    }
+    if svc.metadata.deletion_timestamp.is_none() {
+        patch_ingress(svc, sh, None).await?;
+    }
+    if announced {
+        sh.event(&oref, false, lb::EVENT_DELETED, "Deleted load balancer".into())
+            .await;
+    }
+    lb_record::delete(&sh.client, svc).await;
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! Wiring: flags -> kube client -> health endpoint -> leader election -> cluster ID -> GCE
+//! clients -> node reflector -> controllers. Losing the lease stops everything and exits non-zero
+//! (a restarted replica queues for the lease again); SIGTERM stops and releases the lease.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use kube::runtime::events::{Recorder, Reporter};
+use svcnet_core::shutdown::Shutdown;
+
+use crate::cli::{Cli, CliError};
+use crate::config::Config;
+use crate::controllers::{Shared, Tuning, node_watch, nodes, routes, service_lb};
+use crate::gce::client::{Gce, GceOptions};
+use crate::gce::exec::RetryPolicy;
+use crate::{clusterid, leader, metadata};
+
+/// kube-rs enables rustls' ring provider and the Google clients aws-lc-rs; with both compiled
+/// in, rustls picks no default, so pick ring once per process (later calls are no-ops).
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    install_crypto_provider();
+    let shutdown = Shutdown::on_signal();
+    let resolved = match cli.resolve((None, None)) {
+        Ok(r) => r,
+        Err(CliError::Missing(_)) => cli.resolve(metadata::discover().await)?,
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(?resolved, "starting");
+    let client = svcnet_core::kube_client::client(&cli.kube)
+        .await
+        .context("kubernetes client")?;
+
+    let health = svcnet_core::http::bind(cli.metrics_addr).await?;
+    let health_router = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    tokio::spawn(svcnet_core::http::serve_listener(
+        health,
+        health_router,
+        shutdown.wait_owned(),
+    ));
+
+    let mut leadership = if cli.leader.enabled {
+        tokio::select! {
+            l = leader::acquire(client.clone(), &cli.leader) => Some(l?),
+            () = shutdown.wait() => return Ok(()),
+        }
+    } else {
+        None
+    };
+    let identity = leadership.as_ref().map(|l| l.identity.clone());
+
+    let ids = clusterid::get_or_create(&client).await.context("cluster ID")?;
+    tracing::info!(cluster_id = %ids.cluster, "cluster ID");
+    let mut cfg = Config::new(
+        &resolved.project,
+        &resolved.region,
+        &resolved.network,
+        &ids.cluster,
+        &resolved.cluster_name,
+    );
+    cfg.node_tags = resolved.node_tags.clone();
+    cfg.etp_transition = cli.etp_transition.into();
+    cfg.cluster_cidrs = cli.cluster_cidrs.clone();
+
+    let mut opts = GceOptions::new(&resolved.project, &resolved.region);
+    opts.endpoint = resolved.endpoint.clone();
+    opts.credentials = cli.gce_credentials;
+    opts.qps = cli.gce_qps;
+    opts.burst = cli.gce_burst;
+    opts.poll_initial = Duration::from_millis(cli.gce_poll_ms.max(1));
+    let gce = Gce::new(&opts).await.context("GCE client")?;
+
+    let tuning = Tuning {
+        concurrency: cli.concurrency.max(1),
+        lb_resync: Cli::duration(cli.lb_resync_seconds),
+        route_resync: Cli::duration(cli.route_resync_seconds),
+        node_monitor: Cli::duration(cli.node_monitor_seconds),
+        retry: RetryPolicy {
+            max_times: cli.gce_retries,
+            ..RetryPolicy::default()
+        },
+        ..Tuning::default()
+    };
+    let (nodes_store, triggers, node_task) = node_watch::spawn(client.clone());
+    let reporter = Reporter {
+        controller: "svcnet-cloud-controller".into(),
+        instance: identity,
+    };
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        gce,
+        cfg,
+        zones: resolved.zones.clone(),
+        tuning,
+        nodes: nodes_store,
+        recorder: Recorder::new(client.clone(), reporter),
+    });
+
+    let stop = Shutdown::new();
+    let mut tasks = Vec::new();
+    if cli.wants("service") {
+        tasks.push(tokio::spawn(service_lb::run(
+            shared.clone(),
+            triggers.clone(),
+            stop.wait_owned(),
+        )));
+    }
+    if cli.wants("route") {
+        tasks.push(tokio::spawn(routes::run(
+            shared.clone(),
+            triggers.routes.clone(),
+            stop.clone(),
+        )));
+    }
+    if cli.wants("node") {
+        tasks.push(tokio::spawn(nodes::run(
+            shared.clone(),
+            triggers.nodes.clone(),
+            stop.clone(),
+        )));
+    }
+
+    let lost = match leadership.as_mut() {
+        Some(l) => tokio::select! {
+            () = shutdown.wait() => false,
+            () = l.lost() => true,
+        },
+        None => {
+            shutdown.wait().await;
+            false
+        }
+    };
+    stop.trigger();
+    for t in tasks {
+        if tokio::time::timeout(Duration::from_secs(10), t).await.is_err() {
+            tracing::warn!("a controller did not stop within 10 s");
+        }
+    }
+    node_task.abort();
+    if lost {
+        anyhow::bail!("lost the leader lease; exiting so a restart can queue for it again");
+    }
+    if let Some(l) = leadership {
+        l.release().await;
+    }
+    Ok(())
+}

@@ -1,0 +1,525 @@
+//! End-to-end harness: the REAL binaries of svcnet-apiserver, svcnet-fake-gce and
+//! svcnet-cloud-controller on 127.0.0.1:0.
+//!
+//! The two test doubles live in other packages, so Cargo does not build them for this package's
+//! tests. [`bins`] runs `cargo build -p svcnet-apiserver -p svcnet-fake-gce` once per test
+//! process (through `env!("CARGO")`, same target directory: Cargo releases its lock before it runs
+//! tests) and takes the binaries from the directory this test executable lives in
+//! (`<target>/debug/deps/..` -> `<target>/debug/`). The controller itself is
+//! `env!("CARGO_BIN_EXE_svcnet-cloud-controller")`.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
+use kube::CustomResourceExt;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+pub const PROJECT: &str = "svcnet-e2e";
+pub const REGION: &str = "us-central1";
+pub const ZONE: &str = "us-central1-b";
+pub const ZONE_C: &str = "us-central1-c";
+pub const CLUSTER: &str = "svcnet-e2e";
+pub const NODE_TAG: &str = "svcnet-node";
+
+pub struct Bins {
+    pub apiserver: PathBuf,
+    pub fake_gce: PathBuf,
+}
+
+/// Builds (once per process) and locates the test doubles.
+pub fn bins() -> &'static Bins {
+    static BINS: OnceLock<Bins> = OnceLock::new();
+    BINS.get_or_init(|| {
+        let out = Command::new(env!("CARGO"))
+            .args(["build", "-p", "svcnet-apiserver", "-p", "svcnet-fake-gce"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit())
+            .status()
+            .expect("run cargo build");
+        assert!(
+            out.success(),
+            "building svcnet-apiserver and svcnet-fake-gce failed"
+        );
+        let exe = std::env::current_exe().expect("test executable");
+        // <target>/debug/deps/<test> -> <target>/debug
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .to_path_buf();
+        let b = Bins {
+            apiserver: dir.join("svcnet-apiserver"),
+            fake_gce: dir.join("svcnet-fake-gce"),
+        };
+        assert!(b.apiserver.exists(), "missing {}", b.apiserver.display());
+        assert!(b.fake_gce.exists(), "missing {}", b.fake_gce.display());
+        b
+    })
+}
+
+/// Spawns `cmd` and reads the `listening on ADDR` line from its stdout.
+fn spawn_listening(mut cmd: Command) -> (Child, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("read first line");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    (child, addr)
+}
+
+pub struct ApiServer {
+    child: Child,
+    pub addr: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl ApiServer {
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cmd = Command::new(&bins().apiserver);
+        cmd.args([
+            "--listen",
+            "127.0.0.1:0",
+            "--bookmark-interval-ms",
+            "2000",
+            "--kubeconfig-out",
+        ])
+        .arg(dir.path().join("kubeconfig"));
+        let (child, addr) = spawn_listening(cmd);
+        ApiServer { child, addr, dir }
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+
+    pub async fn client(&self) -> kube::Client {
+        svcnet_cloud_controller::run::install_crypto_provider();
+        let kc = kube::config::Kubeconfig::read_from(self.kubeconfig()).expect("kubeconfig");
+        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .expect("config");
+        kube::Client::try_from(cfg).expect("client")
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub struct FakeGce {
+    child: Child,
+    pub port: u16,
+}
+
+impl FakeGce {
+    pub fn start(extra: &[&str]) -> Self {
+        let mut cmd = Command::new(&bins().fake_gce);
+        cmd.args([
+            "--listen",
+            "127.0.0.1:0",
+            "--project",
+            PROJECT,
+            "--region",
+            REGION,
+        ])
+        .args(["--zones", &format!("{ZONE},{ZONE_C}")])
+        .args(extra);
+        let (child, addr) = spawn_listening(cmd);
+        let port = addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port");
+        FakeGce { child, port }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        http(self.port, method, path, body)
+    }
+
+    pub fn admin(&self, method: &str, what: &str, body: Option<&Value>) -> Value {
+        let (s, v) = self.call(method, &format!("/_fake/{what}"), body);
+        assert_eq!(s, 200, "admin {method} {what}: {v}");
+        v
+    }
+
+    pub fn add_instance(&self, name: &str, zone: &str) -> Value {
+        self.admin(
+            "POST",
+            "instances",
+            Some(&json!({"name": name, "zone": zone, "tags": [NODE_TAG], "machineType": "e2-medium"})),
+        )
+    }
+
+    pub fn state(&self) -> Value {
+        self.admin("GET", "state", None)
+    }
+
+    /// Names of every resource of `kind` (a key of `/_fake/state`).
+    pub fn names(&self, kind: &str) -> Vec<String> {
+        let st = self.state();
+        let mut v: Vec<String> = st[kind]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["name"].as_str().map(str::to_owned))
+            .collect();
+        v.sort();
+        v
+    }
+
+    pub fn find(&self, kind: &str, name: &str) -> Option<Value> {
+        self.state()[kind]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["name"] == name)
+            .cloned()
+    }
+
+    pub fn clear_calls(&self) {
+        self.admin("DELETE", "calls", None);
+    }
+
+    /// (total, mutating) compute calls since the last clear.
+    pub fn calls(&self) -> (u64, u64) {
+        let v = self.admin("GET", "calls", None);
+        (
+            v["total"].as_u64().unwrap_or(0),
+            v["mutating"].as_u64().unwrap_or(0),
+        )
+    }
+
+    pub fn mutating_calls(&self) -> Vec<String> {
+        let v = self.admin("GET", "calls", None);
+        v["calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["mutating"] == true)
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c["method"].as_str().unwrap_or(""),
+                    c["path"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for FakeGce {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One running controller process.
+pub struct Controller {
+    child: Option<Child>,
+    pub args: Vec<String>,
+}
+
+impl Controller {
+    pub fn start(api: &ApiServer, gce: &FakeGce, extra: &[&str]) -> Self {
+        let mut args: Vec<String> = [
+            "--project",
+            PROJECT,
+            "--region",
+            REGION,
+            "--zones",
+            &format!("{ZONE},{ZONE_C}"),
+            "--network",
+            "default",
+            "--cluster-name",
+            CLUSTER,
+            "--node-tags",
+            NODE_TAG,
+            "--gce-endpoint",
+            &gce.endpoint(),
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--gce-poll-ms",
+            "50",
+            "--route-resync-seconds",
+            "2",
+            "--node-monitor-seconds",
+            "1",
+            "--leader-elect-lease-duration-seconds",
+            "3",
+            "--leader-elect-grace-seconds",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.push("--kubeconfig".into());
+        args.push(api.kubeconfig().display().to_string());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut c = Controller { child: None, args };
+        c.spawn();
+        c
+    }
+
+    pub fn spawn(&mut self) {
+        let child = Command::new(env!("CARGO_BIN_EXE_svcnet-cloud-controller"))
+            .args(&self.args)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .env(
+                "SVCNET_LOG",
+                std::env::var("SVCNET_LOG").unwrap_or_else(|_| "info,kube=warn".into()),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn svcnet-cloud-controller");
+        self.child = Some(child);
+    }
+
+    /// SIGKILL: no chance to release the lease or finish a call.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One HTTP/1.1 exchange with `Connection: close`.
+pub fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).expect("write");
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).expect("read");
+    let split = resp
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
+    let head = String::from_utf8_lossy(&resp[..split]).to_string();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    let mut raw = resp[split + 4..].to_vec();
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        raw = dechunk(&raw);
+    }
+    let v = if raw.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&raw).unwrap_or(Value::Null)
+    };
+    (status, v)
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(nl) = b.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(String::from_utf8_lossy(&b[..nl]).trim(), 16).unwrap_or(0);
+        if size == 0 || b.len() < nl + 2 + size + 2 {
+            break;
+        }
+        out.extend_from_slice(&b[nl + 2..nl + 2 + size]);
+        b = &b[nl + 2 + size + 2..];
+    }
+    out
+}
+
+/// Polls `f` until it returns Some, or panics with `what` after `timeout`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// The CloudLoadBalancer CRD, so the controller can write its records.
+pub async fn install_crd(client: &kube::Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.create(&PostParams::default(), &svcnet_crds::CloudLoadBalancer::crd())
+        .await
+        .expect("create CRD");
+}
+
+/// A Node object as kubelet + node controller leave it: providerID, Ready, optional pod CIDR.
+pub fn node(name: &str, zone: &str, pod_cidr: Option<&str>) -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {
+            "providerID": format!("gce://{PROJECT}/{zone}/{name}"),
+            "podCIDR": pod_cidr,
+            "podCIDRs": pod_cidr.map(|c| vec![c]),
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap()
+}
+
+/// Creates the instance in the fake and the Node in the API.
+pub async fn add_node(
+    client: &kube::Client,
+    gce: &FakeGce,
+    name: &str,
+    zone: &str,
+    pod_cidr: Option<&str>,
+) -> Node {
+    gce.add_instance(name, zone);
+    let api: Api<Node> = Api::all(client.clone());
+    api.create(&PostParams::default(), &node(name, zone, pod_cidr))
+        .await
+        .expect("create node")
+}
+
+pub fn lb_service(name: &str, ports: &[i32]) -> Service {
+    let ports: Vec<Value> = ports
+        .iter()
+        .map(|p| json!({"name": format!("p{p}"), "port": p, "protocol": "TCP", "targetPort": p}))
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"type": "LoadBalancer", "selector": {"app": name}, "ports": ports}
+    }))
+    .unwrap()
+}
+
+/// `a` + uid without dashes, cut to 32 (the LB name).
+pub fn lb_name(svc: &Service) -> String {
+    let uid = svc.metadata.uid.clone().unwrap();
+    let mut n: String = std::iter::once('a')
+        .chain(uid.chars().filter(|c| *c != '-'))
+        .collect();
+    n.truncate(32);
+    n
+}
+
+/// The cluster ID the controller persisted.
+pub async fn cluster_id(client: &kube::Client) -> String {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
+    eventually("cluster ID ConfigMap", WAIT, || {
+        let api = api.clone();
+        async move {
+            let cm = api.get_opt("ingress-uid").await.ok().flatten()?;
+            cm.data?.get("uid").cloned()
+        }
+    })
+    .await
+}
+
+pub fn ingress_ip(svc: &Service) -> Option<String> {
+    svc.status
+        .as_ref()?
+        .load_balancer
+        .as_ref()?
+        .ingress
+        .as_ref()?
+        .first()?
+        .ip
+        .clone()
+}
+
+/// Waits for the Service's ingress IP.
+pub async fn wait_ingress(client: &kube::Client, name: &str) -> (Service, String) {
+    let api: Api<Service> = Api::namespaced(client.clone(), "default");
+    eventually(&format!("ingress IP of {name}"), WAIT, || {
+        let api = api.clone();
+        async move {
+            let s = api.get(name).await.ok()?;
+            let ip = ingress_ip(&s)?;
+            Some((s, ip))
+        }
+    })
+    .await
+}
+
+/// Reasons of the events regarding `name` in `default`.
+pub async fn event_reasons(client: &kube::Client, name: &str) -> Vec<String> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), "default");
+    let list = api.list(&Default::default()).await.expect("events");
+    list.items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+/// Everything the fake holds that a load balancer named `lb` could own.
+pub fn lb_objects(gce: &FakeGce, lb: &str) -> Vec<String> {
+    let st = gce.state();
+    let mut out = Vec::new();
+    for kind in [
+        "addresses",
+        "firewalls",
+        "httpHealthChecks",
+        "targetPools",
+        "forwardingRules",
+    ] {
+        for r in st[kind].as_array().into_iter().flatten() {
+            let name = r["name"].as_str().unwrap_or("");
+            if name.contains(lb)
+                || (kind == "httpHealthChecks" || kind == "firewalls") && name.starts_with("k8s-")
+            {
+                out.push(format!("{kind}/{name}"));
+            }
+        }
+    }
+    out
+}
