@@ -74,3 +74,214 @@ fn clusterip_nodeport_and_no_endpoints() {
     assert!(hz.ends_with("\n200"), "{hz}");
     assert!(hz.contains("\"nodeEligible\":true"), "{hz}");
 }
+
+/// Payloads written after the first `skip` files that are not empty (a partial sync with nothing
+/// to write leaves an empty file).
+fn new_payloads(lab: &Lab, skip: usize) -> Vec<(String, String)> {
+    lab.payloads()
+        .into_iter()
+        .skip(skip)
+        .filter(|(_, p)| !p.is_empty())
+        .collect()
+}
+
+#[test]
+fn changes_reach_the_kernel_within_min_sync_period_and_partial_syncs_write_only_changed_chains() {
+    use svcnet_proxy::render::naming::{sep_chain, svc_chain};
+    let Some(lab) = Lab::start(
+        "changes",
+        Opts {
+            pods: 3,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    let api = lab.api();
+    let web = api.service("web", web_spec());
+    api.slice("web", TCP, &[local("10.244.1.10")]);
+    api.service("other", web_spec());
+    api.slice("other", TCP, &[local("10.244.1.12")]);
+    let web_addr = format!("{}:80", cluster_ip(&web));
+    let pod3 = &lab.pod("pod3").ns;
+    wait_for("web answered by pod1", Duration::from_secs(20), || {
+        (answered_by(&request(pod3, "tcp", &web_addr, 1, None)) == ["pod1".to_string()].into()).then_some(())
+    });
+    let web_svc = svc_chain("default/web:", "tcp");
+    let other_svc = svc_chain("default/other:", "tcp");
+    let sep1 = sep_chain("default/web:", "tcp", "10.244.1.10:8080");
+    let sep2 = sep_chain("default/web:", "tcp", "10.244.1.11:8080");
+    // Margin over the 1 s min-sync-period: watch delivery, process start-up and a loaded CI machine.
+    let budget = Duration::from_millis(1000 + 2500);
+    // Let the runner go idle so the change is not held back by a sync that just happened.
+    std::thread::sleep(Duration::from_millis(1200));
+
+    // Scale up.
+    let skip = lab.payloads().len();
+    let t0 = std::time::Instant::now();
+    api.update_slice("web", TCP, &[local("10.244.1.10"), local("10.244.1.11")]);
+    wait_for("new endpoint in the kernel", Duration::from_secs(10), || {
+        lab.save().contains(&format!(":{sep2} ")).then_some(())
+    });
+    let up = t0.elapsed();
+    assert!(up < budget, "scale-up took {up:?}");
+    let seen = wait_for("both endpoints answer", Duration::from_secs(10), || {
+        let s = answered_by(&request(pod3, "tcp", &web_addr, 10, None));
+        (s.len() == 2).then_some(s)
+    });
+    assert_eq!(seen, ["pod1", "pod2"].map(String::from).into());
+    let written = new_payloads(&lab, skip);
+    let (name, p) = written.first().expect("a payload for the scale-up");
+    assert!(name.ends_with("-partial.rules"), "{name}");
+    assert!(
+        p.contains(&format!(":{web_svc} ")) && p.contains(&format!(":{sep2} ")),
+        "{p}"
+    );
+    assert!(
+        !p.contains(&format!(":{sep1} ")),
+        "unchanged endpoint chain rewritten:\n{p}"
+    );
+    assert!(!p.contains(&other_svc), "other service's chain rewritten:\n{p}");
+    assert!(!p.contains("*filter"), "filter did not change:\n{p}");
+    assert!(!p.contains(":KUBE-SERVICES "), "dispatch did not change:\n{p}");
+
+    // Scale down.
+    std::thread::sleep(Duration::from_millis(1200));
+    let skip = lab.payloads().len();
+    let t0 = std::time::Instant::now();
+    api.update_slice("web", TCP, &[local("10.244.1.11")]);
+    wait_for(
+        "removed endpoint gone from the kernel",
+        Duration::from_secs(10),
+        || (!lab.save().contains(&format!(":{sep1} "))).then_some(()),
+    );
+    let down = t0.elapsed();
+    assert!(down < budget, "scale-down took {down:?}");
+    let r = request(pod3, "tcp", &web_addr, 6, None);
+    assert_eq!(answered_by(&r), ["pod2".to_string()].into(), "{r:?}");
+    let written = new_payloads(&lab, skip);
+    let (_, p) = written.first().expect("a payload for the scale-down");
+    assert!(p.contains(&format!("-X {sep1}")), "{p}");
+    assert!(!p.contains(&other_svc), "{p}");
+
+    // Service deletion.
+    std::thread::sleep(Duration::from_millis(1200));
+    let t0 = std::time::Instant::now();
+    api.delete_service("web");
+    wait_for(
+        "service chain gone from the kernel",
+        Duration::from_secs(10),
+        || (!lab.save().contains(&format!(":{web_svc} "))).then_some(()),
+    );
+    let gone = t0.elapsed();
+    assert!(gone < budget, "service deletion took {gone:?}");
+    let saved = lab.save();
+    assert!(
+        saved.contains(&format!(":{other_svc} ")),
+        "other service lost:\n{saved}"
+    );
+    assert!(
+        !saved.contains(&format!(":{sep2} ")),
+        "endpoint chain of the deleted service left:\n{saved}"
+    );
+    eprintln!("kernel programmed: scale-up {up:?}, scale-down {down:?}, delete {gone:?}");
+
+    // Network programming latency was measured from the slices' trigger-time annotations.
+    let n = lab.metric("kubeproxy_network_programming_duration_seconds_count{ip_family=\"IPv4\"}");
+    assert!(n >= 2.0, "network programming samples: {n}");
+}
+
+const FOREIGN: &[&str] = &[
+    "iptables -t nat -N DOCKER",
+    "iptables -t nat -A DOCKER -i docker0 -j RETURN",
+    "iptables -t nat -A PREROUTING -m addrtype --dst-type LOCAL -j DOCKER",
+    "iptables -t nat -A POSTROUTING -s 172.17.0.0/16 ! -o docker0 -j MASQUERADE",
+    "iptables -t filter -N DOCKER",
+    "iptables -t filter -A DOCKER -d 172.17.0.2/32 ! -i docker0 -o docker0 -p tcp -m tcp --dport 80 -j ACCEPT",
+    "iptables -t filter -A FORWARD -o docker0 -j DOCKER",
+    "iptables -t filter -A INPUT -p tcp --dport 22 -j ACCEPT",
+];
+
+/// Rule lines and non-built-in chain names: what "the same ruleset" means here.
+fn ruleset_lines(save: &str) -> std::collections::BTreeSet<String> {
+    save.lines()
+        .filter(|l| l.starts_with("-A ") || (l.starts_with(':') && l.contains(" - ")) || l.starts_with('*'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn foreign_chains_survive_syncs_and_cleanup() {
+    let before_proxy: Vec<Vec<String>> = FOREIGN
+        .iter()
+        .map(|c| c.split_whitespace().map(String::from).collect())
+        .collect();
+    let Some(mut lab) = Lab::start(
+        "foreign",
+        Opts {
+            before_proxy,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    // The same foreign rules in a fresh namespace: the reference.
+    let reference_ns = lab::Ns::new("foreign-ref").expect("netns");
+    for c in FOREIGN {
+        let words: Vec<&str> = c.split_whitespace().collect();
+        reference_ns.ok(&words);
+    }
+    let reference = ruleset_lines(&reference_ns.ok(&["iptables-save"]));
+    let foreign_rules: Vec<String> = reference
+        .iter()
+        .filter(|l| l.starts_with("-A"))
+        .cloned()
+        .collect();
+
+    let api = lab.api();
+    let web = api.service(
+        "web",
+        json!({"type": "NodePort", "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+    );
+    api.slice("web", TCP, &[local("10.244.1.10")]);
+    let pod2 = &lab.pod("pod2").ns;
+    let web_addr = format!("{}:80", cluster_ip(&web));
+    wait_for("web answers", Duration::from_secs(20), || {
+        (!answered_by(&request(pod2, "tcp", &web_addr, 1, None)).is_empty()).then_some(())
+    });
+    api.update_slice("web", TCP, &[local("10.244.1.10"), local("10.244.1.11")]);
+    std::thread::sleep(Duration::from_secs(2));
+    let during = lab.save();
+    for rule in &foreign_rules {
+        assert!(
+            during.contains(rule.as_str()),
+            "foreign rule lost during syncs: {rule}\n{during}"
+        );
+    }
+    assert!(during.contains("-j KUBE-SERVICES"));
+
+    lab.stop_proxy();
+    let (ok, out, err) = lab
+        .node
+        .run(&[lab::proxy_binary().to_str().expect("utf-8"), "cleanup"]);
+    assert!(ok, "cleanup failed: {err}{out}");
+    assert!(out.contains("IPv4: removed"), "{out}");
+    let after = lab.save();
+    assert!(
+        !after.contains("KUBE-"),
+        "svcnet leftovers after cleanup:\n{after}"
+    );
+    // Exactly the foreign ruleset is left (empty tables svcnet created may remain).
+    let left: std::collections::BTreeSet<String> = ruleset_lines(&after)
+        .into_iter()
+        .filter(|l| !l.starts_with('*'))
+        .collect();
+    let want: std::collections::BTreeSet<String> =
+        reference.into_iter().filter(|l| !l.starts_with('*')).collect();
+    assert_eq!(left, want, "cleanup changed foreign rules");
+    // A second cleanup finds nothing to do.
+    let (ok, out, _) = lab
+        .node
+        .run(&[lab::proxy_binary().to_str().expect("utf-8"), "cleanup"]);
+    assert!(ok && out.contains("removed 0 jump rules and 0 chains"), "{out}");
+}
