@@ -285,3 +285,98 @@ fn foreign_chains_survive_syncs_and_cleanup() {
         .run(&[lab::proxy_binary().to_str().expect("utf-8"), "cleanup"]);
     assert!(ok && out.contains("removed 0 jump rules and 0 chains"), "{out}");
 }
+
+/// Wrappers for every iptables-restore name svcnet may call: when `flag` exists they delete it and
+/// fail (once), else they run the real tool.
+fn failing_restore_wrappers(dir: &std::path::Path, flag: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for name in [
+        "iptables-restore",
+        "iptables-nft-restore",
+        "iptables-legacy-restore",
+    ] {
+        let real = std::env::var_os("PATH")
+            .map(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join(name))
+                    .find(|p| p.exists())
+            })
+            .unwrap_or_default();
+        let Some(real) = real else { continue };
+        let script = format!(
+            "#!/bin/sh\nif [ -e '{flag}' ]; then rm -f '{flag}'; echo 'iptables-restore: injected failure' >&2; exit 1; fi\nexec '{real}' \"$@\"\n",
+            flag = flag.display(),
+            real = real.display()
+        );
+        let path = dir.join(name);
+        std::fs::write(&path, script).expect("write wrapper");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+}
+
+#[test]
+fn failed_restore_keeps_old_rules_counts_and_recovers_with_a_full_sync() {
+    let wrappers = tempfile::tempdir().expect("tempdir");
+    let flag = wrappers.path().join("fail-next");
+    failing_restore_wrappers(wrappers.path(), &flag);
+    let opts = Opts {
+        pods: 3,
+        path_prefix: Some(wrappers.path().to_path_buf()),
+        ..Opts::default()
+    };
+    let Some(lab) = Lab::start("fail", opts) else {
+        return;
+    };
+    let api = lab.api();
+    let web = api.service("web", web_spec());
+    api.slice("web", TCP, &[local("10.244.1.10")]);
+    let web_addr = format!("{}:80", cluster_ip(&web));
+    let pod3 = &lab.pod("pod3").ns;
+    wait_for("web answers", Duration::from_secs(20), || {
+        (!answered_by(&request(pod3, "tcp", &web_addr, 1, None)).is_empty()).then_some(())
+    });
+    let failures = "kubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family=\"IPv4\"}";
+    let partial_failures =
+        "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total{ip_family=\"IPv4\"}";
+    assert_eq!(lab.metric(failures), 0.0);
+    std::thread::sleep(Duration::from_millis(1200));
+
+    std::fs::write(&flag, "").expect("arm failure");
+    api.update_slice("web", TCP, &[local("10.244.1.10"), local("10.244.1.11")]);
+    wait_for("the failed sync", Duration::from_secs(10), || {
+        lab.log("proxy.log").contains("sync failed").then_some(())
+    });
+    // Right after the failure (the retry comes 1 s later) the previous rules are intact and serve.
+    let saved = lab.save();
+    assert!(saved.contains("--to-destination 10.244.1.10:8080"), "{saved}");
+    assert!(!saved.contains("--to-destination 10.244.1.11:8080"), "{saved}");
+    let r = request(pod3, "tcp", &web_addr, 3, None);
+    assert!(r.iter().all(|r| !r.starts_with("ERR")), "{r:?}");
+    assert!(!flag.exists(), "the wrapper was not called");
+    assert_eq!(lab.metric(failures), 1.0);
+    assert_eq!(lab.metric(partial_failures), 1.0);
+
+    // The next sync is full, succeeds, and brings the change in.
+    let full = wait_for("a full sync after the failure", Duration::from_secs(10), || {
+        let m = lab.metric("svcnet_proxy_full_syncs_total{ip_family=\"IPv4\",reason=\"failure\"}");
+        (m >= 1.0).then_some(m)
+    });
+    assert_eq!(full, 1.0);
+    let last_full = lab
+        .payloads()
+        .into_iter()
+        .rev()
+        .find(|(n, _)| n.ends_with("-full.rules"))
+        .expect("full payload");
+    assert!(
+        last_full.1.contains("*mangle\n:KUBE-PROXY-CANARY"),
+        "{}",
+        last_full.0
+    );
+    let seen = wait_for("both endpoints after recovery", Duration::from_secs(10), || {
+        let s = answered_by(&request(pod3, "tcp", &web_addr, 10, None));
+        (s.len() == 2).then_some(s)
+    });
+    assert_eq!(seen.len(), 2);
+    assert_eq!(lab.metric(failures), 1.0, "no further failures");
+}
