@@ -380,3 +380,131 @@ fn failed_restore_keeps_old_rules_counts_and_recovers_with_a_full_sync() {
     assert_eq!(seen.len(), 2);
     assert_eq!(lab.metric(failures), 1.0, "no further failures");
 }
+
+/// GET on a node port from the client: (status, body).
+fn http_get(ns: &lab::Ns, url: &str) -> (u16, String) {
+    let (_, out, _) = ns.run(&["curl", "-sS", "--max-time", "3", "-w", "\n%{http_code}", url]);
+    let (body, code) = out.rsplit_once('\n').unwrap_or(("", out.as_str()));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+#[test]
+fn external_paths_local_policy_health_affinity_and_source_ranges() {
+    use lab::{CLIENT_IP, CLIENT_IP2, NODE};
+    let Some(lab) = Lab::start(
+        "external",
+        Opts {
+            pods: 3,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    let api = lab.api();
+    let remote = ("10.244.1.11", true, "node-b");
+
+    // LoadBalancer, externalTrafficPolicy Local: pod1 is on this node, pod2 "on another node".
+    let lb = api.service(
+        "lb",
+        json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+               "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+    );
+    api.slice("lb", TCP, &[local("10.244.1.10"), remote]);
+    api.set_lb_ingress("lb", "203.0.113.10");
+    let hc_port = lb["spec"]["healthCheckNodePort"]
+        .as_u64()
+        .expect("healthCheckNodePort");
+
+    // sessionAffinity ClientIP.
+    let sticky = api.service(
+        "sticky",
+        json!({"sessionAffinity": "ClientIP", "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+    );
+    api.slice("sticky", TCP, &[local("10.244.1.10"), local("10.244.1.11")]);
+
+    // loadBalancerSourceRanges (UDP so the client can pick its source address).
+    api.service(
+        "ranged",
+        json!({"type": "LoadBalancer", "loadBalancerSourceRanges": [format!("{CLIENT_IP}/32")],
+               "ports": [{"port": 80, "targetPort": 8080, "protocol": "UDP"}]}),
+    );
+    api.slice("ranged", &[("", "UDP")], &[local("10.244.1.10")]);
+    api.set_lb_ingress("ranged", "203.0.113.11");
+
+    // externalIPs.
+    api.service(
+        "ext",
+        json!({"externalIPs": ["198.51.100.7"], "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+    );
+    api.slice("ext", TCP, &[local("10.244.1.12")]);
+
+    // LB VIP from the client: only the local endpoint answers, and it sees the client's address.
+    let r = wait_for("LB VIP answers", Duration::from_secs(20), || {
+        let r = request(&lab.client, "tcp", "203.0.113.10:80", 8, None);
+        r.iter().all(|r| !r.starts_with("ERR")).then_some(r)
+    });
+    assert!(r.iter().all(|r| r == &format!("pod1 {CLIENT_IP}")), "{r:?}");
+    // From a pod the cluster IP still reaches both endpoints (the policy is about external traffic).
+    let lb_addr = format!("{}:80", cluster_ip(&lb));
+    let both = wait_for(
+        "both lb endpoints via cluster IP",
+        Duration::from_secs(10),
+        || {
+            let s = answered_by(&request(&lab.pod("pod3").ns, "tcp", &lb_addr, 10, None));
+            (s.len() == 2).then_some(s)
+        },
+    );
+    assert_eq!(both.len(), 2);
+
+    // healthCheckNodePort: 200 with one local endpoint.
+    let hc_url = format!("http://{NODE_IP}:{hc_port}/");
+    let (code, body) = wait_for("health check server", Duration::from_secs(10), || {
+        let r = http_get(&lab.client, &hc_url);
+        (r.0 != 0).then_some(r)
+    });
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["service"], json!({"namespace": "default", "name": "lb"}));
+    assert_eq!(v["localEndpoints"], json!(1));
+    assert_eq!(v["serviceProxyHealthy"], json!(true));
+
+    // Session affinity: one client, always the same pod.
+    let r = request(
+        &lab.pod("pod3").ns,
+        "tcp",
+        &format!("{}:80", cluster_ip(&sticky)),
+        10,
+        None,
+    );
+    assert!(r.iter().all(|r| !r.starts_with("ERR")), "{r:?}");
+    assert_eq!(answered_by(&r).len(), 1, "{r:?}");
+
+    // Source ranges: the allowed source gets through, the other is dropped.
+    let ok = request(&lab.client, "udp", "203.0.113.11:80", 2, Some(CLIENT_IP));
+    assert!(ok.iter().all(|r| r.starts_with("pod1")), "{ok:?}");
+    let denied = request(&lab.client, "udp", "203.0.113.11:80", 1, Some(CLIENT_IP2));
+    assert!(denied[0].starts_with("ERR timeout"), "{denied:?}");
+
+    // externalIP from the client.
+    let r = request(&lab.client, "tcp", "198.51.100.7:80", 2, None);
+    assert!(r.iter().all(|r| r.starts_with("pod3")), "{r:?}");
+
+    // The local endpoint becomes unready: 503 with zero local endpoints, and the VIP stops answering
+    // here (no local endpoint: dropped, the load balancer's health check steers traffic away).
+    api.update_slice("lb", TCP, &[("10.244.1.10", false, NODE), remote]);
+    let (code, body) = wait_for("health check says 503", Duration::from_secs(10), || {
+        let r = http_get(&lab.client, &hc_url);
+        (r.0 == 503).then_some(r)
+    });
+    assert_eq!(code, 503);
+    let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["localEndpoints"], json!(0));
+    let r = request(&lab.client, "tcp", "203.0.113.10:80", 1, None);
+    assert!(r[0].starts_with("ERR"), "{r:?}");
+
+    // Deleting the service stops its health check server.
+    api.delete_service("lb");
+    wait_for("health check server stopped", Duration::from_secs(10), || {
+        (http_get(&lab.client, &hc_url).0 == 0).then_some(())
+    });
+}
