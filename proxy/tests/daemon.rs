@@ -508,3 +508,116 @@ fn external_paths_local_policy_health_affinity_and_source_ranges() {
         (http_get(&lab.client, &hc_url).0 == 0).then_some(())
     });
 }
+
+#[test]
+fn udp_endpoint_replaced_and_stale_conntrack_entry_removed() {
+    let Some(lab) = Lab::start(
+        "udp",
+        Opts {
+            pods: 3,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    let api = lab.api();
+    let dns = api.service(
+        "dns",
+        json!({"ports": [{"port": 53, "targetPort": 8080, "protocol": "UDP"}]}),
+    );
+    let udp = &[("", "UDP")];
+    api.slice("dns", udp, &[local("10.244.1.10")]);
+    let vip = format!("{}:53", cluster_ip(&dns));
+    let client = &lab.pod("pod3").ns;
+    // Always the same source port: every datagram belongs to one conntrack entry.
+    let src = Some("10.244.1.12:40053");
+    let r = wait_for("dns answers from pod1", Duration::from_secs(20), || {
+        let r = request(client, "udp", &vip, 3, src);
+        r.iter().all(|r| r.starts_with("pod1")).then_some(r)
+    });
+    assert_eq!(r.len(), 3);
+    let entries = lab.node.ok(&["conntrack", "-L", "-p", "udp"]);
+    assert!(entries.contains("sport=40053"), "{entries}");
+    std::thread::sleep(Duration::from_millis(1200));
+
+    // pod1 leaves the service but keeps running: only conntrack cleanup moves the flow to pod2.
+    let deleted = "kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family=\"IPv4\"}";
+    let before = lab.metric(deleted);
+    let t0 = std::time::Instant::now();
+    api.update_slice("dns", udp, &[local("10.244.1.11")]);
+    wait_for(
+        "the same UDP flow answered by pod2",
+        Duration::from_secs(10),
+        || {
+            let r = request(client, "udp", &vip, 1, src);
+            r[0].starts_with("pod2").then_some(())
+        },
+    );
+    eprintln!("UDP flow moved after {:?}", t0.elapsed());
+    assert!(lab.metric(deleted) > before, "{}", lab.metrics());
+    // And it keeps working.
+    let r = request(client, "udp", &vip, 3, src);
+    assert!(r.iter().all(|r| r.starts_with("pod2")), "{r:?}");
+}
+
+#[test]
+fn apiserver_restart_keeps_rules_and_reflectors_resume() {
+    let opts = Opts {
+        sync_period: "2s",
+        ..Opts::default()
+    };
+    let Some(mut lab) = Lab::start("restart", opts) else {
+        return;
+    };
+    let api = lab.api();
+    let web = api.service("web", web_spec());
+    api.slice("web", TCP, &[local("10.244.1.10")]);
+    let web_addr = format!("{}:80", cluster_ip(&web));
+    wait_for("web answers", Duration::from_secs(20), || {
+        (answered_by(&request(&lab.pod("pod2").ns, "tcp", &web_addr, 1, None)) == ["pod1".to_string()].into())
+            .then_some(())
+    });
+    let web_chain = svcnet_proxy::render::naming::svc_chain("default/web:", "tcp");
+
+    lab.stop_apiserver();
+    let syncs = lab.syncs();
+    // Several periodic syncs (every 2 s) run while the API is gone: nothing is flushed.
+    let outage = std::time::Instant::now();
+    while outage.elapsed() < Duration::from_secs(5) {
+        let r = request(&lab.pod("pod2").ns, "tcp", &web_addr, 1, None);
+        assert_eq!(
+            r,
+            vec!["pod1 10.244.1.11".to_string()],
+            "traffic broke during the API outage"
+        );
+        assert!(
+            lab.save().contains(&format!(":{web_chain} ")),
+            "rules flushed during the outage"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(lab.syncs() > syncs, "no sync ran during the outage");
+    assert!(
+        lab.proxy.as_mut().is_some_and(lab::Proc::alive),
+        "proxy died without its API server"
+    );
+
+    lab.start_apiserver();
+    let api = lab.api();
+    // The stand-in restarted from its state file: the reflectors relist and keep the same objects...
+    std::thread::sleep(Duration::from_secs(2));
+    let r = request(&lab.pod("pod2").ns, "tcp", &web_addr, 2, None);
+    assert!(r.iter().all(|r| r.starts_with("pod1")), "{r:?}");
+    // ...and new changes flow again.
+    let after = api.service("after", web_spec());
+    api.slice("after", TCP, &[local("10.244.1.11")]);
+    let after_addr = format!("{}:80", cluster_ip(&after));
+    wait_for(
+        "a service created after the restart answers",
+        Duration::from_secs(30),
+        || {
+            let r = request(&lab.pod("pod1").ns, "tcp", &after_addr, 1, None);
+            r[0].starts_with("pod2").then_some(())
+        },
+    );
+}
