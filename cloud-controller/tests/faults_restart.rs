@@ -1,0 +1,166 @@
+//! Robustness: GCE failing a fraction of calls (503, 429, 403 rateLimitExceeded, operations that
+//! end DONE with an error), slow operations, and the controller SIGKILLed and restarted in the
+//! middle of reconciling. The end state must equal the fault-free one and nothing may leak.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
+
+/// Names the fake holds per kind, for the leak check.
+fn inventory(gce: &FakeGce) -> Vec<String> {
+    let mut out = Vec::new();
+    for kind in [
+        "addresses",
+        "firewalls",
+        "httpHealthChecks",
+        "targetPools",
+        "forwardingRules",
+    ] {
+        for n in gce.names(kind) {
+            out.push(format!("{kind}/{n}"));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn expected(lbs: &[String], cid: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for lb in lbs {
+        out.push(format!("addresses/{lb}"));
+        out.push(format!("firewalls/k8s-fw-{lb}"));
+        out.push(format!("targetPools/{lb}"));
+        out.push(format!("forwardingRules/{lb}"));
+    }
+    if !lbs.is_empty() {
+        out.push(format!("firewalls/k8s-{cid}-node-http-hc"));
+        out.push(format!("httpHealthChecks/k8s-{cid}-node"));
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_and_restarts_converge_without_leaks() {
+    let api_server = ApiServer::start();
+    let gce = FakeGce::start(&["--op-latency-ms", "300"]);
+    let client = api_server.client().await;
+    install_crd(&client).await;
+    for (i, zone) in [ZONE, ZONE, ZONE_C].iter().enumerate() {
+        add_node(&client, &gce, &format!("node-{i}"), zone, None).await;
+    }
+    let api_only = json!({"pathRegex": "^/compute/v1/"});
+    for (i, extra) in [
+        json!({"fraction": 0.2, "status": 503}),
+        json!({"fraction": 0.1, "status": 429}),
+        json!({"fraction": 0.1, "status": 403, "reason": "rateLimitExceeded"}),
+        json!({"fraction": 0.1, "status": 503, "mode": "operation", "method": "POST"}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut f = api_only.clone();
+        f.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        f["seed"] = json!(i + 7);
+        gce.admin("POST", "faults", Some(&f));
+    }
+
+    let mut ctl = Controller::start(&api_server, &gce, &["--gce-retries", "12"]);
+    let cid = cluster_id(&client).await;
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let mut names = Vec::new();
+    for i in 0..3 {
+        let name = format!("svc-{i}");
+        services
+            .create(&PostParams::default(), &lb_service(&name, &[80 + i]))
+            .await
+            .unwrap();
+        names.push(name);
+    }
+    // Kill it mid-reconcile (operations take 300 ms each, so work is in flight), twice.
+    for _ in 0..2 {
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        ctl.kill();
+        ctl.spawn();
+    }
+    let mut lbs = Vec::new();
+    for name in &names {
+        let (svc, ip) = wait_ingress_long(&client, name).await;
+        let lb = lb_name(&svc);
+        let fr = gce.find("forwardingRules", &lb).expect("forwarding rule");
+        assert_eq!(fr["IPAddress"], ip.as_str());
+        lbs.push(lb);
+    }
+    lbs.sort();
+    eventually(
+        "exactly the objects of three LBs",
+        Duration::from_secs(120),
+        || async { (inventory(&gce) == expected(&lbs, &cid)).then_some(()) },
+    )
+    .await;
+    for lb in &lbs {
+        let pool = gce.find("targetPools", lb).unwrap();
+        assert_eq!(pool["instances"].as_array().unwrap().len(), 3, "{pool}");
+    }
+    let hits: u64 = gce.admin("GET", "faults", None)["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["hits"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(hits > 0, "faults were injected");
+
+    // Delete two Services and kill the controller during the tear-down.
+    for name in &names[..2] {
+        services.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    ctl.kill();
+    ctl.spawn();
+    for name in &names[..2] {
+        eventually(&format!("{name} gone"), Duration::from_secs(120), || {
+            let services = services.clone();
+            async move { services.get_opt(name).await.ok()?.is_none().then_some(()) }
+        })
+        .await;
+    }
+    let (svc, _) = wait_ingress(&client, &names[2]).await;
+    let left = vec![lb_name(&svc)];
+    eventually(
+        "only the third LB's objects remain",
+        Duration::from_secs(120),
+        || async { (inventory(&gce) == expected(&left, &cid)).then_some(()) },
+    )
+    .await;
+
+    // And the last one: nothing at all remains.
+    services
+        .delete(&names[2], &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("no GCE objects left", Duration::from_secs(120), || async {
+        inventory(&gce).is_empty().then_some(())
+    })
+    .await;
+}
+
+async fn wait_ingress_long(client: &kube::Client, name: &str) -> (Service, String) {
+    let api: Api<Service> = Api::namespaced(client.clone(), "default");
+    eventually(&format!("ingress IP of {name}"), Duration::from_secs(180), || {
+        let api = api.clone();
+        async move {
+            let s = api.get(name).await.ok()?;
+            let ip = ingress_ip(&s)?;
+            Some((s, ip))
+        }
+    })
+    .await
+}
