@@ -137,7 +137,11 @@ pub async fn write(client: &kube::Client, svc: &Service, mut status: CloudLoadBa
     status.last_sync_time = Some(Time(Timestamp::now()));
     let pp = PatchParams::apply(FIELD_MANAGER).force();
     if !same_spec && let Err(err) = api.patch(&name, &pp, &Patch::Apply(&clb)).await {
-        tracing::warn!(%err, "writing CloudLoadBalancer failed");
+        if matches!(&err, kube::Error::Api(s) if s.code == 404) {
+            tracing::debug!("CloudLoadBalancer CRD not installed; record skipped");
+        } else {
+            tracing::warn!(%err, "writing CloudLoadBalancer failed");
+        }
         return false;
     }
     let body = match status.apply_patch() {
