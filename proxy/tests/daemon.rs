@@ -621,3 +621,68 @@ fn apiserver_restart_keeps_rules_and_reflectors_resume() {
         },
     );
 }
+
+#[test]
+fn flushed_tables_are_repaired_by_a_canary_full_sync_and_metrics_use_upstream_names() {
+    let opts = Opts {
+        sync_period: "2s",
+        ..Opts::default()
+    };
+    let Some(lab) = Lab::start("canary", opts) else {
+        return;
+    };
+    let api = lab.api();
+    let web = api.service("web", web_spec());
+    api.slice("web", TCP, &[local("10.244.1.10")]);
+    let web_addr = format!("{}:80", cluster_ip(&web));
+    let pod2 = &lab.pod("pod2").ns;
+    wait_for("web answers", Duration::from_secs(20), || {
+        (!answered_by(&request(pod2, "tcp", &web_addr, 1, None)).is_empty()).then_some(())
+    });
+
+    // Someone wipes the nat table (a firewall reload): jumps, chains and the canary are gone.
+    lab.node.ok(&["iptables", "-t", "nat", "-F"]);
+    lab.node.ok(&["iptables", "-t", "nat", "-X"]);
+    let nat = lab.node.ok(&["iptables-save", "-t", "nat"]);
+    assert!(!nat.contains("KUBE-"), "{nat}");
+    // Without a change to react to, the periodic canary check notices and resyncs everything.
+    wait_for("a canary-triggered full sync", Duration::from_secs(10), || {
+        (lab.metric("svcnet_proxy_full_syncs_total{ip_family=\"IPv4\",reason=\"canary\"}") >= 1.0)
+            .then_some(())
+    });
+    let r = wait_for("web answers again", Duration::from_secs(5), || {
+        let r = request(pod2, "tcp", &web_addr, 2, None);
+        r.iter().all(|r| r.starts_with("pod1")).then_some(r)
+    });
+    assert_eq!(r.len(), 2);
+    assert!(
+        lab.save()
+            .contains("-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES")
+    );
+
+    let text = lab.metrics();
+    for name in [
+        "kubeproxy_sync_proxy_rules_duration_seconds_bucket{",
+        "kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"}",
+        "kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"}",
+        "kubeproxy_sync_proxy_rules_iptables_total{ip_family=\"IPv4\",table=\"nat\"}",
+        "kubeproxy_sync_proxy_rules_iptables_last{ip_family=\"IPv4\",table=\"filter\"}",
+        "kubeproxy_sync_proxy_rules_endpoint_changes_total ",
+        "kubeproxy_sync_proxy_rules_service_changes_total ",
+        "kubeproxy_sync_proxy_rules_endpoint_changes_pending ",
+        "kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"}",
+        "kubeproxy_sync_proxy_rules_no_local_endpoints_total{ip_family=\"IPv4\",traffic_policy=\"internal\"}",
+    ] {
+        assert!(text.contains(name), "missing {name} in\n{text}");
+    }
+    assert!(lab.metric("kubeproxy_sync_proxy_rules_service_changes_total") >= 1.0);
+    assert!(lab.metric("kubeproxy_sync_proxy_rules_iptables_total{ip_family=\"IPv4\",table=\"nat\"}") >= 5.0);
+    let lz = lab.node.ok(&[
+        "curl",
+        "-sS",
+        "-w",
+        "\n%{http_code}",
+        "http://127.0.0.1:10256/livez",
+    ]);
+    assert!(lz.ends_with("\n200") && lz.contains("\"healthy\":true"), "{lz}");
+}
