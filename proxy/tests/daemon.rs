@@ -37,6 +37,14 @@ fn clusterip_nodeport_and_no_endpoints() {
     );
     api.slice("np", TCP, &[local("10.244.1.10")]);
     let empty = api.service("empty", web_spec());
+    // Services another proxy owns are not even watched (upstream's label selector).
+    let foreign = api.create(
+        "/api/v1/namespaces/default/services",
+        &json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "foreign", "labels": {"service.kubernetes.io/service-proxy-name": "other"}},
+                "spec": {"ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}}),
+    );
+    api.slice("foreign", TCP, &[local("10.244.1.10")]);
     let web_addr = format!("{}:80", cluster_ip(&web));
 
     // ClusterIP from a pod: both endpoints answer (random load balancing).
@@ -62,6 +70,13 @@ fn clusterip_nodeport_and_no_endpoints() {
     assert!(r[0].starts_with("ERR refused"), "{r:?}");
     let r = request(&lab.node, "tcp", &format!("{}:80", cluster_ip(&empty)), 1, None);
     assert!(r[0].starts_with("ERR refused"), "{r:?}");
+
+    let saved = lab.save();
+    assert!(saved.contains("default/empty"), "{saved}");
+    assert!(
+        !saved.contains("default/foreign") && !saved.contains(&cluster_ip(&foreign)),
+        "{saved}"
+    );
 
     // /healthz says healthy with an eligible node.
     let hz = lab.node.ok(&[
@@ -289,6 +304,11 @@ fn foreign_chains_survive_syncs_and_cleanup() {
 /// Wrappers for every iptables-restore name svcnet may call: when `flag` exists they delete it and
 /// fail (once), else they run the real tool.
 fn failing_restore_wrappers(dir: &std::path::Path, flag: &std::path::Path) {
+    wrappers(dir, flag, true);
+}
+
+/// Like [`failing_restore_wrappers`]; with `once == false` every call fails while `flag` exists.
+fn wrappers(dir: &std::path::Path, flag: &std::path::Path, once: bool) {
     use std::os::unix::fs::PermissionsExt;
     for name in [
         "iptables-restore",
@@ -304,9 +324,14 @@ fn failing_restore_wrappers(dir: &std::path::Path, flag: &std::path::Path) {
             .unwrap_or_default();
         let Some(real) = real else { continue };
         let script = format!(
-            "#!/bin/sh\nif [ -e '{flag}' ]; then rm -f '{flag}'; echo 'iptables-restore: injected failure' >&2; exit 1; fi\nexec '{real}' \"$@\"\n",
+            "#!/bin/sh\nif [ -e '{flag}' ]; then {rm}echo 'iptables-restore: injected failure' >&2; exit 1; fi\nexec '{real}' \"$@\"\n",
             flag = flag.display(),
-            real = real.display()
+            real = real.display(),
+            rm = if once {
+                format!("rm -f '{}'; ", flag.display())
+            } else {
+                String::new()
+            }
         );
         let path = dir.join(name);
         std::fs::write(&path, script).expect("write wrapper");
@@ -685,4 +710,62 @@ fn flushed_tables_are_repaired_by_a_canary_full_sync_and_metrics_use_upstream_na
         "http://127.0.0.1:10256/livez",
     ]);
     assert!(lz.ends_with("\n200") && lz.contains("\"healthy\":true"), "{lz}");
+}
+
+#[test]
+fn restores_failing_for_longer_than_twice_the_sync_period_make_the_proxy_unhealthy() {
+    let wrappers_dir = tempfile::tempdir().expect("tempdir");
+    let flag = wrappers_dir.path().join("fail-always");
+    wrappers(wrappers_dir.path(), &flag, false);
+    let opts = Opts {
+        sync_period: "1s",
+        path_prefix: Some(wrappers_dir.path().to_path_buf()),
+        ..Opts::default()
+    };
+    let Some(lab) = Lab::start("unhealthy", opts) else {
+        return;
+    };
+    let api = lab.api();
+    let lb = api.service(
+        "lb",
+        json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+               "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+    );
+    api.slice("lb", TCP, &[local("10.244.1.10")]);
+    let hc_url = format!(
+        "http://{NODE_IP}:{}/",
+        lb["spec"]["healthCheckNodePort"].as_u64().expect("hc port")
+    );
+    let healthz = "http://127.0.0.1:10256/healthz";
+    wait_for("service health 200", Duration::from_secs(10), || {
+        (http_get(&lab.client, &hc_url).0 == 200).then_some(())
+    });
+    assert_eq!(http_get(&lab.node, healthz).0, 200);
+
+    // Every restore fails from now on; a change stays queued.
+    std::fs::write(&flag, "").expect("arm failures");
+    api.update_slice("lb", TCP, &[local("10.244.1.10"), local("10.244.1.11")]);
+    let t0 = std::time::Instant::now();
+    let (code, body) = wait_for("healthz 503", Duration::from_secs(15), || {
+        let r = http_get(&lab.node, healthz);
+        (r.0 == 503).then_some(r)
+    });
+    assert_eq!(code, 503);
+    assert!(body.contains("\"healthy\":false"), "{body}");
+    // Not before the 2 x sync-period timeout.
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1500),
+        "unhealthy too early: {:?}",
+        t0.elapsed()
+    );
+    let (code, body) = http_get(&lab.client, &hc_url);
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("\"serviceProxyHealthy\":false"), "{body}");
+    assert!(lab.metric("kubeproxy_proxy_healthz_total{code=\"503\"}") >= 1.0);
+
+    // Restores work again: healthy.
+    std::fs::remove_file(&flag).expect("disarm");
+    wait_for("healthz 200 again", Duration::from_secs(15), || {
+        (http_get(&lab.node, healthz).0 == 200).then_some(())
+    });
 }

@@ -114,8 +114,16 @@ fn apiserver_binary() -> PathBuf {
             .expect("test binary lives in <target>/<profile>/deps")
             .to_path_buf();
         if let Ok(cargo) = std::env::var("CARGO") {
-            let status = Command::new(cargo)
-                .args(["build", "-q", "-p", "svcnet-apiserver"])
+            // Same target dir and profile as this test binary, whatever flags built it.
+            let mut build = Command::new(cargo);
+            build.args(["build", "-q", "-p", "svcnet-apiserver"]);
+            if let Some(target_dir) = profile_dir.parent() {
+                build.arg("--target-dir").arg(target_dir);
+            }
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                build.arg("--release");
+            }
+            let status = build
                 .current_dir(env!("CARGO_MANIFEST_DIR"))
                 .status()
                 .expect("run cargo build -p svcnet-apiserver");
