@@ -769,3 +769,60 @@ fn restores_failing_for_longer_than_twice_the_sync_period_make_the_proxy_unhealt
         (http_get(&lab.node, healthz).0 == 200).then_some(())
     });
 }
+
+#[test]
+fn nothing_is_written_before_the_caches_sync_and_a_draining_node_fails_healthz() {
+    let Some(mut lab) = Lab::start("nosync", Opts::default()) else {
+        return;
+    };
+    let api = lab.api();
+    api.service("web", web_spec());
+    api.slice("web", TCP, &[local("10.244.1.10")]);
+    let web_chain = svcnet_proxy::render::naming::svc_chain("default/web:", "tcp");
+    wait_for("web programmed", Duration::from_secs(10), || {
+        lab.save().contains(&format!(":{web_chain} ")).then_some(())
+    });
+
+    // Start over without an API server: the proxy must not write anything (not even an empty ruleset
+    // that would drop every service) until it has listed Services and EndpointSlices.
+    lab.stop_proxy();
+    let (ok, out, err) = lab
+        .node
+        .run(&[lab::proxy_binary().to_str().expect("utf-8"), "cleanup"]);
+    assert!(ok, "{out}{err}");
+    lab.stop_apiserver();
+    lab.start_proxy();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        lab.proxy.as_mut().is_some_and(lab::Proc::alive),
+        "{}",
+        lab.log("proxy.log")
+    );
+    let saved = lab.save();
+    assert!(
+        !saved.contains("KUBE-"),
+        "written before the caches synced:\n{saved}"
+    );
+    lab.start_apiserver();
+    wait_for(
+        "web programmed once the API is back",
+        Duration::from_secs(30),
+        || lab.save().contains(&format!(":{web_chain} ")).then_some(()),
+    );
+
+    // A node the autoscaler is draining fails /healthz (load balancers stop sending), /livez stays up.
+    let healthz = "http://127.0.0.1:10256/healthz";
+    wait_for("healthz 200", Duration::from_secs(10), || {
+        (http_get(&lab.node, healthz).0 == 200).then_some(())
+    });
+    lab.api().merge_patch(
+        &format!("/api/v1/nodes/{}", lab::NODE),
+        &json!({"spec": {"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}]}}),
+    );
+    let (_, body) = wait_for("healthz 503 for a draining node", Duration::from_secs(10), || {
+        let r = http_get(&lab.node, healthz);
+        (r.0 == 503).then_some(r)
+    });
+    assert!(body.contains("\"nodeEligible\":false"), "{body}");
+    assert_eq!(http_get(&lab.node, "http://127.0.0.1:10256/livez").0, 200);
+}
