@@ -649,8 +649,18 @@ fn apiserver_restart_keeps_rules_and_reflectors_resume() {
 
 #[test]
 fn flushed_tables_are_repaired_by_a_canary_full_sync_and_metrics_use_upstream_names() {
+    // Settings from a KubeProxyConfiguration file win over the flags (sync period 10 s on the command
+    // line, 2 s in the file; masquerade-all only in the file).
+    let cfg_dir = tempfile::tempdir().expect("tempdir");
+    let cfg = cfg_dir.path().join("kube-proxy.yaml");
+    std::fs::write(
+        &cfg,
+        "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\n\
+         iptables:\n  masqueradeAll: true\n  syncPeriod: 2s\n  minSyncPeriod: 1s\nconntrack:\n  maxPerCore: 0\n",
+    )
+    .expect("write config");
     let opts = Opts {
-        sync_period: "2s",
+        extra_args: vec!["--config".into(), cfg.display().to_string()],
         ..Opts::default()
     };
     let Some(lab) = Lab::start("canary", opts) else {
@@ -661,9 +671,12 @@ fn flushed_tables_are_repaired_by_a_canary_full_sync_and_metrics_use_upstream_na
     api.slice("web", TCP, &[local("10.244.1.10")]);
     let web_addr = format!("{}:80", cluster_ip(&web));
     let pod2 = &lab.pod("pod2").ns;
-    wait_for("web answers", Duration::from_secs(20), || {
-        (!answered_by(&request(pod2, "tcp", &web_addr, 1, None)).is_empty()).then_some(())
+    let r = wait_for("web answers", Duration::from_secs(20), || {
+        let r = request(pod2, "tcp", &web_addr, 1, None);
+        (!answered_by(&r).is_empty()).then_some(r)
     });
+    // masqueradeAll: even pod-to-service traffic is SNATed to the node's bridge address.
+    assert_eq!(r, vec!["pod1 10.244.1.1".to_string()]);
 
     // Someone wipes the nat table (a firewall reload): jumps, chains and the canary are gone.
     lab.node.ok(&["iptables", "-t", "nat", "-F"]);
@@ -671,7 +684,7 @@ fn flushed_tables_are_repaired_by_a_canary_full_sync_and_metrics_use_upstream_na
     let nat = lab.node.ok(&["iptables-save", "-t", "nat"]);
     assert!(!nat.contains("KUBE-"), "{nat}");
     // Without a change to react to, the periodic canary check notices and resyncs everything.
-    wait_for("a canary-triggered full sync", Duration::from_secs(10), || {
+    wait_for("a canary-triggered full sync", Duration::from_secs(6), || {
         (lab.metric("svcnet_proxy_full_syncs_total{ip_family=\"IPv4\",reason=\"canary\"}") >= 1.0)
             .then_some(())
     });
