@@ -7,6 +7,7 @@
 //! [`conntrack`]) -> [`health`], [`service_health`], [`metrics`]; [`cleanup`] undoes it.
 #![forbid(unsafe_code)]
 
+pub mod addresses;
 pub mod apply;
 pub mod changes;
 pub mod cleanup;

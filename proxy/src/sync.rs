@@ -160,7 +160,15 @@ impl FamilySync {
         for e in &state.errors {
             tracing::debug!(error = %e, "object skipped");
         }
-        let node = settings.node_facts(snap);
+        let mut node = settings.node_facts(snap);
+        if !settings.rules.nodeport_addresses.is_empty() {
+            // CIDRs in --nodeport-addresses select among the live interface addresses.
+            for ip in crate::addresses::local_addresses().await {
+                if !node.interface_ips.contains(&ip) {
+                    node.interface_ips.push(ip);
+                }
+            }
+        }
         let mut cfg = settings
             .rules
             .render_config(family, &node)

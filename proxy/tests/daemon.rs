@@ -64,6 +64,15 @@ fn clusterip_nodeport_and_no_endpoints() {
     let np_addr = format!("{NODE_IP}:{}", node_port(&np));
     let r = request(&lab.client, "tcp", &np_addr, 3, None);
     assert!(r.iter().all(|r| r == "pod1 10.244.1.1"), "{r:?}");
+    // Localhost NodePorts (route_localnet is set by the proxy).
+    let r = request(
+        &lab.node,
+        "tcp",
+        &format!("127.0.0.1:{}", node_port(&np)),
+        1,
+        None,
+    );
+    assert!(r[0].starts_with("pod1"), "{r:?}");
 
     // A service without endpoints rejects: connection refused, not a timeout.
     let r = request(pod1, "tcp", &format!("{}:80", cluster_ip(&empty)), 1, None);
@@ -838,4 +847,58 @@ fn nothing_is_written_before_the_caches_sync_and_a_draining_node_fails_healthz()
     });
     assert!(body.contains("\"nodeEligible\":false"), "{body}");
     assert_eq!(http_get(&lab.node, "http://127.0.0.1:10256/livez").0, 200);
+}
+
+#[test]
+fn nodeport_addresses_limit_nodeports_to_matching_interface_addresses() {
+    let opts = Opts {
+        pods: 1,
+        extra_args: vec!["--nodeport-addresses".into(), "172.30.0.0/24".into()],
+        // A second address in the CIDR that the Node object does not list.
+        before_proxy: vec![
+            "ip addr add 172.30.0.3/24 dev eth0"
+                .split(' ')
+                .map(String::from)
+                .collect(),
+        ],
+        ..Opts::default()
+    };
+    let Some(lab) = Lab::start("npa", opts) else {
+        return;
+    };
+    let api = lab.api();
+    let np = api.service(
+        "np",
+        json!({"type": "NodePort", "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+    );
+    api.slice("np", TCP, &[local("10.244.1.10")]);
+    let port = node_port(&np);
+    // eth0's addresses are in the CIDR; the bridge address is an interface address outside it.
+    let r = wait_for("NodePort on eth0", Duration::from_secs(20), || {
+        let r = request(&lab.client, "tcp", &format!("{NODE_IP}:{port}"), 1, None);
+        r[0].starts_with("pod1").then_some(r)
+    });
+    assert_eq!(r.len(), 1);
+    let saved = lab.save();
+    assert!(
+        saved.contains(&format!("-d {NODE_IP}/32")) && saved.contains("-j KUBE-NODEPORTS"),
+        "{saved}"
+    );
+    assert!(!saved.contains("--dst-type LOCAL -j KUBE-NODEPORTS"), "{saved}");
+    let r = request(&lab.client, "tcp", &format!("172.30.0.3:{port}"), 1, None);
+    assert!(
+        r[0].starts_with("pod1"),
+        "NodePort on a matching interface address: {r:?}"
+    );
+    let r = request(
+        &lab.pod("pod1").ns,
+        "tcp",
+        &format!("{}:{port}", lab::BRIDGE_IP),
+        1,
+        None,
+    );
+    assert!(
+        r[0].starts_with("ERR"),
+        "NodePort answered outside --nodeport-addresses: {r:?}"
+    );
 }
