@@ -210,6 +210,21 @@ fn changes_reach_the_kernel_within_min_sync_period_and_partial_syncs_write_only_
     );
     eprintln!("kernel programmed: scale-up {up:?}, scale-down {down:?}, delete {gone:?}");
 
+    // A burst of changes is batched: one sync at once, the rest together min-sync-period later.
+    std::thread::sleep(Duration::from_millis(1200));
+    let before = lab.syncs();
+    for i in 0..6 {
+        let eps = if i % 2 == 0 {
+            vec![local("10.244.1.12"), local("10.244.1.10")]
+        } else {
+            vec![local("10.244.1.12")]
+        };
+        api.update_slice("other", TCP, &eps);
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    let burst = lab.syncs() - before;
+    assert!((1..=3).contains(&burst), "{burst} syncs for a burst of 6 changes");
+
     // Network programming latency was measured from the slices' trigger-time annotations.
     let n = lab.metric("kubeproxy_network_programming_duration_seconds_count{ip_family=\"IPv4\"}");
     assert!(n >= 2.0, "network programming samples: {n}");
