@@ -21,6 +21,7 @@ pub struct KubeArgs {
 /// configuration exists, a bare config for that URL is used (the lab's API stand-in needs no
 /// credentials), like `clientcmd.BuildConfigFromFlags(master, "")` does.
 pub async fn client(args: &KubeArgs) -> Result<kube::Client, CoreError> {
+    crate::tls::install_crypto_provider();
     let config = config(args).await?;
     Ok(kube::Client::try_from(config)?)
 }

@@ -12,5 +12,6 @@ pub mod metrics;
 pub mod retry;
 pub mod service;
 pub mod shutdown;
+pub mod tls;
 
 pub use error::CoreError;

@@ -57,6 +57,7 @@ impl Server {
     }
 
     pub async fn client(&self) -> kube::Client {
+        svcnet_core::tls::install_crypto_provider();
         let kc = kube::config::Kubeconfig::read_from(self.kubeconfig()).expect("read kubeconfig");
         let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
             .await
