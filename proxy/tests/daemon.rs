@@ -88,14 +88,8 @@ fn clusterip_nodeport_and_no_endpoints() {
     );
 
     // /healthz says healthy with an eligible node.
-    let hz = lab.node.ok(&[
-        "curl",
-        "-sS",
-        "-w",
-        "\n%{http_code}",
-        "http://127.0.0.1:10256/healthz",
-    ]);
-    assert!(hz.ends_with("\n200"), "{hz}");
+    let (code, hz) = http_get(&lab.node, "http://127.0.0.1:10256/healthz");
+    assert_eq!(code, 200, "{hz}");
     assert!(hz.contains("\"nodeEligible\":true"), "{hz}");
 }
 
@@ -430,11 +424,9 @@ fn failed_restore_keeps_old_rules_counts_and_recovers_with_a_full_sync() {
     assert_eq!(lab.metric(failures), 1.0, "no further failures");
 }
 
-/// GET on a node port from the client: (status, body).
+/// GET from inside `ns`: (status, body); status 0 when nothing listens.
 fn http_get(ns: &lab::Ns, url: &str) -> (u16, String) {
-    let (_, out, _) = ns.run(&["curl", "-sS", "--max-time", "3", "-w", "\n%{http_code}", url]);
-    let (body, code) = out.rsplit_once('\n').unwrap_or(("", out.as_str()));
-    (code.trim().parse().unwrap_or(0), body.to_string())
+    lab::helper::http(ns, "GET", url, "application/json", "")
 }
 
 #[test]
@@ -739,14 +731,8 @@ fn flushed_tables_are_repaired_by_a_canary_full_sync_and_metrics_use_upstream_na
     }
     assert!(lab.metric("kubeproxy_sync_proxy_rules_service_changes_total") >= 1.0);
     assert!(lab.metric("kubeproxy_sync_proxy_rules_iptables_total{ip_family=\"IPv4\",table=\"nat\"}") >= 5.0);
-    let lz = lab.node.ok(&[
-        "curl",
-        "-sS",
-        "-w",
-        "\n%{http_code}",
-        "http://127.0.0.1:10256/livez",
-    ]);
-    assert!(lz.ends_with("\n200") && lz.contains("\"healthy\":true"), "{lz}");
+    let (code, lz) = http_get(&lab.node, "http://127.0.0.1:10256/livez");
+    assert!(code == 200 && lz.contains("\"healthy\":true"), "{code} {lz}");
 }
 
 #[test]

@@ -1,8 +1,5 @@
-//! Writes to the API stand-in with `curl` run inside the node namespace (the stand-in listens on the
-//! node's loopback, which the test process in the root namespace cannot reach).
-
-use std::io::Write;
-use std::process::Stdio;
+//! Writes to the API stand-in from inside the node namespace (the stand-in listens on the node's
+//! loopback, which the test process in the root namespace cannot reach), with the helper's HTTP client.
 
 use serde_json::{Value, json};
 
@@ -16,40 +13,12 @@ pub struct Api<'a> {
 pub type Ep<'a> = (&'a str, bool, &'a str);
 
 impl Api<'_> {
-    /// `curl -X METHOD` with a JSON body; returns (HTTP status, parsed body).
+    /// One request with a JSON (or patch) body; returns (HTTP status, parsed body).
     pub fn call(&self, method: &str, path: &str, content_type: &str, body: Option<&Value>) -> (u16, Value) {
         let url = format!("http://127.0.0.1:{API_PORT}{path}");
-        let mut child = self
-            .ns
-            .command(&[
-                "curl",
-                "-sS",
-                "--max-time",
-                "10",
-                "-X",
-                method,
-                "-H",
-                &format!("Content-Type: {content_type}"),
-                "--data-binary",
-                "@-",
-                "-w",
-                "\n%{http_code}",
-                &url,
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn curl");
-        if let Some(mut stdin) = child.stdin.take() {
-            let text = body.map(Value::to_string).unwrap_or_default();
-            stdin.write_all(text.as_bytes()).expect("write body");
-        }
-        let out = child.wait_with_output().expect("curl");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (body, code) = text.rsplit_once('\n').unwrap_or(("", text.as_str()));
-        let code: u16 = code.trim().parse().unwrap_or(0);
-        (code, serde_json::from_str(body).unwrap_or(Value::Null))
+        let text = body.map(Value::to_string).unwrap_or_default();
+        let (code, reply) = super::helper::http(self.ns, method, &url, content_type, &text);
+        (code, serde_json::from_str(&reply).unwrap_or(Value::Null))
     }
 
     fn must(&self, method: &str, path: &str, content_type: &str, body: &Value) -> Value {

@@ -4,7 +4,10 @@
 //! - `serve`: answer `"<SVCNET_NAME> <peer ip>\n"` to every TCP connection and UDP datagram on
 //!   port 8080 (a tiny serve_hostname);
 //! - `client`: `SVCNET_PROTO` tcp|udp, `SVCNET_ADDR` ip:port, `SVCNET_COUNT` attempts, optional
-//!   `SVCNET_BIND` source ip or ip:port (UDP only); prints one `@@ <reply>` or `@@ ERR <kind>` line per attempt.
+//!   `SVCNET_BIND` source ip or ip:port (UDP only); prints one `@@ <reply>` or `@@ ERR <kind>` line per attempt;
+//! - `http`: one HTTP/1.1 request (`SVCNET_METHOD`, `SVCNET_URL` = http://ip:port/path,
+//!   `SVCNET_CT` content type, body on stdin); prints `@@CODE <status>` (0 when no connection), the
+//!   body, and `@@END`. The lab needs no curl this way.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -20,6 +23,7 @@ pub fn main() {
     match std::env::var("SVCNET_HELPER").as_deref() {
         Ok("serve") => serve(&std::env::var("SVCNET_NAME").unwrap_or_default()),
         Ok("client") => client(),
+        Ok("http") => http_main(),
         _ => {}
     }
 }
@@ -157,4 +161,104 @@ pub fn answered_by(replies: &[String]) -> std::collections::BTreeSet<String> {
         .filter(|r| !r.starts_with("ERR"))
         .filter_map(|r| r.split_whitespace().next().map(str::to_string))
         .collect()
+}
+
+fn http_main() {
+    let method = std::env::var("SVCNET_METHOD").unwrap_or_else(|_| "GET".into());
+    let url = std::env::var("SVCNET_URL").expect("SVCNET_URL");
+    let ct = std::env::var("SVCNET_CT").unwrap_or_else(|_| "application/json".into());
+    let mut body = Vec::new();
+    if method != "GET" {
+        let _ = std::io::stdin().read_to_end(&mut body);
+    }
+    match http_once(&method, &url, &ct, &body) {
+        Ok((code, text)) => println!("@@CODE {code}\n{text}\n@@END"),
+        Err(e) => println!("@@CODE 0 ({e})\n\n@@END"),
+    }
+}
+
+/// A minimal HTTP/1.1 client: `Connection: close`, Content-Length or chunked replies.
+fn http_once(method: &str, url: &str, ct: &str, body: &[u8]) -> std::io::Result<(u16, String)> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| std::io::Error::other("only http:// URLs"))?;
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let addr: SocketAddr = host.parse().map_err(std::io::Error::other)?;
+    let mut s = TcpStream::connect_timeout(&addr, TIMEOUT)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json, */*\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    s.write_all(body)?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, payload) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));
+    let code: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let chunked = head.lines().any(|l| {
+        l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.to_ascii_lowercase().contains("chunked")
+    });
+    Ok((
+        code,
+        if chunked {
+            dechunk(payload)
+        } else {
+            payload.to_string()
+        },
+    ))
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// One HTTP request from inside `ns`: (status, body); status 0 when the connection failed.
+pub fn http(ns: &Ns, method: &str, url: &str, content_type: &str, body: &str) -> (u16, String) {
+    let mut child = helper_command(ns)
+        .env("SVCNET_HELPER", "http")
+        .env("SVCNET_METHOD", method)
+        .env("SVCNET_URL", url)
+        .env("SVCNET_CT", content_type)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn http helper");
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(body.as_bytes());
+    }
+    let out = child.wait_with_output().expect("http helper");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let Some(i) = text.find("@@CODE ") else {
+        return (0, text);
+    };
+    let after = &text[i + 7..];
+    let (line, body) = after.split_once('\n').unwrap_or((after, ""));
+    let code = line
+        .split_whitespace()
+        .next()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    // libtest prints its own lines around the helper's output: the body ends at the marker.
+    let body = body.split("\n@@END").next().unwrap_or(body);
+    (code, body.to_string())
 }

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Nothing is connected to the root namespace: the API stand-in runs inside the node namespace and the
-//! test talks to it with `curl` run there. Pods and the client run this test binary itself in helper
+//! test talks to it through a helper process run there. Pods and the client run this test binary itself in helper
 //! mode (see [`helper`]): pods serve "<name> <peer ip>" over TCP and UDP port 8080; the client connects
 //! and prints what it got. Every process is killed and every namespace deleted on drop, also when a
 //! test fails.
@@ -354,8 +354,14 @@ impl Lab {
 
     /// GET on the proxy's metrics endpoint (inside the node namespace).
     pub fn metrics(&self) -> String {
-        self.node
-            .ok(&["curl", "-sS", "--max-time", "5", "http://127.0.0.1:10249/metrics"])
+        helper::http(
+            &self.node,
+            "GET",
+            "http://127.0.0.1:10249/metrics",
+            "text/plain",
+            "",
+        )
+        .1
     }
 
     /// The value of one metric sample line (exact name with labels), 0 when absent.

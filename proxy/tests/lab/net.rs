@@ -98,7 +98,7 @@ pub fn wire_node_and_client(node: &Ns, client: &Ns) {
     ip(node, "link set br0 up");
     // The node needs a route for service IPs before DNAT (like any real node's default route).
     ip(node, &format!("route add default via {CLIENT_IP} dev eth0"));
-    node.ok(&["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    node.ok(&["sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"]);
     ip(client, &format!("addr add {CLIENT_IP}/24 dev eth0"));
     ip(client, &format!("addr add {CLIENT_IP2}/24 dev eth0"));
     ip(client, "link set eth0 up");
