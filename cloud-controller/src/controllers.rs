@@ -59,10 +59,18 @@ pub struct Shared {
     pub zones: Vec<String>,
     pub tuning: Tuning,
     pub nodes: Store<Node>,
+    /// True once `nodes` holds the first full list.
+    pub nodes_ready: tokio::sync::watch::Receiver<bool>,
     pub recorder: Recorder,
 }
 
 impl Shared {
+    /// Waits until the node store holds the first full list (membership decisions need it).
+    pub async fn wait_nodes_ready(&self) {
+        let mut rx = self.nodes_ready.clone();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+
     /// Current nodes (cloned out of the reflector store).
     pub fn node_list(&self) -> Vec<Node> {
         self.nodes.state().iter().map(|n| (**n).clone()).collect()

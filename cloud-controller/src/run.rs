@@ -97,6 +97,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         zones: resolved.zones.clone(),
         tuning,
         nodes: nodes_store,
+        nodes_ready: triggers.ready.clone(),
         recorder: Recorder::new(client.clone(), reporter),
     });
 

@@ -21,6 +21,9 @@ pub struct NodeTriggers {
     pub routes: watch::Receiver<String>,
     /// Some node needs initialisation or its readiness changed.
     pub nodes: watch::Receiver<String>,
+    /// True once the first list completed. (kube-runtime's `Store::wait_until_ready` wakes only
+    /// one of several concurrent waiters, so the controllers wait on this instead.)
+    pub ready: watch::Receiver<bool>,
 }
 
 /// What decides pool membership: eligible instances and nodes still waiting for a providerID.
@@ -76,6 +79,7 @@ pub fn spawn(client: kube::Client) -> (Store<Node>, NodeTriggers, tokio::task::J
     let (lb_tx, lb) = watch::channel(String::new());
     let (routes_tx, routes) = watch::channel(String::new());
     let (nodes_tx, nodes) = watch::channel(String::new());
+    let (ready_tx, ready) = watch::channel(false);
     let store = reader.clone();
     let api: Api<Node> = Api::all(client);
     let handle = tokio::spawn(async move {
@@ -83,9 +87,15 @@ pub fn spawn(client: kube::Client) -> (Store<Node>, NodeTriggers, tokio::task::J
             .default_backoff()
             .boxed();
         while let Some(ev) = events.next().await {
-            if let Err(err) = ev {
-                tracing::warn!(%err, "node watch error (retrying)");
-                continue;
+            match ev {
+                Err(err) => {
+                    tracing::warn!(%err, "node watch error (retrying)");
+                    continue;
+                }
+                Ok(watcher::Event::InitDone) => {
+                    ready_tx.send_replace(true);
+                }
+                Ok(_) => {}
             }
             let current: Vec<Node> = store.state().iter().map(|n| (**n).clone()).collect();
             let update = |tx: &watch::Sender<String>, fp: String| {
@@ -102,7 +112,16 @@ pub fn spawn(client: kube::Client) -> (Store<Node>, NodeTriggers, tokio::task::J
             update(&nodes_tx, node_fingerprint(&current));
         }
     });
-    (reader, NodeTriggers { lb, routes, nodes }, handle)
+    (
+        reader,
+        NodeTriggers {
+            lb,
+            routes,
+            nodes,
+            ready,
+        },
+        handle,
+    )
 }
 
 /// A watch receiver as a stream of wake-ups (for `Controller::reconcile_all_on`).

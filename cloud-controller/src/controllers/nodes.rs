@@ -21,7 +21,7 @@ pub async fn run(
     mut trigger: watch::Receiver<String>,
     shutdown: svcnet_core::shutdown::Shutdown,
 ) {
-    let _ = shared.nodes.wait_until_ready().await;
+    shared.wait_nodes_ready().await;
     let mut tick = tokio::time::interval(shared.tuning.node_monitor);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -26,7 +26,7 @@ pub async fn run(
     mut trigger: watch::Receiver<String>,
     shutdown: svcnet_core::shutdown::Shutdown,
 ) {
-    let _ = shared.nodes.wait_until_ready().await;
+    shared.wait_nodes_ready().await;
     let mut tick = tokio::time::interval(shared.tuning.route_resync);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -47,6 +47,13 @@ pub async fn sync(sh: &Shared) -> Result<(), GceError> {
     let existing = list_routes(&sh.gce, &sh.tuning.retry, &prefix).await?;
     let nodes = sh.node_list();
     let plan = plan_routes(&nodes, &existing, &sh.cfg);
+    tracing::debug!(
+        existing = existing.len(),
+        create = plan.create.len(),
+        delete = plan.delete.len(),
+        conditions = plan.conditions.len(),
+        "route sync"
+    );
     for err in &plan.errors {
         tracing::warn!(error = %err, "node cannot get a route");
     }
@@ -66,8 +73,9 @@ pub async fn sync(sh: &Shared) -> Result<(), GceError> {
         .collect()
         .await;
     for (name, res) in deleted {
-        if let Err(err) = res {
-            tracing::warn!(route = %name, %err, "deleting route failed");
+        match res {
+            Ok(_) => tracing::info!(route = %name, "route deleted"),
+            Err(err) => tracing::warn!(route = %name, %err, "deleting route failed"),
         }
     }
     let gce = sh.gce.clone();
@@ -85,9 +93,12 @@ pub async fn sync(sh: &Shared) -> Result<(), GceError> {
     // Nodes whose route could not be created (matched by next hop instance).
     let mut failed = BTreeSet::new();
     for (route, res) in created {
-        if let Err(err) = res {
-            tracing::warn!(route = %route.name, %err, "creating route failed");
-            failed.insert(crate::gce::instance_key(&route.next_hop_instance).to_owned());
+        match res {
+            Ok(_) => tracing::info!(route = %route.name, dest = %route.dest_range, "route created"),
+            Err(err) => {
+                tracing::warn!(route = %route.name, %err, "creating route failed");
+                failed.insert(crate::gce::instance_key(&route.next_hop_instance).to_owned());
+            }
         }
     }
     let now = Timestamp::now().to_string();

@@ -111,7 +111,7 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
         return Ok(Requeue::await_change());
     }
     // Nodes must be listed before any membership decision.
-    let _ = ctx.shared.nodes.wait_until_ready().await;
+    ctx.shared.wait_nodes_ready().await;
     let api: Api<Service> = Api::namespaced(ctx.shared.client.clone(), &svc.namespace().unwrap_or_default());
     let k = key(&svc);
     let result = if !wants && !deleting {
