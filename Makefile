@@ -23,7 +23,7 @@ fmt:
 	$(CARGO) fmt --all
 
 bench:
-	@echo "make bench: the benchmark harness has not landed yet (see the benchmarks issue)." >&2; exit 2
+	$(CARGO) run -p svcnet-bench --release --locked -- $(BENCH_ARGS)
 
 demo:
 	@echo "make demo: the local lab (svcnet-lab) has not landed yet; see README.md 'Status'." >&2; exit 2

@@ -8,6 +8,8 @@
 //!   out through nat OUTPUT, SYN-ACK back); answers the times in nanoseconds.
 //! - `restore <program> <file>`: pipes the file into `<program> --noflush -w 5` (as the daemon
 //!   does); answers the wall time in nanoseconds.
+//! - `save <program>`: runs `<program> -t nat` (the daemon's full sync reads the nat table first to
+//!   find stale chains); answers the wall time in nanoseconds.
 //!
 //! The agent exits at end of input, so it never outlives the bench.
 
@@ -46,6 +48,7 @@ pub fn serve(listen: SocketAddr) -> Result<(), BenchError> {
         let reply = match words.as_slice() {
             ["connect", addr, n] => connect_request(addr, n),
             ["restore", program, file] => restore_request(program, file),
+            ["save", program] => save_request(program),
             _ => Err(format!("unknown request {line:?}")),
         };
         match reply {
@@ -95,6 +98,24 @@ fn restore_request(program: &str, file: &str) -> Result<String, String> {
             .map_err(|e| format!("{program} stdin: {e}"))?;
     }
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let took = t.elapsed();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "{program}: {}",
+            err.chars().take(400).collect::<String>()
+        ));
+    }
+    Ok(took.as_nanos().to_string())
+}
+
+fn save_request(program: &str) -> Result<String, String> {
+    let t = Instant::now();
+    let out = Command::new(program)
+        .args(["-t", "nat"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
     let took = t.elapsed();
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -203,6 +224,16 @@ impl Agent {
                 netns: self.netns.clone(),
                 message,
             })?;
+        self.duration(&reply)
+    }
+
+    /// Runs `program -t nat` inside the namespace; returns its wall time.
+    pub fn save(&mut self, program: &str) -> Result<Duration, BenchError> {
+        let reply = self.call(&format!("save {program}")).map_err(|m| self.fail(m))?;
+        self.duration(&reply)
+    }
+
+    fn duration(&self, reply: &str) -> Result<Duration, BenchError> {
         let ns: u64 = reply
             .trim()
             .parse()

@@ -3,8 +3,13 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod chunked;
 pub mod error;
+pub mod lab;
 pub mod netns;
+pub mod p1;
+pub mod p2;
+pub mod report;
 pub mod stats;
 pub mod synth;
 pub mod walk;

@@ -1,7 +1,7 @@
 //! Throwaway network namespaces for the kernel-side measurements.
 //!
-//! Each namespace has a unique name (`svcnet-bench-<pid>-<n>-<tag>`), holds only `lo` and a dummy
-//! interface created inside it (nothing links it to the root namespace), and is deleted on drop,
+//! Each namespace has a unique name (`svcnet-bench-<pid>-<n>-<tag>`), holds only its own `lo`
+//! (nothing links it to the root namespace), and is deleted on drop,
 //! which also runs while a panic unwinds. A run killed by a signal cannot drop; the next run
 //! deletes namespaces whose owning pid is gone ([`remove_stale`]).
 
@@ -13,7 +13,7 @@ use crate::error::BenchError;
 const PREFIX: &str = "svcnet-bench-";
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
-/// The endpoint address the probe listener binds (on the dummy interface).
+/// The endpoint address the probe listener binds (on the namespace's `lo`).
 pub const ENDPOINT_ADDR: &str = "10.200.0.1";
 /// The source address of probe connections: distinct from the endpoint, so no hairpin masquerade.
 pub const CLIENT_ADDR: &str = "10.200.0.2";
@@ -53,15 +53,15 @@ impl Netns {
         run(Command::new("ip").args(["-n", &self.name]).args(args)).map(|_| ())
     }
 
-    /// A namespace with `lo` up, the probe addresses on `dummy0`, and the service CIDR routed to it.
+    /// A namespace with `lo` up carrying the probe addresses, and the service CIDR routed to `lo` so
+    /// connects to cluster IPs get a route and reach nat OUTPUT (where they are DNATed to the
+    /// endpoint). `lo` needs no kernel module, unlike a dummy interface.
     pub fn create_lab(tag: &str) -> Result<Netns, BenchError> {
         let ns = Netns::create(tag)?;
         ns.ip(&["link", "set", "lo", "up"])?;
-        ns.ip(&["link", "add", "dummy0", "type", "dummy"])?;
-        ns.ip(&["addr", "add", &format!("{ENDPOINT_ADDR}/24"), "dev", "dummy0"])?;
-        ns.ip(&["addr", "add", &format!("{CLIENT_ADDR}/24"), "dev", "dummy0"])?;
-        ns.ip(&["link", "set", "dummy0", "up"])?;
-        ns.ip(&["route", "add", SERVICE_CIDR, "dev", "dummy0", "src", CLIENT_ADDR])?;
+        ns.ip(&["addr", "add", &format!("{ENDPOINT_ADDR}/32"), "dev", "lo"])?;
+        ns.ip(&["addr", "add", &format!("{CLIENT_ADDR}/32"), "dev", "lo"])?;
+        ns.ip(&["route", "add", SERVICE_CIDR, "dev", "lo", "src", CLIENT_ADDR])?;
         Ok(ns)
     }
 

@@ -20,7 +20,7 @@ fn lab_namespace_is_created_and_deleted() {
     let name = ns.name.clone();
     let out = ns
         .command("ip")
-        .args(["-4", "addr", "show", "dummy0"])
+        .args(["-4", "addr", "show", "lo"])
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains(ENDPOINT_ADDR));

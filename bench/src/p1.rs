@@ -1,0 +1,192 @@
+//! P1: new-connection cost through the real kernel rules, flat vs tree, at several service counts.
+//!
+//! Every size gets one namespace per layout, loaded with the full payload (jumps included). The
+//! probed service is the last rule of the flat KUBE-SERVICES list (upstream's worst case) and, among
+//! all services, one with the longest dispatch walk in the tree, so both layouts are measured at
+//! their worst. Probes run in interleaved rounds over all namespaces so background load on the
+//! shared machine hits every case alike; the first round warms up and is discarded.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use svcnet_proxy::config::{Layout, RenderConfig};
+use svcnet_proxy::render::{self, FullOptions};
+
+use crate::chunked;
+use crate::error::BenchError;
+use crate::lab::{Lab, endpoint_addr};
+use crate::stats;
+use crate::synth::{self, ENDPOINT_PORT, SERVICE_PORT};
+use crate::walk::Walker;
+
+#[derive(Clone, Debug)]
+pub struct P1Params {
+    pub sizes: Vec<usize>,
+    /// Measured rounds (plus one warm-up round).
+    pub rounds: usize,
+    /// Connections per namespace per round.
+    pub per_round: usize,
+    pub restore_program: String,
+    /// Setup loads declare at most about this many service chains per iptables-restore call.
+    pub max_chains: usize,
+}
+
+#[derive(Debug)]
+pub struct P1Case {
+    pub layout: Layout,
+    pub services: usize,
+    /// Dispatch rules the probe connection is compared against (static count).
+    pub walked: usize,
+    pub payload_lines: usize,
+    /// render + full payload text.
+    pub render: Duration,
+    /// iptables-restore of the full payload into the empty namespace (sum over `chunks` calls).
+    pub restore: Duration,
+    /// iptables-restore calls used to load it (1: one full payload, as the daemon writes it).
+    pub chunks: usize,
+    /// connect() times in microseconds (warm-up excluded).
+    pub samples_us: Vec<f64>,
+}
+
+impl P1Case {
+    pub fn median_us(&self) -> f64 {
+        stats::median(&self.samples_us).unwrap_or(f64::NAN)
+    }
+}
+
+#[derive(Debug)]
+pub struct P1 {
+    pub cases: Vec<P1Case>,
+}
+
+impl P1 {
+    pub fn case(&self, layout: Layout, services: usize) -> Option<&P1Case> {
+        self.cases
+            .iter()
+            .find(|c| c.layout == layout && c.services == services)
+    }
+
+    /// Median connect time of `layout` at `services` over the same layout at `base` services.
+    pub fn growth(&self, layout: Layout, services: usize, base: usize) -> f64 {
+        match (self.case(layout, services), self.case(layout, base)) {
+            (Some(a), Some(b)) => stats::ratio(a.median_us(), b.median_us()),
+            _ => f64::NAN,
+        }
+    }
+}
+
+/// Cluster IPs for `n` services, reordered so the last service (last flat rule) also has one of the
+/// longest tree walks.
+pub fn probe_ips(n: usize) -> Vec<Ipv4Addr> {
+    let mut ips = synth::cluster_ips(n, n as u64);
+    let Some(last) = n.checked_sub(1) else {
+        return ips;
+    };
+    let cfg = RenderConfig {
+        layout: Layout::Tree,
+        ..Default::default()
+    };
+    let r = render::render(&synth::state(&ips, 1), &synth::node(), &cfg);
+    let w = Walker::new(&r);
+    let worst = (0..n)
+        .max_by_key(|i| w.rules_walked(IpAddr::V4(ips[*i]), SERVICE_PORT).unwrap_or(0))
+        .unwrap_or(last);
+    ips.swap(worst, last);
+    ips
+}
+
+struct Loaded {
+    case: P1Case,
+    lab: Lab,
+    vip: SocketAddr,
+}
+
+fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, p: &P1Params) -> Result<Loaded, BenchError> {
+    let mut state = synth::state(ips, 1);
+    let target = synth::service_name(n - 1);
+    state
+        .endpoints
+        .insert(target, vec![synth::endpoint(endpoint_addr()?, ENDPOINT_PORT)]);
+    let cfg = RenderConfig {
+        layout,
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let r = render::render(&state, &synth::node(), &cfg);
+    let (payload, _) = r.payload(
+        &FullOptions {
+            jumps: true,
+            ..Default::default()
+        },
+        &cfg,
+    );
+    let render_time = t.elapsed();
+    let vip_ip = IpAddr::V4(ips[n - 1]);
+    let walked = Walker::new(&r)
+        .rules_walked(vip_ip, SERVICE_PORT)
+        .ok_or_else(|| BenchError::Check(format!("no rule for {vip_ip}:{SERVICE_PORT}")))?;
+    let parts = chunked::chunks(&r, &payload, p.max_chains);
+    drop(r);
+    let tag = format!("p1-{}{n}", layout_name(layout));
+    let mut lab = Lab::start(&tag)?;
+    let mut restore = Duration::ZERO;
+    for part in &parts {
+        restore += lab.agent.restore(&p.restore_program, part)?;
+    }
+    let vip = SocketAddr::new(vip_ip, SERVICE_PORT);
+    // A probe that cannot connect means the rules are wrong: fail loudly, not with odd timings.
+    lab.agent.connect_us(vip, 1)?;
+    Ok(Loaded {
+        case: P1Case {
+            layout,
+            services: n,
+            walked,
+            payload_lines: payload.lines().count(),
+            render: render_time,
+            restore,
+            chunks: parts.len(),
+            samples_us: Vec::new(),
+        },
+        lab,
+        vip,
+    })
+}
+
+pub fn layout_name(l: Layout) -> &'static str {
+    match l {
+        Layout::Flat => "flat",
+        Layout::Tree => "tree",
+    }
+}
+
+pub fn run(p: &P1Params, progress: &mut dyn FnMut(&str)) -> Result<P1, BenchError> {
+    let mut loaded: Vec<Loaded> = Vec::new();
+    for &n in p.sizes.iter().filter(|n| **n > 0) {
+        let ips = probe_ips(n);
+        for layout in [Layout::Flat, Layout::Tree] {
+            let l = load(n, &ips, layout, p)?;
+            progress(&format!(
+                "P1 loaded {} x {n}: {} lines, restore {:.0} ms in {} call(s)",
+                layout_name(layout),
+                l.case.payload_lines,
+                stats::ms(l.case.restore),
+                l.case.chunks
+            ));
+            loaded.push(l);
+        }
+    }
+    for round in 0..=p.rounds {
+        // Rotate the start so no case always runs first after a pause.
+        let k = loaded.len().max(1);
+        for i in 0..loaded.len() {
+            let l = &mut loaded[(i + round) % k];
+            let s = l.lab.agent.connect_us(l.vip, p.per_round)?;
+            if round > 0 {
+                l.case.samples_us.extend(s);
+            }
+        }
+    }
+    Ok(P1 {
+        cases: loaded.into_iter().map(|l| l.case).collect(),
+    })
+}

@@ -1,0 +1,247 @@
+//! P2: one service changed at 10k services / 100k endpoints.
+//!
+//! Per layout, one namespace is loaded with the whole state (setup, chunked, not measured). Then the
+//! daemon's partial sync is timed end to end for single-service changes: render the whole state,
+//! write the partial payload against the last digests, iptables-restore it, remember the new
+//! digests. Two kinds of change:
+//! - an endpoint of one service replaced (a rolling update step): both layouts rewrite only that
+//!   service's chains;
+//! - one service added: the flat layout rewrites all of KUBE-SERVICES, the tree one leaf chain.
+//!
+//! A full sync of the same state (render + full payload + `iptables-save -t nat` + one restore of
+//! the whole payload, as the daemon's full sync does) is timed in the same run for the ratio.
+
+use std::time::{Duration, Instant};
+
+use svcnet_proxy::config::{Layout, RenderConfig};
+use svcnet_proxy::model::ProxyState;
+use svcnet_proxy::render::{self, ChainDigests, FullOptions};
+
+use crate::chunked;
+use crate::error::BenchError;
+use crate::lab::Lab;
+use crate::p1::layout_name;
+use crate::synth::{self, ENDPOINT_PORT};
+
+#[derive(Clone, Debug)]
+pub struct P2Params {
+    pub services: usize,
+    pub endpoints_per_service: usize,
+    /// Timed changes of each kind.
+    pub changes: usize,
+    pub layouts: Vec<Layout>,
+    /// Layouts that also get a timed full sync (minutes each at 10k x 100k with iptables-nft).
+    pub full_sync: Vec<Layout>,
+    pub restore_program: String,
+    pub save_program: String,
+    pub max_chains: usize,
+}
+
+/// One timed sync.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sync {
+    /// render of the whole state.
+    pub render: Duration,
+    /// payload text (partial or full) plus the new digests.
+    pub payload: Duration,
+    /// `iptables-save -t nat` (full sync only).
+    pub save: Duration,
+    pub restore: Duration,
+    pub lines: usize,
+}
+
+impl Sync {
+    pub fn total(&self) -> Duration {
+        self.render + self.payload + self.save + self.restore
+    }
+}
+
+#[derive(Debug)]
+pub struct P2Layout {
+    pub layout: Layout,
+    /// Lines of the full payload the daemon would write for this state.
+    pub full_lines: usize,
+    pub initial_load: Duration,
+    pub initial_chunks: usize,
+    pub endpoint_change: Vec<Sync>,
+    pub service_added: Vec<Sync>,
+    pub full: Option<Sync>,
+}
+
+#[derive(Debug)]
+pub struct P2 {
+    pub services: usize,
+    pub endpoints: usize,
+    pub layouts: Vec<P2Layout>,
+}
+
+/// Replaces the first endpoint of service `i` by a fresh pod (the `k`-th change).
+fn replace_endpoint(state: &mut ProxyState, i: usize, k: usize) {
+    if let Some(eps) = state.endpoints.get_mut(&synth::service_name(i))
+        && let Some(first) = eps.first_mut()
+    {
+        *first = synth::endpoint(synth::pod_ip(8_000_000 - 1 - k), ENDPOINT_PORT);
+    }
+}
+
+fn add_service(state: &mut ProxyState, index: usize, ip: std::net::Ipv4Addr, eps: usize) {
+    let name = synth::service_name(index);
+    let endpoints = (0..eps)
+        .map(|j| synth::endpoint(synth::pod_ip(index * eps + j), ENDPOINT_PORT))
+        .collect();
+    state.endpoints.insert(name.clone(), endpoints);
+    state.services.insert(name.clone(), synth::service_port(name, ip));
+}
+
+fn partial_sync(
+    lab: &mut Lab,
+    state: &ProxyState,
+    cfg: &RenderConfig,
+    prev: &mut ChainDigests,
+    program: &str,
+) -> Result<Sync, BenchError> {
+    let t = Instant::now();
+    let r = render::render(state, &synth::node(), cfg);
+    let render = t.elapsed();
+    let t = Instant::now();
+    let (payload, _) = r
+        .partial_payload(prev)
+        .ok_or_else(|| BenchError::Check("a change produced no partial payload".into()))?;
+    let digests = r.digests();
+    let payload_time = t.elapsed();
+    let restore = lab.agent.restore(program, &payload)?;
+    *prev = digests;
+    Ok(Sync {
+        render,
+        payload: payload_time,
+        save: Duration::ZERO,
+        restore,
+        lines: payload.lines().count(),
+    })
+}
+
+fn full_sync(
+    lab: &mut Lab,
+    state: &ProxyState,
+    cfg: &RenderConfig,
+    p: &P2Params,
+) -> Result<Sync, BenchError> {
+    let t = Instant::now();
+    let r = render::render(state, &synth::node(), cfg);
+    let render = t.elapsed();
+    let t = Instant::now();
+    let opts = FullOptions {
+        jumps: false,
+        canaries: true,
+        ..Default::default()
+    };
+    let (payload, _) = r.payload(&opts, cfg);
+    let _digests = r.digests();
+    let payload_time = t.elapsed();
+    let save = lab.agent.save(&p.save_program)?;
+    let restore = lab.agent.restore(&p.restore_program, &payload)?;
+    Ok(Sync {
+        render,
+        payload: payload_time,
+        save,
+        restore,
+        lines: payload.lines().count(),
+    })
+}
+
+fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layout, BenchError> {
+    let n = p.services;
+    let all_ips = synth::cluster_ips(n + p.changes, 0x5eed);
+    let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
+    let cfg = RenderConfig {
+        layout,
+        ..Default::default()
+    };
+    let r = render::render(&state, &synth::node(), &cfg);
+    let jumps = FullOptions {
+        jumps: true,
+        ..Default::default()
+    };
+    let (payload, _) = r.payload(&jumps, &cfg);
+    let parts = chunked::chunks(&r, &payload, p.max_chains);
+    let mut digests = r.digests();
+    drop((r, payload));
+    let mut lab = Lab::start(&format!("p2-{}", layout_name(layout)))?;
+    let mut initial_load = Duration::ZERO;
+    for part in &parts {
+        initial_load += lab.agent.restore(&p.restore_program, part)?;
+    }
+    progress(&format!(
+        "P2 {}: loaded {n} services / {} endpoints in {:.1} s ({} calls)",
+        layout_name(layout),
+        n * p.endpoints_per_service,
+        initial_load.as_secs_f64(),
+        parts.len()
+    ));
+    let mut out = P2Layout {
+        layout,
+        full_lines: 0,
+        initial_load,
+        initial_chunks: parts.len(),
+        endpoint_change: vec![],
+        service_added: vec![],
+        full: None,
+    };
+    for k in 0..p.changes {
+        // Spread the changed services over the name space (first, middle, last ...).
+        let i = (k * 7919) % n.max(1);
+        replace_endpoint(&mut state, i, k);
+        out.endpoint_change.push(partial_sync(
+            &mut lab,
+            &state,
+            &cfg,
+            &mut digests,
+            &p.restore_program,
+        )?);
+    }
+    for k in 0..p.changes {
+        add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
+        out.service_added.push(partial_sync(
+            &mut lab,
+            &state,
+            &cfg,
+            &mut digests,
+            &p.restore_program,
+        )?);
+    }
+    progress(&format!(
+        "P2 {}: {} partial syncs done",
+        layout_name(layout),
+        2 * p.changes
+    ));
+    if p.full_sync.contains(&layout) {
+        let full = full_sync(&mut lab, &state, &cfg, p)?;
+        progress(&format!(
+            "P2 {}: full sync {:.1} s",
+            layout_name(layout),
+            full.total().as_secs_f64()
+        ));
+        out.full_lines = full.lines;
+        out.full = Some(full);
+    } else {
+        let r = render::render(&state, &synth::node(), &cfg);
+        let opts = FullOptions {
+            canaries: true,
+            ..Default::default()
+        };
+        out.full_lines = r.payload(&opts, &cfg).0.lines().count();
+    }
+    Ok(out)
+}
+
+pub fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2, BenchError> {
+    let mut layouts = Vec::new();
+    for &layout in &p.layouts {
+        layouts.push(run_layout(layout, p, progress)?);
+    }
+    Ok(P2 {
+        services: p.services,
+        endpoints: p.services * p.endpoints_per_service,
+        layouts,
+    })
+}

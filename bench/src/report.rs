@@ -1,0 +1,226 @@
+//! The printed table: every figure with its ratio and what it means for a user.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use svcnet_proxy::config::Layout;
+
+use crate::p1::{P1, layout_name};
+use crate::p2::{P2, Sync};
+use crate::stats::{median, ms, percentile, ratio};
+
+/// Targets from the benchmarks issue.
+pub const P1_TREE_GROWTH_TARGET: f64 = 1.3;
+pub const P2_PARTIAL_MS_TARGET: f64 = 50.0;
+pub const P3_RENDER_SHARE_TARGET: f64 = 0.05;
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "MET" } else { "MISSED" }
+}
+
+fn x(v: f64) -> String {
+    if v.is_nan() {
+        "n/a".into()
+    } else {
+        format!("{v:.2}x")
+    }
+}
+
+pub fn header(restore_version: &str, cores: usize, quick: bool) -> String {
+    format!(
+        "svcnet-bench{}: {restore_version}; {cores} CPU cores visible; timings are medians, other processes may share the machine\n",
+        if quick {
+            " --quick (smoke run, sizes too small to mean anything)"
+        } else {
+            ""
+        }
+    )
+}
+
+pub fn p1(r: &P1) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nP1  new-connection cost through the real kernel rules (connect() to a ClusterIP, DNAT in nat OUTPUT)"
+    );
+    let _ = writeln!(
+        s,
+        "    probe: the LAST rule of the flat list, which also has one of the longest tree walks"
+    );
+    let _ = writeln!(
+        s,
+        "    {:<6} {:>9} {:>13} {:>10} {:>9} {:>9} {:>12} {:>11}",
+        "layout", "services", "rules walked", "median us", "p10 us", "p90 us", "vs smallest", "samples"
+    );
+    let base = r.cases.iter().map(|c| c.services).min().unwrap_or(0);
+    for c in &r.cases {
+        let _ = writeln!(
+            s,
+            "    {:<6} {:>9} {:>13} {:>10.1} {:>9.1} {:>9.1} {:>12} {:>11}",
+            layout_name(c.layout),
+            c.services,
+            c.walked,
+            c.median_us(),
+            percentile(&c.samples_us, 10.0).unwrap_or(f64::NAN),
+            percentile(&c.samples_us, 90.0).unwrap_or(f64::NAN),
+            x(r.growth(c.layout, c.services, base)),
+            c.samples_us.len()
+        );
+    }
+    let top = r.cases.iter().map(|c| c.services).max().unwrap_or(0);
+    let tree = r.growth(Layout::Tree, top, base);
+    let flat = r.growth(Layout::Flat, top, base);
+    let vs = match (r.case(Layout::Flat, top), r.case(Layout::Tree, top)) {
+        (Some(f), Some(t)) => ratio(f.median_us(), t.median_us()),
+        _ => f64::NAN,
+    };
+    let _ = writeln!(
+        s,
+        "    tree@{top} / tree@{base}: {} (target <= {P1_TREE_GROWTH_TARGET}x) {}",
+        x(tree),
+        verdict(tree <= P1_TREE_GROWTH_TARGET)
+    );
+    let _ = writeln!(
+        s,
+        "    flat@{top} / flat@{base}: {}   flat@{top} / tree@{top}: {}",
+        x(flat),
+        x(vs)
+    );
+    let _ = writeln!(
+        s,
+        "    means: with the tree, the first packet of a connection costs about the same with {top} services as with {base};"
+    );
+    let _ = writeln!(
+        s,
+        "    with upstream's flat list every new connection to a late service walks every rule before it ({} the cost).",
+        x(flat)
+    );
+    s
+}
+
+fn med(v: &[Sync], f: impl Fn(&Sync) -> Duration) -> f64 {
+    let xs: Vec<f64> = v.iter().map(|s| ms(f(s))).collect();
+    median(&xs).unwrap_or(f64::NAN)
+}
+
+fn med_lines(v: &[Sync]) -> f64 {
+    let xs: Vec<f64> = v.iter().map(|s| s.lines as f64).collect();
+    median(&xs).unwrap_or(f64::NAN)
+}
+
+fn sync_row(s: &mut String, layout: &str, what: &str, v: &[Sync], full_lines: usize) {
+    let _ = writeln!(
+        s,
+        "    {:<6} {:<18} {:>8.0} {:>10} {:>10.1} {:>10.1} {:>9.1} {:>10.1} {:>10.1}",
+        layout,
+        what,
+        med_lines(v),
+        full_lines,
+        med(v, |x| x.render),
+        med(v, |x| x.payload),
+        med(v, |x| x.save),
+        med(v, |x| x.restore),
+        med(v, Sync::total)
+    );
+}
+
+pub fn p2(r: &P2) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nP2  one service changed at {} services / {} endpoints: one sync end to end (median over changes)",
+        r.services, r.endpoints
+    );
+    let _ = writeln!(
+        s,
+        "    {:<6} {:<18} {:>8} {:>10} {:>10} {:>10} {:>9} {:>10} {:>10}",
+        "layout",
+        "sync",
+        "lines",
+        "full lines",
+        "render ms",
+        "payload ms",
+        "save ms",
+        "restore ms",
+        "total ms"
+    );
+    for l in &r.layouts {
+        let name = layout_name(l.layout);
+        sync_row(
+            &mut s,
+            name,
+            "endpoint replaced",
+            &l.endpoint_change,
+            l.full_lines,
+        );
+        sync_row(&mut s, name, "service added", &l.service_added, l.full_lines);
+        if let Some(f) = &l.full {
+            sync_row(&mut s, name, "FULL sync", std::slice::from_ref(f), l.full_lines);
+        }
+    }
+    for l in &r.layouts {
+        let name = layout_name(l.layout);
+        let worst = med(&l.service_added, Sync::total).max(med(&l.endpoint_change, Sync::total));
+        let lines = med_lines(&l.service_added).max(med_lines(&l.endpoint_change));
+        let _ = write!(
+            s,
+            "    {name}: partial {lines:.0} of {} lines, {worst:.1} ms (target <= {P2_PARTIAL_MS_TARGET} ms) {}",
+            l.full_lines,
+            verdict(worst <= P2_PARTIAL_MS_TARGET)
+        );
+        if let Some(f) = &l.full {
+            let _ = write!(s, "; full sync / partial: {}", x(ratio(ms(f.total()), worst)));
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(
+        s,
+        "    means: how long after an endpoint or Service changes the node's rules reflect it (plus watch latency);"
+    );
+    let _ = writeln!(
+        s,
+        "    a full sync is what every change would cost without partial payloads."
+    );
+    s
+}
+
+/// One P3 row: render + payload text vs restore of that full payload.
+pub struct P3Row {
+    pub what: String,
+    pub render: Duration,
+    pub restore: Duration,
+}
+
+pub fn p3(rows: &[P3Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nP3  render (render + payload text) vs iptables-restore of the same full payload (one restore call)"
+    );
+    let _ = writeln!(
+        s,
+        "    {:<34} {:>10} {:>11} {:>8}",
+        "case", "render ms", "restore ms", "share"
+    );
+    for r in rows {
+        let share = ratio(ms(r.render), ms(r.restore));
+        let _ = writeln!(
+            s,
+            "    {:<34} {:>10.1} {:>11.1} {:>7.1}% {}",
+            r.what,
+            ms(r.render),
+            ms(r.restore),
+            share * 100.0,
+            verdict(share <= P3_RENDER_SHARE_TARGET)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "    means: the kernel side (iptables-restore) is the floor of a full sync; share is svcnet's own CPU on top (target <= {:.0}%).",
+        P3_RENDER_SHARE_TARGET * 100.0
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,92 @@
+use std::time::Duration;
+
+use super::*;
+use crate::p1::P1Case;
+use crate::p2::P2Layout;
+
+fn case(layout: Layout, services: usize, us: f64) -> P1Case {
+    P1Case {
+        layout,
+        services,
+        walked: services,
+        payload_lines: 0,
+        render: Duration::ZERO,
+        restore: Duration::ZERO,
+        chunks: 1,
+        samples_us: vec![us; 3],
+    }
+}
+
+#[test]
+fn p1_ratios_and_verdicts() {
+    let r = P1 {
+        cases: vec![
+            case(Layout::Flat, 10, 10.0),
+            case(Layout::Tree, 10, 10.0),
+            case(Layout::Flat, 100, 100.0),
+            case(Layout::Tree, 100, 12.0),
+        ],
+    };
+    let text = p1(&r);
+    assert!(
+        text.contains("tree@100 / tree@10: 1.20x (target <= 1.3x) MET"),
+        "{text}"
+    );
+    assert!(text.contains("flat@100 / flat@10: 10.00x"), "{text}");
+    assert!(text.contains("flat@100 / tree@100: 8.33x"), "{text}");
+    let slow = P1 {
+        cases: vec![case(Layout::Tree, 10, 10.0), case(Layout::Tree, 100, 14.0)],
+    };
+    assert!(p1(&slow).contains("1.40x (target <= 1.3x) MISSED"));
+}
+
+fn sync(lines: usize, total_ms: u64) -> Sync {
+    Sync {
+        render: Duration::from_millis(total_ms),
+        lines,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn p2_reports_partial_lines_time_and_full_ratio() {
+    let r = P2 {
+        services: 10,
+        endpoints: 100,
+        layouts: vec![P2Layout {
+            layout: Layout::Tree,
+            full_lines: 5000,
+            initial_load: Duration::ZERO,
+            initial_chunks: 1,
+            endpoint_change: vec![sync(40, 10), sync(42, 30), sync(41, 20)],
+            service_added: vec![sync(60, 40), sync(60, 40), sync(60, 40)],
+            full: Some(sync(5000, 4000)),
+        }],
+    };
+    let text = p2(&r);
+    assert!(
+        text.contains(
+            "tree: partial 60 of 5000 lines, 40.0 ms (target <= 50 ms) MET; full sync / partial: 100.00x"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn p3_share_verdict() {
+    let rows = [
+        P3Row {
+            what: "a".into(),
+            render: Duration::from_millis(4),
+            restore: Duration::from_millis(100),
+        },
+        P3Row {
+            what: "b".into(),
+            render: Duration::from_millis(6),
+            restore: Duration::from_millis(100),
+        },
+    ];
+    let text = p3(&rows);
+    assert!(text.contains("4.0% MET"), "{text}");
+    assert!(text.contains("6.0% MISSED"), "{text}");
+}

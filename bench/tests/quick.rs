@@ -1,0 +1,77 @@
+//! `svcnet-bench --quick` end to end: every part runs against the real iptables tools in throwaway
+//! namespaces and prints its table. No timing is asserted; figures that must hold regardless of
+//! timing (rules walked, partial payload size) are.
+
+use std::process::{Command, Stdio};
+
+fn netns_available() -> Result<(), String> {
+    let name = format!("svcnet-bench-probe-{}", std::process::id());
+    let out = Command::new("ip")
+        .args(["netns", "add", &name])
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    let _ = Command::new("ip").args(["netns", "del", &name]).output();
+    Ok(())
+}
+
+fn field(line: &str, i: usize) -> &str {
+    line.split_whitespace().nth(i).unwrap_or_default()
+}
+
+#[test]
+fn quick_run_prints_every_part_and_leaves_no_namespace() {
+    if let Err(why) = netns_available() {
+        if std::env::var("CI").is_ok_and(|v| !v.is_empty()) {
+            panic!("network namespaces are required in CI: {why}");
+        }
+        eprintln!("SKIPPED: network namespaces unavailable: {why}");
+        return;
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_svcnet-bench"))
+        .arg("--quick")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run svcnet-bench");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait svcnet-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    for part in ["\nP1 ", "\nP2 ", "\nP3 "] {
+        assert!(stdout.contains(part), "missing {part:?}:\n{stdout}");
+    }
+    // P1: the flat walk to the last of 300 services is 300 rules; the tree's is far shorter.
+    let row = |layout: &str, n: &str| {
+        stdout
+            .lines()
+            .find(|l| field(l, 0) == layout && field(l, 1) == n)
+            .unwrap_or_else(|| panic!("no {layout} {n} row:\n{stdout}"))
+            .to_string()
+    };
+    assert_eq!(field(&row("flat", "300"), 2), "300");
+    let tree_walk: usize = field(&row("tree", "300"), 2).parse().unwrap();
+    assert!(tree_walk < 40, "tree walk {tree_walk}");
+    // P2: a partial sync writes a small fraction of the full payload.
+    let partial = stdout
+        .lines()
+        .find(|l| field(l, 0) == "tree" && l.contains("endpoint replaced"))
+        .unwrap_or_else(|| panic!("no P2 tree row:\n{stdout}"));
+    let lines: f64 = field(partial, 3).parse().unwrap();
+    let full: f64 = field(partial, 4).parse().unwrap();
+    assert!(
+        lines > 0.0 && lines * 20.0 < full,
+        "partial {lines} vs full {full}"
+    );
+    // Every namespace this run created (named after its pid) is gone.
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let names = String::from_utf8_lossy(&list.stdout);
+    let mine = format!("svcnet-bench-{pid}-");
+    assert!(
+        !names.lines().any(|l| l.starts_with(&mine)),
+        "leftover namespaces:\n{names}"
+    );
+}
