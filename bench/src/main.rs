@@ -36,6 +36,10 @@ struct Cli {
     /// P1 service counts (comma separated); default 10,10000,30000 (quick: 10,300).
     #[arg(long, value_delimiter = ',')]
     p1_sizes: Option<Vec<usize>>,
+    /// P1 stretch: endpoint counts of the probed service (tree, smallest size); default 1,1000
+    /// (quick: 1,50).
+    #[arg(long, value_delimiter = ',')]
+    p1_endpoints: Option<Vec<usize>>,
     /// P1 measured rounds over all namespaces; default 30 (quick: 2).
     #[arg(long)]
     rounds: Option<usize>,
@@ -138,10 +142,18 @@ fn main() -> anyhow::Result<()> {
             per_round: cli.per_round.unwrap_or(if q { 10 } else { 100 }),
             restore_program: restore.clone(),
             max_chains: 25_000,
+            endpoint_sizes: cli
+                .p1_endpoints
+                .clone()
+                .unwrap_or(if q { vec![1, 50] } else { vec![1, 1000] }),
         };
         let r = p1::run(&params, &mut progress)?;
         print!("{}", report::p1(&r));
-        for c in r.cases.iter().filter(|c| c.chunks == 1 && c.services >= 1000) {
+        for c in r
+            .cases
+            .iter()
+            .filter(|c| c.chunks == 1 && c.services >= 1000 && c.endpoints == 1)
+        {
             p3_rows.push(P3Row {
                 what: format!(
                     "{} x {} services, 1 endpoint",

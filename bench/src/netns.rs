@@ -17,8 +17,10 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 pub const ENDPOINT_ADDR: &str = "10.200.0.1";
 /// The source address of probe connections: distinct from the endpoint, so no hairpin masquerade.
 pub const CLIENT_ADDR: &str = "10.200.0.2";
-/// Routed to the dummy interface so connects to cluster IPs reach nat OUTPUT at all.
+/// Routed to `lo` so connects to cluster IPs reach nat OUTPUT at all.
 pub const SERVICE_CIDR: &str = "10.96.0.0/12";
+/// A whole block of local addresses: the endpoints of many-endpoint probe services.
+pub const LOCAL_ENDPOINTS_CIDR: &str = "10.201.0.0/16";
 
 #[derive(Debug)]
 pub struct Netns {
@@ -53,15 +55,17 @@ impl Netns {
         run(Command::new("ip").args(["-n", &self.name]).args(args)).map(|_| ())
     }
 
-    /// A namespace with `lo` up carrying the probe addresses, and the service CIDR routed to `lo` so
-    /// connects to cluster IPs get a route and reach nat OUTPUT (where they are DNATed to the
-    /// endpoint). `lo` needs no kernel module, unlike a dummy interface.
+    /// A namespace with `lo` up carrying the probe addresses (plus a local /16 for many-endpoint
+    /// services), and the service CIDR routed to `lo` so connects to cluster IPs get a route and reach
+    /// nat OUTPUT (where they are DNATed to an endpoint). `lo` needs no kernel module, unlike a dummy
+    /// interface.
     pub fn create_lab(tag: &str) -> Result<Netns, BenchError> {
         let ns = Netns::create(tag)?;
         ns.ip(&["link", "set", "lo", "up"])?;
         ns.ip(&["addr", "add", &format!("{ENDPOINT_ADDR}/32"), "dev", "lo"])?;
         ns.ip(&["addr", "add", &format!("{CLIENT_ADDR}/32"), "dev", "lo"])?;
         ns.ip(&["route", "add", SERVICE_CIDR, "dev", "lo", "src", CLIENT_ADDR])?;
+        ns.ip(&["route", "add", "local", LOCAL_ENDPOINTS_CIDR, "dev", "lo"])?;
         Ok(ns)
     }
 

@@ -14,7 +14,7 @@ use svcnet_proxy::render::{self, FullOptions};
 
 use crate::chunked;
 use crate::error::BenchError;
-use crate::lab::{Lab, endpoint_addr};
+use crate::lab::{Lab, local_endpoints};
 use crate::stats;
 use crate::synth::{self, ENDPOINT_PORT, SERVICE_PORT};
 use crate::walk::Walker;
@@ -29,12 +29,17 @@ pub struct P1Params {
     pub restore_program: String,
     /// Setup loads declare at most about this many service chains per iptables-restore call.
     pub max_chains: usize,
+    /// Stretch: endpoint counts of the probed service, measured in the tree at the smallest size
+    /// (the endpoint chain is the same in both layouts). 1 is the base case.
+    pub endpoint_sizes: Vec<usize>,
 }
 
 #[derive(Debug)]
 pub struct P1Case {
     pub layout: Layout,
     pub services: usize,
+    /// Endpoints of the probed service (all others have one).
+    pub endpoints: usize,
     /// Dispatch rules the probe connection is compared against (static count).
     pub walked: usize,
     pub payload_lines: usize,
@@ -61,9 +66,13 @@ pub struct P1 {
 
 impl P1 {
     pub fn case(&self, layout: Layout, services: usize) -> Option<&P1Case> {
+        self.case_eps(layout, services, 1)
+    }
+
+    pub fn case_eps(&self, layout: Layout, services: usize, endpoints: usize) -> Option<&P1Case> {
         self.cases
             .iter()
-            .find(|c| c.layout == layout && c.services == services)
+            .find(|c| c.layout == layout && c.services == services && c.endpoints == endpoints)
     }
 
     /// Median connect time of `layout` at `services` over the same layout at `base` services.
@@ -101,12 +110,14 @@ struct Loaded {
     vip: SocketAddr,
 }
 
-fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, p: &P1Params) -> Result<Loaded, BenchError> {
+fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, eps: usize, p: &P1Params) -> Result<Loaded, BenchError> {
     let mut state = synth::state(ips, 1);
     let target = synth::service_name(n - 1);
-    state
-        .endpoints
-        .insert(target, vec![synth::endpoint(endpoint_addr()?, ENDPOINT_PORT)]);
+    let endpoints = local_endpoints(eps)?
+        .into_iter()
+        .map(|ip| synth::endpoint(ip, ENDPOINT_PORT))
+        .collect();
+    state.endpoints.insert(target, endpoints);
     let cfg = RenderConfig {
         layout,
         ..Default::default()
@@ -127,7 +138,7 @@ fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, p: &P1Params) -> Result<Load
         .ok_or_else(|| BenchError::Check(format!("no rule for {vip_ip}:{SERVICE_PORT}")))?;
     let parts = chunked::chunks(&r, &payload, p.max_chains);
     drop(r);
-    let tag = format!("p1-{}{n}", layout_name(layout));
+    let tag = format!("p1-{}{n}-{eps}", layout_name(layout));
     let mut lab = Lab::start(&tag)?;
     let mut restore = Duration::ZERO;
     for part in &parts {
@@ -140,6 +151,7 @@ fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, p: &P1Params) -> Result<Load
         case: P1Case {
             layout,
             services: n,
+            endpoints: eps,
             walked,
             payload_lines: payload.lines().count(),
             render: render_time,
@@ -161,19 +173,33 @@ pub fn layout_name(l: Layout) -> &'static str {
 
 pub fn run(p: &P1Params, progress: &mut dyn FnMut(&str)) -> Result<P1, BenchError> {
     let mut loaded: Vec<Loaded> = Vec::new();
+    let base = p.sizes.iter().copied().filter(|n| *n > 0).min();
+    let mut todo: Vec<(usize, Layout, usize)> = Vec::new();
     for &n in p.sizes.iter().filter(|n| **n > 0) {
-        let ips = probe_ips(n);
-        for layout in [Layout::Flat, Layout::Tree] {
-            let l = load(n, &ips, layout, p)?;
-            progress(&format!(
-                "P1 loaded {} x {n}: {} lines, restore {:.0} ms in {} call(s)",
-                layout_name(layout),
-                l.case.payload_lines,
-                stats::ms(l.case.restore),
-                l.case.chunks
-            ));
-            loaded.push(l);
+        todo.extend([(n, Layout::Flat, 1), (n, Layout::Tree, 1)]);
+    }
+    if let Some(b) = base {
+        todo.extend(
+            p.endpoint_sizes
+                .iter()
+                .filter(|e| **e > 1)
+                .map(|e| (b, Layout::Tree, *e)),
+        );
+    }
+    let mut ips = Vec::new();
+    for (n, layout, eps) in todo {
+        if ips.len() != n {
+            ips = probe_ips(n);
         }
+        let l = load(n, &ips, layout, eps, p)?;
+        progress(&format!(
+            "P1 loaded {} x {n} (probe with {eps} endpoints): {} lines, restore {:.0} ms in {} call(s)",
+            layout_name(layout),
+            l.case.payload_lines,
+            stats::ms(l.case.restore),
+            l.case.chunks
+        ));
+        loaded.push(l);
     }
     for round in 0..=p.rounds {
         // Rotate the start so no case always runs first after a pause.

@@ -49,25 +49,54 @@ pub fn p1(r: &P1) -> String {
     );
     let _ = writeln!(
         s,
-        "    {:<6} {:>9} {:>13} {:>10} {:>9} {:>9} {:>12} {:>11}",
-        "layout", "services", "rules walked", "median us", "p10 us", "p90 us", "vs smallest", "samples"
+        "    {:<6} {:>9} {:>10} {:>13} {:>10} {:>9} {:>9} {:>12} {:>8}",
+        "layout",
+        "services",
+        "endpoints",
+        "rules walked",
+        "median us",
+        "p10 us",
+        "p90 us",
+        "vs smallest",
+        "samples"
     );
     let base = r.cases.iter().map(|c| c.services).min().unwrap_or(0);
     for c in &r.cases {
+        let vs = if c.endpoints == 1 {
+            r.growth(c.layout, c.services, base)
+        } else {
+            match r.case(c.layout, c.services) {
+                Some(one) => ratio(c.median_us(), one.median_us()),
+                None => f64::NAN,
+            }
+        };
         let _ = writeln!(
             s,
-            "    {:<6} {:>9} {:>13} {:>10.1} {:>9.1} {:>9.1} {:>12} {:>11}",
+            "    {:<6} {:>9} {:>10} {:>13} {:>10.1} {:>9.1} {:>9.1} {:>12} {:>8}",
             layout_name(c.layout),
             c.services,
+            c.endpoints,
             c.walked,
             c.median_us(),
             percentile(&c.samples_us, 10.0).unwrap_or(f64::NAN),
             percentile(&c.samples_us, 90.0).unwrap_or(f64::NAN),
-            x(r.growth(c.layout, c.services, base)),
+            x(vs),
             c.samples_us.len()
         );
     }
     let top = r.cases.iter().map(|c| c.services).max().unwrap_or(0);
+    let _ = writeln!(
+        s,
+        "    (rules walked: KUBE-SERVICES + KUBE-DST-* rules compared before the service rule matches; a service with"
+    );
+    let _ = writeln!(
+        s,
+        "    E endpoints adds on average (E+1)/2 probability rules in its KUBE-SVC chain; 'vs smallest' compares"
+    );
+    let _ = writeln!(
+        s,
+        "    with the same layout at {base} services, or for many endpoints with the 1-endpoint service)"
+    );
     let tree = r.growth(Layout::Tree, top, base);
     let flat = r.growth(Layout::Flat, top, base);
     let vs = match (r.case(Layout::Flat, top), r.case(Layout::Tree, top)) {
@@ -86,6 +115,19 @@ pub fn p1(r: &P1) -> String {
         x(flat),
         x(vs)
     );
+    for c in r.cases.iter().filter(|c| c.endpoints > 1) {
+        let g = match r.case(c.layout, c.services) {
+            Some(one) => ratio(c.median_us(), one.median_us()),
+            None => f64::NAN,
+        };
+        let _ = writeln!(
+            s,
+            "    stretch: {}-endpoint service / 1-endpoint service: {} (target <= {P1_TREE_GROWTH_TARGET}x) {}",
+            c.endpoints,
+            x(g),
+            verdict(g <= P1_TREE_GROWTH_TARGET)
+        );
+    }
     let _ = writeln!(
         s,
         "    means: with the tree, the first packet of a connection costs about the same with {top} services as with {base};"

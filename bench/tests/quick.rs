@@ -52,8 +52,8 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
             .unwrap_or_else(|| panic!("no {layout} {n} row:\n{stdout}"))
             .to_string()
     };
-    assert_eq!(field(&row("flat", "300"), 2), "300");
-    let tree_walk: usize = field(&row("tree", "300"), 2).parse().unwrap();
+    assert_eq!(field(&row("flat", "300"), 3), "300");
+    let tree_walk: usize = field(&row("tree", "300"), 3).parse().unwrap();
     assert!(tree_walk < 40, "tree walk {tree_walk}");
     // P2: a partial sync writes a small fraction of the full payload.
     let partial = stdout

@@ -8,6 +8,7 @@ fn case(layout: Layout, services: usize, us: f64) -> P1Case {
     P1Case {
         layout,
         services,
+        endpoints: 1,
         walked: services,
         payload_lines: 0,
         render: Duration::ZERO,
@@ -34,6 +35,16 @@ fn p1_ratios_and_verdicts() {
     );
     assert!(text.contains("flat@100 / flat@10: 10.00x"), "{text}");
     assert!(text.contains("flat@100 / tree@100: 8.33x"), "{text}");
+    let mut many = case(Layout::Tree, 10, 25.0);
+    many.endpoints = 1000;
+    let with_eps = P1 {
+        cases: vec![case(Layout::Tree, 10, 10.0), many],
+    };
+    assert!(
+        p1(&with_eps).contains("1000-endpoint service / 1-endpoint service: 2.50x (target <= 1.3x) MISSED"),
+        "{}",
+        p1(&with_eps)
+    );
     let slow = P1 {
         cases: vec![case(Layout::Tree, 10, 10.0), case(Layout::Tree, 100, 14.0)],
     };
