@@ -9,6 +9,7 @@ pub mod lab;
 pub mod netns;
 pub mod p1;
 pub mod p2;
+pub mod phases;
 pub mod report;
 pub mod stats;
 pub mod synth;

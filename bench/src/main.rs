@@ -70,6 +70,18 @@ enum Cmd {
         #[arg(long)]
         listen: SocketAddr,
     },
+    /// Time the renderer's phases (render, digests, partial and full payload) without any namespace.
+    Phases {
+        #[arg(long, default_value_t = 10_000)]
+        services: usize,
+        /// Endpoints per service.
+        #[arg(long, default_value_t = 10)]
+        endpoints: usize,
+        #[arg(long, value_enum, default_value_t = Layout::Tree)]
+        layout: Layout,
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+    },
     /// Print the full payload (jumps included) of a synthetic state, to reproduce a figure by hand.
     Payload {
         #[arg(long)]
@@ -116,6 +128,18 @@ fn main() -> anyhow::Result<()> {
             layout,
         }) => {
             print_payload(services, endpoints, layout);
+            return Ok(());
+        }
+        Some(Cmd::Phases {
+            services,
+            endpoints,
+            layout,
+            reps,
+        }) => {
+            print!(
+                "{}",
+                svcnet_bench::phases::report(services, endpoints, layout, reps)
+            );
             return Ok(());
         }
         None => {}

@@ -1,0 +1,73 @@
+//! Where the renderer's time goes at one size, phase by phase (`svcnet-bench phases`): the numbers
+//! behind P2/P3 for whoever optimises the renderer. Pure CPU, no namespace needed.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use svcnet_proxy::config::{Layout, RenderConfig};
+use svcnet_proxy::render::{self, FullOptions};
+
+use crate::stats::{median, ms};
+use crate::synth;
+
+/// Median of `reps` runs of `f`, in milliseconds.
+fn time(reps: usize, mut f: impl FnMut()) -> f64 {
+    let xs: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            ms(t.elapsed())
+        })
+        .collect();
+    median(&xs).unwrap_or(f64::NAN)
+}
+
+pub fn report(services: usize, endpoints: usize, layout: Layout, reps: usize) -> String {
+    let ips = synth::cluster_ips(services + 1, 0x5eed);
+    let state = synth::state(&ips[..services], endpoints);
+    let cfg = RenderConfig {
+        layout,
+        ..Default::default()
+    };
+    let node = synth::node();
+    let r = render::render(&state, &node, &cfg);
+    let prev = r.digests();
+    let mut changed = state.clone();
+    if let Some(eps) = changed.endpoints.get_mut(&synth::service_name(0))
+        && let Some(first) = eps.first_mut()
+    {
+        *first = synth::endpoint(synth::pod_ip(8_000_000), synth::ENDPOINT_PORT);
+    }
+    let r2 = render::render(&changed, &node, &cfg);
+    let full_opts = FullOptions {
+        canaries: true,
+        ..Default::default()
+    };
+    let rows: Vec<(&str, f64)> = vec![
+        (
+            "render() whole state",
+            time(reps, || drop(render::render(&state, &node, &cfg))),
+        ),
+        ("clone of ProxyState", time(reps, || drop(state.clone()))),
+        ("digests()", time(reps, || drop(r.digests()))),
+        (
+            "partial_payload() one service changed",
+            time(reps, || drop(r2.partial_payload(&prev))),
+        ),
+        (
+            "payload() full text",
+            time(reps, || drop(r.payload(&full_opts, &cfg))),
+        ),
+    ];
+    let mut s = String::new();
+    let chains = r.nat.len() + r.filter.len();
+    let rules: usize = r.nat.iter().chain(&r.filter).map(|c| c.rules.len()).sum();
+    let _ = writeln!(
+        s,
+        "phases at {services} services x {endpoints} endpoints ({layout:?}: {chains} chains, {rules} rules), median of {reps}:"
+    );
+    for (what, t) in rows {
+        let _ = writeln!(s, "    {what:<40} {t:>9.1} ms");
+    }
+    s
+}
