@@ -29,12 +29,21 @@ async fn invalid_ranges_options_and_user_owned_ip() {
     gce.clear_calls();
     let mut bad = lb_service("bad", &[80]);
     bad.metadata.annotations = Some(
-        [("service.beta.kubernetes.io/load-balancer-source-ranges".to_owned(), "10.0.0.0/33".to_owned())].into(),
+        [(
+            "service.beta.kubernetes.io/load-balancer-source-ranges".to_owned(),
+            "10.0.0.0/33".to_owned(),
+        )]
+        .into(),
     );
     services.create(&PostParams::default(), &bad).await.unwrap();
     eventually("SyncLoadBalancerFailed event", WAIT, || {
         let client = client.clone();
-        async move { event_reasons(&client, "bad").await.contains(&"SyncLoadBalancerFailed".to_owned()).then_some(()) }
+        async move {
+            event_reasons(&client, "bad")
+                .await
+                .contains(&"SyncLoadBalancerFailed".to_owned())
+                .then_some(())
+        }
     })
     .await;
     let clbs: Api<CloudLoadBalancer> = Api::namespaced(client.clone(), "default");
@@ -44,11 +53,17 @@ async fn invalid_ranges_options_and_user_owned_ip() {
     })
     .await;
     assert!(err.contains("10.0.0.0/33"), "{err}");
-    assert_eq!(gce.calls(), (0, 0), "an invalid Service caused GCE calls: {:?}", gce.mutating_calls());
+    assert_eq!(
+        gce.calls(),
+        (0, 0),
+        "an invalid Service caused GCE calls: {:?}",
+        gce.mutating_calls()
+    );
 
     // 2. Source ranges, ClientIP affinity, Standard tier.
     let mut opts = lb_service("opts", &[443]);
-    opts.metadata.annotations = Some([("cloud.google.com/network-tier".to_owned(), "Standard".to_owned())].into());
+    opts.metadata.annotations =
+        Some([("cloud.google.com/network-tier".to_owned(), "Standard".to_owned())].into());
     let spec = opts.spec.as_mut().unwrap();
     spec.load_balancer_source_ranges = Some(vec!["192.0.2.0/24".into(), "198.51.100.7/32".into()]);
     spec.session_affinity = Some("ClientIP".into());
@@ -56,10 +71,18 @@ async fn invalid_ranges_options_and_user_owned_ip() {
     let (svc, ip) = wait_ingress(&client, "opts").await;
     let lb = lb_name(&svc);
     let fw = gce.find("firewalls", &format!("k8s-fw-{lb}")).unwrap();
-    let mut ranges: Vec<&str> = fw["sourceRanges"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    let mut ranges: Vec<&str> = fw["sourceRanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
     ranges.sort();
     assert_eq!(ranges, ["192.0.2.0/24", "198.51.100.7/32"]);
-    assert_eq!(gce.find("targetPools", &lb).unwrap()["sessionAffinity"], "CLIENT_IP");
+    assert_eq!(
+        gce.find("targetPools", &lb).unwrap()["sessionAffinity"],
+        "CLIENT_IP"
+    );
     let fr = gce.find("forwardingRules", &lb).unwrap();
     assert_eq!(fr["networkTier"], "STANDARD");
     assert_eq!(fr["IPAddress"], ip.as_str());
@@ -73,7 +96,9 @@ async fn invalid_ranges_options_and_user_owned_ip() {
     );
     assert_eq!(s, 200, "{op}");
     let user_ip = eventually("reserved address", WAIT, || async {
-        gce.find("addresses", "my-static-ip")?["address"].as_str().map(str::to_owned)
+        gce.find("addresses", "my-static-ip")?["address"]
+            .as_str()
+            .map(str::to_owned)
     })
     .await;
     let mut owned = lb_service("owned", &[8080]);
@@ -82,10 +107,19 @@ async fn invalid_ranges_options_and_user_owned_ip() {
     let (svc, ip) = wait_ingress(&client, "owned").await;
     assert_eq!(ip, user_ip);
     let lb = lb_name(&svc);
-    assert_eq!(gce.find("forwardingRules", &lb).unwrap()["IPAddress"], user_ip.as_str());
-    assert!(gce.find("addresses", &lb).is_none(), "no controller address for a user-owned IP");
+    assert_eq!(
+        gce.find("forwardingRules", &lb).unwrap()["IPAddress"],
+        user_ip.as_str()
+    );
+    assert!(
+        gce.find("addresses", &lb).is_none(),
+        "no controller address for a user-owned IP"
+    );
     services.delete("owned", &DeleteParams::default()).await.unwrap();
-    eventually("owned LB gone", WAIT, || async { gce.find("forwardingRules", &lb).is_none().then_some(()) }).await;
+    eventually("owned LB gone", WAIT, || async {
+        gce.find("forwardingRules", &lb).is_none().then_some(())
+    })
+    .await;
     eventually("Service gone", WAIT, || {
         let services = services.clone();
         async move { services.get_opt("owned").await.ok()?.is_none().then_some(()) }

@@ -42,7 +42,17 @@ impl GceError {
     pub fn from_gax(call: impl Into<String>, err: &google_cloud_gax::error::Error) -> Self {
         let mut e = GceError::new(call, err.to_string());
         e.status = err.http_status_code();
-        if let Some(payload) = err.http_payload() {
+        // JSON error bodies arrive parsed: Google's `error.errors[].reason` becomes an ErrorInfo
+        // detail of the status.
+        if let Some(st) = err.status() {
+            e.message = st.message.clone();
+            e.reason = st.details.iter().find_map(|d| match d {
+                google_cloud_gax::error::rpc::StatusDetails::ErrorInfo(info) if !info.reason.is_empty() => {
+                    Some(info.reason.clone())
+                }
+                _ => None,
+            });
+        } else if let Some(payload) = err.http_payload() {
             let (reason, message) = parse_google_error(payload);
             e.reason = reason;
             if let Some(m) = message {

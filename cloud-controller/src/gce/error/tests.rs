@@ -34,3 +34,17 @@ fn classification_follows_the_controller_rules() {
     assert!(t.is_retryable());
     assert_eq!(t.metric_label(), "transport");
 }
+
+#[test]
+fn reason_comes_from_the_parsed_status_of_the_client_error() {
+    let body = bytes::Bytes::from_static(
+        br#"{"error":{"code":403,"message":"Rate Limit Exceeded","errors":[{"domain":"usageLimits","reason":"rateLimitExceeded","message":"Rate Limit Exceeded"}]}}"#,
+    );
+    let status = google_cloud_gax::error::rpc::Status::try_from(&body).expect("google error body");
+    let gax = google_cloud_gax::error::Error::service_with_http_metadata(status, Some(403), None);
+    let e = GceError::from_gax("get firewalls/x", &gax);
+    assert_eq!(e.status, Some(403));
+    assert_eq!(e.reason.as_deref(), Some("rateLimitExceeded"));
+    assert_eq!(e.message, "Rate Limit Exceeded");
+    assert!(e.is_retryable(), "403 rateLimitExceeded backs off");
+}
