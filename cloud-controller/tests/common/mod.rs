@@ -245,6 +245,7 @@ impl Drop for FakeGce {
 pub struct Controller {
     child: Option<Child>,
     pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
 }
 
 impl Controller {
@@ -283,7 +284,17 @@ impl Controller {
         args.push("--kubeconfig".into());
         args.push(api.kubeconfig().display().to_string());
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut c = Controller { child: None, args };
+        Self::start_raw(args, &[])
+    }
+
+    /// Exactly these arguments (and extra environment), nothing added.
+    pub fn start_raw(args: Vec<String>, env: &[(&str, &str)]) -> Self {
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut c = Controller {
+            child: None,
+            args,
+            env,
+        };
         c.spawn();
         c
     }
@@ -291,6 +302,7 @@ impl Controller {
     pub fn spawn(&mut self) {
         let child = Command::new(env!("CARGO_BIN_EXE_svcnet-cloud-controller"))
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
