@@ -15,6 +15,7 @@ pub mod gceconf;
 pub mod lb;
 pub mod leader;
 pub mod metadata;
+pub mod metrics;
 pub mod naming;
 pub mod nodes;
 pub mod routes;

@@ -35,11 +35,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         .await
         .context("kubernetes client")?;
 
-    let health = svcnet_core::http::bind(cli.metrics_addr).await?;
-    let health_router = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    let metrics = Arc::new(crate::metrics::Metrics::new());
+    let listener = svcnet_core::http::bind(cli.metrics_addr).await?;
+    tracing::info!(addr = ?listener.local_addr().ok(), "serving /healthz and /metrics");
+    let router = svcnet_core::metrics::metrics_router(metrics.registry.clone())
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }));
     tokio::spawn(svcnet_core::http::serve_listener(
-        health,
-        health_router,
+        listener,
+        router,
         shutdown.wait_owned(),
     ));
 
@@ -52,6 +55,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         None
     };
     let identity = leadership.as_ref().map(|l| l.identity.clone());
+    metrics.set_leader(true);
 
     let ids = clusterid::get_or_create(&client).await.context("cluster ID")?;
     tracing::info!(cluster_id = %ids.cluster, "cluster ID");
@@ -72,7 +76,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     opts.qps = cli.gce_qps;
     opts.burst = cli.gce_burst;
     opts.poll_initial = Duration::from_millis(cli.gce_poll_ms.max(1));
-    let gce = Gce::new(&opts).await.context("GCE client")?;
+    let mut gce = Gce::new(&opts).await.context("GCE client")?;
+    gce.metrics = metrics.clone();
 
     let tuning = Tuning {
         concurrency: cli.concurrency.max(1),
@@ -135,6 +140,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             false
         }
     };
+    metrics.set_leader(false);
     stop.trigger();
     for t in tasks {
         if tokio::time::timeout(Duration::from_secs(10), t).await.is_err() {

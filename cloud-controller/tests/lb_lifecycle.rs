@@ -21,7 +21,7 @@ async fn load_balancer_created_resynced_and_deleted() {
     install_crd(&client).await;
     add_node(&client, &gce, "node-1", ZONE, None).await;
     add_node(&client, &gce, "node-2", ZONE_C, None).await;
-    let _ctl = Controller::start(&api_server, &gce, &[]);
+    let ctl = Controller::start(&api_server, &gce, &[]);
     let cid = cluster_id(&client).await;
 
     gce.clear_calls();
@@ -126,6 +126,16 @@ async fn load_balancer_created_resynced_and_deleted() {
         mutating >= 6,
         "every object was created by a call: {:?}",
         gce.mutating_calls()
+    );
+
+    // Metrics count the same calls.
+    let text = ctl.metrics();
+    assert!(text.contains("svcnet_cloud_controller_leader 1"), "{text}");
+    assert!(
+        text.contains(
+            r#"svcnet_cloud_controller_gce_calls_total{call="create_forwarding_rule",result="ok"} 1"#
+        ),
+        "{text}"
     );
 
     // The CloudLoadBalancer record.

@@ -39,8 +39,12 @@ pub async fn run(
             } else {
                 Ok(())
             };
-            if let Err(err) = result {
-                tracing::warn!(node = %name, %err, "node sync failed");
+            match result {
+                Ok(()) => {}
+                Err(err) => {
+                    shared.gce.metrics.sync("node", err.metric_label());
+                    tracing::warn!(node = %name, %err, "node sync failed");
+                }
             }
         }
     }

@@ -35,8 +35,12 @@ pub async fn run(
             _ = tick.tick() => {}
             changed = trigger.changed() => if changed.is_err() { return },
         }
-        if let Err(err) = sync(&shared).await {
-            tracing::warn!(%err, "route sync failed; retrying at the next period");
+        match sync(&shared).await {
+            Ok(()) => shared.gce.metrics.sync("route", "ok"),
+            Err(err) => {
+                shared.gce.metrics.sync("route", err.metric_label());
+                tracing::warn!(%err, "route sync failed; retrying at the next period");
+            }
         }
     }
 }

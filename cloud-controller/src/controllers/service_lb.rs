@@ -137,8 +137,13 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
             other => SyncError::Finalizer(other.to_string()),
         })
     };
-    if result.is_ok() {
-        ctx.note_success(&k);
+    let metrics = &ctx.shared.gce.metrics;
+    match &result {
+        Ok(_) => {
+            ctx.note_success(&k);
+            metrics.sync("service", "ok");
+        }
+        Err(e) => metrics.sync("service", e.metric_label()),
     }
     result
 }

@@ -80,7 +80,7 @@ where
 pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
     let call = format!("{} {}", action.label(), action.target_name());
     let result = with_retries(gce, policy, || call_once(gce, action, &call)).await;
-    match result {
+    let outcome = match result {
         Ok(()) => {
             tracing::info!(call = %call, "GCE call done");
             Ok(Outcome::Done)
@@ -88,7 +88,18 @@ pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result
         Err(e) if is_delete(action) && e.is_not_found() => Ok(Outcome::AlreadyDone),
         Err(e) if is_insert(action) && e.is_already_exists() => Ok(Outcome::AlreadyDone),
         Err(e) => Err(e),
-    }
+    };
+    count(gce, action.label(), &outcome);
+    outcome
+}
+
+fn count(gce: &Gce, call: &str, outcome: &Result<Outcome, GceError>) {
+    let result = match outcome {
+        Ok(Outcome::Done) => "ok",
+        Ok(Outcome::AlreadyDone) => "already_done",
+        Err(e) => e.metric_label(),
+    };
+    gce.metrics.gce_call(call, result);
 }
 
 fn is_delete(action: &Action) -> bool {
@@ -331,11 +342,13 @@ pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Res
         wait(gce, &call, req.poller().until_done()).await.map(|_| ())
     })
     .await;
-    match result {
+    let outcome = match result {
         Ok(()) => Ok(Outcome::Done),
         Err(e) if e.is_already_exists() => Ok(Outcome::AlreadyDone),
         Err(e) => Err(e),
-    }
+    };
+    count(gce, "create_route", &outcome);
+    outcome
 }
 
 /// routes.delete (with retries; 404 = done).
@@ -346,9 +359,11 @@ pub async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result
         wait(gce, &call, req.poller().until_done()).await.map(|_| ())
     })
     .await;
-    match result {
+    let outcome = match result {
         Ok(()) => Ok(Outcome::Done),
         Err(e) if e.is_not_found() => Ok(Outcome::AlreadyDone),
         Err(e) => Err(e),
-    }
+    };
+    count(gce, "delete_route", &outcome);
+    outcome
 }

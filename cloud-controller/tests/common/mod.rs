@@ -265,8 +265,6 @@ impl Controller {
             NODE_TAG,
             "--gce-endpoint",
             &gce.endpoint(),
-            "--metrics-addr",
-            "127.0.0.1:0",
             "--gce-poll-ms",
             "50",
             "--route-resync-seconds",
@@ -283,6 +281,14 @@ impl Controller {
         .collect();
         args.push("--kubeconfig".into());
         args.push(api.kubeconfig().display().to_string());
+        // A free port for /metrics (bound and released: a tiny race, fine on loopback).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        args.push("--metrics-addr".into());
+        args.push(format!("127.0.0.1:{port}"));
         args.extend(extra.iter().map(|s| s.to_string()));
         Self::start_raw(args, &[])
     }
@@ -336,6 +342,24 @@ impl Controller {
 impl Drop for Controller {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+impl Controller {
+    /// The `/metrics` text of this controller.
+    pub fn metrics(&self) -> String {
+        let i = self
+            .args
+            .iter()
+            .position(|a| a == "--metrics-addr")
+            .expect("metrics flag");
+        let port: u16 = self.args[i + 1].rsplit(':').next().unwrap().parse().unwrap();
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect metrics");
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut resp = Vec::new();
+        s.read_to_end(&mut resp).unwrap();
+        String::from_utf8_lossy(&resp).into_owned()
     }
 }
 
