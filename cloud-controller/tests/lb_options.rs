@@ -88,6 +88,27 @@ async fn invalid_ranges_options_and_user_owned_ip() {
     assert_eq!(fr["IPAddress"], ip.as_str());
     assert_eq!(gce.find("addresses", &lb).unwrap()["networkTier"], "STANDARD");
 
+    // 2b. The Service turns invalid (bad range) and is then deleted: the LB still goes away.
+    let bad_ranges = json!({"spec": {"loadBalancerSourceRanges": null},
+        "metadata": {"annotations": {"service.beta.kubernetes.io/load-balancer-source-ranges": "bogus"}}});
+    services
+        .patch(
+            "opts",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&bad_ranges),
+        )
+        .await
+        .unwrap();
+    services.delete("opts", &DeleteParams::default()).await.unwrap();
+    eventually("invalid Service's LB removed", WAIT, || async {
+        let gone = gce.find("forwardingRules", &lb).is_none()
+            && gce.find("targetPools", &lb).is_none()
+            && gce.find("addresses", &lb).is_none()
+            && gce.find("firewalls", &format!("k8s-fw-{lb}")).is_none();
+        gone.then_some(())
+    })
+    .await;
+
     // 3. A user's reserved address named differently: used, never released.
     let (s, op) = gce.call(
         "POST",

@@ -346,10 +346,14 @@ async fn patch_ingress(svc: &Service, sh: &Shared, ip: Option<&str>) -> Result<b
 async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
     let sh = &ctx.shared;
     let oref = obj_ref(svc);
-    let names = match lb_names(svc, &sh.cfg) {
+    // Names come from the UID alone: a Service whose spec became invalid (bad annotation, no
+    // ports) must still get its load balancer removed.
+    let uid = svc.metadata.uid.clone().unwrap_or_default();
+    let object = crate::lb::spec::service_object(svc);
+    let names = match crate::naming::LbNames::new(&uid, &sh.cfg.cluster_id, &object) {
         Ok(n) => n,
         Err(e) => {
-            // Names cannot be derived (e.g. no uid): nothing of ours can exist under them.
+            // No valid name can be derived (e.g. no uid): nothing of ours can exist under it.
             tracing::warn!(service = %key(svc), error = %e, "cannot derive load balancer names; nothing to delete");
             return Ok(());
         }

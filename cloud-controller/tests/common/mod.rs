@@ -37,8 +37,20 @@ pub struct Bins {
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| {
-        let out = Command::new(env!("CARGO"))
-            .args(["build", "-p", "svcnet-apiserver", "-p", "svcnet-fake-gce"])
+        let exe = std::env::current_exe().expect("test executable");
+        // <target>/<profile>/deps/<test> -> <target>/<profile>; build the doubles with the
+        // same profile so they land next to this test's own binaries.
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .to_path_buf();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "svcnet-apiserver", "-p", "svcnet-fake-gce"]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let out = cmd
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdout(Stdio::inherit())
             .stderr(Stdio::inherit())
@@ -48,13 +60,6 @@ pub fn bins() -> &'static Bins {
             out.success(),
             "building svcnet-apiserver and svcnet-fake-gce failed"
         );
-        let exe = std::env::current_exe().expect("test executable");
-        // <target>/debug/deps/<test> -> <target>/debug
-        let dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target dir")
-            .to_path_buf();
         let b = Bins {
             apiserver: dir.join("svcnet-apiserver"),
             fake_gce: dir.join("svcnet-fake-gce"),
