@@ -185,4 +185,29 @@ async fn pool_follows_nodes_ports_and_traffic_policy() {
     .await;
     let fr = gce.find("forwardingRules", &lb).unwrap();
     assert_eq!(fr["IPAddress"], ip.as_str());
+
+    // Type LoadBalancer -> ClusterIP: the LB goes, the finalizer and the ingress status too.
+    let to_cluster_ip = json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": null}});
+    services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&to_cluster_ip))
+        .await
+        .unwrap();
+    eventually("LB removed after the type change", WAIT, || async {
+        (gce.find("forwardingRules", &lb).is_none()
+            && gce.find("targetPools", &lb).is_none()
+            && gce.find("addresses", &lb).is_none()
+            && gce.find("httpHealthChecks", &node_hc).is_none())
+        .then_some(())
+    })
+    .await;
+    let svc = eventually("finalizer and ingress gone", WAIT, || {
+        let services = services.clone();
+        async move {
+            let s = services.get("web").await.ok()?;
+            let fin = s.metadata.finalizers.clone().unwrap_or_default();
+            (fin.is_empty() && common::ingress_ip(&s).is_none()).then_some(s)
+        }
+    })
+    .await;
+    assert_eq!(svc.spec.unwrap().type_.as_deref(), Some("ClusterIP"));
 }
