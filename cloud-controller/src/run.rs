@@ -16,14 +16,8 @@ use crate::gce::client::{Gce, GceOptions};
 use crate::gce::exec::RetryPolicy;
 use crate::{clusterid, leader, metadata};
 
-/// kube-rs enables rustls' ring provider and the Google clients aws-lc-rs; with both compiled
-/// in, rustls picks no default, so pick ring once per process (later calls are no-ops).
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    install_crypto_provider();
+    svcnet_core::tls::install_crypto_provider();
     let shutdown = Shutdown::on_signal();
     let resolved = match cli.resolve((None, None)) {
         Ok(r) => r,

@@ -117,7 +117,7 @@ impl ApiServer {
     }
 
     pub async fn client(&self) -> kube::Client {
-        svcnet_cloud_controller::run::install_crypto_provider();
+        svcnet_core::tls::install_crypto_provider();
         let kc = kube::config::Kubeconfig::read_from(self.kubeconfig()).expect("kubeconfig");
         let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
             .await
