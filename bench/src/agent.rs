@@ -6,8 +6,9 @@
 //! `ok ...` or `err <message>`:
 //! - `connect <ip:port> <n>`: n new TCP connections, each timed from connect() to its return (SYN
 //!   out through nat OUTPUT, SYN-ACK back); answers the times in nanoseconds.
-//! - `restore <program> <file>`: pipes the file into `<program> --noflush -w 5` (as the daemon
-//!   does); answers the wall time in nanoseconds.
+//! - `restore <program> <file> [<limit ms>]`: pipes the file into `<program> --noflush -w 5` (as
+//!   the daemon does); answers the wall time in nanoseconds, or `killed <ns>` when it ran past the
+//!   limit and was killed (nft transactions are atomic: nothing of it is applied).
 //! - `save <program>`: runs `<program> -t nat` (the daemon's full sync reads the nat table first to
 //!   find stale chains); answers the wall time in nanoseconds.
 //!
@@ -47,7 +48,8 @@ pub fn serve(listen: SocketAddr) -> Result<(), BenchError> {
         let words: Vec<&str> = line.split_whitespace().collect();
         let reply = match words.as_slice() {
             ["connect", addr, n] => connect_request(addr, n),
-            ["restore", program, file] => restore_request(program, file),
+            ["restore", program, file] => restore_request(program, file, None),
+            ["restore", program, file, limit_ms] => restore_request(program, file, Some(limit_ms)),
             ["save", program] => save_request(program),
             _ => Err(format!("unknown request {line:?}")),
         };
@@ -82,7 +84,13 @@ fn connect_once(addr: SocketAddr) -> Result<Duration, String> {
     Ok(t.elapsed())
 }
 
-fn restore_request(program: &str, file: &str) -> Result<String, String> {
+fn restore_request(program: &str, file: &str, limit_ms: Option<&str>) -> Result<String, String> {
+    let limit = match limit_ms {
+        Some(v) => Some(Duration::from_millis(
+            v.parse().map_err(|e| format!("limit {v}: {e}"))?,
+        )),
+        None => None,
+    };
     let payload = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
     let t = Instant::now();
     let mut child = Command::new(program)
@@ -92,21 +100,41 @@ fn restore_request(program: &str, file: &str) -> Result<String, String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("{program}: {e}"))?;
+    // Drain stderr on a thread so a chatty failure cannot block the child while we poll.
+    let stderr = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut e, &mut text);
+            text
+        })
+    });
     if let Some(mut stdin) = child.stdin.take() {
         stdin
             .write_all(&payload)
             .map_err(|e| format!("{program} stdin: {e}"))?;
     }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            break Some(st);
+        }
+        if limit.is_some_and(|l| t.elapsed() > l) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        // Coarse enough to cost nothing, fine enough for millisecond restores.
+        std::thread::sleep(Duration::from_micros(200));
+    };
     let took = t.elapsed();
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
+    let err = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    match status {
+        None => Ok(format!("killed {}", took.as_nanos())),
+        Some(st) if st.success() => Ok(took.as_nanos().to_string()),
+        Some(_) => Err(format!(
             "{program}: {}",
             err.chars().take(400).collect::<String>()
-        ));
+        )),
     }
-    Ok(took.as_nanos().to_string())
 }
 
 fn save_request(program: &str) -> Result<String, String> {
@@ -125,6 +153,14 @@ fn save_request(program: &str) -> Result<String, String> {
         ));
     }
     Ok(took.as_nanos().to_string())
+}
+
+/// Outcome of a restore with a time limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restored {
+    Done(Duration),
+    /// Still running at the limit and killed after this long.
+    Killed(Duration),
 }
 
 /// Parent side: one agent process inside one namespace.
@@ -214,17 +250,35 @@ impl Agent {
 
     /// Runs `program --noflush -w 5` on `payload` inside the namespace; returns its wall time.
     pub fn restore(&mut self, program: &str, payload: &str) -> Result<Duration, BenchError> {
+        match self.restore_limited(program, payload, None)? {
+            Restored::Done(d) => Ok(d),
+            Restored::Killed(d) => Err(self.fail(format!("restore killed after {d:?} without a limit"))),
+        }
+    }
+
+    /// Like [`Agent::restore`], but kills the restore once it runs longer than `limit`.
+    pub fn restore_limited(
+        &mut self,
+        program: &str,
+        payload: &str,
+        limit: Option<Duration>,
+    ) -> Result<Restored, BenchError> {
         let mut file = tempfile::NamedTempFile::new().map_err(|e| BenchError::io("tempfile", e))?;
         file.write_all(payload.as_bytes())
             .map_err(|e| BenchError::io("write payload", e))?;
         let path = file.path().to_string_lossy().to_string();
-        let reply = self
-            .call(&format!("restore {program} {path}"))
-            .map_err(|message| BenchError::Restore {
-                netns: self.netns.clone(),
-                message,
-            })?;
-        self.duration(&reply)
+        let request = match limit {
+            Some(l) => format!("restore {program} {path} {}", l.as_millis()),
+            None => format!("restore {program} {path}"),
+        };
+        let reply = self.call(&request).map_err(|message| BenchError::Restore {
+            netns: self.netns.clone(),
+            message,
+        })?;
+        match reply.strip_prefix("killed ") {
+            Some(t) => Ok(Restored::Killed(self.duration(t)?)),
+            None => Ok(Restored::Done(self.duration(&reply)?)),
+        }
     }
 
     /// Runs `program -t nat` inside the namespace; returns its wall time.

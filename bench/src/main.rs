@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::process::Command;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use svcnet_bench::p1::{self, P1Params};
@@ -58,6 +59,10 @@ struct Cli {
     /// P2 layouts that also get a timed full sync; default tree (quick: tree,flat).
     #[arg(long, value_enum, value_delimiter = ',')]
     p2_full_sync: Option<Vec<Layout>>,
+    /// P2: a full-sync restore still running after this many seconds is killed and reported as a
+    /// lower bound (the daemon itself kills iptables commands after 60 s).
+    #[arg(long, default_value_t = 600)]
+    full_sync_limit_s: u64,
     #[command(subcommand)]
     command: Option<Cmd>,
 }
@@ -186,6 +191,7 @@ fn main() -> anyhow::Result<()> {
                 ),
                 render: c.render,
                 restore: c.restore,
+                killed: false,
             });
         }
     }
@@ -203,6 +209,7 @@ fn main() -> anyhow::Result<()> {
             save_program: restore.replace("restore", "save"),
             restore_program: restore.clone(),
             max_chains: 25_000,
+            full_sync_limit: Duration::from_secs(cli.full_sync_limit_s),
         };
         let r = p2::run(&params, &mut progress)?;
         print!("{}", report::p2(&r));
@@ -217,6 +224,7 @@ fn main() -> anyhow::Result<()> {
                     ),
                     render: f.render + f.payload,
                     restore: f.restore,
+                    killed: f.killed,
                 });
             }
         }

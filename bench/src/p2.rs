@@ -17,6 +17,7 @@ use svcnet_proxy::config::{Layout, RenderConfig};
 use svcnet_proxy::model::ProxyState;
 use svcnet_proxy::render::{self, ChainDigests, FullOptions};
 
+use crate::agent::Restored;
 use crate::chunked;
 use crate::error::BenchError;
 use crate::lab::Lab;
@@ -35,6 +36,8 @@ pub struct P2Params {
     pub restore_program: String,
     pub save_program: String,
     pub max_chains: usize,
+    /// A full-sync restore still running after this long is killed and reported as a lower bound.
+    pub full_sync_limit: Duration,
 }
 
 /// One timed sync.
@@ -47,6 +50,8 @@ pub struct Sync {
     /// `iptables-save -t nat` (full sync only).
     pub save: Duration,
     pub restore: Duration,
+    /// The restore hit the limit and was killed: `restore` is a lower bound.
+    pub killed: bool,
     pub lines: usize,
 }
 
@@ -116,6 +121,7 @@ fn partial_sync(
         payload: payload_time,
         save: Duration::ZERO,
         restore,
+        killed: false,
         lines: payload.lines().count(),
     })
 }
@@ -139,12 +145,20 @@ fn full_sync(
     let _digests = r.digests();
     let payload_time = t.elapsed();
     let save = lab.agent.save(&p.save_program)?;
-    let restore = lab.agent.restore(&p.restore_program, &payload)?;
+    let (restore, killed) =
+        match lab
+            .agent
+            .restore_limited(&p.restore_program, &payload, Some(p.full_sync_limit))?
+        {
+            Restored::Done(d) => (d, false),
+            Restored::Killed(d) => (d, true),
+        };
     Ok(Sync {
         render,
         payload: payload_time,
         save,
         restore,
+        killed,
         lines: payload.lines().count(),
     })
 }
@@ -217,8 +231,9 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
     if p.full_sync.contains(&layout) {
         let full = full_sync(&mut lab, &state, &cfg, p)?;
         progress(&format!(
-            "P2 {}: full sync {:.1} s",
+            "P2 {}: full sync {}{:.1} s",
             layout_name(layout),
+            if full.killed { "killed after " } else { "" },
             full.total().as_secs_f64()
         ));
         out.full_lines = full.lines;

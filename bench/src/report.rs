@@ -151,9 +151,11 @@ fn med_lines(v: &[Sync]) -> f64 {
 }
 
 fn sync_row(s: &mut String, layout: &str, what: &str, v: &[Sync], full_lines: usize) {
+    // A killed restore only gives a lower bound.
+    let gt = if v.iter().any(|x| x.killed) { ">" } else { "" };
     let _ = writeln!(
         s,
-        "    {:<6} {:<18} {:>8.0} {:>10} {:>10.1} {:>10.1} {:>9.1} {:>10.1} {:>10.1}",
+        "    {:<6} {:<18} {:>8.0} {:>10} {:>10.1} {:>10.1} {:>9.1} {:>10} {:>10}",
         layout,
         what,
         med_lines(v),
@@ -161,8 +163,8 @@ fn sync_row(s: &mut String, layout: &str, what: &str, v: &[Sync], full_lines: us
         med(v, |x| x.render),
         med(v, |x| x.payload),
         med(v, |x| x.save),
-        med(v, |x| x.restore),
-        med(v, Sync::total)
+        format!("{gt}{:.1}", med(v, |x| x.restore)),
+        format!("{gt}{:.1}", med(v, Sync::total))
     );
 }
 
@@ -211,7 +213,8 @@ pub fn p2(r: &P2) -> String {
             verdict(worst <= P2_PARTIAL_MS_TARGET)
         );
         if let Some(f) = &l.full {
-            let _ = write!(s, "; full sync / partial: {}", x(ratio(ms(f.total()), worst)));
+            let gt = if f.killed { ">" } else { "" };
+            let _ = write!(s, "; full sync / partial: {gt}{}", x(ratio(ms(f.total()), worst)));
         }
         let _ = writeln!(s);
     }
@@ -231,6 +234,8 @@ pub struct P3Row {
     pub what: String,
     pub render: Duration,
     pub restore: Duration,
+    /// The restore was killed at a time limit: `restore` is a lower bound, the share an upper one.
+    pub killed: bool,
 }
 
 pub fn p3(rows: &[P3Row]) -> String {
@@ -246,13 +251,14 @@ pub fn p3(rows: &[P3Row]) -> String {
     );
     for r in rows {
         let share = ratio(ms(r.render), ms(r.restore));
+        let (gt, lt) = if r.killed { (">", "<") } else { ("", "") };
         let _ = writeln!(
             s,
-            "    {:<34} {:>10.1} {:>11.1} {:>7.1}% {}",
+            "    {:<34} {:>10.1} {:>11} {:>8} {}",
             r.what,
             ms(r.render),
-            ms(r.restore),
-            share * 100.0,
+            format!("{gt}{:.1}", ms(r.restore)),
+            format!("{lt}{:.1}%", share * 100.0),
             verdict(share <= P3_RENDER_SHARE_TARGET)
         );
     }

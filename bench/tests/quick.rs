@@ -75,3 +75,34 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         "leftover namespaces:\n{names}"
     );
 }
+
+#[test]
+fn a_full_sync_past_its_limit_is_killed_and_reported_as_a_lower_bound() {
+    if let Err(why) = netns_available() {
+        if std::env::var("CI").is_ok_and(|v| !v.is_empty()) {
+            panic!("network namespaces are required in CI: {why}");
+        }
+        eprintln!("SKIPPED: network namespaces unavailable: {why}");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_svcnet-bench"))
+        .args(["--quick", "--only", "p2", "--full-sync-limit-s", "0"])
+        .output()
+        .expect("run svcnet-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let full = stdout
+        .lines()
+        .find(|l| field(l, 0) == "tree" && l.contains("FULL sync"))
+        .unwrap_or_else(|| panic!("no full sync row:\n{stdout}"));
+    assert!(
+        field(full, 8).starts_with('>'),
+        "restore not marked killed: {full}"
+    );
+    assert!(stdout.contains("full sync / partial: >"), "{stdout}");
+    assert!(!stdout.contains("\nP1 "), "--only p2 ran P1:\n{stdout}");
+}

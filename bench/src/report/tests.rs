@@ -75,6 +75,15 @@ fn p2_reports_partial_lines_time_and_full_ratio() {
         }],
     };
     let text = p2(&r);
+    let mut killed = r;
+    if let Some(f) = killed.layouts[0].full.as_mut() {
+        f.killed = true;
+    }
+    assert!(
+        p2(&killed).contains("full sync / partial: >100.00x"),
+        "{}",
+        p2(&killed)
+    );
     assert!(
         text.contains(
             "tree: partial 60 of 5000 lines, 40.0 ms (target <= 50 ms) MET; full sync / partial: 100.00x"
@@ -90,14 +99,23 @@ fn p3_share_verdict() {
             what: "a".into(),
             render: Duration::from_millis(4),
             restore: Duration::from_millis(100),
+            killed: false,
         },
         P3Row {
             what: "b".into(),
             render: Duration::from_millis(6),
             restore: Duration::from_millis(100),
+            killed: false,
+        },
+        P3Row {
+            what: "c".into(),
+            render: Duration::from_millis(6),
+            restore: Duration::from_millis(300),
+            killed: true,
         },
     ];
     let text = p3(&rows);
     assert!(text.contains("4.0% MET"), "{text}");
     assert!(text.contains("6.0% MISSED"), "{text}");
+    assert!(text.contains(">300.0    <2.0% MET"), "{text}");
 }
