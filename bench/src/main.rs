@@ -61,7 +61,7 @@ struct Cli {
     p2_full_sync: Option<Vec<Layout>>,
     /// P2: a full-sync restore still running after this many seconds is killed and reported as a
     /// lower bound (the daemon itself kills iptables commands after 60 s).
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 300)]
     full_sync_limit_s: u64,
     #[command(subcommand)]
     command: Option<Cmd>,
