@@ -38,61 +38,115 @@ fn probability(n: usize) -> String {
     format!("{:.10}", 1.0 / n as f64)
 }
 
+/// The decisions upstream takes before writing anything for a service port: which chains exist and
+/// whether internal/external traffic has endpoints to go to.
+struct Plan {
+    name: String,
+    /// `-m <proto> -p <proto>`, as upstream writes it.
+    m: String,
+    svc_chain: String,
+    svl_chain: String,
+    ext_chain: String,
+    fw_chain: String,
+    has_endpoints: bool,
+    has_internal: bool,
+    has_external: bool,
+    uses_cluster_chain: bool,
+    uses_local_chain: bool,
+    uses_ext_chain: bool,
+    uses_fw_chain: bool,
+    /// Target and comment of the filter rule for internal / external traffic without endpoints.
+    internal_filter: (&'static str, String),
+    external_filter: (&'static str, String),
+}
+
+impl Plan {
+    fn new(svc: &ServicePort, cat: &Categorized) -> Plan {
+        let name = svc.name.to_string();
+        let proto = svc.name.protocol.as_str();
+        let has_endpoints = cat.has_any;
+        let has_local = has_endpoints && !cat.local.is_empty();
+        let has_internal = if svc.internal_policy_local {
+            has_local
+        } else {
+            has_endpoints
+        };
+        let has_external = if svc.external_policy_local {
+            has_local
+        } else {
+            has_endpoints
+        };
+        let no_endpoints = comment(&format!("{name} has no endpoints"));
+        let no_local = comment(&format!("{name} has no local endpoints"));
+        let filter = |has: bool| {
+            if !has_endpoints {
+                ("REJECT", no_endpoints.clone())
+            } else if has {
+                ("", no_local.clone())
+            } else {
+                ("DROP", no_local.clone())
+            }
+        };
+        Plan {
+            m: format!("-m {proto} -p {proto}"),
+            svc_chain: svc_chain(&name, proto),
+            svl_chain: svl_chain(&name, proto),
+            ext_chain: ext_chain(&name, proto),
+            fw_chain: fw_chain(&name, proto),
+            has_endpoints,
+            has_internal,
+            has_external,
+            uses_cluster_chain: !cat.cluster.is_empty() && svc.uses_cluster_endpoints(),
+            uses_local_chain: !cat.local.is_empty() && svc.uses_local_endpoints(),
+            uses_ext_chain: has_endpoints && svc.externally_accessible(),
+            uses_fw_chain: has_endpoints && !svc.load_balancer_vips.is_empty() && svc.source_ranges.is_some(),
+            internal_filter: filter(has_internal),
+            external_filter: filter(has_external),
+            name,
+        }
+    }
+
+    fn internal_chain(&self, svc: &ServicePort) -> &str {
+        if svc.internal_policy_local {
+            &self.svl_chain
+        } else {
+            &self.svc_chain
+        }
+    }
+
+    fn external_policy_chain(&self, svc: &ServicePort) -> &str {
+        if svc.external_policy_local {
+            &self.svl_chain
+        } else {
+            &self.svc_chain
+        }
+    }
+}
+
 pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> ServiceRules {
-    let mut out = ServiceRules::default();
-    let name = svc.name.to_string();
-    let proto = svc.name.protocol.as_str();
-    let port = svc.port;
-
-    let svc_chain = svc_chain(&name, proto);
-    let svl_chain = svl_chain(&name, proto);
-    let ext_chain = ext_chain(&name, proto);
-    let fw_chain = fw_chain(&name, proto);
-
-    let uses_cluster_chain = !cat.cluster.is_empty() && svc.uses_cluster_endpoints();
-    let uses_local_chain = !cat.local.is_empty() && svc.uses_local_endpoints();
-    let has_endpoints = cat.has_any;
-
-    let (internal_chain, has_internal) = if svc.internal_policy_local {
-        (&svl_chain, has_endpoints && !cat.local.is_empty())
-    } else {
-        (&svc_chain, has_endpoints)
+    let plan = Plan::new(svc, cat);
+    let mut out = ServiceRules {
+        no_local_internal: plan.has_endpoints && !plan.has_internal,
+        no_local_external: plan.has_endpoints && !plan.has_external,
+        ..Default::default()
     };
-    let (external_policy_chain, has_external) = if svc.external_policy_local {
-        (&svl_chain, has_endpoints && !cat.local.is_empty())
-    } else {
-        (&svc_chain, has_endpoints)
-    };
-    let uses_ext_chain = has_endpoints && svc.externally_accessible();
-    let uses_fw_chain = has_endpoints && !svc.load_balancer_vips.is_empty() && svc.source_ranges.is_some();
-    let lb_chain = if uses_fw_chain { &fw_chain } else { &ext_chain };
+    entry_rules(&plan, svc, &mut out);
+    out.chains = own_chains(&plan, svc, cat, ctx);
+    out
+}
 
-    let (int_target, int_comment, ext_target, ext_comment) = if !has_endpoints {
-        let c = comment(&format!("{name} has no endpoints"));
-        ("REJECT", c.clone(), "REJECT", c)
-    } else {
-        let c = comment(&format!("{name} has no local endpoints"));
-        (
-            if has_internal { "" } else { "DROP" },
-            c.clone(),
-            if has_external { "" } else { "DROP" },
-            c,
-        )
-    };
-    out.no_local_internal = has_endpoints && !has_internal;
-    out.no_local_external = has_endpoints && !has_external;
+/// Rules in the shared chains that catch this port's addresses: nat KUBE-SERVICES and KUBE-NODEPORTS when
+/// there are endpoints, filter REJECT/DROP when there are none (for that kind of traffic).
+fn entry_rules(p: &Plan, svc: &ServicePort, out: &mut ServiceRules) {
+    let (name, m, port, cip) = (&p.name, &p.m, svc.port, svc.cluster_ip);
+    let (int_target, int_comment) = &p.internal_filter;
+    let (ext_target, ext_comment) = &p.external_filter;
 
-    let m = format!("-m {proto} -p {proto}");
-    let cip = svc.cluster_ip;
-
-    // Cluster IP.
-    if has_internal {
+    if p.has_internal {
+        let c = comment_arg(&format!("{name} cluster IP"));
         out.nat_services.push((
             cip,
-            format!(
-                "{} {m} -d {cip} --dport {port} -j {internal_chain}",
-                comment_arg(&format!("{name} cluster IP"))
-            ),
+            format!("{c} {m} -d {cip} --dport {port} -j {}", p.internal_chain(svc)),
         ));
     } else {
         out.filter_services.push(format!(
@@ -100,43 +154,37 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
         ));
     }
 
-    // External IPs.
     for ip in &svc.external_ips {
-        if has_endpoints {
-            out.nat_services.push((
-                *ip,
-                format!(
-                    "{} {m} -d {ip} --dport {port} -j {ext_chain}",
-                    comment_arg(&format!("{name} external IP"))
-                ),
-            ));
+        if p.has_endpoints {
+            let c = comment_arg(&format!("{name} external IP"));
+            out.nat_services
+                .push((*ip, format!("{c} {m} -d {ip} --dport {port} -j {}", p.ext_chain)));
         }
-        if !has_external {
+        if !p.has_external {
             out.filter_external.push(format!(
                 "-m comment --comment {ext_comment} {m} -d {ip} --dport {port} -j {ext_target}"
             ));
         }
     }
 
-    // Load-balancer VIPs.
+    let lb_chain = if p.uses_fw_chain {
+        &p.fw_chain
+    } else {
+        &p.ext_chain
+    };
     for ip in &svc.load_balancer_vips {
-        if has_endpoints {
-            out.nat_services.push((
-                *ip,
-                format!(
-                    "{} {m} -d {ip} --dport {port} -j {lb_chain}",
-                    comment_arg(&format!("{name} loadbalancer IP"))
-                ),
-            ));
+        if p.has_endpoints {
+            let c = comment_arg(&format!("{name} loadbalancer IP"));
+            out.nat_services
+                .push((*ip, format!("{c} {m} -d {ip} --dport {port} -j {lb_chain}")));
         }
-        if uses_fw_chain {
-            out.filter_firewall.push(format!(
-                "{} {m} -d {ip} --dport {port} -j DROP",
-                comment_arg(&format!("{name} traffic not accepted by {fw_chain}"))
-            ));
+        if p.uses_fw_chain {
+            let c = comment_arg(&format!("{name} traffic not accepted by {}", p.fw_chain));
+            out.filter_firewall
+                .push(format!("{c} {m} -d {ip} --dport {port} -j DROP"));
         }
     }
-    if !has_external {
+    if !p.has_external {
         for ip in &svc.load_balancer_vips {
             out.filter_external.push(format!(
                 "-m comment --comment {ext_comment} {m} -d {ip} --dport {port} -j {ext_target}"
@@ -144,15 +192,15 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
         }
     }
 
-    // NodePorts.
     if let Some(np) = svc.node_port {
-        if has_endpoints {
+        if p.has_endpoints {
             out.nat_nodeports.push(format!(
-                "-m comment --comment {} {m} --dport {np} -j {ext_chain}",
-                comment(&name)
+                "-m comment --comment {} {m} --dport {np} -j {}",
+                comment(name),
+                p.ext_chain
             ));
         }
-        if !has_external {
+        if !p.has_external {
             out.filter_external.push(format!(
                 "-m comment --comment {ext_comment} -m addrtype --dst-type LOCAL {m} --dport {np} -j {ext_target}"
             ));
@@ -161,127 +209,118 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
 
     // Health check node port: always accepted, local endpoints or not.
     if let Some(hc) = svc.health_check_node_port {
-        out.filter_nodeports.push(format!(
-            "{} -m tcp -p tcp --dport {hc} -j ACCEPT",
-            comment_arg(&format!("{name} health check node port"))
-        ));
+        let c = comment_arg(&format!("{name} health check node port"));
+        out.filter_nodeports
+            .push(format!("{c} -m tcp -p tcp --dport {hc} -j ACCEPT"));
     }
+}
 
-    // Internal traffic: masquerade off-cluster sources (or everything with --masquerade-all).
-    let mut chains_rules: Vec<(String, Vec<String>)> = Vec::new();
-    let mut push = |chain: &str, rule: String| {
-        if let Some((_, rules)) = chains_rules.iter_mut().find(|(c, _)| c == chain) {
-            rules.push(rule);
-        } else {
-            chains_rules.push((chain.to_string(), vec![rule]));
-        }
-    };
-    if has_internal {
-        let args = format!(
-            "{} {m} -d {cip} --dport {port}",
-            comment_arg(&format!("{name} cluster IP"))
-        );
-        if ctx.cfg.masquerade_all {
-            push(internal_chain, format!("{args} -j {KUBE_MARK_MASQ}"));
-        } else if let Some((_, not_local)) = &ctx.local_detector {
-            push(internal_chain, format!("{args} {not_local} -j {KUBE_MARK_MASQ}"));
-        }
+/// The nat chains this port owns, in upstream's order: EXT, FW, SVC, SVL, then one SEP per endpoint.
+fn own_chains(p: &Plan, svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> Vec<Chain> {
+    let mut chains = Vec::new();
+    if p.uses_ext_chain {
+        chains.push(Chain {
+            name: p.ext_chain.clone(),
+            rules: ext_chain_rules(p, svc, ctx),
+        });
     }
-
-    // External traffic chain.
-    let mut ext_rules = Vec::new();
-    if uses_ext_chain {
-        if !svc.external_policy_local {
-            ext_rules.push(format!(
-                "{} -j {KUBE_MARK_MASQ}",
-                comment_arg(&format!("masquerade traffic for {name} external destinations"))
-            ));
-        } else {
-            if let Some((local, _)) = &ctx.local_detector {
-                ext_rules.push(format!(
-                    "{} {local} -j {svc_chain}",
-                    comment_arg(&format!("pod traffic for {name} external destinations"))
-                ));
-            }
-            ext_rules.push(format!(
-                "{} -m addrtype --src-type LOCAL -j {KUBE_MARK_MASQ}",
-                comment_arg(&format!(
-                    "masquerade LOCAL traffic for {name} external destinations"
-                ))
-            ));
-            ext_rules.push(format!(
-                "{} -m addrtype --src-type LOCAL -j {svc_chain}",
-                comment_arg(&format!("route LOCAL traffic for {name} external destinations"))
-            ));
-        }
-        if has_external {
-            ext_rules.push(format!("-j {external_policy_chain}"));
-        }
+    if p.uses_fw_chain {
+        chains.push(Chain {
+            name: p.fw_chain.clone(),
+            rules: fw_chain_rules(p, svc, ctx),
+        });
     }
-
-    // Firewall chain (loadBalancerSourceRanges).
-    let mut fw_rules = Vec::new();
-    if uses_fw_chain {
-        let c = comment_arg(&format!("{name} loadbalancer IP"));
-        let mut allow_from_node = false;
-        for cidr in svc.source_ranges.iter().flatten() {
-            fw_rules.push(format!("{c} -s {cidr} -j {ext_chain}"));
-            allow_from_node |= ctx.node.ips.iter().any(|ip| cidr.contains(ip));
+    let masq = internal_masquerade(p, svc, ctx);
+    for (chain, used, eps) in [
+        (&p.svc_chain, p.uses_cluster_chain, &cat.cluster),
+        (&p.svl_chain, p.uses_local_chain, &cat.local),
+    ] {
+        if !used {
+            continue;
         }
-        if allow_from_node {
-            for ip in &svc.load_balancer_vips {
-                fw_rules.push(format!("{c} -s {ip} -j {ext_chain}"));
-            }
-        }
-        fw_rules.push(comment_arg(&format!(
-            "other traffic to {name} will be dropped by KUBE-PROXY-FIREWALL"
-        )));
-    }
-
-    // Own chains in upstream's order: EXT, FW, SVC, SVL, SEPs.
-    let mut chains: Vec<Chain> = Vec::new();
-    let take = |rules: &mut Vec<(String, Vec<String>)>, chain: &str| -> Vec<String> {
-        rules
+        let mut rules: Vec<String> = masq
             .iter()
-            .position(|(c, _)| c == chain)
-            .map(|i| rules.remove(i).1)
-            .unwrap_or_default()
-    };
-    if uses_ext_chain {
-        let mut rules = take(&mut chains_rules, &ext_chain);
-        rules.extend(ext_rules);
+            .filter(|_| p.internal_chain(svc) == chain.as_str())
+            .cloned()
+            .collect();
+        endpoint_jumps(&mut rules, &p.name, svc, eps, ctx);
         chains.push(Chain {
-            name: ext_chain.clone(),
-            rules,
-        });
-    }
-    if uses_fw_chain {
-        chains.push(Chain {
-            name: fw_chain.clone(),
-            rules: fw_rules,
-        });
-    }
-    if uses_cluster_chain {
-        let mut rules = take(&mut chains_rules, &svc_chain);
-        endpoint_jumps(&mut rules, &name, svc, &cat.cluster, ctx);
-        chains.push(Chain {
-            name: svc_chain.clone(),
-            rules,
-        });
-    }
-    if uses_local_chain {
-        let mut rules = take(&mut chains_rules, &svl_chain);
-        endpoint_jumps(&mut rules, &name, svc, &cat.local, ctx);
-        chains.push(Chain {
-            name: svl_chain.clone(),
+            name: chain.clone(),
             rules,
         });
     }
     for ep in &cat.all_reachable {
-        chains.push(endpoint_chain(&name, svc, ep, ctx));
+        chains.push(endpoint_chain(&p.name, svc, ep, ctx));
     }
-    out.chains = chains;
-    out
+    chains
+}
+
+/// First rule of the internal chain: masquerade off-cluster sources (or everything with --masquerade-all),
+/// since a cluster IP reached from outside may be answered from another node.
+fn internal_masquerade(p: &Plan, svc: &ServicePort, ctx: &Ctx<'_>) -> Option<String> {
+    if !p.has_internal {
+        return None;
+    }
+    let (name, m, port, cip) = (&p.name, &p.m, svc.port, svc.cluster_ip);
+    let args = format!(
+        "{} {m} -d {cip} --dport {port}",
+        comment_arg(&format!("{name} cluster IP"))
+    );
+    if ctx.cfg.masquerade_all {
+        Some(format!("{args} -j {KUBE_MARK_MASQ}"))
+    } else {
+        ctx.local_detector
+            .as_ref()
+            .map(|(_, not_local)| format!("{args} {not_local} -j {KUBE_MARK_MASQ}"))
+    }
+}
+
+/// KUBE-EXT: masquerade for Cluster policy; for Local policy, short circuits for pod and node sources.
+fn ext_chain_rules(p: &Plan, svc: &ServicePort, ctx: &Ctx<'_>) -> Vec<String> {
+    let name = &p.name;
+    let mut rules = Vec::new();
+    if !svc.external_policy_local {
+        let c = comment_arg(&format!("masquerade traffic for {name} external destinations"));
+        rules.push(format!("{c} -j {KUBE_MARK_MASQ}"));
+    } else {
+        if let Some((local, _)) = &ctx.local_detector {
+            let c = comment_arg(&format!("pod traffic for {name} external destinations"));
+            rules.push(format!("{c} {local} -j {}", p.svc_chain));
+        }
+        let c = comment_arg(&format!(
+            "masquerade LOCAL traffic for {name} external destinations"
+        ));
+        rules.push(format!("{c} -m addrtype --src-type LOCAL -j {KUBE_MARK_MASQ}"));
+        let c = comment_arg(&format!("route LOCAL traffic for {name} external destinations"));
+        rules.push(format!("{c} -m addrtype --src-type LOCAL -j {}", p.svc_chain));
+    }
+    if p.has_external {
+        rules.push(format!("-j {}", p.external_policy_chain(svc)));
+    }
+    rules
+}
+
+/// KUBE-FW: allowed source ranges jump on to KUBE-EXT; the rest falls through undNATed and is dropped by
+/// KUBE-PROXY-FIREWALL in filter.
+fn fw_chain_rules(p: &Plan, svc: &ServicePort, ctx: &Ctx<'_>) -> Vec<String> {
+    let c = comment_arg(&format!("{} loadbalancer IP", p.name));
+    let mut rules = Vec::new();
+    let mut allow_from_node = false;
+    for cidr in svc.source_ranges.iter().flatten() {
+        rules.push(format!("{c} -s {cidr} -j {}", p.ext_chain));
+        allow_from_node |= ctx.node.ips.iter().any(|ip| cidr.contains(ip));
+    }
+    // A VIP that is local to the node loops back with the VIP as source: allow it when the node may.
+    if allow_from_node {
+        for ip in &svc.load_balancer_vips {
+            rules.push(format!("{c} -s {ip} -j {}", p.ext_chain));
+        }
+    }
+    rules.push(comment_arg(&format!(
+        "other traffic to {} will be dropped by KUBE-PROXY-FIREWALL",
+        p.name
+    )));
+    rules
 }
 
 fn endpoint_jumps(rules: &mut Vec<String>, name: &str, svc: &ServicePort, eps: &[Endpoint], ctx: &Ctx<'_>) {
