@@ -1,0 +1,124 @@
+//! Network namespaces and the `ip` tool. Every namespace of a lab is named `<prefix>-<role>`, where the
+//! prefix is unique per lab (`svcnet-lab-<hex>`), so `down` can find them all even without the state file.
+//! Namespaces are never linked to the root namespace: veth pairs are created directly between two lab
+//! namespaces (`ip -n A link add ... peer ... netns B`).
+
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// Runs a command to completion; an error carries its stderr.
+pub fn run(args: &[&str]) -> Result<String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("spawn {}", args[0]))?;
+    if !out.status.success() {
+        bail!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `args` inside namespace `ns`.
+pub fn exec(ns: &str, args: &[&str]) -> Result<String> {
+    let mut v = vec!["ip", "netns", "exec", ns];
+    v.extend_from_slice(args);
+    run(&v)
+}
+
+/// `ip -n ns ...`
+pub fn ip(ns: &str, args: &[&str]) -> Result<String> {
+    let mut v = vec!["ip", "-n", ns];
+    v.extend_from_slice(args);
+    run(&v)
+}
+
+/// Creates the namespace with loopback up, forwarding on and reverse-path filtering off (the VPC routes
+/// asymmetric LB traffic, like GCE's pass-through LB).
+pub fn add(ns: &str) -> Result<()> {
+    run(&["ip", "netns", "add", ns])?;
+    ip(ns, &["link", "set", "lo", "up"])?;
+    for kv in [
+        "net.ipv4.ip_forward=1",
+        "net.ipv4.conf.all.rp_filter=0",
+        "net.ipv4.conf.default.rp_filter=0",
+    ] {
+        exec(ns, &["sysctl", "-q", "-w", kv])?;
+    }
+    Ok(())
+}
+
+/// Deletes a namespace after killing every process still inside it.
+pub fn del(ns: &str) {
+    if let Ok(pids) = run(&["ip", "netns", "pids", ns]) {
+        for pid in pids.split_whitespace() {
+            let _ = run(&["kill", "-9", pid]);
+        }
+    }
+    let _ = run(&["ip", "netns", "del", ns]);
+}
+
+/// Every namespace whose name starts with `prefix-`.
+pub fn list(prefix: &str) -> Vec<String> {
+    let out = run(&["ip", "netns", "list"]).unwrap_or_default();
+    out.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("{prefix}-")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A veth pair `a_if` in `a` <-> `b_if` in `b`, both up.
+pub fn veth(a: &str, a_if: &str, b: &str, b_if: &str) -> Result<()> {
+    ip(
+        a,
+        &[
+            "link", "add", a_if, "type", "veth", "peer", "name", b_if, "netns", b,
+        ],
+    )?;
+    ip(a, &["link", "set", a_if, "up"])?;
+    ip(b, &["link", "set", b_if, "up"])?;
+    Ok(())
+}
+
+/// Refuses to continue unless this process runs inside the named lab namespace (the agent rewrites the
+/// filter table and routes of the namespace it runs in, so it must never run in the machine's own).
+pub fn ensure_inside(ns: &str) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self/ns/net").context("stat /proc/self/ns/net")?;
+    let want =
+        std::fs::metadata(format!("/run/netns/{ns}")).with_context(|| format!("stat /run/netns/{ns}"))?;
+    if (me.dev(), me.ino()) != (want.dev(), want.ino()) {
+        bail!("refusing to run outside network namespace {ns}");
+    }
+    Ok(())
+}
+
+/// Runs a command with `input` on stdin.
+pub fn run_stdin(args: &[&str], input: &str) -> Result<String> {
+    use std::io::Write;
+    let mut child = Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("spawn {}", args[0]))?;
+    if let Some(mut s) = child.stdin.take() {
+        s.write_all(input.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}

@@ -1,0 +1,75 @@
+//! Long-running lab processes: started inside a lab namespace with `ip netns exec`, detached (own process
+//! group, output to `<dir>/logs/<name>.log`) so they outlive `svcnet-lab up`, and recorded in the state file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use std::os::unix::process::CommandExt;
+
+/// A sibling binary of this executable (`cargo build` puts the workspace's binaries side by side).
+pub fn sibling(name: &str) -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("current exe")?;
+    let p = exe.with_file_name(name);
+    if !p.exists() {
+        bail!("{} missing: build it first (cargo build -p {name})", p.display());
+    }
+    Ok(p)
+}
+
+pub fn log_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join("logs").join(format!("{name}.log"))
+}
+
+/// Starts `bin args` in `ns`; returns the pid (`ip netns exec` execs the program, so it is the program's).
+pub fn spawn(dir: &Path, ns: &str, name: &str, bin: &Path, args: &[String]) -> Result<u32> {
+    std::fs::create_dir_all(dir.join("logs"))?;
+    let log = std::fs::File::create(log_path(dir, name))?;
+    let child = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("spawn {name}"))?;
+    Ok(child.id())
+}
+
+/// Waits until `name`'s log contains `needle`; fails early (with the log) when the process died.
+pub fn wait_log(dir: &Path, name: &str, pid: u32, needle: &str, timeout: Duration) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log_path(dir, name)).unwrap_or_default();
+        if text.contains(needle) {
+            return Ok(());
+        }
+        if !alive(pid) || start.elapsed() > timeout {
+            bail!("{name} not ready ({needle:?}); log:\n{}", tail(&text, 40));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+pub fn alive(pid: u32) -> bool {
+    // A zombie (exited, not yet reaped by us) has state Z.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        .unwrap_or(false)
+}
+
+/// Kills a recorded pid only if it still runs one of our programs (pids are reused after a crash).
+pub fn kill(pid: u32) {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    if String::from_utf8_lossy(&cmdline).contains("svcnet-") {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+}
+
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
