@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: build test lint fmt bench demo e2e crds crds-check manifests golden
+.PHONY: build test lint fmt bench demo e2e crds crds-check manifests manifests-check images golden
 
 build:
 	$(CARGO) build --workspace --locked
@@ -39,3 +39,15 @@ crds-check:
 	$(CARGO) run -q -p svcnet-crds --locked -- check --dir manifests/crds
 
 manifests: crds
+
+# Render every overlay, validate it offline against the Kubernetes schemas, apply the lab overlay to
+# svcnet-apiserver with kubectl, and cross-check RBAC and flags (also part of `make test`).
+manifests-check:
+	$(CARGO) test -p svcnet-crds --test manifests_valid --locked
+
+# Container images (needs a Docker engine; not available on the development machines).
+IMAGE_PREFIX ?= svcnet
+IMAGE_TAG ?= dev
+images:
+	docker build -f proxy/Dockerfile -t $(IMAGE_PREFIX)/svcnet-proxy:$(IMAGE_TAG) .
+	docker build -f cloud-controller/Dockerfile -t $(IMAGE_PREFIX)/svcnet-cloud-controller:$(IMAGE_TAG) .
