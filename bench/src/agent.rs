@@ -108,11 +108,12 @@ fn restore_request(program: &str, file: &str, limit_ms: Option<&str>) -> Result<
             text
         })
     });
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(&payload)
-            .map_err(|e| format!("{program} stdin: {e}"))?;
-    }
+    // Feed stdin on a thread too: iptables-restore reads as it parses, so a blocking write would
+    // last as long as the restore itself and the limit could never fire.
+    let writer = child
+        .stdin
+        .take()
+        .map(|mut stdin| std::thread::spawn(move || stdin.write_all(&payload).map_err(|e| e.to_string())));
     let status = loop {
         if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
             break Some(st);
@@ -127,9 +128,13 @@ fn restore_request(program: &str, file: &str, limit_ms: Option<&str>) -> Result<
     };
     let took = t.elapsed();
     let err = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    let wrote = writer.and_then(|h| h.join().ok()).unwrap_or(Ok(()));
     match status {
         None => Ok(format!("killed {}", took.as_nanos())),
-        Some(st) if st.success() => Ok(took.as_nanos().to_string()),
+        Some(st) if st.success() => {
+            wrote.map_err(|e| format!("{program} stdin: {e}"))?;
+            Ok(took.as_nanos().to_string())
+        }
         Some(_) => Err(format!(
             "{program}: {}",
             err.chars().take(400).collect::<String>()
