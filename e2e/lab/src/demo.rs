@@ -1,13 +1,316 @@
-//! `make demo`: the GKE Service walkthrough replayed on the lab.
+//! `make demo`: the GKE Service walkthrough (shared/reference/gke-service-walkthrough.md) replayed on the
+//! lab, step by step with the real kubectl and gcloud (pointed at the stand-in and the fake GCE from the
+//! `vpc` namespace). On failure it prints the node's iptables-save, the fake's state and the control-plane
+//! logs; the lab is always torn down unless `--keep`.
 
 use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
+
+use crate::state::{self, CLIENT_IP, NODE_TAG, PROJECT, State};
+use crate::{cluster, http, pods, procs};
 
 pub fn run(dir: &Path, nodes: u32, keep: bool) -> Result<()> {
-    crate::cluster::up(dir, nodes)?;
-    if !keep {
-        crate::cluster::down(dir)?;
+    cluster::up(dir, nodes)?;
+    let res = walkthrough(dir);
+    if let Err(e) = &res {
+        eprintln!("\ndemo failed: {e:#}");
+        if let Ok(st) = state::load(dir) {
+            diagnostics(dir, &st);
+        }
     }
+    if keep && res.is_ok() {
+        println!(
+            "\nThe lab stays up (--keep). Tear it down with: svcnet-lab --dir {} down",
+            dir.display()
+        );
+    } else {
+        cluster::down(dir)?;
+    }
+    res
+}
+
+fn step(title: &str) {
+    println!("\n==> {title}");
+}
+
+/// Shows and runs a command in `ns` (environment for gcloud included); returns its stdout.
+fn show(ns: &str, shown: &str, args: &[&str], env: &[(String, String)]) -> Result<String> {
+    println!("$ {shown}");
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .with_context(|| format!("run {shown}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    print!("{text}");
+    if !out.status.success() {
+        bail!(
+            "`{shown}` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(text)
+}
+
+struct Tools {
+    vpc: String,
+    kubeconfig: String,
+    gcloud_env: Vec<(String, String)>,
+}
+
+impl Tools {
+    fn new(dir: &Path, st: &State) -> Result<Self> {
+        let gdir = dir.join("gcloud");
+        std::fs::create_dir_all(&gdir)?;
+        let token = dir.join("gcloud-token");
+        std::fs::write(&token, "lab-token")?;
+        let env = [
+            ("CLOUDSDK_CONFIG", gdir.display().to_string()),
+            ("CLOUDSDK_CORE_PROJECT", PROJECT.to_string()),
+            (
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
+                cluster::gce_url("/compute/v1/"),
+            ),
+            ("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", token.display().to_string()),
+            ("CLOUDSDK_CORE_DISABLE_PROMPTS", "1".to_string()),
+            ("CLOUDSDK_CORE_CHECK_GCE_METADATA", "false".to_string()),
+        ];
+        Ok(Tools {
+            vpc: st.vpc(),
+            kubeconfig: dir.join("kubeconfig").display().to_string(),
+            gcloud_env: env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+        })
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Result<String> {
+        let mut v = vec!["kubectl", "--kubeconfig", &self.kubeconfig];
+        v.extend_from_slice(args);
+        show(&self.vpc, &format!("kubectl {}", args.join(" ")), &v, &[])
+    }
+
+    fn gcloud(&self, args: &[&str]) -> Result<String> {
+        let mut v = vec!["gcloud"];
+        v.extend_from_slice(args);
+        show(
+            &self.vpc,
+            &format!("gcloud {}", args.join(" ")),
+            &v,
+            &self.gcloud_env,
+        )
+    }
+}
+
+/// `iptables-save -t nat` of a node, only the lines of `default/hostnames` (and their chain headers).
+fn node_rules(st: &State, node: usize, needle: &str) -> Result<String> {
+    let ns = &st.nodes[node].ns;
+    println!(
+        "$ iptables-save -t nat | grep {needle}   # on {}",
+        st.nodes[node].name
+    );
+    let out = crate::netns::exec(ns, &["iptables-save", "-t", "nat"])?;
+    let lines: Vec<&str> = out.lines().filter(|l| l.contains(needle)).collect();
+    for l in &lines {
+        println!("{l}");
+    }
+    Ok(lines.join("\n"))
+}
+
+fn wait(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        if f().unwrap_or(false) {
+            return Ok(());
+        }
+        if start.elapsed() > timeout {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// GET from the client namespace with this binary (no curl needed); the pod's answer.
+fn fetch(st: &State, url: &str) -> Result<String> {
+    let (code, body) = http::request_in(&st.client(), "GET", url, "text/plain", "")?;
+    if code != 200 {
+        bail!("GET {url}: {code}");
+    }
+    Ok(body.trim().to_owned())
+}
+
+fn walkthrough(dir: &Path) -> Result<()> {
+    let st = state::load(dir)?;
+    let t = Tools::new(dir, &st)?;
+
+    step("The cluster's nodes and the GCE routes the cloud controller made for their pod CIDRs");
+    t.gcloud(&["compute", "instances", "list"])?;
+    t.kubectl(&[
+        "get",
+        "node",
+        "-o",
+        "custom-columns=NAME:.metadata.name,EXTERNAL-IP:.status.addresses[?(@.type==\"ExternalIP\")].address,INTERNAL-IP:.status.addresses[?(@.type==\"InternalIP\")].address,POD-CIDR:.spec.podCIDR",
+    ])?;
+    t.gcloud(&["compute", "routes", "list"])?;
+
+    step("Deploy hostnames (1 replica, port 9376): no Service yet");
+    println!("$ svcnet-lab run hostnames --replicas 1 --port 9376");
+    pods::scale(dir, "hostnames", 1, Some(9376))?;
+
+    step("ClusterIP Service: kube-proxy's KUBE-SVC / KUBE-SEP chains on the node");
+    t.kubectl(&["create", "service", "clusterip", "hostnames", "--tcp=80:9376"])?;
+    wait(
+        "the endpoint in the node's rules",
+        Duration::from_secs(30),
+        || {
+            let st = state::load(dir)?;
+            let out = crate::netns::exec(&st.nodes[0].ns, &["iptables-save", "-t", "nat"])?;
+            Ok(out.contains("KUBE-SEP") && out.contains("default/hostnames"))
+        },
+    )?;
+    t.kubectl(&["get", "svc,endpointslices", "-o", "wide", "-l", "app=hostnames"])?;
+    node_rules(&st, 0, "default/hostnames")?;
+
+    step("Scale to 2: the first endpoint is chosen with probability 0.5");
+    println!("$ svcnet-lab scale hostnames --replicas 2");
+    pods::scale(dir, "hostnames", 2, None)?;
+    wait(
+        "probability 0.5 in the node's rules",
+        Duration::from_secs(30),
+        || {
+            let out = crate::netns::exec(&st.nodes[0].ns, &["iptables-save", "-t", "nat"])?;
+            Ok(out.contains("--probability 0.5"))
+        },
+    )?;
+    node_rules(&st, 0, "default/hostnames")?;
+
+    step("NodePort: reachable from outside only once a GCE firewall rule allows it");
+    t.kubectl(&[
+        "patch",
+        "svc",
+        "hostnames",
+        "-p",
+        "{\"spec\":{\"type\":\"NodePort\"}}",
+    ])?;
+    let port = t.kubectl(&[
+        "get",
+        "svc",
+        "hostnames",
+        "-o",
+        "jsonpath={.spec.ports[0].nodePort}",
+    ])?;
+    println!();
+    let node_url = format!("http://{}:{}/", st.nodes[0].ip, port.trim());
+    println!("# from the client ({CLIENT_IP}): GET {node_url}");
+    match fetch(&st, &node_url) {
+        Ok(name) => bail!("NodePort answered ({name}) without a firewall rule"),
+        Err(_) => println!("no answer: the VPC firewall drops it, as GCE denies ingress by default"),
+    }
+    t.gcloud(&[
+        "compute",
+        "firewall-rules",
+        "create",
+        "allow-hostnames-nodeport",
+        "--network",
+        "default",
+        "--allow",
+        &format!("tcp:{}", port.trim()),
+        "--target-tags",
+        NODE_TAG,
+    ])?;
+    let mut answer = String::new();
+    wait(
+        "the NodePort through the firewall",
+        Duration::from_secs(20),
+        || {
+            answer = fetch(&st, &node_url)?;
+            Ok(true)
+        },
+    )?;
+    println!("# from the client: GET {node_url} -> {answer}");
+
+    step("LoadBalancer: the cloud controller builds the GCE network load balancer");
+    t.kubectl(&[
+        "patch",
+        "svc",
+        "hostnames",
+        "-p",
+        "{\"spec\":{\"type\":\"LoadBalancer\"}}",
+    ])?;
+    let mut lb_ip = String::new();
+    wait("the Service's EXTERNAL-IP", Duration::from_secs(60), || {
+        let (_, body) = http::request_in(
+            &st.vpc(),
+            "GET",
+            &cluster::api_url("/api/v1/namespaces/default/services/hostnames"),
+            "application/json",
+            "",
+        )?;
+        let v: serde_json::Value = serde_json::from_str(&body)?;
+        lb_ip = v["status"]["loadBalancer"]["ingress"][0]["ip"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        Ok(!lb_ip.is_empty())
+    })?;
+    t.kubectl(&["get", "svc", "hostnames", "-o", "wide"])?;
+    t.gcloud(&["compute", "firewall-rules", "list"])?;
+    t.gcloud(&["compute", "forwarding-rules", "list"])?;
+    t.gcloud(&["compute", "target-pools", "list"])?;
+    t.gcloud(&["compute", "routes", "list"])?;
+    node_rules(&st, 0, &lb_ip)?;
+
+    step("From the client, through the LB IP (routed by the VPC to a healthy node, no NAT), to a pod");
+    let url = format!("http://{lb_ip}/");
+    wait("the LB IP to answer", Duration::from_secs(30), || {
+        Ok(fetch(&st, &url).is_ok())
+    })?;
+    for _ in 0..4 {
+        println!("# from the client: GET {url} -> {}", fetch(&st, &url)?);
+    }
+
+    step("Explore");
+    t.kubectl(&["get", "cloudloadbalancers"])?;
+    let node = &st.nodes[0];
+    println!(
+        "While the lab is up (svcnet-lab demo --keep, or svcnet-lab up):\n\
+         \x20 ip netns exec {vpc} kubectl --kubeconfig {kc} get svc,endpointslices,nodes -o yaml > /tmp/objs.yaml\n\
+         \x20 svcnet-proxy explain -f /tmp/objs.yaml --service default/hostnames\n\
+         \x20 ip netns exec {nns} iptables-save -t nat        # the rules on {nname}\n\
+         \x20 ip -n {vpc} route                               # GCE routes and LB IPs in the VPC router\n\
+         \x20 svcnet-lab --dir {dir} down                      # tear everything down",
+        vpc = st.vpc(),
+        kc = t.kubeconfig,
+        nns = node.ns,
+        nname = node.name,
+        dir = dir.display(),
+    );
     Ok(())
+}
+
+/// What a failure needs to be understood: the node's rules, the fake's state, the logs.
+fn diagnostics(dir: &Path, st: &State) {
+    if let Some(node) = st.nodes.first() {
+        eprintln!("---- iptables-save on {} ----", node.name);
+        eprintln!(
+            "{}",
+            crate::netns::exec(&node.ns, &["iptables-save"]).unwrap_or_default()
+        );
+    }
+    eprintln!("---- fake GCE state ----");
+    if let Ok((_, body)) = http::request_in(
+        &st.vpc(),
+        "GET",
+        &cluster::gce_url("/_fake/state"),
+        "application/json",
+        "",
+    ) {
+        eprintln!("{body}");
+    }
+    for name in ["cloud-controller", "vpc-agent", "apiserver"] {
+        let text = std::fs::read_to_string(procs::log_path(dir, name)).unwrap_or_default();
+        eprintln!("---- {name}.log (tail) ----\n{}", procs::tail(&text, 40));
+    }
 }

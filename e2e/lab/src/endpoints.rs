@@ -47,12 +47,18 @@ pub fn slice(svc: &Value, pods: &[Pod]) -> Option<Value> {
                    "targetRef": {"kind": "Pod", "namespace": "default", "name": p.name}})
         })
         .collect();
+    // Like the endpoint-slice controller: the Service's labels plus the two the proxy selects on.
+    let mut labels = svc["metadata"]["labels"].as_object().cloned().unwrap_or_default();
+    labels.insert("kubernetes.io/service-name".into(), json!(name));
+    labels.insert(
+        "endpointslice.kubernetes.io/managed-by".into(),
+        json!("svcnet-lab"),
+    );
     Some(json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {
             "name": format!("{name}-lab"), "namespace": "default",
-            "labels": {"kubernetes.io/service-name": name,
-                       "endpointslice.kubernetes.io/managed-by": "svcnet-lab"}
+            "labels": labels
         },
         "addressType": "IPv4",
         "endpoints": eps,
