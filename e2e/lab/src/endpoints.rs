@@ -97,3 +97,6 @@ impl Sync {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
