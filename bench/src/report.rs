@@ -259,7 +259,11 @@ pub fn p3(rows: &[P3Row]) -> String {
             ms(r.render),
             format!("{gt}{:.1}", ms(r.restore)),
             format!("{lt}{:.1}%", share * 100.0),
-            verdict(share <= P3_RENDER_SHARE_TARGET)
+            match (share <= P3_RENDER_SHARE_TARGET, r.killed) {
+                (true, _) => "MET",
+                (false, false) => "MISSED",
+                (false, true) => "UNKNOWN (restore killed: share is an upper bound)",
+            }
         );
     }
     let _ = writeln!(

@@ -113,9 +113,16 @@ fn p3_share_verdict() {
             restore: Duration::from_millis(300),
             killed: true,
         },
+        P3Row {
+            what: "d".into(),
+            render: Duration::from_millis(30),
+            restore: Duration::from_millis(300),
+            killed: true,
+        },
     ];
     let text = p3(&rows);
     assert!(text.contains("4.0% MET"), "{text}");
     assert!(text.contains("6.0% MISSED"), "{text}");
     assert!(text.contains(">300.0    <2.0% MET"), "{text}");
+    assert!(text.contains("<10.0% UNKNOWN"), "{text}");
 }
