@@ -452,3 +452,110 @@ fn lab_overlay_applies_to_svcnet_apiserver_with_real_kubectl() {
     let out = server.kubectl(&["get", "cloudloadbalancers", "-A"]);
     need(&out, Need::Success, "kubectl get cloudloadbalancers -A");
 }
+
+/// A free loopback port (bound, read back, released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The controller starts with the `lab` overlay's rendered command line and gce.conf: only what the lab
+/// network would provide is swapped for loopback (kubeconfig of a svcnet-apiserver, metrics address, a
+/// closed GCE endpoint), and `$(POD_NAME)` is expanded as the kubelet would. It must take the Lease named
+/// in the RBAC Role, create the cluster-ID ConfigMap, answer /healthz, and use the project from gce.conf.
+/// No GCE call succeeds here (nothing listens on the endpoint); the proxy is not started (it must never
+/// run in the machine's root network namespace).
+#[test]
+fn controller_starts_with_the_lab_overlays_flags_and_config() {
+    if !have_kubectl("controller start-up with the lab flags") {
+        return;
+    }
+    let objs = docs(&kubectl_kustomize("overlays/lab"));
+    let dep = objs.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    let cm_name = dep["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"]
+        .as_str()
+        .unwrap();
+    let cm = objs
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == cm_name)
+        .unwrap();
+    let server = ApiServer::start(&bins().apiserver);
+    let gce_conf = server.dir.path().join("gce.conf");
+    std::fs::write(&gce_conf, cm["data"]["gce.conf"].as_str().unwrap()).unwrap();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let identity = "manifests-test-pod";
+    let args: Vec<String> = dep["spec"]["template"]["spec"]["containers"][0]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .map(|a| {
+            let a = a.as_str().unwrap().replace("$(POD_NAME)", identity);
+            match a.split_once('=') {
+                Some(("--kubeconfig", _)) => format!("--kubeconfig={}", server.kubeconfig().display()),
+                Some(("--config", _)) => format!("--config={}", gce_conf.display()),
+                Some(("--metrics-addr", _)) => format!("--metrics-addr={metrics}"),
+                Some(("--gce-endpoint", _)) => format!("--gce-endpoint=http://127.0.0.1:{}", free_port()),
+                _ => a,
+            }
+        })
+        .collect();
+    let log = server.dir.path().join("controller.log");
+    let mut child = Command::new(&bins().controller)
+        .args(&args)
+        .env("SVCNET_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut seen = (false, false, false);
+    while std::time::Instant::now() < deadline && seen != (true, true, true) {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let lease = server.kubectl(&[
+            "-n",
+            "kube-system",
+            "get",
+            "lease",
+            "svcnet-cloud-controller",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ]);
+        seen.0 = String::from_utf8_lossy(&lease.stdout) == identity;
+        seen.1 = server
+            .kubectl(&["-n", "kube-system", "get", "configmap", "ingress-uid"])
+            .status
+            .success();
+        seen.2 = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("projects/svcnet-lab/");
+    }
+    let healthz = std::net::TcpStream::connect(&metrics).ok().and_then(|mut s| {
+        use std::io::{Read, Write};
+        s.write_all(b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
+        let mut body = String::new();
+        s.read_to_string(&mut body).ok()?;
+        Some(body)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    let tail: String = log_text.lines().rev().take(20).collect::<Vec<_>>().join("\n");
+    assert!(
+        seen.0,
+        "the controller did not take the Lease as {identity}; log tail:\n{tail}"
+    );
+    assert!(seen.1, "no kube-system/ingress-uid ConfigMap; log tail:\n{tail}");
+    assert!(
+        seen.2,
+        "the controller did not use project svcnet-lab from gce.conf; log tail:\n{tail}"
+    );
+    let healthz = healthz.unwrap_or_default();
+    assert!(
+        healthz.starts_with("HTTP/1.") && healthz.contains(" 200 "),
+        "/healthz: {healthz:?}"
+    );
+}

@@ -198,6 +198,10 @@ impl ApiServer {
         ApiServer { child, dir }
     }
 
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+
     /// The real kubectl with this server's kubeconfig and its own discovery cache and HOME.
     pub fn kubectl(&self, args: &[&str]) -> Output {
         Command::new("kubectl")
