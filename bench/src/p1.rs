@@ -77,8 +77,18 @@ impl P1 {
 
     /// Median connect time of `layout` at `services` over the same layout at `base` services.
     pub fn growth(&self, layout: Layout, services: usize, base: usize) -> f64 {
+        self.growth_at(layout, services, base, 50.0)
+    }
+
+    /// Like [`P1::growth`] at percentile `p`. Connect times are bimodal on this machine (two CPU
+    /// states ~10 us apart), so the median can jump between modes; background load only ever adds
+    /// time, so a low percentile (p10) is the steadier view of the rule cost.
+    pub fn growth_at(&self, layout: Layout, services: usize, base: usize, p: f64) -> f64 {
         match (self.case(layout, services), self.case(layout, base)) {
-            (Some(a), Some(b)) => stats::ratio(a.median_us(), b.median_us()),
+            (Some(a), Some(b)) => stats::ratio(
+                stats::percentile(&a.samples_us, p).unwrap_or(f64::NAN),
+                stats::percentile(&b.samples_us, p).unwrap_or(f64::NAN),
+            ),
             _ => f64::NAN,
         }
     }

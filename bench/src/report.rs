@@ -105,14 +105,16 @@ pub fn p1(r: &P1) -> String {
     };
     let _ = writeln!(
         s,
-        "    tree@{top} / tree@{base}: {} (target <= {P1_TREE_GROWTH_TARGET}x) {}",
+        "    tree@{top} / tree@{base}: {} (target <= {P1_TREE_GROWTH_TARGET}x) {}; at p10: {}",
         x(tree),
-        verdict(tree <= P1_TREE_GROWTH_TARGET)
+        verdict(tree <= P1_TREE_GROWTH_TARGET),
+        x(r.growth_at(Layout::Tree, top, base, 10.0))
     );
     let _ = writeln!(
         s,
-        "    flat@{top} / flat@{base}: {}   flat@{top} / tree@{top}: {}",
+        "    flat@{top} / flat@{base}: {} (p10: {})   flat@{top} / tree@{top}: {}",
         x(flat),
+        x(r.growth_at(Layout::Flat, top, base, 10.0)),
         x(vs)
     );
     for c in r.cases.iter().filter(|c| c.endpoints > 1) {
