@@ -290,6 +290,12 @@ fn walkthrough(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The `diagnose` subcommand (the e2e test calls it when a step failed).
+pub fn diagnose(dir: &Path) -> Result<()> {
+    diagnostics(dir, &state::load(dir)?);
+    Ok(())
+}
+
 /// What a failure needs to be understood: the node's rules, the fake's state, the logs.
 fn diagnostics(dir: &Path, st: &State) {
     if let Some(node) = st.nodes.first() {

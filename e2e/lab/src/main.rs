@@ -68,6 +68,8 @@ enum Cmd {
         #[arg(long)]
         keep: bool,
     },
+    /// Print what a failure needs: a node's iptables-save, the fake GCE's state, control-plane logs.
+    Diagnose,
     /// (internal) The VPC agent, run inside the vpc namespace.
     #[command(hide = true)]
     Agent,
@@ -101,6 +103,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Scale { name, replicas } => pods::scale(&dir, &name, replicas, None),
         Cmd::Delete { name } => pods::delete(&dir, &name),
         Cmd::Demo { nodes, keep } => demo::run(&dir, nodes, keep),
+        Cmd::Diagnose => demo::diagnose(&dir),
         Cmd::Agent => vpc::agent(&dir),
         Cmd::ServeHostname { name, port } => pods::serve_hostname(&name, port),
         Cmd::Http {

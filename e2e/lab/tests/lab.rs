@@ -80,6 +80,11 @@ struct Down(PathBuf);
 impl Drop for Down {
     fn drop(&mut self) {
         if std::thread::panicking() {
+            let _ = Command::new(lab_bin())
+                .arg("--dir")
+                .arg(&self.0)
+                .arg("diagnose")
+                .status();
             for entry in std::fs::read_dir(self.0.join("logs"))
                 .into_iter()
                 .flatten()
@@ -231,6 +236,35 @@ fn up_cluster_ip_nodeport_firewall_lb_down() {
         },
     );
     assert!(seen.contains(&name), "{name} not one of {seen:?}");
+
+    // externalTrafficPolicy Local with one pod (on node-1): the pool's health check moves to the
+    // healthCheckNodePort, node-2 answers 503 there, so the VPC routes the LB IP to node-1 only.
+    api(
+        "PATCH",
+        "/api/v1/namespaces/default/services/hostnames",
+        Some(&json!({"spec": {"externalTrafficPolicy": "Local"}})),
+    );
+    lab(&dir, &["scale", "hostnames", "--replicas", "1"]);
+    let lb_route = || {
+        let out = Command::new("ip")
+            .args(["-n", &vpc, "route", "show", &format!("{lb_ip}/32")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    wait_for("the LB IP routed to node-1 only", Duration::from_secs(60), || {
+        let r = lb_route();
+        (r.contains("10.128.0.2") && !r.contains("10.128.0.3")).then_some(())
+    });
+    for _ in 0..3 {
+        let (code, name) = http_in(&client, "GET", &format!("http://{lb_ip}/"), None).unwrap();
+        assert_eq!(
+            (code, name.as_str()),
+            (200, "hostnames-00001"),
+            "route: {}",
+            lb_route()
+        );
+    }
 
     drop(guard);
     lab(&dir, &["down"]);
