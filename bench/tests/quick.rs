@@ -3,9 +3,14 @@
 //! timing (rules walked, partial payload size) are.
 
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static PROBES: AtomicUsize = AtomicUsize::new(0);
 
 fn netns_available() -> Result<(), String> {
-    let name = format!("svcnet-bench-probe-{}", std::process::id());
+    // Tests in this file run in parallel threads of one process: the name needs more than the pid.
+    let n = PROBES.fetch_add(1, Ordering::SeqCst);
+    let name = format!("svcnet-bench-probe-{}-{n}", std::process::id());
     let out = Command::new("ip")
         .args(["netns", "add", &name])
         .output()
