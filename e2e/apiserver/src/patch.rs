@@ -4,9 +4,10 @@
 //! Strategic merge approximation (documented in the README): maps merge recursively and `null` deletes;
 //! lists of objects merge by a key chosen from the field name and the items (`port` for Service ports,
 //! `containerPort` for container ports, `type` for conditions/addresses, `key` for taints, `uid` for
-//! ownerReferences, `mountPath` for volumeMounts, `name` otherwise when items carry a `name`); `finalizers` merges as
-//! a set; every other list is replaced. Directives honoured: `$patch: delete|replace` (maps and list items),
-//! `$deleteFromPrimitiveList/<field>`; `$setElementOrder/<field>` and `$retainKeys` are ignored.
+//! ownerReferences, `mountPath` for volumeMounts, `name` otherwise when items carry a `name`, except RBAC
+//! `subjects`, which upstream replaces); `finalizers` merges as a set; every other list is replaced.
+//! Directives honoured: `$patch: delete|replace` (maps and list items), `$deleteFromPrimitiveList/<field>`;
+//! `$setElementOrder/<field>` and `$retainKeys` are ignored.
 
 use serde_json::{Map, Value};
 
@@ -139,6 +140,8 @@ fn merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
         "taints" => &["key"],
         "ownerReferences" => &["uid"],
         "volumeMounts" => &["mountPath"],
+        // Lists of named items that upstream's types declare atomic (no patchMergeKey): replaced.
+        "subjects" => &[],
         _ => &["name"],
     };
     candidates.iter().copied().find(|k| has(k))

@@ -2,6 +2,8 @@
 
 use serde_json::{Value, json};
 
+mod builtin;
+
 /// One `additionalPrinterColumns` entry of a CRD version.
 #[derive(Debug, Clone)]
 pub struct PrinterColumn {
@@ -47,12 +49,13 @@ impl ResourceType {
         }
     }
 
-    /// Kinds whose metadata.generation the real apiserver maintains: custom resources, CRDs, and (since
-    /// 1.34) pods. Services, nodes, config maps and the rest have none.
+    /// Kinds whose metadata.generation the real apiserver maintains: custom resources, CRDs, the apps/v1
+    /// workloads, and (since 1.34) pods. Services, nodes, config maps, RBAC objects and the rest have none.
     pub fn tracks_generation(&self) -> bool {
         self.crd.is_some()
             || self.is("apiextensions.k8s.io", "customresourcedefinitions")
             || self.is("", "pods")
+            || self.group == "apps"
     }
 
     pub fn is(&self, group: &str, plural: &str) -> bool {
@@ -60,88 +63,10 @@ impl ResourceType {
     }
 }
 
-fn builtin(
-    group: &str,
-    version: &str,
-    plural: &str,
-    kind: &str,
-    namespaced: bool,
-    status: bool,
-) -> ResourceType {
-    ResourceType {
-        group: group.into(),
-        version: version.into(),
-        plural: plural.into(),
-        singular: kind.to_ascii_lowercase(),
-        kind: kind.into(),
-        namespaced,
-        status,
-        short_names: Vec::new(),
-        categories: Vec::new(),
-        printer_columns: Vec::new(),
-        crd: None,
-    }
-}
-
-fn short(mut rt: ResourceType, names: &[&str]) -> ResourceType {
-    rt.short_names = names.iter().map(|s| s.to_string()).collect();
-    rt
-}
-
-/// The served kinds, in discovery order.
+/// The served kinds, in discovery order (built-ins from `builtin.rs` first, then CRD-served ones).
 #[derive(Debug, Clone)]
 pub struct Registry {
     pub types: Vec<ResourceType>,
-}
-
-impl Default for Registry {
-    fn default() -> Self {
-        let all = ["all".to_string()];
-        let mut svc = short(builtin("", "v1", "services", "Service", true, true), &["svc"]);
-        svc.categories = all.to_vec();
-        let mut pods = short(builtin("", "v1", "pods", "Pod", true, true), &["po"]);
-        pods.categories = all.to_vec();
-        Self {
-            types: vec![
-                short(builtin("", "v1", "namespaces", "Namespace", false, true), &["ns"]),
-                short(builtin("", "v1", "nodes", "Node", false, true), &["no"]),
-                svc,
-                short(builtin("", "v1", "endpoints", "Endpoints", true, false), &["ep"]),
-                pods,
-                short(builtin("", "v1", "configmaps", "ConfigMap", true, false), &["cm"]),
-                builtin("", "v1", "secrets", "Secret", true, false),
-                short(
-                    builtin("", "v1", "serviceaccounts", "ServiceAccount", true, false),
-                    &["sa"],
-                ),
-                short(builtin("", "v1", "events", "Event", true, false), &["ev"]),
-                short(
-                    builtin("events.k8s.io", "v1", "events", "Event", true, false),
-                    &["ev"],
-                ),
-                builtin(
-                    "discovery.k8s.io",
-                    "v1",
-                    "endpointslices",
-                    "EndpointSlice",
-                    true,
-                    false,
-                ),
-                builtin("coordination.k8s.io", "v1", "leases", "Lease", true, false),
-                short(
-                    builtin(
-                        "apiextensions.k8s.io",
-                        "v1",
-                        "customresourcedefinitions",
-                        "CustomResourceDefinition",
-                        false,
-                        true,
-                    ),
-                    &["crd", "crds"],
-                ),
-            ],
-        }
-    }
 }
 
 impl Registry {
@@ -164,13 +89,25 @@ impl Registry {
         out
     }
 
-    /// Replaces the types served for the CRD `crd` (its metadata.name) by those its spec declares.
+    /// Replaces the types served for the CRD `crd` (its metadata.name) by those its spec declares. Versions
+    /// that name a built-in group/version/resource are not served: as upstream, the built-in handler wins.
     pub fn set_crd(&mut self, crd: &Value) {
         let Some(name) = crd.pointer("/metadata/name").and_then(Value::as_str) else {
             return;
         };
         self.remove_crd(name);
-        self.types.extend(crd_types(crd));
+        let new: Vec<ResourceType> = crd_types(crd)
+            .into_iter()
+            .filter(|t| !self.is_builtin(&t.group, &t.plural))
+            .collect();
+        self.types.extend(new);
+    }
+
+    /// Is group/resource one of the kinds compiled into the stand-in (not CRD-served)?
+    pub fn is_builtin(&self, group: &str, plural: &str) -> bool {
+        self.types
+            .iter()
+            .any(|t| t.crd.is_none() && t.group == group && t.plural == plural)
     }
 
     pub fn remove_crd(&mut self, name: &str) {

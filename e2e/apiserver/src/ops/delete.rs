@@ -66,9 +66,11 @@ pub(super) fn remove(inner: &mut Inner, rt: &ResourceType, old: &Value, last: Va
     let name = str_at(old, "/metadata/name").to_string();
     let k = key(rt, str_at(old, "/metadata/namespace"), &name);
     let gone = inner.commit(k, EventType::Deleted, last);
-    if rt.is("apiextensions.k8s.io", "customresourcedefinitions") {
-        let group = str_at(old, "/spec/group");
-        let plural = str_at(old, "/spec/names/plural");
+    let (group, plural) = (str_at(old, "/spec/group"), str_at(old, "/spec/names/plural"));
+    // A CRD shadowed by a built-in kind (say daemonsets.apps) never served anything: its deletion must not
+    // take the built-in kind's objects with it.
+    if rt.is("apiextensions.k8s.io", "customresourcedefinitions") && !inner.registry.is_builtin(group, plural)
+    {
         let storage = format!("{group}/{plural}");
         let keys: Vec<Key> = inner
             .objects

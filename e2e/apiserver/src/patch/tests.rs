@@ -66,3 +66,27 @@ fn json_patch_test_null_passes_on_missing_path() {
     // Now present: the same patch must fail.
     assert!(json_patch(&mut o, &p, "Foo", "x").is_err());
 }
+
+#[test]
+fn strategic_merges_containers_by_name_but_replaces_rbac_subjects() {
+    let mut ds = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "a", "image": "a:1", "args": ["--x"]}, {"name": "b", "image": "b:1"}]}}}});
+    strategic_merge(
+        &mut ds,
+        &json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "args": ["--y"]}]}}}}),
+    );
+    assert_eq!(
+        ds["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "a", "image": "a:1", "args": ["--y"]}, {"name": "b", "image": "b:1"}])
+    );
+    // RoleBinding.subjects has no patchMergeKey upstream: the patch's list replaces the stored one.
+    let mut rb = json!({"subjects": [{"kind": "ServiceAccount", "name": "old", "namespace": "x"}]});
+    strategic_merge(
+        &mut rb,
+        &json!({"subjects": [{"kind": "ServiceAccount", "name": "new", "namespace": "x"}]}),
+    );
+    assert_eq!(
+        rb["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "new", "namespace": "x"}])
+    );
+}
