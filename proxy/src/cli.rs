@@ -318,6 +318,15 @@ pub struct RunArgs {
     pub config: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub iptables_backend: BackendArg,
+    /// Kill an iptables-restore call that runs longer than this (svcnet; a wedged tool must not stall
+    /// syncs forever, and the next sync after a failure is full).
+    #[arg(long, default_value = "2m", value_parser = duration_arg)]
+    pub iptables_restore_timeout: Duration,
+    /// Write a sync that changes more chains than this in several iptables-restore calls, whole
+    /// services first and KUBE-SERVICES last (svcnet; iptables-nft-restore slows quadratically with the
+    /// chains in one call). 0 writes every sync in one call, like kube-proxy.
+    #[arg(long, default_value_t = 5000)]
+    pub iptables_restore_max_chains: usize,
     /// Debug: also write every restore payload to DIR as NNNNNN-<ipv4|ipv6>-<full|partial>.rules.
     #[arg(long, value_name = "DIR")]
     pub write_payloads: Option<PathBuf>,

@@ -82,7 +82,10 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
     tracing::info!(node, ?min_sync, ?sync_period, "starting svcnet-proxy");
 
     let backend = detect_backend(args.iptables_backend.forced()).await;
-    let v4 = Iptables::new(Family::V4, backend);
+    let v4 = Iptables {
+        restore_timeout: args.iptables_restore_timeout,
+        ..Iptables::new(Family::V4, backend)
+    };
     if !v4.usable().await {
         bail!(
             "{} does not work here (is this a network namespace with netfilter?)",
@@ -148,13 +151,20 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
         tcp_liberal,
         payload_dir: args.write_payloads.clone(),
         conntrack: true,
+        restore_max_chains: match args.iptables_restore_max_chains {
+            0 => crate::render::UNBATCHED,
+            n => n,
+        },
     };
     let facts = settings.node_facts(&Snapshot {
         node: node_obj,
         ..Default::default()
     });
     if facts.ips.iter().any(|ip| ip.is_ipv6()) {
-        let v6 = Iptables::new(Family::V6, backend);
+        let v6 = Iptables {
+            restore_timeout: args.iptables_restore_timeout,
+            ..Iptables::new(Family::V6, backend)
+        };
         if v6.usable().await {
             health_v4.add_family(Family::V6);
             families.push(FamilySync::new(v6));

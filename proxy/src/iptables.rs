@@ -16,9 +16,14 @@ use tokio::process::Command;
 use crate::model::Family;
 use crate::render::naming::KUBE_PROXY_CANARY;
 
-/// A command slower than this is killed: iptables-restore waits at most 5 s for the xtables lock
-/// (`-w 5`), so anything longer is hung.
+/// A command slower than this is killed: iptables waits at most 5 s for the xtables lock (`-w 5`),
+/// so anything longer is hung. iptables-restore has its own, configurable limit
+/// ([`DEFAULT_RESTORE_TIMEOUT`], `--iptables-restore-timeout`) because its time grows with the payload.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Default bound on one iptables-restore call. Batched syncs keep one call near a second even at 10k
+/// services (docs/proxy-daemon.md); this only catches a wedged tool.
+pub const DEFAULT_RESTORE_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Error)]
 pub enum IptablesError {
@@ -31,8 +36,8 @@ pub enum IptablesError {
         code: Option<i32>,
         stderr: String,
     },
-    #[error("{program}: timed out after {0:?}", COMMAND_TIMEOUT)]
-    Timeout { program: String },
+    #[error("{program}: timed out after {after:?}")]
+    Timeout { program: String, after: Duration },
 }
 
 /// Which iptables flavour the binaries are.
@@ -67,6 +72,16 @@ pub struct Output {
 
 /// Runs `program args` with optional stdin, bounded by [`COMMAND_TIMEOUT`].
 pub async fn exec(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, IptablesError> {
+    exec_within(program, args, stdin, COMMAND_TIMEOUT).await
+}
+
+/// Runs `program args` with optional stdin; killed after `limit`.
+pub async fn exec_within(
+    program: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+    limit: Duration,
+) -> Result<Output, IptablesError> {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .stdin(if stdin.is_some() {
@@ -86,10 +101,11 @@ pub async fn exec(program: &str, args: &[&str], stdin: Option<&str>) -> Result<O
         let _ = pipe.write_all(text.as_bytes()).await;
         drop(pipe);
     }
-    let out = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
+    let out = tokio::time::timeout(limit, child.wait_with_output())
         .await
         .map_err(|_| IptablesError::Timeout {
             program: program.to_string(),
+            after: limit,
         })?
         .map_err(|source| IptablesError::Spawn {
             program: program.to_string(),
@@ -105,7 +121,17 @@ pub async fn exec(program: &str, args: &[&str], stdin: Option<&str>) -> Result<O
 
 /// Like [`exec`], but a non-zero exit is an error.
 pub async fn exec_ok(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, IptablesError> {
-    let out = exec(program, args, stdin).await?;
+    exec_ok_within(program, args, stdin, COMMAND_TIMEOUT).await
+}
+
+/// Like [`exec_within`], but a non-zero exit is an error.
+pub async fn exec_ok_within(
+    program: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+    limit: Duration,
+) -> Result<Output, IptablesError> {
+    let out = exec_within(program, args, stdin, limit).await?;
     if out.success {
         Ok(out)
     } else {
@@ -199,6 +225,8 @@ pub struct Iptables {
     pub cmd: String,
     pub save: String,
     pub restore: String,
+    /// Bound on one iptables-restore call.
+    pub restore_timeout: Duration,
 }
 
 impl Iptables {
@@ -214,6 +242,7 @@ impl Iptables {
             cmd: format!("{base}{s}"),
             save: format!("{base}{s}-save"),
             restore: format!("{base}{s}-restore"),
+            restore_timeout: DEFAULT_RESTORE_TIMEOUT,
         }
     }
 
@@ -240,10 +269,11 @@ impl Iptables {
 
     /// One atomic `iptables-restore --noflush --counters -w 5 -W 100000` call.
     pub async fn restore(&self, payload: &str) -> Result<(), IptablesError> {
-        exec_ok(
+        exec_ok_within(
             &self.restore,
             &["--noflush", "--counters", "-w", "5", "-W", "100000"],
             Some(payload),
+            self.restore_timeout,
         )
         .await
         .map(|_| ())

@@ -22,7 +22,7 @@ use crate::iptables::{Iptables, IptablesError, saved_chains};
 use crate::metrics::{Metrics, family_labels, table_labels, unix_now};
 use crate::model::{Family, NodeFacts, ProxyState};
 use crate::render::naming::is_service_chain;
-use crate::render::{ChainDigests, FullOptions, Rendered, jumps, render};
+use crate::render::{ChainDigests, FullOptions, Payloads, Rendered, jumps, render};
 
 /// Upstream forces a full sync at least this often, to repair anything partial syncs missed.
 pub const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
@@ -74,6 +74,8 @@ pub struct Settings {
     /// Debug: every payload written is also saved here as `NNNNNN-<family>-<full|partial>.rules`.
     pub payload_dir: Option<PathBuf>,
     pub conntrack: bool,
+    /// Above this many chains a sync is written in several restore calls (see [`Payloads`]).
+    pub restore_max_chains: usize,
 }
 
 impl Settings {
@@ -179,11 +181,11 @@ impl FamilySync {
 
         let full = self.full_reason(settings).await;
         let result = match (full, &self.digests) {
-            (None, Some(prev)) => match rendered.partial_payload(prev) {
-                None => Ok(String::new()),
-                Some((payload, _)) => restore(&self.ipt, &payload).await.map(|()| payload),
+            (None, Some(prev)) => match rendered.partial_payloads(prev, settings.restore_max_chains) {
+                None => Ok(Payloads::default()),
+                Some(payloads) => restore_all(&self.ipt, &payloads).await.map(|()| payloads),
             },
-            _ => self.full_apply(&rendered, &cfg).await,
+            _ => self.full_apply(&rendered, &cfg, settings).await,
         };
         let payload = match result {
             Ok(p) => p,
@@ -223,6 +225,14 @@ impl FamilySync {
                 .observe(elapsed);
         }
         record_rule_counts(metrics, family, &rendered, &payload);
+        if payload.texts.len() > 1 {
+            tracing::info!(
+                family = ?family,
+                calls = payload.texts.len(),
+                chains = payload.stats.chains_written,
+                "large sync written in several iptables-restore calls"
+            );
+        }
         metrics.last_timestamp.get_or_create(&labels).set(unix_now());
 
         if let Some(prev) = self.prev.as_ref().filter(|_| settings.conntrack) {
@@ -241,7 +251,8 @@ impl FamilySync {
         &self,
         rendered: &Rendered,
         cfg: &crate::config::RenderConfig,
-    ) -> Result<String, IptablesError> {
+        settings: &Settings,
+    ) -> Result<Payloads, IptablesError> {
         let saved = self.ipt.save_table("nat").await?;
         let current: BTreeSet<&str> = rendered.nat.iter().map(|c| c.name.as_str()).collect();
         let stale_nat: BTreeSet<String> = saved_chains(&saved)
@@ -254,12 +265,12 @@ impl FamilySync {
             canaries: true,
             stale_nat,
         };
-        let (payload, _) = rendered.payload(&opts, cfg);
-        restore(&self.ipt, &payload).await?;
-        Ok(payload)
+        let payloads = rendered.full_payloads(&opts, cfg, settings.restore_max_chains);
+        restore_all(&self.ipt, &payloads).await?;
+        Ok(payloads)
     }
 
-    fn save_debug(&self, settings: &Settings, seq: u64, full: Option<FullReason>, payload: &str) {
+    fn save_debug(&self, settings: &Settings, seq: u64, full: Option<FullReason>, payloads: &Payloads) {
         let Some(dir) = &settings.payload_dir else {
             return;
         };
@@ -269,13 +280,21 @@ impl FamilySync {
         };
         let kind = if full.is_some() { "full" } else { "partial" };
         let path = dir.join(format!("{seq:06}-{fam}-{kind}.rules"));
-        if let Err(err) = std::fs::write(&path, payload) {
+        if let Err(err) = std::fs::write(&path, payloads.joined()) {
             tracing::warn!(%err, path = %path.display(), "writing debug payload failed");
         }
     }
 }
 
-fn record_rule_counts(metrics: &Metrics, family: Family, rendered: &Rendered, payload: &str) {
+/// Restores each payload in order; the first failure stops (the next sync is full).
+async fn restore_all(ipt: &Iptables, payloads: &Payloads) -> Result<(), IptablesError> {
+    for text in &payloads.texts {
+        restore(ipt, text).await?;
+    }
+    Ok(())
+}
+
+fn record_rule_counts(metrics: &Metrics, family: Family, rendered: &Rendered, payload: &Payloads) {
     for (table, chains) in [("filter", &rendered.filter), ("nat", &rendered.nat)] {
         let n: usize = chains.iter().map(|c| c.rules.len()).sum();
         metrics
@@ -287,7 +306,14 @@ fn record_rule_counts(metrics: &Metrics, family: Family, rendered: &Rendered, pa
             .get_or_create(&table_labels(family, table))
             .set(0);
     }
-    for (table, n) in rules_per_table(payload) {
+    let mut per_table: Vec<(String, usize)> = Vec::new();
+    for (table, n) in payload.texts.iter().flat_map(|t| rules_per_table(t)) {
+        match per_table.iter_mut().find(|(t, _)| *t == table) {
+            Some(entry) => entry.1 += n,
+            None => per_table.push((table, n)),
+        }
+    }
+    for (table, n) in per_table {
         metrics
             .rules_last
             .get_or_create(&table_labels(family, &table))

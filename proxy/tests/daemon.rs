@@ -25,7 +25,12 @@ fn web_spec() -> serde_json::Value {
 
 #[test]
 fn clusterip_nodeport_and_no_endpoints() {
-    let Some(lab) = Lab::start("basic", Opts::default()) else {
+    // One chain per restore call: every sync takes the batched path large clusters use.
+    let opts = Opts {
+        extra_args: vec!["--iptables-restore-max-chains".into(), "1".into()],
+        ..Opts::default()
+    };
+    let Some(lab) = Lab::start("basic", opts) else {
         return;
     };
     let api = lab.api();
@@ -91,6 +96,11 @@ fn clusterip_nodeport_and_no_endpoints() {
     let (code, hz) = http_get(&lab.node, "http://127.0.0.1:10256/healthz");
     assert_eq!(code, 200, "{hz}");
     assert!(hz.contains("\"nodeEligible\":true"), "{hz}");
+    let log = lab.log("proxy.log");
+    assert!(
+        log.contains("several iptables-restore calls"),
+        "batched path not taken:\n{log}"
+    );
 }
 
 /// Payloads written after the first `skip` files that are not empty (a partial sync with nothing

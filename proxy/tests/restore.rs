@@ -110,3 +110,102 @@ fn golden_payloads_load_into_real_iptables() {
     }
     assert!(checked > 50, "only {checked} addresses traced");
 }
+
+/// `n` LoadBalancer services with `eps` endpoints each; services below `skip` are left out.
+fn lb_cluster(n: usize, eps: usize, skip: usize) -> svcnet_proxy::render::Rendered {
+    use svcnet_proxy::config::{DetectLocal, RenderConfig};
+    use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
+    let mut y = String::new();
+    for i in skip..n {
+        y += &format!(
+            "---\nkind: Service\nmetadata: {{name: b{i}, namespace: default}}\nspec: {{type: LoadBalancer, clusterIP: 10.0.{}.{}, ports: [{{port: 80, nodePort: {}}}]}}\nstatus: {{loadBalancer: {{ingress: [{{ip: 198.51.100.{}}}]}}}}\n---\nkind: EndpointSlice\nmetadata: {{name: b{i}-x, namespace: default, labels: {{kubernetes.io/service-name: b{i}}}}}\naddressType: IPv4\nports: [{{port: 80, protocol: TCP}}]\nendpoints:\n",
+            i / 250,
+            i % 250 + 1,
+            30000 + i,
+            i % 250 + 1
+        );
+        for e in 0..eps {
+            y += &format!(
+                "- {{addresses: [10.76.{}.{}], conditions: {{ready: true}}, nodeName: node-1}}\n",
+                i % 200,
+                e + 1
+            );
+        }
+    }
+    let objs = svcnet_proxy::input::parse_objects(&y).expect("yaml");
+    let state = ProxyState::from_k8s(&objs.services, &objs.slices, Family::V4);
+    let node = NodeFacts {
+        name: "node-1".into(),
+        ips: vec!["10.140.0.2".parse().expect("ip")],
+        ..Default::default()
+    };
+    let cfg = RenderConfig {
+        detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().expect("cidr")]),
+        ..Default::default()
+    };
+    svcnet_proxy::render::render(&state, &node, &cfg)
+}
+
+/// The kernel's ruleset without counters, sorted (chain order in iptables-save is creation order).
+fn saved_sorted(ns: &common::Netns) -> Vec<String> {
+    let (ok, saved, err) = ns.exec(&["iptables-save"], "");
+    assert!(ok, "iptables-save: {err}");
+    let mut lines: Vec<String> = saved
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| match l.strip_prefix(':') {
+            Some(decl) => decl.split_whitespace().next().unwrap_or_default().to_string(),
+            None => l.to_string(),
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn restore_each(ns: &common::Netns, texts: &[String]) {
+    for (i, t) in texts.iter().enumerate() {
+        let (ok, _, err) = ns.exec(&["iptables-restore", "--noflush", "--counters", "-w", "5"], t);
+        assert!(ok, "payload {i} of {} failed: {err}\n{t}", texts.len());
+    }
+}
+
+/// A sync written in batches (the daemon's large-sync path) leaves the kernel exactly as the same sync
+/// in one call: first a full sync, then a partial sync that deletes services and changes the rest.
+#[test]
+fn batched_syncs_equal_one_call_in_the_kernel() {
+    use svcnet_proxy::config::RenderConfig;
+    use svcnet_proxy::render::{FullOptions, UNBATCHED};
+    let (Some(batched), Some(single)) = (common::netns_or_skip("batch-a"), common::netns_or_skip("batch-b"))
+    else {
+        return;
+    };
+    let cfg = RenderConfig::default();
+    let opts = FullOptions {
+        canaries: true,
+        jumps: true,
+        ..Default::default()
+    };
+    let before = lb_cluster(60, 3, 0);
+    let full = before.full_payloads(&opts, &cfg, 20);
+    assert!(full.texts.len() > 5, "{} payloads", full.texts.len());
+    restore_each(&batched, &full.texts);
+    restore_each(&single, &before.full_payloads(&opts, &cfg, UNBATCHED).texts);
+    assert_eq!(saved_sorted(&batched), saved_sorted(&single), "full sync");
+
+    let after = lb_cluster(60, 4, 25);
+    let partial = after.partial_payloads(&before.digests(), 20).expect("a change");
+    assert!(partial.texts.len() > 3, "{} payloads", partial.texts.len());
+    restore_each(&batched, &partial.texts);
+    let one = after
+        .partial_payloads(&before.digests(), UNBATCHED)
+        .expect("a change");
+    assert_eq!(one.texts.len(), 1);
+    restore_each(&single, &one.texts);
+    let kernel = saved_sorted(&batched);
+    assert_eq!(kernel, saved_sorted(&single), "partial sync");
+    assert!(
+        !kernel.iter().any(|l| l.contains("default/b3:")),
+        "a deleted service's rules are still in the kernel"
+    );
+    assert!(kernel.iter().any(|l| l.contains("default/b30:")));
+}

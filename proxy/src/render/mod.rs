@@ -13,7 +13,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-pub use payload::{ChainDigests, FullOptions, Jump, PayloadStats, jumps};
+pub use payload::{ChainDigests, FullOptions, Jump, PayloadStats, Payloads, UNBATCHED, jumps};
 pub use service::ServiceRules;
 
 use crate::config::RenderConfig;

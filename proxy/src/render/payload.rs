@@ -3,7 +3,7 @@
 //! cannot replace a single rule in a chain svcnet does not own).
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
@@ -150,6 +150,86 @@ pub struct FullOptions {
     pub stale_nat: BTreeSet<String>,
 }
 
+/// What one payload does to one table: chains to (re)write, chains to delete, jumps, canary.
+struct TableWrite<'a> {
+    table: Table,
+    canary: bool,
+    jumps: Vec<&'a Jump>,
+    chains: Vec<&'a Chain>,
+    deletes: Vec<&'a str>,
+}
+
+impl TableWrite<'_> {
+    fn is_empty(&self) -> bool {
+        !self.canary && self.jumps.is_empty() && self.chains.is_empty() && self.deletes.is_empty()
+    }
+
+    /// Appends `*table ... COMMIT`; returns the number of rules written.
+    fn write(&self, s: &mut String) -> usize {
+        let _ = writeln!(s, "*{}", self.table.as_str());
+        if self.canary {
+            let _ = writeln!(s, ":{KUBE_PROXY_CANARY} - [0:0]");
+        }
+        // Declaring a chain flushes it: a deleted chain is declared first so `-X` finds it empty.
+        for name in self
+            .chains
+            .iter()
+            .map(|c| c.name.as_str())
+            .chain(self.deletes.iter().copied())
+        {
+            let _ = writeln!(s, ":{name} - [0:0]");
+        }
+        for j in &self.jumps {
+            let _ = writeln!(s, "-A {} {}", j.chain, j.rule);
+        }
+        let mut n = 0;
+        for c in &self.chains {
+            for r in &c.rules {
+                let _ = writeln!(s, "-A {} {r}", c.name);
+                n += 1;
+            }
+        }
+        for name in &self.deletes {
+            let _ = writeln!(s, "-X {name}");
+        }
+        s.push_str("COMMIT\n");
+        n
+    }
+}
+
+/// One or more iptables-restore payloads, applied in order.
+///
+/// Why several: iptables-nft-restore 1.8.x takes time quadratic in the chains declared in one call
+/// (measured in a netns: 10k chains 1 s, 20k 3.6 s, 40k 11 s; docs/BENCHMARKS.md), so a first sync of
+/// 10k services would take minutes in one transaction. Past `max_chains`, each service's own chains
+/// (KUBE-SVC/SVL/EXT/FW/SEP, which only jump among themselves and to KUBE-MARK-MASQ) are written first
+/// in batches, a whole service per batch. Until the last payload rewrites KUBE-SERVICES and the
+/// dispatch chains they are unreferenced, so a half-applied sync never sends traffic to a half-written
+/// service; the last payload also holds the filter table, canaries, jumps and every deletion.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Payloads {
+    pub texts: Vec<String>,
+    pub stats: PayloadStats,
+}
+
+impl Payloads {
+    /// All payloads as one text (what a single call would restore; for `render` and tests).
+    pub fn joined(&self) -> String {
+        self.texts.concat()
+    }
+
+    pub fn len(&self) -> usize {
+        self.texts.iter().map(String::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+}
+
+/// No batching: everything in one payload.
+pub const UNBATCHED: usize = usize::MAX;
+
 impl Rendered {
     /// Digests of every chain, to remember after a successful restore.
     pub fn digests(&self) -> ChainDigests {
@@ -165,97 +245,150 @@ impl Rendered {
 
     /// The whole ruleset as one iptables-restore --noflush payload.
     pub fn payload(&self, opts: &FullOptions, cfg: &RenderConfig) -> (String, PayloadStats) {
-        let mut s = String::with_capacity(64 * (self.nat.len() + self.filter.len() + 16));
-        let mut stats = PayloadStats::default();
+        let p = self.full_payloads(opts, cfg, UNBATCHED);
+        (p.joined(), p.stats)
+    }
+
+    /// The whole ruleset, in batches of about `max_chains` service chains (see [`Payloads`]).
+    pub fn full_payloads(&self, opts: &FullOptions, cfg: &RenderConfig, max_chains: usize) -> Payloads {
         let jumps = if opts.jumps { jumps(cfg) } else { Vec::new() };
-        if opts.canaries {
-            s.push_str("*mangle\n:KUBE-PROXY-CANARY - [0:0]\nCOMMIT\n");
-        }
-        for (table, chains) in [(Table::Filter, &self.filter), (Table::Nat, &self.nat)] {
-            let _ = writeln!(s, "*{}", table.as_str());
-            if opts.canaries {
-                let _ = writeln!(s, ":{KUBE_PROXY_CANARY} - [0:0]");
-            }
-            let stale: Vec<&String> = if table == Table::Nat {
-                opts.stale_nat.iter().collect()
-            } else {
-                vec![]
-            };
-            for c in chains.iter() {
-                let _ = writeln!(s, ":{} - [0:0]", c.name);
-            }
-            for c in &stale {
-                let _ = writeln!(s, ":{c} - [0:0]");
-            }
-            for j in jumps.iter().filter(|j| j.table == table.as_str()) {
-                let _ = writeln!(s, "-A {} {}", j.chain, j.rule);
-            }
-            let mut n = 0;
-            for c in chains.iter() {
-                for r in &c.rules {
-                    let _ = writeln!(s, "-A {} {r}", c.name);
-                    n += 1;
-                }
-            }
-            for c in &stale {
-                let _ = writeln!(s, "-X {c}");
-            }
-            s.push_str("COMMIT\n");
-            stats.chains_written += chains.len();
-            stats.chains_deleted += stale.len();
-            match table {
-                Table::Filter => stats.filter_rules = n,
-                Table::Nat => stats.nat_rules = n,
-            }
-        }
-        (s, stats)
+        let writes =
+            [(Table::Filter, &self.filter), (Table::Nat, &self.nat)].map(|(table, chains)| TableWrite {
+                table,
+                canary: opts.canaries,
+                jumps: jumps.iter().filter(|j| j.table == table.as_str()).collect(),
+                chains: chains.iter().collect(),
+                deletes: match table {
+                    Table::Nat => opts.stale_nat.iter().map(String::as_str).collect(),
+                    Table::Filter => vec![],
+                },
+            });
+        let mangle = opts
+            .canaries
+            .then_some("*mangle\n:KUBE-PROXY-CANARY - [0:0]\nCOMMIT\n");
+        self.batch(mangle, writes, max_chains, true)
     }
 
     /// Only the chains that differ from `prev`, plus flush+delete of chains `prev` had and this does
     /// not. `None` when nothing changed (no restore call needed).
     pub fn partial_payload(&self, prev: &ChainDigests) -> Option<(String, PayloadStats)> {
-        let mut s = String::new();
-        let mut stats = PayloadStats::default();
+        self.partial_payloads(prev, UNBATCHED)
+            .map(|p| (p.joined(), p.stats))
+    }
+
+    /// [`Rendered::partial_payload`] in batches of about `max_chains` service chains.
+    pub fn partial_payloads(&self, prev: &ChainDigests, max_chains: usize) -> Option<Payloads> {
         let now = self.digests();
-        for (table, chains) in [(Table::Filter, &self.filter), (Table::Nat, &self.nat)] {
-            let changed: Vec<&Chain> = chains
-                .iter()
-                .filter(|c| prev.0.get(&(table, c.name.clone())) != now.0.get(&(table, c.name.clone())))
-                .collect();
-            let gone: Vec<&String> = prev
-                .0
-                .keys()
-                .filter(|(t, name)| *t == table && !now.0.contains_key(&(table, name.clone())))
-                .map(|(_, name)| name)
-                .collect();
-            if changed.is_empty() && gone.is_empty() {
+        let writes =
+            [(Table::Filter, &self.filter), (Table::Nat, &self.nat)].map(|(table, chains)| TableWrite {
+                table,
+                canary: false,
+                jumps: vec![],
+                chains: chains
+                    .iter()
+                    .filter(|c| prev.0.get(&(table, c.name.clone())) != now.0.get(&(table, c.name.clone())))
+                    .collect(),
+                deletes: prev
+                    .0
+                    .keys()
+                    .filter(|(t, name)| *t == table && !now.0.contains_key(&(table, name.clone())))
+                    .map(|(_, name)| name.as_str())
+                    .collect(),
+            });
+        let p = self.batch(None, writes, max_chains, false);
+        (!p.is_empty()).then_some(p)
+    }
+
+    /// Turns table writes into payloads: one when small, else service batches + a final payload.
+    fn batch(
+        &self,
+        mangle: Option<&str>,
+        [filter, nat]: [TableWrite<'_>; 2],
+        max_chains: usize,
+        keep_empty_tables: bool,
+    ) -> Payloads {
+        let mut stats = PayloadStats {
+            chains_written: filter.chains.len() + nat.chains.len(),
+            chains_deleted: filter.deletes.len() + nat.deletes.len(),
+            ..Default::default()
+        };
+        let mut texts = Vec::new();
+        let (early, nat) = if stats.chains_written > max_chains {
+            self.split_service_chains(nat, max_chains)
+        } else {
+            (Vec::new(), nat)
+        };
+        for w in early {
+            let mut s = String::new();
+            stats.nat_rules += w.write(&mut s);
+            texts.push(s);
+        }
+        let mut last = mangle.unwrap_or_default().to_string();
+        for w in [filter, nat] {
+            if w.is_empty() && !keep_empty_tables {
                 continue;
             }
-            let _ = writeln!(s, "*{}", table.as_str());
-            for c in &changed {
-                let _ = writeln!(s, ":{} - [0:0]", c.name);
-            }
-            for g in &gone {
-                let _ = writeln!(s, ":{g} - [0:0]");
-            }
-            let mut n = 0;
-            for c in &changed {
-                for r in &c.rules {
-                    let _ = writeln!(s, "-A {} {r}", c.name);
-                    n += 1;
-                }
-            }
-            for g in &gone {
-                let _ = writeln!(s, "-X {g}");
-            }
-            s.push_str("COMMIT\n");
-            stats.chains_written += changed.len();
-            stats.chains_deleted += gone.len();
-            match table {
-                Table::Filter => stats.filter_rules = n,
-                Table::Nat => stats.nat_rules = n,
+            let n = w.write(&mut last);
+            match w.table {
+                Table::Filter => stats.filter_rules += n,
+                Table::Nat => stats.nat_rules += n,
             }
         }
-        if s.is_empty() { None } else { Some((s, stats)) }
+        if !last.is_empty() {
+            texts.push(last);
+        }
+        Payloads { texts, stats }
+    }
+
+    /// Moves the per-service chains of `nat` into batches of whole services (after a first batch with
+    /// KUBE-MARK-MASQ, which they jump to); what stays in `nat` is written last.
+    fn split_service_chains<'a>(
+        &self,
+        nat: TableWrite<'a>,
+        max_chains: usize,
+    ) -> (Vec<TableWrite<'a>>, TableWrite<'a>) {
+        let owner: HashMap<&str, usize> = self
+            .owners
+            .values()
+            .enumerate()
+            .flat_map(|(i, chains)| chains.iter().map(move |c| (c.as_str(), i)))
+            .collect();
+        let empty = |table| TableWrite {
+            table,
+            canary: false,
+            jumps: vec![],
+            chains: vec![],
+            deletes: vec![],
+        };
+        let mut rest = TableWrite {
+            chains: Vec::new(),
+            ..nat
+        };
+        let mut batches = vec![empty(Table::Nat)];
+        let mut current_owner = None;
+        for c in nat.chains {
+            let Some(&o) = owner.get(c.name.as_str()) else {
+                if c.name == KUBE_MARK_MASQ {
+                    batches[0].chains.push(c);
+                } else {
+                    rest.chains.push(c);
+                }
+                continue;
+            };
+            // A service's chains are contiguous in render order; a batch never splits one.
+            let full = batches.last().is_some_and(|b| b.chains.len() >= max_chains);
+            if full && current_owner != Some(o) {
+                batches.push(empty(Table::Nat));
+            }
+            current_owner = Some(o);
+            if let Some(b) = batches.last_mut() {
+                b.chains.push(c);
+            }
+        }
+        batches.retain(|b| !b.chains.is_empty());
+        (batches, rest)
     }
 }
+
+#[cfg(test)]
+mod tests;
