@@ -21,6 +21,9 @@ pub const FW_PREFIX: &str = "KUBE-FW-";
 pub const SEP_PREFIX: &str = "KUBE-SEP-";
 /// svcnet's own destination-prefix dispatch chains (tree layout). Not an upstream name.
 pub const DST_PREFIX: &str = "KUBE-DST-";
+/// svcnet's own endpoint-group chains under a large KUBE-SVC/KUBE-SVL chain (tree layout, see
+/// `render/endpoints.rs`). Not an upstream name; no upstream chain starts with it.
+pub const EPG_PREFIX: &str = "KUBE-EPG-";
 
 fn hash16(parts: &[&str]) -> String {
     let mut h = Sha256::new();
@@ -58,10 +61,18 @@ pub fn dst_chain(prefix: &str) -> String {
     format!("{DST_PREFIX}{}", hash16(&[prefix]))
 }
 
+/// Endpoint-group chain `group` (a path like `3.1` in the tree) under the service chain `owner`.
+/// The owner's full name goes into the hash, so the groups of a KUBE-SVC and a KUBE-SVL chain (or of
+/// two services) never share a name; the distinct prefix keeps them apart from every other kind.
+pub fn epg_chain(owner: &str, group: &str) -> String {
+    // The space cannot occur in a chain name, so (owner, group) pairs cannot run into each other.
+    format!("{EPG_PREFIX}{}", hash16(&[owner, " ", group]))
+}
+
 /// Chains whose whole content svcnet owns and may flush/delete when stale.
 pub fn is_service_chain(name: &str) -> bool {
     [
-        SVC_PREFIX, SVL_PREFIX, EXT_PREFIX, FW_PREFIX, SEP_PREFIX, DST_PREFIX,
+        SVC_PREFIX, SVL_PREFIX, EXT_PREFIX, FW_PREFIX, SEP_PREFIX, DST_PREFIX, EPG_PREFIX,
     ]
     .iter()
     .any(|p| name.starts_with(p))
@@ -108,10 +119,12 @@ mod tests {
             svc_chain("a/b:c", "sctp"),
             sep_chain("a/b:c", "tcp", "[fd00::1]:80"),
             dst_chain("10.0.0.0/8"),
+            epg_chain(&svl_chain("a/b:c", "tcp"), "15.15.15"),
         ] {
             assert!(n.len() <= 28, "{n}");
         }
         assert!(is_service_chain("KUBE-DST-AAAA"));
+        assert!(is_service_chain(&epg_chain("KUBE-SVC-X", "0")));
         assert!(!is_service_chain("KUBE-SERVICES"));
         assert!(!is_service_chain("DOCKER"));
     }

@@ -4,10 +4,16 @@
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
+// Declared here, not in render/mod.rs, only because that file is being reworked concurrently; it is
+// its own concept (render/endpoints.rs) and can move up to `mod endpoints;` there in one line.
+#[path = "endpoints.rs"]
+pub(crate) mod endpoints;
+
 use super::naming::*;
 use super::{Chain, comment};
-use crate::config::RenderConfig;
+use crate::config::{Layout, RenderConfig};
 use crate::model::{Categorized, Endpoint, NodeFacts, ServicePort};
+use endpoints::{DEFAULT_SHAPE, EndpointJump, selection_rules};
 
 /// What one service port adds to the ruleset.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,7 +25,8 @@ pub struct ServiceRules {
     pub filter_external: Vec<String>,
     pub filter_nodeports: Vec<String>,
     pub filter_firewall: Vec<String>,
-    /// nat chains owned by this port (SVC/SVL/EXT/FW/SEP), in upstream order.
+    /// nat chains owned by this port (SVC/SVL/EXT/FW/SEP, and KUBE-EPG-* after their SVC/SVL chain),
+    /// in upstream order.
     pub chains: Vec<Chain>,
     /// For metrics: no local endpoints for internal / external traffic.
     pub no_local_internal: bool,
@@ -32,10 +39,6 @@ pub struct Ctx<'a> {
     /// Upstream drops per-endpoint comments above 1000 endpoints to shrink the payload.
     pub large_cluster: bool,
     pub local_detector: Option<(String, String)>,
-}
-
-fn probability(n: usize) -> String {
-    format!("{:.10}", 1.0 / n as f64)
 }
 
 /// The decisions upstream takes before writing anything for a service port: which chains exist and
@@ -243,11 +246,12 @@ fn own_chains(p: &Plan, svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> 
             .filter(|_| p.internal_chain(svc) == chain.as_str())
             .cloned()
             .collect();
-        endpoint_jumps(&mut rules, &p.name, svc, eps, ctx);
+        let groups = endpoint_jumps(&mut rules, chain, &p.name, svc, eps, ctx);
         chains.push(Chain {
             name: chain.clone(),
             rules,
         });
+        chains.extend(groups);
     }
     for ep in &cat.all_reachable {
         chains.push(endpoint_chain(&p.name, svc, ep, ctx));
@@ -323,7 +327,16 @@ fn fw_chain_rules(p: &Plan, svc: &ServicePort, ctx: &Ctx<'_>) -> Vec<String> {
     rules
 }
 
-fn endpoint_jumps(rules: &mut Vec<String>, name: &str, svc: &ServicePort, eps: &[Endpoint], ctx: &Ctx<'_>) {
+/// Affinity checks, then the random pick of an endpoint (a tree of KUBE-EPG-* chains for large
+/// services in the tree layout, see `endpoints.rs`). Returns those KUBE-EPG-* chains.
+fn endpoint_jumps(
+    rules: &mut Vec<String>,
+    chain: &str,
+    name: &str,
+    svc: &ServicePort,
+    eps: &[Endpoint],
+    ctx: &Ctx<'_>,
+) -> Vec<Chain> {
     let proto = svc.name.protocol.as_str();
     let c = |ep: &Endpoint| {
         if ctx.large_cluster {
@@ -332,6 +345,7 @@ fn endpoint_jumps(rules: &mut Vec<String>, name: &str, svc: &ServicePort, eps: &
             format!("{} ", comment_arg(&format!("{name} -> {}", ep.addr())))
         }
     };
+    // Affinity stays in the top chain, before any random pick, as upstream orders it.
     if let Some(secs) = svc.session_affinity {
         for ep in eps {
             let sep = sep_chain(name, proto, &ep.addr());
@@ -341,20 +355,20 @@ fn endpoint_jumps(rules: &mut Vec<String>, name: &str, svc: &ServicePort, eps: &
             ));
         }
     }
-    let n = eps.len();
-    for (i, ep) in eps.iter().enumerate() {
-        let sep = sep_chain(name, proto, &ep.addr());
-        let mut r = c(ep);
-        if i + 1 < n {
-            let _ = write!(
-                r,
-                "-m statistic --mode random --probability {} ",
-                probability(n - i)
-            );
-        }
-        let _ = write!(r, "-j {sep}");
-        rules.push(r);
-    }
+    let jumps: Vec<EndpointJump> = eps
+        .iter()
+        .map(|ep| EndpointJump {
+            comment: c(ep),
+            sep: sep_chain(name, proto, &ep.addr()),
+        })
+        .collect();
+    let shape = match ctx.cfg.layout {
+        Layout::Tree => Some(DEFAULT_SHAPE),
+        Layout::Flat => None,
+    };
+    let (picks, groups) = selection_rules(chain, &jumps, shape);
+    rules.extend(picks);
+    groups
 }
 
 fn endpoint_chain(name: &str, svc: &ServicePort, ep: &Endpoint, ctx: &Ctx<'_>) -> Chain {
