@@ -1,7 +1,9 @@
 //! CI checks of `manifests/` (issue 7): every overlay renders with the real kubectl, passes offline
 //! Kubernetes schema validation (PyPI `kubernetes-validate`, strict), and the `lab` overlay applies to
-//! the svcnet-apiserver stand-in with the real kubectl. Also: RBAC matches a table of the API calls each
-//! binary makes, and every flag the manifests pass exists in the binaries' `--help`.
+//! the svcnet-apiserver stand-in with the real kubectl (client-side and server-side; the stand-in serves
+//! apps/v1 and rbac.authorization.k8s.io/v1 itself) and every object reads back as rendered. Also: RBAC
+//! matches a table of the API calls each binary makes, and every flag the manifests pass exists in the
+//! binaries' `--help`.
 //!
 //! Tools missing: `SKIPPED: ...` is printed (never a pass) unless `CI=true`, where it fails.
 #![allow(clippy::unwrap_used)]
@@ -11,6 +13,7 @@ mod manifests_support;
 use std::collections::BTreeSet;
 use std::process::Command;
 
+use manifests_support::subset::first_difference;
 use manifests_support::{
     ApiServer, Need, bins, docs, have_kubectl, kubectl_kustomize, manifests_dir, need, validator,
 };
@@ -359,98 +362,176 @@ fn rendered_workloads_have_what_the_node_agent_and_controller_need() {
     }
 }
 
+/// Kinds the real apiserver serves cluster-wide; everything else in the overlay is namespaced and the
+/// kustomization puts it into kube-system.
+const CLUSTER_SCOPED: &[&str] = &[
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+];
+
+/// `kind.group` as kubectl accepts it (`daemonset.apps`, `configmap`).
+fn kubectl_type(obj: &Value) -> String {
+    let kind = obj["kind"].as_str().unwrap().to_ascii_lowercase();
+    match obj["apiVersion"].as_str().unwrap().rsplit_once('/') {
+        Some((group, _)) => format!("{kind}.{group}"),
+        None => kind,
+    }
+}
+
+/// `kubectl get` of every rendered object from `server`: each exists with the scope its kind has
+/// upstream, and everything the manifest says (all but status) is in what the server returns.
+fn check_served(server: &ApiServer, rendered: &[Value]) {
+    for obj in rendered {
+        let name = obj["metadata"]["name"].as_str().unwrap();
+        let ty = kubectl_type(obj);
+        let cluster = CLUSTER_SCOPED.contains(&obj["kind"].as_str().unwrap());
+        let mut args = vec!["get", ty.as_str(), name, "-o", "json"];
+        if !cluster {
+            args.extend(["-n", "kube-system"]);
+        }
+        let out = server.kubectl(&args);
+        need(&out, Need::Success, &format!("kubectl get {ty} {name}"));
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            got["metadata"]["uid"].as_str().is_some_and(|u| !u.is_empty()),
+            "{ty}/{name}: {got}"
+        );
+        assert_eq!(
+            got["metadata"].get("namespace").and_then(Value::as_str),
+            (!cluster).then_some("kube-system"),
+            "{ty}/{name}: scope"
+        );
+        let mut want = obj.clone();
+        want.as_object_mut().unwrap().remove("status");
+        if let Some(diff) = first_difference(&want, &got, &ty) {
+            panic!("{ty}/{name} as served differs from the manifest: {diff}");
+        }
+    }
+}
+
 #[test]
 fn lab_overlay_applies_to_svcnet_apiserver_with_real_kubectl() {
     if !have_kubectl("kubectl apply against svcnet-apiserver") {
         return;
     }
+    let rendered = docs(&kubectl_kustomize("overlays/lab"));
     let server = ApiServer::start(&bins().apiserver);
-    server.serve_missing_builtin_kinds();
     let lab = manifests_dir().join("overlays/lab");
-    let out = server.kubectl(&["apply", "-k", lab.to_str().unwrap()]);
+    let lab = lab.to_str().unwrap();
+    let out = server.kubectl(&["apply", "-k", lab]);
     need(&out, Need::Success, "kubectl apply -k manifests/overlays/lab");
-    // Applying again is a no-op update path (kubectl computes patches against what it stored).
-    let out = server.kubectl(&["apply", "-k", lab.to_str().unwrap()]);
+    // Applying again computes strategic merge patches against what the server returned: if it kept
+    // every field, each patch is empty and kubectl reports every object unchanged.
+    let out = server.kubectl(&["apply", "-k", lab]);
     need(
         &out,
         Need::Success,
         "second kubectl apply -k manifests/overlays/lab",
     );
-    for (what, args) in [
-        (
-            "daemonset",
-            &[
-                "-n",
-                "kube-system",
-                "get",
-                "daemonset",
-                "svcnet-proxy",
-                "-o",
-                "json",
-            ][..],
-        ),
-        (
-            "deployment",
-            &[
-                "-n",
-                "kube-system",
-                "get",
-                "deployment",
-                "svcnet-cloud-controller",
-                "-o",
-                "json",
-            ][..],
-        ),
-        (
-            "clusterrole proxy",
-            &["get", "clusterrole", "svcnet-proxy", "-o", "json"][..],
-        ),
-        (
-            "clusterrole controller",
-            &["get", "clusterrole", "svcnet-cloud-controller", "-o", "json"][..],
-        ),
-        (
-            "role controller",
-            &[
-                "-n",
-                "kube-system",
-                "get",
-                "role",
-                "svcnet-cloud-controller",
-                "-o",
-                "json",
-            ][..],
-        ),
-        (
-            "crd",
-            &["get", "crd", "cloudloadbalancers.svcnet.dev", "-o", "json"][..],
-        ),
-    ] {
-        let out = server.kubectl(args);
-        need(&out, Need::Success, what);
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert!(
-            v["metadata"]["uid"].as_str().is_some_and(|u| !u.is_empty()),
-            "{what}: {v}"
-        );
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), rendered.len(), "{lines:?}");
+    for l in &lines {
+        assert!(l.ends_with(" unchanged"), "second apply changed something: {l}");
     }
+    check_served(&server, &rendered);
+    // One field named explicitly: the proxy's command line is what the DaemonSet manifest says.
+    let ds = rendered.iter().find(|o| o["kind"] == "DaemonSet").unwrap();
     let out = server.kubectl(&[
         "-n",
         "kube-system",
         "get",
-        "deployment",
-        "svcnet-cloud-controller",
+        "ds",
+        ds["metadata"]["name"].as_str().unwrap(),
         "-o",
-        "jsonpath={.spec.template.spec.containers[0].image}",
+        "jsonpath={.spec.template.spec.containers[0].command}",
     ]);
-    need(&out, Need::Success, "deployment image");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "svcnet/svcnet-cloud-controller:dev"
+    need(&out, Need::Success, "daemonset command");
+    let served: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(served, ds["spec"]["template"]["spec"]["containers"][0]["command"]);
+    // Short names and cluster-wide listings, as an operator would type them.
+    let out = server.kubectl(&[
+        "get",
+        "ds,deploy,sa,cm,role,rolebinding",
+        "-n",
+        "kube-system",
+        "-o",
+        "name",
+    ]);
+    need(
+        &out,
+        Need::Success,
+        "kubectl get ds,deploy,sa,cm,role,rolebinding -n kube-system",
     );
+    let listed = String::from_utf8_lossy(&out.stdout).lines().count();
+    let namespaced = rendered
+        .iter()
+        .filter(|o| !CLUSTER_SCOPED.contains(&o["kind"].as_str().unwrap()))
+        .count();
+    assert_eq!(listed, namespaced, "{}", String::from_utf8_lossy(&out.stdout));
+    let out = server.kubectl(&["get", "clusterroles", "-o", "name"]);
+    need(&out, Need::Success, "kubectl get clusterroles");
+    let roles = String::from_utf8_lossy(&out.stdout);
+    for o in rendered.iter().filter(|o| o["kind"] == "ClusterRole") {
+        let name = o["metadata"]["name"].as_str().unwrap();
+        assert!(
+            roles
+                .lines()
+                .any(|l| l == format!("clusterrole.rbac.authorization.k8s.io/{name}")),
+            "{name} not in {roles}"
+        );
+    }
     // The CRD applied from the manifests is served: the printer-column listing works.
     let out = server.kubectl(&["get", "cloudloadbalancers", "-A"]);
     need(&out, Need::Success, "kubectl get cloudloadbalancers -A");
+}
+
+#[test]
+fn lab_overlay_applies_server_side_to_svcnet_apiserver() {
+    if !have_kubectl("kubectl apply --server-side against svcnet-apiserver") {
+        return;
+    }
+    let rendered = docs(&kubectl_kustomize("overlays/lab"));
+    let server = ApiServer::start(&bins().apiserver);
+    let lab = manifests_dir().join("overlays/lab");
+    let lab = lab.to_str().unwrap();
+    for round in ["first", "second"] {
+        let out = server.kubectl(&["apply", "--server-side", "-k", lab]);
+        need(
+            &out,
+            Need::Success,
+            &format!("{round} kubectl apply --server-side -k lab"),
+        );
+    }
+    check_served(&server, &rendered);
+    let out = server.kubectl(&["delete", "-k", lab]);
+    need(&out, Need::Success, "kubectl delete -k lab");
+    let out = server.kubectl(&["get", "ds,deploy", "-n", "kube-system", "-o", "name"]);
+    need(&out, Need::Success, "kubectl get after delete");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "",
+        "left after delete -k"
+    );
+}
+
+#[test]
+fn containment_check_notices_a_changed_field() {
+    // check_served must be able to fail: a served DaemonSet whose command differs, or which lost a list
+    // item, is not accepted.
+    let want = serde_json::json!({"kind": "DaemonSet", "spec": {"template": {"spec": {"containers": [
+        {"name": "p", "command": ["svcnet-proxy", "run"]}]}}}});
+    let mut got = want.clone();
+    got["metadata"] = serde_json::json!({"uid": "u"});
+    assert_eq!(first_difference(&want, &got, "ds"), None);
+    got["spec"]["template"]["spec"]["containers"][0]["command"][1] = serde_json::json!("render");
+    assert!(first_difference(&want, &got, "ds").is_some());
+    got["spec"]["template"]["spec"]["containers"] = serde_json::json!([]);
+    assert!(first_difference(&want, &got, "ds").is_some());
 }
 
 /// A free loopback port (bound, read back, released).

@@ -2,6 +2,8 @@
 //! locating the binaries, and a svcnet-apiserver instance.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod subset;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -211,46 +213,6 @@ impl ApiServer {
             .env("HOME", self.dir.path())
             .output()
             .unwrap()
-    }
-
-    /// The stand-in serves only the kinds svcnet's binaries use (e2e/apiserver/README.md), not apps/v1
-    /// or rbac.authorization.k8s.io/v1. This registers those kinds as schemaless CRDs with the real
-    /// names, so `kubectl apply` exercises the manifests' create/patch path. It does NOT check their
-    /// schemas (the offline validator does) and applies no RBAC or workload semantics.
-    pub fn serve_missing_builtin_kinds(&self) {
-        let mut yaml = String::new();
-        for (group, plural, kind, scope) in [
-            ("apps", "daemonsets", "DaemonSet", "Namespaced"),
-            ("apps", "deployments", "Deployment", "Namespaced"),
-            (
-                "rbac.authorization.k8s.io",
-                "clusterroles",
-                "ClusterRole",
-                "Cluster",
-            ),
-            (
-                "rbac.authorization.k8s.io",
-                "clusterrolebindings",
-                "ClusterRoleBinding",
-                "Cluster",
-            ),
-            ("rbac.authorization.k8s.io", "roles", "Role", "Namespaced"),
-            (
-                "rbac.authorization.k8s.io",
-                "rolebindings",
-                "RoleBinding",
-                "Namespaced",
-            ),
-        ] {
-            let singular = kind.to_ascii_lowercase();
-            yaml.push_str(&format!(
-                "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.{group}\nspec:\n  group: {group}\n  scope: {scope}\n  names: {{plural: {plural}, singular: {singular}, kind: {kind}}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n"
-            ));
-        }
-        let file = self.dir.path().join("builtin-shim.yaml");
-        std::fs::write(&file, yaml).unwrap();
-        let out = self.kubectl(&["create", "-f", file.to_str().unwrap()]);
-        need(&out, Need::Success, "registering apps/rbac kinds on the stand-in");
     }
 }
 
