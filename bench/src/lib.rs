@@ -1,16 +1,25 @@
-//! svcnet-bench: the proxy rule engine and the kernel rules it produces, measured side by side in
-//! one run (`make bench`). See docs/BENCHMARKS.md for what each figure means and recorded results.
+//! svcnet-bench: the proxy rule engine and the kernel rules it produces, the proxy's memory and the
+//! cloud controller's GCE calls and concurrency, measured side by side in one run
+//! (`make bench`). See docs/BENCHMARKS.md for what each figure means and recorded results.
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod c1;
+pub mod c2;
 pub mod chunked;
+pub mod cluster;
 pub mod error;
+pub mod gcecalls;
+pub mod http;
 pub mod lab;
 pub mod netns;
 pub mod p1;
 pub mod p2;
+pub mod p4;
 pub mod phases;
+pub mod procs;
 pub mod report;
+pub mod report_c;
 pub mod stats;
 pub mod synth;
 pub mod walk;

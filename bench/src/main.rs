@@ -17,18 +17,38 @@ use svcnet_proxy::render::{self, FullOptions};
 enum Part {
     P1,
     P2,
+    /// Proxy memory at scale (real proxy in a namespace, fed through the API stand-in).
+    P4,
+    /// Cloud controller: calls and latency of one new LoadBalancer.
+    C1,
+    /// Cloud controller: 1000 LoadBalancers, default vs --concurrency 1. Long (tens of minutes):
+    /// only with --only c2 (or --quick).
+    C2,
+}
+
+/// Parts run when --only is absent (C2 takes too long for the default run).
+const DEFAULT_PARTS: &[Part] = &[Part::P1, Part::P2, Part::P4, Part::C1];
+
+fn parse_size(s: &str) -> Result<(usize, usize), String> {
+    let (a, b) = s
+        .split_once('x')
+        .ok_or("expected SERVICESxENDPOINTS, e.g. 10000x10")?;
+    Ok((
+        a.trim().parse().map_err(|e| format!("{e}"))?,
+        b.trim().parse().map_err(|e| format!("{e}"))?,
+    ))
 }
 
 #[derive(Parser)]
 #[command(
     name = "svcnet-bench",
-    about = "svcnet benchmarks (P1-P3): figures and ratios from one run"
+    about = "svcnet benchmarks (P1-P4, C1-C2): figures and ratios from one run"
 )]
 struct Cli {
     /// Small sizes and few repetitions: exercises every code path in seconds (CI smoke run).
     #[arg(long)]
     quick: bool,
-    /// Parts to run (P3 is computed from both); default all.
+    /// Parts to run (P3 is computed from P1 and P2); default p1,p2,p4,c1 (c2 only when named).
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Option<Vec<Part>>,
     /// iptables-restore binary used inside the namespaces (e.g. iptables-legacy-restore).
@@ -63,6 +83,41 @@ struct Cli {
     /// lower bound (the daemon itself kills iptables commands after 60 s).
     #[arg(long, default_value_t = 300)]
     full_sync_limit_s: u64,
+    /// Directory holding svcnet-apiserver, svcnet-fake-gce, svcnet-cloud-controller and
+    /// svcnet-proxy (default: next to this binary, built there first when run through cargo).
+    #[arg(long)]
+    bin_dir: Option<std::path::PathBuf>,
+    /// C1/C2: latency of every fake GCE operation; default 1000 ms (quick: 100).
+    #[arg(long)]
+    op_latency_ms: Option<u64>,
+    /// C1: nodes (target pool members); default 100 (quick: 3).
+    #[arg(long)]
+    c1_nodes: Option<usize>,
+    /// C2: Services of the default-concurrency run; default 1000 (quick: 12).
+    #[arg(long)]
+    c2_services: Option<usize>,
+    /// C2: Services of the --concurrency 1 run (extrapolated to --c2-services); default 50 (quick: 3).
+    #[arg(long)]
+    c2_serial_services: Option<usize>,
+    /// C2: nodes; default 100 (quick: 3).
+    #[arg(long)]
+    c2_nodes: Option<usize>,
+    /// C2: extra controller flags of the "default" run, e.g. "--concurrency=20" (default: none).
+    #[arg(long, allow_hyphen_values = true, value_delimiter = ' ')]
+    c2_default_args: Vec<String>,
+    /// C2: give up a run after this many seconds.
+    #[arg(long, default_value_t = 7200)]
+    c2_limit_s: u64,
+    /// P4 sizes SERVICESxENDPOINTS_PER_SERVICE, smallest first; default 1000x10,10000x10
+    /// (quick: 50x2,200x5).
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    p4_sizes: Option<Vec<(usize, usize)>>,
+    /// P4: stop waiting for the proxy's first full sync after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    p4_limit_s: u64,
+    /// P4: extra `svcnet-proxy run` flags (space separated).
+    #[arg(long, allow_hyphen_values = true, value_delimiter = ' ')]
+    p4_proxy_args: Vec<String>,
     #[command(subcommand)]
     command: Option<Cmd>,
 }
@@ -86,6 +141,18 @@ enum Cmd {
         layout: Layout,
         #[arg(long, default_value_t = 5)]
         reps: usize,
+    },
+    /// Internal: load Services + EndpointSlices into an API stand-in (P4 runs it inside its namespace).
+    #[command(hide = true)]
+    LoadApi {
+        #[arg(long)]
+        api: String,
+        #[arg(long)]
+        services: usize,
+        #[arg(long)]
+        endpoints: usize,
+        #[arg(long, default_value_t = 16)]
+        parallel: usize,
     },
     /// Print the full payload (jumps included) of a synthetic state, to reproduce a figure by hand.
     Payload {
@@ -127,6 +194,19 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Some(Cmd::Agent { listen }) => return Ok(svcnet_bench::agent::serve(listen)?),
+        Some(Cmd::LoadApi {
+            api,
+            services,
+            endpoints,
+            parallel,
+        }) => {
+            let took = svcnet_bench::p4::load(&api, services, endpoints, parallel)?;
+            println!(
+                "loaded {services} services x {endpoints} endpoints in {:.3}",
+                took.as_secs_f64()
+            );
+            return Ok(());
+        }
         Some(Cmd::Payload {
             services,
             endpoints,
@@ -153,7 +233,10 @@ fn main() -> anyhow::Result<()> {
         eprintln!("removed stale namespace {gone}");
     }
     let q = cli.quick;
-    let runs = |p: Part| cli.only.as_ref().is_none_or(|o| o.contains(&p));
+    let runs = |p: Part| match &cli.only {
+        Some(o) => o.contains(&p),
+        None => q || DEFAULT_PARTS.contains(&p),
+    };
     let restore = cli.iptables_restore.clone();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     print!("{}", report::header(&tool_version(&restore), cores, q));
@@ -231,6 +314,74 @@ fn main() -> anyhow::Result<()> {
     }
     if !p3_rows.is_empty() {
         print!("{}", report::p3(&p3_rows));
+    }
+    run_control_plane(&cli, &runs, &mut progress)
+}
+
+/// P4, C1, C2: the parts that start the real svcnet binaries.
+fn run_control_plane(
+    cli: &Cli,
+    runs: &dyn Fn(Part) -> bool,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    use svcnet_bench::procs::{self, Bins};
+    let q = cli.quick;
+    let mut names = vec![];
+    if runs(Part::P4) {
+        names.extend([procs::APISERVER, procs::PROXY]);
+    }
+    if runs(Part::C1) || runs(Part::C2) {
+        names.extend([procs::APISERVER, procs::FAKE_GCE, procs::CONTROLLER]);
+    }
+    names.dedup();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let bins = Bins::locate(cli.bin_dir.as_deref(), &names)?;
+    let op_latency_ms = cli.op_latency_ms.unwrap_or(if q { 100 } else { 1000 });
+    if runs(Part::P4) {
+        let params = svcnet_bench::p4::P4Params {
+            sizes: cli.p4_sizes.clone().unwrap_or(if q {
+                vec![(50, 2), (200, 5)]
+            } else {
+                vec![(1000, 10), (10_000, 10)]
+            }),
+            limit: Duration::from_secs(cli.p4_limit_s),
+            proxy_args: cli
+                .p4_proxy_args
+                .iter()
+                .filter(|a| !a.is_empty())
+                .cloned()
+                .collect(),
+        };
+        let r = svcnet_bench::p4::run(&bins, &params, progress)?;
+        print!("{}", svcnet_bench::report_c::p4(&r));
+    }
+    if runs(Part::C1) {
+        let params = svcnet_bench::c1::C1Params {
+            nodes: cli.c1_nodes.unwrap_or(if q { 3 } else { 100 }),
+            op_latency_ms,
+            limit: Duration::from_secs(120),
+        };
+        let r = svcnet_bench::c1::run(&bins, &params, progress)?;
+        print!("{}", svcnet_bench::report_c::c1(&r));
+    }
+    if runs(Part::C2) {
+        let params = svcnet_bench::c2::C2Params {
+            services: cli.c2_services.unwrap_or(if q { 12 } else { 1000 }),
+            serial_services: cli.c2_serial_services.unwrap_or(if q { 3 } else { 50 }),
+            nodes: cli.c2_nodes.unwrap_or(if q { 3 } else { 100 }),
+            op_latency_ms,
+            default_args: cli
+                .c2_default_args
+                .iter()
+                .filter(|a| !a.is_empty())
+                .cloned()
+                .collect(),
+            limit: Duration::from_secs(cli.c2_limit_s),
+        };
+        let r = svcnet_bench::c2::run(&bins, &params, progress)?;
+        print!("{}", svcnet_bench::report_c::c2(&r));
     }
     Ok(())
 }

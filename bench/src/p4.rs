@@ -1,0 +1,308 @@
+//! P4: resident memory of the real `svcnet-proxy run` holding S Services / E endpoints fed through
+//! the API stand-in.
+//!
+//! Everything runs inside one throwaway namespace (see [`crate::netns`]): `svcnet-apiserver` on the
+//! namespace's loopback, the loader (`svcnet-bench load-api`, parallel POSTs: the stand-in has no
+//! bulk path besides its state file, whose format is its own business), then the proxy, whose
+//! iptables writes land in that namespace only. The bench samples `/proc/<pid>/status` (VmRSS,
+//! VmHWM) of the proxy until its log says `synced` (first full sync done), it logs a failed sync,
+//! or the limit passes; the figure is reported with which of those happened.
+
+use std::net::Ipv4Addr;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::error::BenchError;
+use crate::http::request;
+use crate::netns::{self, Netns};
+use crate::procs::{self, Bins, Proc};
+
+pub const NODE: &str = "bench-node";
+
+pub struct P4Params {
+    /// (services, endpoints per service) cases, smallest first.
+    pub sizes: Vec<(usize, usize)>,
+    /// Give up waiting for the first full sync after this long.
+    pub limit: Duration,
+    /// Extra `svcnet-proxy run` flags.
+    pub proxy_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mem {
+    pub rss_kb: u64,
+    pub hwm_kb: u64,
+}
+
+/// VmRSS and VmHWM from the text of `/proc/<pid>/status`.
+pub fn parse_status(text: &str) -> Option<Mem> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+    };
+    Some(Mem {
+        rss_kb: field("VmRSS:")?,
+        hwm_kb: field("VmHWM:")?,
+    })
+}
+
+pub fn read_mem(pid: u32) -> Option<Mem> {
+    parse_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+/// How the wait for the first full sync ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncState {
+    Synced,
+    /// The proxy logged a failed sync (it keeps running and retries).
+    Failed(String),
+    /// Still waiting when the limit passed.
+    TimedOut,
+    Exited,
+}
+
+/// What the proxy log says about the first sync.
+pub fn sync_state(log: &str) -> Option<SyncState> {
+    for l in log.lines() {
+        if l.contains("sync failed") {
+            return Some(SyncState::Failed(l.chars().take(300).collect()));
+        }
+        if l.contains("synced") && !l.contains("cache") {
+            return Some(SyncState::Synced);
+        }
+    }
+    None
+}
+
+#[derive(Debug, Clone)]
+pub struct P4Case {
+    pub services: usize,
+    pub endpoints: usize,
+    pub load: Duration,
+    /// Proxy start -> first sync (or the end of the wait).
+    pub to_sync: Duration,
+    pub state: SyncState,
+    /// When the wait ended.
+    pub at_end: Mem,
+    /// Largest VmRSS sampled before the first sync ended (or before the wait ended).
+    pub peak_rss_kb: u64,
+    pub apiserver_rss_kb: u64,
+}
+
+pub fn endpoint_ip(i: usize) -> Ipv4Addr {
+    // 10.128.0.0/9: room for 8M endpoints.
+    let base = u32::from(Ipv4Addr::new(10, 128, 0, 0));
+    Ipv4Addr::from(base.wrapping_add(u32::try_from(i + 1).unwrap_or(0)))
+}
+
+pub fn service(i: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": format!("svc-{i:05}"), "namespace": "default"},
+        "spec": {"selector": {"app": format!("svc-{i:05}")},
+                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}
+    })
+}
+
+pub fn slice(i: usize, endpoints: usize) -> Value {
+    let eps: Vec<Value> = (0..endpoints)
+        .map(|j| {
+            json!({"addresses": [endpoint_ip(i * endpoints + j).to_string()],
+                   "conditions": {"ready": true, "serving": true, "terminating": false},
+                   "nodeName": format!("other-{}", j % 100)})
+        })
+        .collect();
+    json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": format!("svc-{i:05}-bench"), "namespace": "default",
+                     "labels": {"kubernetes.io/service-name": format!("svc-{i:05}"),
+                                "endpointslice.kubernetes.io/managed-by": "svcnet-bench"}},
+        "addressType": "IPv4",
+        "endpoints": eps,
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    })
+}
+
+pub fn node() -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": NODE, "labels": {"kubernetes.io/hostname": NODE}},
+        "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"]},
+        "status": {"addresses": [{"type": "InternalIP", "address": netns::ENDPOINT_ADDR}],
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    })
+}
+
+/// The loader (`svcnet-bench load-api`, run inside the namespace): the Node, then every Service
+/// and its EndpointSlice with `parallel` requests in flight.
+pub fn load(api: &str, services: usize, endpoints: usize, parallel: usize) -> Result<Duration, BenchError> {
+    let t0 = Instant::now();
+    request(api, "POST", "/api/v1/nodes", Some(&node()))?.ok("create node")?;
+    let next = AtomicUsize::new(0);
+    let err: Mutex<Option<BenchError>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..parallel.max(1) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= services {
+                        return;
+                    }
+                    let r = request(
+                        api,
+                        "POST",
+                        "/api/v1/namespaces/default/services",
+                        Some(&service(i)),
+                    )
+                    .and_then(|r| r.ok("create service"))
+                    .and_then(|_| {
+                        request(
+                            api,
+                            "POST",
+                            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+                            Some(&slice(i, endpoints)),
+                        )
+                    })
+                    .and_then(|r| r.ok("create endpointslice"));
+                    if let Err(e) = r {
+                        *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    match err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(t0.elapsed()),
+    }
+}
+
+fn one_case(
+    bins: &Bins,
+    p: &P4Params,
+    services: usize,
+    endpoints: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<P4Case, BenchError> {
+    progress(&format!("P4: {services} services x {endpoints} endpoints"));
+    let dir = tempfile::Builder::new()
+        .prefix("svcnet-bench-p4-")
+        .tempdir()
+        .map_err(|e| BenchError::io("tempdir", e))?;
+    let ns = Netns::create_lab("p4")?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (log, _) = procs::log_file(dir.path(), "apiserver")?;
+    let apiserver_bin = bins.path(procs::APISERVER);
+    let mut cmd = ns.command(&apiserver_bin.to_string_lossy());
+    cmd.args(["--listen", "127.0.0.1:0", "--bookmark-interval-ms", "60000"])
+        .arg("--kubeconfig-out")
+        .arg(&kubeconfig)
+        .stderr(log);
+    let (apiserver, api) = Proc::spawn_listening(procs::APISERVER, &mut cmd)?;
+    // The loader is this binary, inside the namespace (the API listens on the namespace's lo).
+    let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
+    let out = ns
+        .command(&exe.to_string_lossy())
+        .args(["load-api", "--api", &api])
+        .args([
+            "--services",
+            &services.to_string(),
+            "--endpoints",
+            &endpoints.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| BenchError::io("load-api", e))?;
+    if !out.status.success() {
+        return Err(BenchError::Check(format!(
+            "load-api failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let load = Duration::from_secs_f64(
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0),
+    );
+    progress(&format!("  loaded in {:.1} s", load.as_secs_f64()));
+
+    let (log, log_path) = procs::log_file(dir.path(), "proxy")?;
+    let proxy_bin = bins.path(procs::PROXY);
+    let mut cmd = ns.command(&proxy_bin.to_string_lossy());
+    cmd.arg("run")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--hostname-override", NODE, "--cluster-cidr", "10.128.0.0/9"])
+        .args(&p.proxy_args)
+        .env("SVCNET_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    let t0 = Instant::now();
+    let mut proxy = Proc::spawn(procs::PROXY, &mut cmd)?;
+    // `ip netns exec` execs the program: the child's pid is the proxy's.
+    let pid = proxy.pid();
+    let mut peak = 0;
+    let mut last = Mem::default();
+    let state = loop {
+        if let Some(m) = read_mem(pid) {
+            peak = peak.max(m.rss_kb);
+            last = m;
+        }
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if let Some(s) = sync_state(&text) {
+            break s;
+        }
+        if !proxy.alive() {
+            break SyncState::Exited;
+        }
+        if t0.elapsed() > p.limit {
+            break SyncState::TimedOut;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let to_sync = t0.elapsed();
+    if let Some(m) = read_mem(pid) {
+        peak = peak.max(m.rss_kb);
+        last = m;
+    }
+    if state == SyncState::Exited {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        progress(&format!(
+            "  proxy exited; log tail:\n{}",
+            crate::cluster::tail(&text, 15)
+        ));
+    }
+    let apiserver_rss_kb = read_mem(apiserver.pid()).map_or(0, |m| m.rss_kb);
+    drop(proxy);
+    drop(apiserver);
+    drop(ns);
+    Ok(P4Case {
+        services,
+        endpoints,
+        load,
+        to_sync,
+        state,
+        at_end: last,
+        peak_rss_kb: peak,
+        apiserver_rss_kb,
+    })
+}
+
+pub fn run(bins: &Bins, p: &P4Params, progress: &mut dyn FnMut(&str)) -> Result<Vec<P4Case>, BenchError> {
+    p.sizes
+        .iter()
+        .map(|&(s, e)| one_case(bins, p, s, e, progress))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
