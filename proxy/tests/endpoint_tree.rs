@@ -10,6 +10,10 @@ use std::process::Command;
 
 use clap::Parser;
 use svcnet_proxy::cli::{Cli, Command as Sub, run_render};
+use svcnet_proxy::config::{DetectLocal, Layout, RenderConfig};
+use svcnet_proxy::input::parse_objects;
+use svcnet_proxy::model::{NodeFacts, ProxyState};
+use svcnet_proxy::render::{FullOptions, Rendered, render};
 use svcnet_proxy::trace::{self, Hook, Packet, Proto, Ruleset, TraceOptions, Verdict};
 
 /// Service `default/<name>` on `<cip>:80` with `n` ready endpoints `10.<net>.x.y:8080`.
@@ -218,4 +222,91 @@ fn tree_of_300_endpoints_loads_into_real_iptables_and_round_trips() {
     assert!(ok, "iptables-save: {err}");
     assert_eq!(strip(&saved), strip(&saved2), "iptables-save does not round-trip");
     assert!(saved.contains("-A KUBE-EPG-"), "the kernel holds the groups");
+}
+
+fn render_yaml(yaml: &str) -> (Rendered, RenderConfig) {
+    let cfg = RenderConfig {
+        layout: Layout::Tree,
+        detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().expect("cidr")]),
+        ..Default::default()
+    };
+    let node = NodeFacts {
+        name: "node-1".into(),
+        ips: vec!["10.140.0.2".parse().expect("ip")],
+        ..Default::default()
+    };
+    let objs = parse_objects(yaml).expect("yaml");
+    let state = ProxyState::from_k8s(&objs.services, &objs.slices, cfg.family);
+    assert!(state.errors.is_empty(), "{:?}", state.errors);
+    (render(&state, &node, &cfg), cfg)
+}
+
+/// Loads `payload` with the daemon's restore flags and returns the kernel's rules.
+fn restore_and_save(ns: &common::Netns, payload: &str) -> Ruleset {
+    let (ok, _, err) = ns.exec(
+        &[
+            "iptables-restore",
+            "--noflush",
+            "--counters",
+            "-w",
+            "5",
+            "-W",
+            "100000",
+        ],
+        payload,
+    );
+    assert!(ok, "iptables-restore: {err}\n{payload}");
+    let (ok, saved, err) = ns.exec(&["iptables-save", "-t", "nat"], "");
+    assert!(ok, "iptables-save: {err}");
+    trace::parse(&saved).unwrap_or_else(|e| panic!("iptables-save output: {e}\n{saved}"))
+}
+
+fn groups_in(rules: &Ruleset) -> usize {
+    rules.chains("nat").filter(|c| c.starts_with("KUBE-EPG-")).count()
+}
+
+#[test]
+fn partial_syncs_grow_and_shrink_the_tree_in_the_kernel() {
+    let Some(ns) = common::netns_or_skip("eptree-partial") else {
+        return;
+    };
+    let sticky = service_yaml("sticky", "10.79.0.11", 77, 300, true);
+    let (full, cfg) = render_yaml(&(service_yaml("big", "10.79.0.10", 76, 300, false) + &sticky));
+    let (payload, _) = full.payload(
+        &FullOptions {
+            jumps: true,
+            ..Default::default()
+        },
+        &cfg,
+    );
+    let kernel = restore_and_save(&ns, &payload);
+    assert_eq!(groups_in(&kernel), 2 * 56);
+
+    // big shrinks to 64 endpoints: its groups are flushed and deleted in the same restore that
+    // rewrites its KUBE-SVC chain; sticky's tree is untouched.
+    let (small, _) = render_yaml(&(service_yaml("big", "10.79.0.10", 76, 64, false) + &sticky));
+    let (partial, _) = small.partial_payload(&full.digests()).expect("changed");
+    assert!(partial.contains("-X KUBE-EPG-"), "{partial}");
+    let kernel = restore_and_save(&ns, &partial);
+    assert_eq!(groups_in(&kernel), 56, "only sticky's groups are left");
+    let t = trace_to(&kernel, "10.79.0.10");
+    assert_eq!(
+        t.iter().map(|(to, _)| *to).collect::<BTreeSet<_>>(),
+        endpoints(76, 64)
+    );
+    assert!(t.iter().all(|(_, p)| (p - 1.0 / 64.0).abs() <= 1e-8));
+
+    // Then grows to 1000: 110 groups appear, each endpoint 1/1000.
+    let (large, _) = render_yaml(&(service_yaml("big", "10.79.0.10", 76, 1000, false) + &sticky));
+    let (partial, _) = large.partial_payload(&small.digests()).expect("changed");
+    let kernel = restore_and_save(&ns, &partial);
+    assert_eq!(groups_in(&kernel), 56 + 110);
+    let t = trace_to(&kernel, "10.79.0.10");
+    assert_eq!(
+        t.iter().map(|(to, _)| *to).collect::<BTreeSet<_>>(),
+        endpoints(76, 1000)
+    );
+    assert!(t.iter().all(|(_, p)| (p - 1.0 / 1000.0).abs() <= 1e-8));
+    let t = trace_to(&kernel, "10.79.0.11");
+    assert_eq!(t.len(), 300);
 }

@@ -1,7 +1,7 @@
 //! The endpoint tree: exact rule text for small shapes, 1/n for every endpoint from the printed
 //! probabilities, names, and the whole renderer + tracer on a 200-endpoint service.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::config::{DetectLocal, Layout, RenderConfig};
@@ -368,6 +368,13 @@ fn cfg(layout: Layout) -> RenderConfig {
 
 /// `default/big` on 10.79.0.10:80 with `n` ready endpoints 10.76.x.y:8080 (optionally ClientIP affinity).
 fn big_yaml(n: usize, affinity: bool) -> String {
+    let ips: Vec<String> = (0..n)
+        .map(|i| format!("10.76.{}.{}", i / 200, i % 200 + 1))
+        .collect();
+    yaml_with(&ips, affinity)
+}
+
+fn yaml_with(ips: &[String], affinity: bool) -> String {
     let aff = if affinity {
         ", sessionAffinity: ClientIP, sessionAffinityConfig: {clientIP: {timeoutSeconds: 600}}"
     } else {
@@ -376,23 +383,25 @@ fn big_yaml(n: usize, affinity: bool) -> String {
     let mut y = format!(
         "---\nkind: Service\nmetadata: {{name: big, namespace: default}}\nspec: {{clusterIP: 10.79.0.10, ports: [{{name: http, port: 80, targetPort: 8080, protocol: TCP}}]{aff}}}\n---\nkind: EndpointSlice\nmetadata: {{name: big-x, namespace: default, labels: {{kubernetes.io/service-name: big}}}}\naddressType: IPv4\nports: [{{name: http, port: 8080, protocol: TCP}}]\nendpoints:\n"
     );
-    for i in 0..n {
+    for (i, ip) in ips.iter().enumerate() {
         y.push_str(&format!(
-            "- {{addresses: [10.76.{}.{}], conditions: {{ready: true}}, nodeName: node-{}}}\n",
-            i / 200,
-            i % 200 + 1,
+            "- {{addresses: [{ip}], conditions: {{ready: true}}, nodeName: node-{}}}\n",
             i % 3
         ));
     }
     y
 }
 
-fn render_big(n: usize, affinity: bool, layout: Layout) -> Rendered {
-    let objs = parse_objects(&big_yaml(n, affinity)).expect("yaml");
+fn render_yaml(yaml: &str, layout: Layout) -> Rendered {
+    let objs = parse_objects(yaml).expect("yaml");
     let cfg = cfg(layout);
     let state = ProxyState::from_k8s(&objs.services, &objs.slices, cfg.family);
     assert!(state.errors.is_empty(), "{:?}", state.errors);
     render(&state, &node(), &cfg)
+}
+
+fn render_big(n: usize, affinity: bool, layout: Layout) -> Rendered {
+    render_yaml(&big_yaml(n, affinity), layout)
 }
 
 fn trace_big(r: &Rendered, layout: Layout) -> trace::Trace {
@@ -514,4 +523,63 @@ fn large_cluster_mode_drops_comments_in_leaves_too() {
     }
     // 1001 = 11 groups of 91, each 10 leaves of 9-10.
     assert_eq!(leaves, 110);
+}
+
+/// (chains written, chains deleted) by a partial payload.
+fn partial(before: &Rendered, after: &Rendered) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (text, _) = after
+        .partial_payload(&before.digests())
+        .expect("something changed");
+    let mut written = BTreeSet::new();
+    let mut deleted = BTreeSet::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix(':') {
+            written.insert(rest.split_whitespace().next().unwrap_or_default().to_string());
+        } else if let Some(name) = line.strip_prefix("-X ") {
+            deleted.insert(name.to_string());
+        }
+    }
+    // Declared only to be flushed before -X.
+    for d in &deleted {
+        written.remove(d);
+    }
+    (written, deleted)
+}
+
+#[test]
+fn partial_syncs_write_and_delete_groups_with_their_service() {
+    // Last octets of equal length: text order is numeric order.
+    let ips: Vec<String> = (100..200).map(|i| format!("10.76.1.{i}")).collect();
+    let before = render_yaml(&yaml_with(&ips, false), Layout::Tree);
+    let svc = svc_chain("default/big:http", "tcp");
+    let groups: BTreeSet<String> = before
+        .owners
+        .values()
+        .flatten()
+        .filter(|c| c.starts_with(EPG_PREFIX))
+        .cloned()
+        .collect();
+    assert_eq!(groups.len(), 10);
+
+    // The endpoint that sorts last is replaced by one that sorts last too: only the last group
+    // and the two endpoint chains change; the top chain (same groups, same sizes) is not rewritten.
+    let mut replaced = ips.clone();
+    replaced[99] = "10.76.2.100".into();
+    let after = render_yaml(&yaml_with(&replaced, false), Layout::Tree);
+    let (written, deleted) = partial(&before, &after);
+    let old_sep = sep_chain("default/big:http", "tcp", "10.76.1.199:8080");
+    let new_sep = sep_chain("default/big:http", "tcp", "10.76.2.100:8080");
+    assert_eq!(written, BTreeSet::from([epg_chain(&svc, "9"), new_sep]));
+    assert_eq!(deleted, BTreeSet::from([old_sep]));
+
+    // Down to 64 endpoints: upstream's list again, every group deleted in the same restore.
+    let after = render_yaml(&yaml_with(&ips[..64], false), Layout::Tree);
+    let (written, deleted) = partial(&before, &after);
+    assert!(written.contains(&svc));
+    assert!(groups.iter().all(|g| deleted.contains(g)), "{deleted:?}");
+    assert_eq!(deleted.len(), 10 + 36, "groups and the 36 endpoints gone");
+    // And back: the groups come back under the same names.
+    let (written, deleted) = partial(&after, &before);
+    assert!(groups.iter().all(|g| written.contains(g)), "{written:?}");
+    assert!(deleted.is_empty());
 }
