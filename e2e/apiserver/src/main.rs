@@ -24,6 +24,7 @@ mod store;
 mod table;
 mod time;
 mod watch;
+mod workloads;
 
 use std::io::Write;
 use std::time::Duration;

@@ -335,3 +335,42 @@ fn server_side_apply_of_a_daemonset_conflicts_between_managers() {
     ]);
     assert_eq!(ds, r#"["--v=2"]"#);
 }
+
+#[test]
+fn workload_selectors_are_validated_like_upstream() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    let dep = |selector: &str, labels: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  selector: {{matchLabels: {{{selector}}}}}\n  template:\n    metadata: {{labels: {{{labels}}}}}\n    spec: {{containers: [{{name: c, image: i}}]}}\n"
+        )
+    };
+    let bad = s.write("bad.yaml", &dep("app: web", "app: api"));
+    let out = s.kubectl(&["apply", "-f", bad.to_str().unwrap()]);
+    assert!(
+        !out.status.success(),
+        "a selector that misses its template was stored"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is invalid") && err.contains("`selector` does not match template `labels`"),
+        "{err}"
+    );
+    let good = s.write("good.yaml", &dep("app: web", "app: web"));
+    s.kubectl_ok(&["apply", "-f", good.to_str().unwrap()]);
+    let moved = s.write("moved.yaml", &dep("app: web2", "app: web2"));
+    let out = s.kubectl(&["apply", "-f", moved.to_str().unwrap()]);
+    assert!(!out.status.success(), "apps/v1 selector changed after creation");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("field is immutable"), "{err}");
+    let sel = s.kubectl_ok(&[
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.spec.selector.matchLabels.app}",
+    ]);
+    assert_eq!(sel, "web");
+}

@@ -8,6 +8,7 @@ use crate::resources::{ResourceType, crd_status};
 use crate::services;
 use crate::store::{EventType, Inner, Key};
 use crate::time::now_rfc3339;
+use crate::workloads;
 
 pub fn create(
     inner: &mut Inner,
@@ -137,6 +138,14 @@ fn prepare_create(inner: &mut Inner, rt: &ResourceType, obj: &mut Value, name: &
     } else if rt.is("apiextensions.k8s.io", "customresourcedefinitions") {
         validate_crd(obj, name)?;
         obj["status"] = crd_status(obj);
+    } else if rt.group == "apps" && rt.crd.is_none() {
+        let causes = workloads::admit(&rt.kind, obj, None);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&rt.group, &rt.kind, name, &causes));
+        }
+        if let Some(o) = obj.as_object_mut() {
+            o.remove("status");
+        }
     } else if core && rt.plural == "nodes" {
         // Nodes may be created with their status (kubelets do so).
     } else if rt.status

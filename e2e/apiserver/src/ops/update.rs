@@ -11,6 +11,7 @@ use crate::resources::{ResourceType, crd_status};
 use crate::services;
 use crate::ssa;
 use crate::store::{EventType, Inner};
+use crate::workloads;
 
 pub fn update(
     inner: &mut Inner,
@@ -132,6 +133,12 @@ fn finish_update_owned(
     if rt.group.is_empty() && rt.plural == "services" && !opts.status_only() {
         services::admit(&inner.services, &inner.alloc, &mut new, Some(&old))
             .map_err(|c| ApiError::invalid("", "Service", &name, &c))?;
+    }
+    if rt.group == "apps" && rt.crd.is_none() && !opts.status_only() {
+        let causes = workloads::admit(&rt.kind, &new, Some(&old));
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &causes));
+        }
     }
     if rt.is("apiextensions.k8s.io", "customresourcedefinitions") && !opts.status_only() {
         validate_crd(&new, &name)?;
