@@ -583,3 +583,43 @@ fn partial_syncs_write_and_delete_groups_with_their_service() {
     assert!(groups.iter().all(|g| written.contains(g)), "{written:?}");
     assert!(deleted.is_empty());
 }
+
+#[test]
+fn local_policy_chain_gets_its_own_tree() {
+    // externalTrafficPolicy Local: KUBE-SVC (all 100 endpoints) and KUBE-SVL (the 70 on this node)
+    // each pick through their own groups.
+    let ips: Vec<String> = (100..200).map(|i| format!("10.76.1.{i}")).collect();
+    let yaml = yaml_with(&ips, false)
+        .replace("nodeName: node-2", "nodeName: node-1")
+        .replace(
+            "spec: {clusterIP: 10.79.0.10,",
+            "spec: {type: NodePort, externalTrafficPolicy: Local, clusterIP: 10.79.0.10,",
+        )
+        .replace("targetPort: 8080,", "targetPort: 8080, nodePort: 30080,");
+    let r = render_yaml(&yaml, Layout::Tree);
+    let name = "default/big:http";
+    let (svc, svl) = (svc_chain(name, "tcp"), svl_chain(name, "tcp"));
+    let groups_under = |owner: &str| -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let mut todo = vec![owner.to_string()];
+        while let Some(c) = todo.pop() {
+            for rule in &r.chain(Table::Nat, &c).expect("chain").rules {
+                if let Some(g) = rule
+                    .split_whitespace()
+                    .last()
+                    .filter(|t| t.starts_with(EPG_PREFIX))
+                {
+                    out.insert(g.to_string());
+                    todo.push(g.to_string());
+                }
+            }
+        }
+        out
+    };
+    let (a, b) = (groups_under(&svc), groups_under(&svl));
+    // 100 -> 10 groups of 10; 66 local (node-1 two in every three) -> 9 groups of 7-8.
+    assert_eq!((a.len(), b.len()), (10, 9), "{a:?} {b:?}");
+    assert!(a.is_disjoint(&b));
+    let owned: BTreeSet<String> = r.owners.values().flatten().cloned().collect();
+    assert!(a.union(&b).all(|g| owned.contains(g)));
+}
