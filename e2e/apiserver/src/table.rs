@@ -7,6 +7,8 @@ use crate::jsonpath;
 use crate::resources::ResourceType;
 use crate::time::{human_age, parse_rfc3339};
 
+mod more;
+
 /// What each row's `object` holds (`includeObject` query parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Include {
@@ -140,6 +142,9 @@ fn node_status(o: &Value) -> Value {
 fn builtin_cols(rt: &ResourceType) -> Vec<Col> {
     if rt.crd.is_some() {
         return Vec::new();
+    }
+    if let Some(cols) = more::cols(rt) {
+        return cols;
     }
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "services") => vec![
@@ -312,13 +317,15 @@ pub fn column_definitions(rt: &ResourceType) -> Vec<Value> {
         for c in builtin.iter().filter(|c| c.priority == 0) {
             cols.push(col_def(c.name, c.ty, "", c.priority, ""));
         }
-        cols.push(col_def(
-            "Age",
-            "string",
-            "",
-            0,
-            "CreationTimestamp is a timestamp representing the server time when this object was created.",
-        ));
+        if more::has_age(rt) {
+            cols.push(col_def(
+                "Age",
+                "string",
+                "",
+                0,
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            ));
+        }
         for c in builtin.iter().filter(|c| c.priority > 0) {
             cols.push(col_def(c.name, c.ty, "", c.priority, ""));
         }
@@ -340,7 +347,9 @@ fn cells(rt: &ResourceType, o: &Value) -> Vec<Value> {
     if rt.printer_columns.is_empty() {
         let builtin = builtin_cols(rt);
         out.extend(builtin.iter().filter(|c| c.priority == 0).map(|c| (c.cell)(o)));
-        out.push(age(o));
+        if more::has_age(rt) {
+            out.push(age(o));
+        }
         out.extend(builtin.iter().filter(|c| c.priority > 0).map(|c| (c.cell)(o)));
     } else {
         for c in &rt.printer_columns {

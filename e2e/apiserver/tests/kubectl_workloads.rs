@@ -374,3 +374,54 @@ fn workload_selectors_are_validated_like_upstream() {
     ]);
     assert_eq!(sel, "web");
 }
+
+/// The whitespace-separated words of each output line.
+fn words(out: &str) -> Vec<Vec<String>> {
+    lines(out)
+        .iter()
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn get_prints_kubectls_columns_for_workloads_and_rbac() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    let f = s.write("w.yaml", &workloads("--v=1", "web"));
+    s.kubectl_ok(&["apply", "-f", f.to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "patch",
+        "ds",
+        "agent",
+        "-n",
+        "shop",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"desiredNumberScheduled":3,"currentNumberScheduled":3,"numberReady":2}}"#,
+    ]);
+    let ds = words(&s.kubectl_ok(&["get", "ds", "-n", "shop", "-o", "wide"]));
+    assert_eq!(
+        ds[0].join(" "),
+        "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE CONTAINERS IMAGES SELECTOR"
+    );
+    // Name, desired, current, ready, up-to-date, available, node selector; then age; then wide.
+    assert_eq!(ds[1][..7], ["agent", "3", "3", "2", "0", "0", "<none>"]);
+    assert_eq!(ds[1][8..], ["agent", "agent:1", "app=agent"]);
+    let dep = words(&s.kubectl_ok(&["get", "deploy", "-n", "shop"]));
+    assert_eq!(dep[0].join(" "), "NAME READY UP-TO-DATE AVAILABLE AGE");
+    assert_eq!(dep[1][..4], ["web", "0/2", "0", "0"]);
+    let roles = words(&s.kubectl_ok(&["get", "clusterroles"]));
+    assert_eq!(roles[0].join(" "), "NAME CREATED AT");
+    assert_eq!(roles[1][0], "shop-reader");
+    assert!(roles[1][1].ends_with('Z'), "{roles:?}");
+    let rb = words(&s.kubectl_ok(&["get", "rolebinding", "-n", "shop", "-o", "wide"]));
+    assert_eq!(rb[0].join(" "), "NAME ROLE AGE USERS GROUPS SERVICEACCOUNTS");
+    assert_eq!(rb[1][..2], ["leases", "Role/leases"]);
+    assert_eq!(rb[1].last().unwrap(), "shop/web");
+    let sa = words(&s.kubectl_ok(&["get", "sa", "web", "-n", "shop"]));
+    assert_eq!(sa[0].join(" "), "NAME SECRETS AGE");
+    assert_eq!(sa[1][..2], ["web", "0"]);
+}
