@@ -425,3 +425,43 @@ fn get_prints_kubectls_columns_for_workloads_and_rbac() {
     assert_eq!(sa[0].join(" "), "NAME SECRETS AGE");
     assert_eq!(sa[1][..2], ["web", "0"]);
 }
+
+#[test]
+fn a_crd_shadowing_a_builtin_kind_serves_nothing_and_its_deletion_keeps_the_objects() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    // What crds/tests used to register before the stand-in served apps/v1 itself.
+    let crd = s.write(
+        "crd.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: daemonsets.apps}\nspec:\n  group: apps\n  scope: Namespaced\n  names: {plural: daemonsets, singular: daemonset, kind: DaemonSet}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
+    );
+    s.kubectl_ok(&["create", "-f", crd.to_str().unwrap()]);
+    let apps = s.kubectl_ok(&["api-resources", "--api-group=apps", "-o", "name"]);
+    assert_eq!(
+        lines(&apps).iter().filter(|l| **l == "daemonsets.apps").count(),
+        1,
+        "{apps}"
+    );
+    let f = s.write("w.yaml", &workloads("--v=1", "web"));
+    s.kubectl_ok(&["apply", "-f", f.to_str().unwrap()]);
+    // The built-in handler answers: its validation still applies.
+    let out = s.kubectl(&[
+        "patch",
+        "ds",
+        "agent",
+        "-n",
+        "shop",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"selector":null}}"#,
+    ]);
+    assert!(
+        !out.status.success(),
+        "the selector was removed: a schemaless CRD answered"
+    );
+    s.kubectl_ok(&["delete", "crd", "daemonsets.apps"]);
+    let ds = s.kubectl_ok(&["get", "ds", "-n", "shop", "-o", "name"]);
+    assert_eq!(lines(&ds), ["daemonset.apps/agent"]);
+}
