@@ -2,14 +2,15 @@
 //! svcnet-cloud-controller, all in the `vpc` namespace on 10.128.0.1, reachable from the nodes), instances
 //! and tainted Nodes, a proxy per node, and the VPC agent.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::state::{self, *};
-use crate::{http, netns, nodes, procs, vpc};
+use crate::{components, http, manifest, netns, nodes, procs, vpc};
 
 const CRD_YAML: &str = include_str!("../../../manifests/crds/cloudloadbalancers.svcnet.dev.yaml");
 
@@ -36,7 +37,7 @@ pub fn gce(st: &State, method: &str, path: &str, body: Option<&Value>) -> Result
     http::json_in(&st.vpc(), method, &gce_url(path), "application/json", body)
 }
 
-pub fn up(dir: &Path, n: u32) -> Result<()> {
+pub fn up(dir: &Path, n: u32, overlay: &Path) -> Result<()> {
     if state::path(dir).exists() {
         bail!(
             "{} exists: a lab is up (run `svcnet-lab down` first)",
@@ -46,6 +47,7 @@ pub fn up(dir: &Path, n: u32) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut st = State {
         prefix: new_prefix(),
+        overlay: overlay.to_path_buf(),
         ..State::default()
     };
     // Saved before anything exists, so `down` can always clean up.
@@ -59,7 +61,13 @@ pub fn up(dir: &Path, n: u32) -> Result<()> {
     Ok(())
 }
 
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
 fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
+    // Read first: a broken overlay fails before anything is made.
+    let docs = manifest::render(&st.overlay)?;
     vpc::create(st)?;
     for i in 1..=n {
         let node = nodes::create(st, i)?;
@@ -67,8 +75,7 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
         state::save(dir, st)?;
     }
     let vpc_ns = st.vpc();
-    let zones = ZONE.to_string();
-    let gce_args: Vec<String> = [
+    let gce_args = strings(&[
         "--listen",
         &format!("{VPC_IP}:{GCE_PORT}"),
         "--project",
@@ -76,44 +83,28 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
         "--region",
         REGION,
         "--zones",
-        &zones,
+        ZONE,
         "--external-range",
         EXTERNAL_RANGE,
         "--op-latency-ms",
         "100",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let pid = procs::spawn(
-        dir,
-        &vpc_ns,
-        "fake-gce",
-        &procs::sibling("svcnet-fake-gce")?,
-        &gce_args,
-    )?;
-    st.pids.push(pid);
-    state::save(dir, st)?;
-    procs::wait_log(dir, "fake-gce", pid, "listening on", Duration::from_secs(20))?;
+    ]);
+    let bin = procs::sibling("svcnet-fake-gce")?;
+    components::launch(dir, st, "fake-gce", &vpc_ns, bin, gce_args)?.wait(dir, Duration::from_secs(20))?;
 
-    let api_args: Vec<String> = vec![
-        "--listen".into(),
-        format!("{VPC_IP}:{API_PORT}"),
-        "--kubeconfig-out".into(),
-        dir.join("kubeconfig").display().to_string(),
-        "--bookmark-interval-ms".into(),
-        "2000".into(),
-    ];
-    let pid = procs::spawn(
-        dir,
-        &vpc_ns,
-        "apiserver",
-        &procs::sibling("svcnet-apiserver")?,
-        &api_args,
-    )?;
-    st.pids.push(pid);
-    state::save(dir, st)?;
-    procs::wait_log(dir, "apiserver", pid, "listening on", Duration::from_secs(20))?;
+    // The state file lets the stand-in restart with its objects (the apiserver-restart scenario).
+    let api_args = strings(&[
+        "--listen",
+        &format!("{VPC_IP}:{API_PORT}"),
+        "--kubeconfig-out",
+        &dir.join("kubeconfig").display().to_string(),
+        "--state-file",
+        &dir.join("apiserver-state.json").display().to_string(),
+        "--bookmark-interval-ms",
+        "2000",
+    ]);
+    let bin = procs::sibling("svcnet-apiserver")?;
+    components::launch(dir, st, "apiserver", &vpc_ns, bin, api_args)?.wait(dir, Duration::from_secs(20))?;
 
     let crd: Value = serde_yaml::from_str(CRD_YAML).context("CRD yaml")?;
     api(
@@ -122,99 +113,30 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
         Some(&crd),
     )?;
-
     for node in &st.nodes {
-        gce(
-            st,
-            "POST",
-            "/_fake/instances",
-            Some(&json!({
-                "name": node.name, "zone": ZONE, "networkIP": node.ip,
-                "natIP": format!("198.51.100.{}", node.index + 1),
-                "tags": [NODE_TAG], "machineType": "e2-medium", "status": "RUNNING"
-            })),
-        )?;
-        // As kubelet with --cloud-provider=external registers it: tainted until the cloud controller
-        // initialises it; the pod CIDR is what the node IPAM controller would assign.
-        api(
-            st,
-            "POST",
-            "/api/v1/nodes",
-            Some(&json!({
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": node.name, "labels": {"kubernetes.io/hostname": node.name}},
-                "spec": {
-                    "podCIDR": node.pod_cidr(), "podCIDRs": [node.pod_cidr()],
-                    "taints": [{"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}]
-                },
-                "status": {
-                    "addresses": [{"type": "InternalIP", "address": node.ip}, {"type": "Hostname", "address": node.name}],
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
-                }
-            })),
-        )?;
+        nodes::register(st, node)?;
     }
 
-    let cc_args: Vec<String> = [
-        "--kubeconfig",
-        &dir.join("kubeconfig").display().to_string(),
-        "--project",
-        PROJECT,
-        "--region",
-        REGION,
-        "--zones",
-        &zones,
-        "--network",
-        NETWORK,
-        "--cluster-name",
-        CLUSTER,
-        "--node-tags",
-        NODE_TAG,
-        "--gce-endpoint",
-        &gce_url(""),
-        "--cluster-cidr",
-        CLUSTER_CIDR,
-        "--gce-poll-ms",
-        "50",
-        "--route-resync-seconds",
-        "10",
-        "--node-monitor-seconds",
-        "5",
-        "--metrics-addr",
-        "127.0.0.1:10258",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let pid = procs::spawn(
-        dir,
-        &vpc_ns,
-        "cloud-controller",
-        &procs::sibling("svcnet-cloud-controller")?,
-        &cc_args,
-    )?;
-    st.pids.push(pid);
+    // The controller as the lab overlay's Deployment runs it (one replica: see README.md).
+    let fields = BTreeMap::from([("metadata.name", "svcnet-cloud-controller-lab".to_owned())]);
+    let cc = manifest::launch(&docs, manifest::CONTROLLER, &dir.join("config"), &fields)?;
+    write_files(&cc.files)?;
+    let bin = procs::sibling(&cc.bin)?;
+    let cc = components::launch(dir, st, "cloud-controller", &vpc_ns, bin, cc.args)?;
 
     let me = std::env::current_exe()?;
-    let agent_args = vec!["agent".to_string(), "--dir".into(), dir.display().to_string()];
-    let pid = procs::spawn(dir, &vpc_ns, "vpc-agent", &me, &agent_args)?;
-    st.pids.push(pid);
+    let agent_args = strings(&["agent", "--dir", &dir.display().to_string()]);
+    components::launch(dir, st, "vpc-agent", &vpc_ns, me, agent_args)?;
 
     let nodes = st.nodes.clone();
+    let mut proxies = Vec::new();
     for node in &nodes {
-        let pid = nodes::start_proxy(dir, node)?;
-        st.pids.push(pid);
+        proxies.push(nodes::start_proxy(dir, st, &docs, node)?);
     }
-    state::save(dir, st)?;
-    for (node, pid) in nodes.iter().zip(st.pids.iter().rev().take(nodes.len()).rev()) {
-        procs::wait_log(
-            dir,
-            &format!("proxy-{}", node.name),
-            *pid,
-            "synced",
-            Duration::from_secs(60),
-        )?;
+    for p in proxies {
+        p.wait(dir, Duration::from_secs(60))?;
     }
+    cc.wait(dir, Duration::from_secs(60))?;
     wait_initialised(st)?;
     println!(
         "lab {} is up: {} node(s); state in {}",
@@ -225,8 +147,19 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
     Ok(())
 }
 
+/// Writes the ConfigMap files a launch reads.
+pub fn write_files(files: &[(std::path::PathBuf, String)]) -> Result<()> {
+    for (path, content) in files {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, content).with_context(|| format!("write {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Waits until the cloud controller removed every node's uninitialized taint and created its route.
-fn wait_initialised(st: &State) -> Result<()> {
+pub fn wait_initialised(st: &State) -> Result<()> {
     let start = Instant::now();
     loop {
         let nodes = api(st, "GET", "/api/v1/nodes", None)?;
@@ -237,14 +170,26 @@ fn wait_initialised(st: &State) -> Result<()> {
                 .flatten()
                 .any(|t| t["key"] == "node.cloudprovider.kubernetes.io/uninitialized")
         });
-        let routes = gce(st, "GET", "/_fake/state", None)?["routes"]
+        let gce_state = gce(st, "GET", "/_fake/state", None)?;
+        let routed: Vec<&str> = gce_state["routes"]
             .as_array()
-            .map_or(0, Vec::len);
-        if !tainted && routes >= st.nodes.len() {
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["destRange"].as_str())
+            .collect();
+        let unrouted: Vec<String> = st
+            .nodes
+            .iter()
+            .map(Node::pod_cidr)
+            .filter(|c| !routed.contains(&c.as_str()))
+            .collect();
+        if !tainted && unrouted.is_empty() {
             return Ok(());
         }
         if start.elapsed() > Duration::from_secs(60) {
-            bail!("nodes not initialised / routes missing after 60s (tainted={tainted}, routes={routes})");
+            bail!(
+                "nodes not initialised / routes missing after 60s (tainted={tainted}, unrouted={unrouted:?})"
+            );
         }
         std::thread::sleep(Duration::from_millis(300));
     }

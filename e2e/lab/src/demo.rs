@@ -10,15 +10,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::state::{self, CLIENT_IP, NODE_TAG, PROJECT, State};
-use crate::{cluster, http, pods, procs};
+use crate::{cluster, http, pods};
 
-pub fn run(dir: &Path, nodes: u32, keep: bool) -> Result<()> {
-    cluster::up(dir, nodes)?;
+pub fn run(dir: &Path, nodes: u32, keep: bool, overlay: &Path) -> Result<()> {
+    cluster::up(dir, nodes, overlay)?;
     let res = walkthrough(dir);
     if let Err(e) = &res {
         eprintln!("\ndemo failed: {e:#}");
         if let Ok(st) = state::load(dir) {
-            diagnostics(dir, &st);
+            crate::diagnose::print(dir, &st);
         }
     }
     if keep && res.is_ok() {
@@ -288,35 +288,4 @@ fn walkthrough(dir: &Path) -> Result<()> {
         dir = dir.display(),
     );
     Ok(())
-}
-
-/// The `diagnose` subcommand (the e2e test calls it when a step failed).
-pub fn diagnose(dir: &Path) -> Result<()> {
-    diagnostics(dir, &state::load(dir)?);
-    Ok(())
-}
-
-/// What a failure needs to be understood: the node's rules, the fake's state, the logs.
-fn diagnostics(dir: &Path, st: &State) {
-    if let Some(node) = st.nodes.first() {
-        eprintln!("---- iptables-save on {} ----", node.name);
-        eprintln!(
-            "{}",
-            crate::netns::exec(&node.ns, &["iptables-save"]).unwrap_or_default()
-        );
-    }
-    eprintln!("---- fake GCE state ----");
-    if let Ok((_, body)) = http::request_in(
-        &st.vpc(),
-        "GET",
-        &cluster::gce_url("/_fake/state"),
-        "application/json",
-        "",
-    ) {
-        eprintln!("{body}");
-    }
-    for name in ["cloud-controller", "vpc-agent", "apiserver"] {
-        let text = std::fs::read_to_string(procs::log_path(dir, name)).unwrap_or_default();
-        eprintln!("---- {name}.log (tail) ----\n{}", procs::tail(&text, 40));
-    }
 }

@@ -1,5 +1,5 @@
 //! GCE firewall rules -> the `vpc` namespace's filter table. Only traffic entering from outside (the
-//! `client` link `cl`) is filtered, as GCE's implied deny-ingress does for traffic from the internet;
+//! client links `cl`, `cl2`) is filtered, as GCE's implied deny-ingress does for traffic from the internet;
 //! traffic between nodes is allowed (the default network's allow-internal). A rule applies to the nodes
 //! whose instance tags meet its `targetTags` (all nodes without target tags). Pure: JSON in, text out.
 
@@ -34,7 +34,7 @@ pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Node]) -> Strin
         .collect();
     let mut out = String::from(
         "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:LAB-FW - [0:0]\n\
-         -A FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n-A FORWARD -i cl -j LAB-FW\n",
+         -A FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n-A FORWARD -i cl+ -j LAB-FW\n",
     );
     let mut sorted: Vec<&Value> = firewalls.iter().collect();
     sorted.sort_by_key(|f| f["name"].as_str().unwrap_or_default().to_owned());

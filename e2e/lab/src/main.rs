@@ -2,15 +2,19 @@
 #![forbid(unsafe_code)]
 
 mod cluster;
+mod components;
 mod demo;
+mod diagnose;
 mod endpoints;
 mod firewall;
 mod http;
+mod manifest;
 mod netns;
 mod nodes;
 mod pods;
 mod procs;
 mod state;
+mod udp;
 mod vpc;
 
 use std::path::PathBuf;
@@ -31,6 +35,15 @@ struct Cli {
         default_value = "/tmp/svcnet-lab"
     )]
     dir: PathBuf,
+    /// The kustomize overlay whose DaemonSet and Deployment give the proxy's and the controller's
+    /// command lines (read with `kubectl kustomize` at `up` and `add-node`).
+    #[arg(
+        long,
+        global = true,
+        env = "SVCNET_LAB_OVERLAY",
+        default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../manifests/overlays/lab")
+    )]
+    overlay: PathBuf,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -44,6 +57,19 @@ enum Cmd {
     },
     /// Remove every namespace, process and file of the lab (also after a crash).
     Down,
+    /// Add a node (namespace, GCE instance, Node object, proxy), like a node pool scaling up.
+    AddNode,
+    /// Remove a node (its pods, Node object, instance, proxy, namespace), like a node pool scaling down.
+    RemoveNode { name: String },
+    /// Kill a component (fake-gce, apiserver, cloud-controller, vpc-agent, proxy-<node>): SIGKILL, a crash.
+    Stop {
+        name: String,
+        /// SIGTERM instead (a clean shutdown).
+        #[arg(long)]
+        graceful: bool,
+    },
+    /// Start a stopped component again with its recorded command line.
+    Start { name: String },
     /// Start pods labelled app=NAME running a hostname server.
     Run {
         name: String,
@@ -68,7 +94,7 @@ enum Cmd {
         #[arg(long)]
         keep: bool,
     },
-    /// Print what a failure needs: a node's iptables-save, the fake GCE's state, control-plane logs.
+    /// Print what a failure needs: every node's iptables-save, the fake GCE's state, the logs' tails.
     Diagnose,
     /// (internal) The VPC agent, run inside the vpc namespace.
     #[command(hide = true)]
@@ -91,19 +117,30 @@ enum Cmd {
         #[arg(long, default_value_t = 10)]
         timeout: u64,
     },
+    /// (internal) One UDP datagram to ADDR:PORT; prints the reply.
+    #[command(hide = true)]
+    Udp {
+        addr: String,
+        #[arg(long, default_value_t = 2)]
+        timeout: u64,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let dir = cli.dir;
     match cli.cmd {
-        Cmd::Up { nodes } => cluster::up(&dir, nodes),
+        Cmd::Up { nodes } => cluster::up(&dir, nodes, &cli.overlay),
         Cmd::Down => cluster::down(&dir),
+        Cmd::AddNode => nodes::add(&dir),
+        Cmd::RemoveNode { name } => nodes::remove(&dir, &name),
+        Cmd::Stop { name, graceful } => components::stop(&dir, &name, graceful),
+        Cmd::Start { name } => components::start(&dir, &name),
         Cmd::Run { name, replicas, port } => pods::scale(&dir, &name, replicas, Some(port)),
         Cmd::Scale { name, replicas } => pods::scale(&dir, &name, replicas, None),
         Cmd::Delete { name } => pods::delete(&dir, &name),
-        Cmd::Demo { nodes, keep } => demo::run(&dir, nodes, keep),
-        Cmd::Diagnose => demo::diagnose(&dir),
+        Cmd::Demo { nodes, keep } => demo::run(&dir, nodes, keep, &cli.overlay),
+        Cmd::Diagnose => diagnose::run(&dir),
         Cmd::Agent => vpc::agent(&dir),
         Cmd::ServeHostname { name, port } => pods::serve_hostname(&name, port),
         Cmd::Http {
@@ -112,5 +149,6 @@ fn main() -> anyhow::Result<()> {
             content_type,
             timeout,
         } => http::main(&method, &url, &content_type, timeout),
+        Cmd::Udp { addr, timeout } => udp::main(&addr, timeout),
     }
 }

@@ -23,9 +23,13 @@ pub fn log_path(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// Starts `bin args` in `ns`; returns the pid (`ip netns exec` execs the program, so it is the program's).
+/// The log is appended to, so a restarted component keeps its history in one file.
 pub fn spawn(dir: &Path, ns: &str, name: &str, bin: &Path, args: &[String]) -> Result<u32> {
     std::fs::create_dir_all(dir.join("logs"))?;
-    let log = std::fs::File::create(log_path(dir, name))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path(dir, name))?;
     let child = Command::new("ip")
         .args(["netns", "exec", ns])
         .arg(bin)
@@ -39,11 +43,25 @@ pub fn spawn(dir: &Path, ns: &str, name: &str, bin: &Path, args: &[String]) -> R
     Ok(child.id())
 }
 
-/// Waits until `name`'s log contains `needle`; fails early (with the log) when the process died.
-pub fn wait_log(dir: &Path, name: &str, pid: u32, needle: &str, timeout: Duration) -> Result<()> {
+/// The current length of `name`'s log: pass it to [`wait_log`] to look only at what comes after.
+pub fn log_len(dir: &Path, name: &str) -> usize {
+    std::fs::metadata(log_path(dir, name)).map_or(0, |m| m.len() as usize)
+}
+
+/// Waits until `name`'s log (after byte `from`) contains `needle`; fails early (with the log) when the
+/// process died.
+pub fn wait_log(
+    dir: &Path,
+    name: &str,
+    from: usize,
+    pid: u32,
+    needle: &str,
+    timeout: Duration,
+) -> Result<()> {
     let start = Instant::now();
     loop {
-        let text = std::fs::read_to_string(log_path(dir, name)).unwrap_or_default();
+        let all = std::fs::read(log_path(dir, name)).unwrap_or_default();
+        let text = String::from_utf8_lossy(all.get(from..).unwrap_or_default());
         if text.contains(needle) {
             return Ok(());
         }
@@ -63,9 +81,16 @@ pub fn alive(pid: u32) -> bool {
 
 /// Kills a recorded pid only if it still runs one of our programs (pids are reused after a crash).
 pub fn kill(pid: u32) {
+    signal(pid, "KILL");
+}
+
+/// Sends `sig` (`KILL`, `TERM`) to a recorded pid if it still runs one of our programs.
+pub fn signal(pid: u32, sig: &str) {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     if String::from_utf8_lossy(&cmdline).contains("svcnet-") {
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        let _ = Command::new("kill")
+            .args([&format!("-{sig}"), &pid.to_string()])
+            .status();
     }
 }
 

@@ -2,24 +2,29 @@
 //! `run`/`scale` made (pods), which the VPC agent reads to write EndpointSlices. Written atomically
 //! (temp file + rename) because the agent reads it concurrently.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+// The fake GCE project the lab makes. The controller and proxy read theirs from manifests/overlays/lab
+// (gce.conf, config.conf, the Deployment's flags), which must name the same values (project, zone, node
+// tag, cluster CIDR 10.64.0.0/14, control plane on VPC_IP).
 pub const PROJECT: &str = "svcnet-lab";
 pub const REGION: &str = "us-central1";
 pub const ZONE: &str = "us-central1-b";
-pub const CLUSTER: &str = "svcnet-lab";
 pub const NODE_TAG: &str = "svcnet-lab-node";
-pub const NETWORK: &str = "default";
 /// The VPC router's address on every node link; the control plane listens on it.
 pub const VPC_IP: &str = "10.128.0.1";
 pub const API_PORT: u16 = 6443;
 pub const GCE_PORT: u16 = 8085;
 pub const CLIENT_GW: &str = "192.0.2.1";
 pub const CLIENT_IP: &str = "192.0.2.10";
-pub const CLUSTER_CIDR: &str = "10.64.0.0/14";
+/// A second outside client (`<prefix>-client2`, link `cl2`): a source outside a Service's
+/// loadBalancerSourceRanges that is not the first client's.
+pub const CLIENT2_GW: &str = "198.18.0.1";
+pub const CLIENT2_IP: &str = "198.18.0.10";
 pub const EXTERNAL_RANGE: &str = "203.0.113.0/24";
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -53,6 +58,15 @@ pub struct Pod {
     pub seq: u32,
 }
 
+/// A long-running component (control plane or proxy) with what is needed to start it again.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Proc {
+    pub pid: u32,
+    pub ns: String,
+    pub bin: PathBuf,
+    pub args: Vec<String>,
+}
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct State {
     pub prefix: String,
@@ -61,6 +75,13 @@ pub struct State {
     /// Every process started by the lab (also found through `ip netns pids` on `down`).
     pub pids: Vec<u32>,
     pub next_seq: u32,
+    /// Named components (`fake-gce`, `apiserver`, `cloud-controller`, `vpc-agent`, `proxy-<node>`), so
+    /// `stop`/`start` can kill and relaunch one with its recorded command line.
+    #[serde(default)]
+    pub procs: BTreeMap<String, Proc>,
+    /// The kustomize overlay the proxy and controller command lines come from (`crate::manifest`).
+    #[serde(default)]
+    pub overlay: PathBuf,
 }
 
 impl State {
@@ -69,6 +90,9 @@ impl State {
     }
     pub fn client(&self) -> String {
         format!("{}-client", self.prefix)
+    }
+    pub fn client2(&self) -> String {
+        format!("{}-client2", self.prefix)
     }
 }
 

@@ -16,25 +16,27 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::state::{self, CLIENT_GW, CLIENT_IP, State};
+use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State};
 use crate::{cluster, endpoints, firewall, http, netns};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.
 const PROTO: &str = "99";
 
-/// Creates the `vpc` and `client` namespaces and the link between them.
+/// Creates the `vpc` namespace and the two outside clients linked to it (`client` over `cl`, `client2`
+/// over `cl2`: two sources for loadBalancerSourceRanges).
 pub fn create(st: &State) -> Result<()> {
     let vpc = st.vpc();
-    let client = st.client();
     netns::add(&vpc)?;
-    netns::add(&client)?;
-    netns::veth(&vpc, "cl", &client, "eth0")?;
-    netns::ip(&vpc, &["addr", "add", &format!("{CLIENT_GW}/24"), "dev", "cl"])?;
-    netns::ip(
-        &client,
-        &["addr", "add", &format!("{CLIENT_IP}/24"), "dev", "eth0"],
-    )?;
-    netns::ip(&client, &["route", "add", "default", "via", CLIENT_GW])?;
+    for (ns, link, gw, ip) in [
+        (st.client(), "cl", CLIENT_GW, CLIENT_IP),
+        (st.client2(), "cl2", CLIENT2_GW, CLIENT2_IP),
+    ] {
+        netns::add(&ns)?;
+        netns::veth(&vpc, link, &ns, "eth0")?;
+        netns::ip(&vpc, &["addr", "add", &format!("{gw}/24"), "dev", link])?;
+        netns::ip(&ns, &["addr", "add", &format!("{ip}/24"), "dev", "eth0"])?;
+        netns::ip(&ns, &["route", "add", "default", "via", gw])?;
+    }
     Ok(())
 }
 

@@ -1,0 +1,49 @@
+//! `svcnet-lab diagnose`: what a failed step needs to be understood, on stderr: every node's
+//! `iptables-save` (run inside the node namespace), the VPC router's routes, the fake GCE's state and
+//! injected faults, the Services as the API stand-in holds them, and the tail of every component's log.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::state::{self, State};
+use crate::{cluster, http, netns, procs};
+
+pub fn run(dir: &Path) -> Result<()> {
+    print(dir, &state::load(dir)?);
+    Ok(())
+}
+
+fn get_in_vpc(st: &State, url: &str) -> String {
+    match http::request_in(&st.vpc(), "GET", url, "application/json", "") {
+        Ok((_, body)) => body,
+        Err(e) => format!("(unavailable: {e:#})"),
+    }
+}
+
+pub fn print(dir: &Path, st: &State) {
+    for node in &st.nodes {
+        eprintln!("---- iptables-save on {} ({}) ----", node.name, node.ns);
+        match netns::exec(&node.ns, &["iptables-save"]) {
+            Ok(rules) => eprintln!("{rules}"),
+            Err(e) => eprintln!("(unavailable: {e:#})"),
+        }
+    }
+    eprintln!("---- routes in the vpc router ----");
+    eprintln!("{}", netns::ip(&st.vpc(), &["route"]).unwrap_or_default());
+    eprintln!("---- fake GCE state ----");
+    eprintln!("{}", get_in_vpc(st, &cluster::gce_url("/_fake/state")));
+    eprintln!("---- fake GCE faults ----");
+    eprintln!("{}", get_in_vpc(st, &cluster::gce_url("/_fake/faults")));
+    eprintln!("---- services (API stand-in) ----");
+    eprintln!("{}", get_in_vpc(st, &cluster::api_url("/api/v1/services")));
+    let mut names: Vec<String> = ["fake-gce", "apiserver", "cloud-controller", "vpc-agent"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    names.extend(st.nodes.iter().map(|n| format!("proxy-{}", n.name)));
+    for name in names {
+        let text = std::fs::read_to_string(procs::log_path(dir, &name)).unwrap_or_default();
+        eprintln!("---- {name}.log (tail) ----\n{}", procs::tail(&text, 40));
+    }
+}
