@@ -1,0 +1,105 @@
+//! Scenario code: what each e2e step does and asserts, written against [`Cluster`] only (no namespace,
+//! process or kind detail), so the same steps run on the local lab and on kind.
+#![allow(clippy::unwrap_used, dead_code)]
+
+pub mod basics;
+pub mod lifecycle;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Cluster, From, api, wait_for};
+
+pub const SVCS: &str = "/api/v1/namespaces/default/services";
+
+pub fn svc_path(name: &str) -> String {
+    format!("{SVCS}/{name}")
+}
+
+/// Creates Service `name` selecting `app=<app>` with `spec` merged in.
+pub fn create_svc(c: &dyn Cluster, name: &str, app: &str, spec: Value) -> Value {
+    let mut body = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+        "spec": {"selector": {"app": app}}});
+    for (k, v) in spec.as_object().unwrap() {
+        body["spec"][k] = v.clone();
+    }
+    api(c, "POST", SVCS, Some(&body))
+}
+
+pub fn patch_svc(c: &dyn Cluster, name: &str, patch: Value) -> Value {
+    api(c, "PATCH", &svc_path(name), Some(&patch))
+}
+
+/// Waits for the Service's LB ingress IP.
+pub fn lb_ip(c: &dyn Cluster, name: &str) -> String {
+    wait_for(
+        &format!("an ingress IP for {name}"),
+        Duration::from_secs(90),
+        || {
+            let s = c.api("GET", &svc_path(name), None).ok()?;
+            s["status"]["loadBalancer"]["ingress"][0]["ip"]
+                .as_str()
+                .map(str::to_owned)
+        },
+    )
+}
+
+/// The GCE name of a Service's load balancer: "a" + uid without dashes, cut to 32.
+pub fn lb_name(c: &dyn Cluster, name: &str) -> String {
+    let s = api(c, "GET", &svc_path(name), None);
+    let uid = s["metadata"]["uid"].as_str().unwrap().replace('-', "");
+    format!("a{uid}").chars().take(32).collect()
+}
+
+/// Distinct answers of `n` GETs of `url` from `from` (failures count as "<none>").
+pub fn answers(c: &dyn Cluster, from: From<'_>, url: &str, n: usize) -> BTreeSet<String> {
+    (0..n)
+        .map(|_| c.get(from, url).unwrap_or_else(|| "<none>".into()))
+        .collect()
+}
+
+/// Waits until GETs of `url` from `from` have returned every name in `want`.
+pub fn wait_all_answer(c: &dyn Cluster, from: From<'_>, url: &str, want: usize) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    wait_for(
+        &format!("{want} distinct answers from {url} ({from:?})"),
+        Duration::from_secs(30),
+        || {
+            if let Some(name) = c.get(from, url) {
+                seen.insert(name);
+            }
+            (seen.len() >= want).then_some(())
+        },
+    );
+    seen
+}
+
+/// Waits until `url` answers from `from`; the answer.
+pub fn wait_answer(c: &dyn Cluster, from: From<'_>, url: &str) -> String {
+    wait_for(
+        &format!("{url} to answer ({from:?})"),
+        Duration::from_secs(30),
+        || c.get(from, url),
+    )
+}
+
+/// Names of the pods of `app` (as the EndpointSlices list them).
+pub fn pod_names(c: &dyn Cluster, svc: &str) -> BTreeSet<String> {
+    let slices = api(
+        c,
+        "GET",
+        &format!(
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io/service-name={svc}"
+        ),
+        None,
+    );
+    slices["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+        .filter_map(|e| e["targetRef"]["name"].as_str().map(str::to_owned))
+        .collect()
+}

@@ -1,0 +1,333 @@
+//! The local cluster: `svcnet-lab` (network namespaces, the API stand-in, the fake GCE, the real proxy
+//! and controller). Everything lives in the lab's own uniquely named namespaces; `down` runs on drop,
+//! so every path (assertion failures included) removes them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use super::{Cluster, Component, From};
+
+pub fn lab_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_svcnet-lab"))
+}
+
+/// Builds the other binaries into this test's target dir (same profile), next to svcnet-lab.
+pub fn build_siblings() {
+    let profile_dir = lab_bin().parent().unwrap().to_path_buf();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q"]);
+    for p in [
+        "svcnet-apiserver",
+        "svcnet-fake-gce",
+        "svcnet-proxy",
+        "svcnet-cloud-controller",
+    ] {
+        cmd.args(["-p", p]);
+    }
+    if let Some(target) = profile_dir.parent() {
+        cmd.arg("--target-dir").arg(target);
+    }
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let ok = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
+    assert!(ok.success(), "building the lab's binaries failed");
+}
+
+/// Whether network namespaces can be made here; under CI=true they must.
+fn netns_or_skip() -> bool {
+    let name = format!("svcnet-t-labprobe-{}", std::process::id());
+    let ok = Command::new("ip")
+        .args(["netns", "add", &name])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        let _ = Command::new("ip").args(["netns", "del", &name]).status();
+        return true;
+    }
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| !v.is_empty()),
+        "network namespaces are required in CI but unavailable"
+    );
+    eprintln!("SKIPPED: cannot create network namespaces (not root?)");
+    false
+}
+
+pub struct Lab {
+    _tmp: tempfile::TempDir,
+    pub dir: PathBuf,
+    pub prefix: String,
+    is_down: bool,
+}
+
+/// Runs `svcnet-lab --dir DIR args`; stdout, or Err with both outputs.
+pub fn run_lab(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(lab_bin())
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(stdout)
+    } else {
+        Err(format!(
+            "svcnet-lab {args:?} failed:\n{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// A helper subcommand of svcnet-lab (`http`, `udp`) run inside `ns`; its stdout on success.
+fn in_ns(ns: &str, args: &[&str], stdin: &str) -> Option<String> {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(lab_bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .env("RUST_BACKTRACE", "0")
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut s = child.stdin.take().unwrap();
+        let _ = s.write_all(stdin.as_bytes());
+    }
+    let out = child.wait_with_output().unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// One HTTP request from `ns`: (status, body).
+fn http_in(ns: &str, method: &str, url: &str, body: Option<&Value>) -> Option<(u16, String)> {
+    let ct = if method == "PATCH" {
+        "application/merge-patch+json"
+    } else {
+        "application/json"
+    };
+    let text = in_ns(
+        ns,
+        &["http", method, url, "--timeout", "2", "--content-type", ct],
+        &body.map(Value::to_string).unwrap_or_default(),
+    )?;
+    let (code, rest) = text.split_once('\n')?;
+    Some((code.parse().ok()?, rest.trim().to_owned()))
+}
+
+fn json_in(ns: &str, method: &str, url: &str, body: Option<&Value>) -> Result<Value, String> {
+    match http_in(ns, method, url, body) {
+        Some((code, text)) if (200..300).contains(&code) => {
+            Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+        }
+        Some((code, text)) => Err(format!("{code} {text}")),
+        None => Err("no answer".into()),
+    }
+}
+
+impl Lab {
+    /// `svcnet-lab up --nodes N` in a fresh temp dir; None when namespaces are unavailable (SKIPPED).
+    pub fn up(nodes: u32) -> Option<Lab> {
+        if !netns_or_skip() {
+            return None;
+        }
+        build_siblings();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("lab");
+        let mut lab = Lab {
+            _tmp: tmp,
+            dir,
+            prefix: String::new(),
+            is_down: false,
+        };
+        let up = run_lab(&lab.dir, &["up", "--nodes", &nodes.to_string()]);
+        // Read the prefix even when `up` failed, so the final check can look for leftovers.
+        let st = std::fs::read_to_string(lab.dir.join("state.json")).unwrap_or_default();
+        let st: Value = serde_json::from_str(&st).unwrap_or(Value::Null);
+        lab.prefix = st["prefix"].as_str().unwrap_or_default().to_owned();
+        if let Err(e) = up {
+            panic!("{e}");
+        }
+        Some(lab)
+    }
+
+    fn vpc(&self) -> String {
+        format!("{}-vpc", self.prefix)
+    }
+
+    fn ns(&self, from: From<'_>) -> String {
+        match from {
+            From::Client => format!("{}-client", self.prefix),
+            From::Client2 => format!("{}-client2", self.prefix),
+            From::Node(name) => format!("{}-{name}", self.prefix),
+        }
+    }
+
+    fn lab(&self, args: &[&str]) -> String {
+        run_lab(&self.dir, args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn component(c: Component) -> &'static str {
+        match c {
+            Component::CloudController => "cloud-controller",
+            Component::ApiServer => "apiserver",
+        }
+    }
+}
+
+impl Cluster for Lab {
+    fn kind(&self) -> &'static str {
+        "local"
+    }
+
+    fn api(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+        json_in(
+            &self.vpc(),
+            method,
+            &format!("http://10.128.0.1:6443{path}"),
+            body,
+        )
+    }
+
+    fn gce(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+        json_in(
+            &self.vpc(),
+            method,
+            &format!("http://10.128.0.1:8085{path}"),
+            body,
+        )
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.vpc(), "kubectl", "--kubeconfig"])
+            .arg(self.dir.join("kubeconfig"))
+            .args(args)
+            .env("KUBECACHEDIR", self.dir.join("kubecache"))
+            .output()
+            .unwrap();
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    fn get(&self, from: From<'_>, url: &str) -> Option<String> {
+        match http_in(&self.ns(from), "GET", url, None) {
+            Some((200, body)) => Some(body),
+            _ => None,
+        }
+    }
+
+    fn udp(&self, from: From<'_>, addr: &str) -> Option<String> {
+        in_ns(&self.ns(from), &["udp", addr, "--timeout", "1"], "").map(|s| s.trim().to_owned())
+    }
+
+    fn run_pods(&self, app: &str, replicas: usize, port: u16) {
+        self.lab(&[
+            "run",
+            app,
+            "--replicas",
+            &replicas.to_string(),
+            "--port",
+            &port.to_string(),
+        ]);
+    }
+
+    fn scale(&self, app: &str, replicas: usize) {
+        self.lab(&["scale", app, "--replicas", &replicas.to_string()]);
+    }
+
+    fn nodes(&self) -> Vec<(String, String)> {
+        let st: Value =
+            serde_json::from_str(&std::fs::read_to_string(self.dir.join("state.json")).unwrap()).unwrap();
+        st["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| {
+                (
+                    n["name"].as_str().unwrap().to_owned(),
+                    n["ip"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    fn add_node(&self) -> String {
+        let before: Vec<String> = self.nodes().into_iter().map(|n| n.0).collect();
+        self.lab(&["add-node"]);
+        self.nodes()
+            .into_iter()
+            .map(|n| n.0)
+            .find(|n| !before.contains(n))
+            .unwrap()
+    }
+
+    fn remove_node(&self, name: &str) {
+        self.lab(&["remove-node", name]);
+    }
+
+    fn stop(&self, c: Component) {
+        self.lab(&["stop", Self::component(c)]);
+    }
+
+    fn start(&self, c: Component) {
+        self.lab(&["start", Self::component(c)]);
+    }
+
+    fn lb_backends(&self, lb_ip: &str) -> Vec<String> {
+        let out = Command::new("ip")
+            .args(["-n", &self.vpc(), "route", "show", &format!("{lb_ip}/32")])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let words: Vec<&str> = text.split_whitespace().collect();
+        words
+            .windows(2)
+            .filter(|w| w[0] == "via")
+            .map(|w| w[1].to_owned())
+            .collect()
+    }
+
+    fn client_ips(&self) -> (String, String) {
+        ("192.0.2.10".into(), "198.18.0.10".into())
+    }
+
+    fn diagnose(&self) {
+        if let Err(e) = run_lab(&self.dir, &["diagnose"]) {
+            eprintln!("{e}");
+        }
+    }
+
+    fn down(&mut self) {
+        self.is_down = true;
+        self.lab(&["down"]);
+        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let left: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !self.prefix.is_empty() && l.starts_with(&self.prefix))
+            .map(str::to_owned)
+            .collect();
+        assert!(left.is_empty(), "namespaces left behind: {left:?}");
+        assert!(!self.dir.exists(), "lab dir left behind");
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.is_down {
+            return;
+        }
+        if let Err(e) = run_lab(&self.dir, &["down"]) {
+            eprintln!("{e}");
+        }
+    }
+}

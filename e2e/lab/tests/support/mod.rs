@@ -1,0 +1,162 @@
+//! The e2e harness: a [`Cluster`] (how the cluster is made: the local lab, or kind) and a [`Scenario`]
+//! that runs named steps against it. A failing step prints its name, then the cluster's diagnostics
+//! (every node's iptables-save, the fake GCE's state, log tails), and fails the test with the step name.
+//! Scenario code only talks to the [`Cluster`] trait, so it runs unchanged on either cluster.
+#![allow(clippy::unwrap_used, dead_code)]
+
+pub mod kind;
+pub mod lab;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Where a request is made from.
+#[derive(Clone, Copy, Debug)]
+pub enum From<'a> {
+    /// The outside client (inside every Service's loadBalancerSourceRanges the scenarios set).
+    Client,
+    /// A second outside client with another source address.
+    Client2,
+    /// A node (by name): its own network namespace, where the proxy's rules apply.
+    Node(&'a str),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Component {
+    CloudController,
+    ApiServer,
+}
+
+/// What scenarios need from a cluster.
+pub trait Cluster {
+    /// `local` or `kind`.
+    fn kind(&self) -> &'static str;
+    /// A JSON call to the Kubernetes API (PATCH is a merge patch); Err carries status and body.
+    fn api(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
+    /// A JSON call to the fake GCE (`/compute/v1/...` and the admin `/_fake/...`).
+    fn gce(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
+    /// The real kubectl against the cluster's API.
+    fn kubectl(&self, args: &[&str]) -> Result<String, String>;
+    /// HTTP GET; the body (trimmed) on 200, None otherwise (timeouts included).
+    fn get(&self, from: From<'_>, url: &str) -> Option<String>;
+    /// One UDP datagram to `addr` (`ip:port`); the reply (trimmed) or None.
+    fn udp(&self, from: From<'_>, addr: &str) -> Option<String>;
+    /// Pods labelled `app=<app>` serving their name on `port` (TCP/HTTP and UDP).
+    fn run_pods(&self, app: &str, replicas: usize, port: u16);
+    fn scale(&self, app: &str, replicas: usize);
+    /// (name, internal IP) of every node.
+    fn nodes(&self) -> Vec<(String, String)>;
+    /// Adds a node; its name.
+    fn add_node(&self) -> String;
+    fn remove_node(&self, name: &str);
+    /// Kills a control-plane component (a crash, no clean shutdown).
+    fn stop(&self, c: Component);
+    /// Starts it again as it was.
+    fn start(&self, c: Component);
+    /// The node IPs the network currently sends `lb_ip` to (the healthy target pool members).
+    fn lb_backends(&self, lb_ip: &str) -> Vec<String>;
+    /// Source addresses of [`From::Client`] and [`From::Client2`].
+    fn client_ips(&self) -> (String, String);
+    /// Prints what a failure needs (stderr).
+    fn diagnose(&self);
+    /// Tears everything down; checks nothing is left (panics otherwise).
+    fn down(&mut self);
+}
+
+/// The cluster E2E_CLUSTER names (default `local`); None when the test must be SKIPPED.
+pub fn cluster() -> Option<Box<dyn Cluster>> {
+    match std::env::var("E2E_CLUSTER").as_deref() {
+        Ok("kind") => Some(Box::new(kind::Kind::create())),
+        Ok("local") | Ok("") | Err(_) => lab::Lab::up(2).map(|l| Box::new(l) as Box<dyn Cluster>),
+        Ok(other) => panic!("E2E_CLUSTER={other}: expected local or kind"),
+    }
+}
+
+/// Named steps over one cluster.
+pub struct Scenario {
+    pub c: Box<dyn Cluster>,
+    n: usize,
+    start: Instant,
+}
+
+impl Scenario {
+    pub fn new(c: Box<dyn Cluster>) -> Self {
+        Scenario {
+            c,
+            n: 0,
+            start: Instant::now(),
+        }
+    }
+
+    /// Runs one step; on failure prints the step, the diagnostics, and fails with the step's name.
+    pub fn step<T>(&mut self, name: &str, f: impl FnOnce(&dyn Cluster) -> T) -> T {
+        self.n += 1;
+        let t = Instant::now();
+        println!("==> step {}: {name}", self.n);
+        match catch_unwind(AssertUnwindSafe(|| f(self.c.as_ref()))) {
+            Ok(v) => {
+                println!("    ok ({:.1}s)", t.elapsed().as_secs_f64());
+                v
+            }
+            Err(e) => {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                eprintln!(
+                    "\n#### step {} FAILED: {name}\n#### {msg}\n#### diagnostics follow",
+                    self.n
+                );
+                self.c.diagnose();
+                eprintln!("#### end of diagnostics for step {}: {name}", self.n);
+                panic!("step {} \"{name}\" failed: {msg}", self.n);
+            }
+        }
+    }
+
+    pub fn total(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+/// Polls `f` every 300 ms until it returns Some; panics with `what` after `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// The CLI's expectation: the API call succeeds.
+pub fn api(c: &dyn Cluster, method: &str, path: &str, body: Option<&Value>) -> Value {
+    c.api(method, path, body)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+pub fn gce(c: &dyn Cluster, method: &str, path: &str, body: Option<&Value>) -> Value {
+    c.gce(method, path, body)
+        .unwrap_or_else(|e| panic!("GCE {method} {path}: {e}"))
+}
+
+/// The fake GCE's resources of one collection (`forwardingRules`, `targetPools`, ...).
+pub fn gce_objects(c: &dyn Cluster, collection: &str) -> Vec<Value> {
+    gce(c, "GET", "/_fake/state", None)[collection]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The last path segment of a GCE link.
+pub fn last(url: &str) -> &str {
+    url.rsplit('/').next().unwrap_or(url)
+}
