@@ -302,9 +302,13 @@ impl Cluster for Lab {
     }
 
     fn diagnose(&self) {
-        if let Err(e) = run_lab(&self.dir, &["diagnose"]) {
-            eprintln!("{e}");
-        }
+        // Inherited stdio: the diagnostics go straight to the test's output.
+        let _ = Command::new(lab_bin())
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("diagnose")
+            .env("RUST_BACKTRACE", "0")
+            .status();
     }
 
     fn down(&mut self) {
