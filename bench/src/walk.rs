@@ -47,7 +47,7 @@ fn classify(rule: &str) -> Test {
 impl<'a> Walker<'a> {
     pub fn new(r: &'a Rendered) -> Walker<'a> {
         Walker {
-            chains: r.nat.iter().map(|c| (c.name.as_str(), c)).collect(),
+            chains: r.nat.iter().map(|c| (c.name.as_str(), c.as_ref())).collect(),
         }
     }
 

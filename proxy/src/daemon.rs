@@ -213,14 +213,8 @@ impl Context {
         self.metrics.service_changes_pending.set(0);
         self.metrics.endpoint_changes_pending.set(0);
         let snap = Snapshot {
-            services: self
-                .stores
-                .services
-                .state()
-                .iter()
-                .map(|s| (**s).clone())
-                .collect(),
-            slices: self.stores.slices.state().iter().map(|s| (**s).clone()).collect(),
+            services: self.stores.services.state(),
+            slices: self.stores.slices.state(),
             node: self.stores.node.state().first().map(|n| (**n).clone()),
         };
         self.health.set_node(snap.node.as_ref());
@@ -237,8 +231,8 @@ impl Context {
                         seq = self.seq,
                         full = out.full.map(|r| r.as_str()),
                         bytes = out.payload_len,
-                        services = out.rendered.stats.services,
-                        endpoints = out.rendered.stats.endpoints,
+                        services = out.stats.services,
+                        endpoints = out.stats.endpoints,
                         elapsed_ms = started.elapsed().as_millis() as u64,
                         "synced"
                     );

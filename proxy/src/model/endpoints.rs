@@ -13,8 +13,8 @@ const KIND: &str = "EndpointSlice";
 
 /// Merges all slices of `family`. Endpoints are deduplicated by `ip:port` (first slice by name wins)
 /// and sorted by that string, so output never depends on watch order.
-pub fn endpoints_from_slices(
-    slices: &[EndpointSlice],
+pub fn endpoints_from_slices<'a>(
+    slices: impl IntoIterator<Item = &'a EndpointSlice>,
     family: Family,
 ) -> (BTreeMap<ServicePortName, Vec<Endpoint>>, Vec<ModelError>) {
     let mut errors = Vec::new();
@@ -22,7 +22,7 @@ pub fn endpoints_from_slices(
         Family::V4 => "IPv4",
         Family::V6 => "IPv6",
     };
-    let mut sorted: Vec<&EndpointSlice> = slices.iter().filter(|s| s.address_type == wanted).collect();
+    let mut sorted: Vec<&EndpointSlice> = slices.into_iter().filter(|s| s.address_type == wanted).collect();
     sorted.sort_by(|a, b| {
         (a.metadata.namespace.as_deref(), a.metadata.name.as_deref())
             .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))

@@ -97,7 +97,7 @@ impl fmt::Display for ServicePortName {
 }
 
 /// One port of one Service, for one IP family.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ServicePort {
     pub name: ServicePortName,
     pub cluster_ip: IpAddr,
@@ -129,7 +129,7 @@ impl ServicePort {
 }
 
 /// One endpoint of one service port.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Endpoint {
     pub ip: IpAddr,
     pub port: u16,
@@ -186,9 +186,10 @@ pub struct ProxyState {
 
 impl ProxyState {
     /// Builds the state for one family from API objects. Bad objects are reported, never fatal.
-    pub fn from_k8s(
-        services: &[k8s_openapi::api::core::v1::Service],
-        slices: &[k8s_openapi::api::discovery::v1::EndpointSlice],
+    /// Takes references so the daemon can pass the reflector's shared objects without copying them.
+    pub fn from_k8s<'a>(
+        services: impl IntoIterator<Item = &'a k8s_openapi::api::core::v1::Service>,
+        slices: impl IntoIterator<Item = &'a k8s_openapi::api::discovery::v1::EndpointSlice>,
         family: Family,
     ) -> ProxyState {
         let mut state = ProxyState::default();

@@ -3,6 +3,8 @@
 //! `render` builds the whole desired ruleset as plain data ([`Rendered`]); `payload` turns it into
 //! iptables-restore text; `partial` writes only what changed against the digests of the last sync.
 
+mod cache;
+mod diff;
 mod dispatch;
 pub mod naming;
 mod payload;
@@ -12,12 +14,14 @@ mod service;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+pub use cache::Renderer;
 pub use payload::{ChainDigests, FullOptions, Jump, PayloadStats, Payloads, UNBATCHED, jumps};
 pub use service::ServiceRules;
 
 use crate::config::RenderConfig;
-use crate::model::{NodeFacts, ProxyState, ServicePortName, categorize};
+use crate::model::{NodeFacts, ProxyState, ServicePortName};
 use naming::*;
 
 /// Above this many endpoints upstream drops per-endpoint comments ("large cluster mode").
@@ -50,11 +54,16 @@ pub struct Chain {
 pub struct Rendered {
     pub family: crate::model::Family,
     /// filter chains in payload order.
-    pub filter: Vec<Chain>,
-    /// nat chains in payload order (top-level chains first, then per-service chains).
-    pub nat: Vec<Chain>,
-    /// Which service port owns which nat chains (for partial syncs and `explain`).
+    pub filter: Vec<Arc<Chain>>,
+    /// nat chains in payload order: the `shared` chains every service uses (KUBE-SERVICES,
+    /// KUBE-NODEPORTS, KUBE-POSTROUTING, KUBE-MARK-MASQ, KUBE-DST-*), then each service port's own.
+    pub nat: Vec<Arc<Chain>>,
+    /// How many leading `nat` chains are shared.
+    pub shared: usize,
+    /// Which service port owns which nat chains (for `explain` and the bench).
     pub owners: BTreeMap<ServicePortName, Vec<String>>,
+    /// Each service port's rules, shared with the render cache (partial syncs skip them by pointer).
+    pub services: BTreeMap<ServicePortName, Arc<ServiceRules>>,
     pub stats: RenderStats,
 }
 
@@ -72,7 +81,12 @@ impl Rendered {
             Table::Filter => &self.filter,
             Table::Nat => &self.nat,
         };
-        chains.iter().find(|c| c.name == name)
+        chains.iter().find(|c| c.name == name).map(AsRef::as_ref)
+    }
+
+    /// The nat chains every service uses.
+    pub fn shared_nat(&self) -> &[Arc<Chain>] {
+        self.nat.get(..self.shared).unwrap_or(&self.nat)
     }
 }
 
@@ -98,32 +112,14 @@ pub fn comment(text: &str) -> String {
     if plain { clean } else { format!("\"{clean}\"") }
 }
 
-/// Renders the whole ruleset.
+/// Renders the whole ruleset (from scratch; the daemon keeps a [`Renderer`] to reuse unchanged
+/// services between syncs).
 pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Rendered {
-    let total_endpoints: usize = state
-        .services
-        .keys()
-        .filter_map(|k| state.endpoints.get(k))
-        .map(Vec::len)
-        .sum();
-    let ctx = service::Ctx {
-        cfg,
-        node,
-        large_cluster: total_endpoints > LARGE_CLUSTER_ENDPOINTS,
-        local_detector: cfg.local_detector(),
-    };
-    let mut per_service: Vec<(ServicePortName, ServiceRules)> = Vec::with_capacity(state.services.len());
-    let empty = Vec::new();
-    for (name, svc) in &state.services {
-        let eps = state.endpoints.get(name).unwrap_or(&empty);
-        let cat = categorize(eps, svc, node);
-        per_service.push((name.clone(), service::render_service_port(svc, &cat, &ctx)));
-    }
-    assemble(per_service, node, cfg, total_endpoints)
+    Renderer::default().render(state, node, cfg)
 }
 
 fn assemble(
-    per_service: Vec<(ServicePortName, ServiceRules)>,
+    per_service: Vec<(ServicePortName, Arc<ServiceRules>)>,
     node: &NodeFacts,
     cfg: &RenderConfig,
     total_endpoints: usize,
@@ -180,19 +176,22 @@ fn assemble(
 
     let mut dispatch_rules = Vec::new();
     let mut service_chains = Vec::new();
-    for (name, rules) in per_service {
-        f_services.rules.extend(rules.filter_services);
-        f_external.rules.extend(rules.filter_external);
-        f_nodeports.rules.extend(rules.filter_nodeports);
-        f_firewall.rules.extend(rules.filter_firewall);
-        n_nodeports.rules.extend(rules.nat_nodeports);
-        dispatch_rules.extend(rules.nat_services);
+    for (name, rules) in &per_service {
+        f_services.rules.extend(rules.filter_services.iter().cloned());
+        f_external.rules.extend(rules.filter_external.iter().cloned());
+        f_nodeports.rules.extend(rules.filter_nodeports.iter().cloned());
+        f_firewall.rules.extend(rules.filter_firewall.iter().cloned());
+        n_nodeports.rules.extend(rules.nat_nodeports.iter().cloned());
+        dispatch_rules.extend(rules.nat_services.iter().cloned());
         out.stats.no_local_internal += usize::from(rules.no_local_internal);
         out.stats.no_local_external += usize::from(rules.no_local_external);
-        out.owners
-            .insert(name, rules.chains.iter().map(|c| c.name.clone()).collect());
-        service_chains.extend(rules.chains);
+        out.owners.insert(
+            name.clone(),
+            rules.chains.iter().map(|c| c.name.clone()).collect(),
+        );
+        service_chains.extend(rules.chains.iter().cloned());
     }
+    out.services = per_service.into_iter().collect();
 
     if !cfg.conntrack_tcp_liberal {
         f_forward
@@ -206,9 +205,9 @@ fn assemble(
         .rules
         .push("-m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT".into());
 
-    out.filter = vec![f_services, f_external, f_forward, f_nodeports, f_firewall];
+    let mut filter = vec![f_services, f_external, f_forward, f_nodeports, f_firewall];
     if cfg.effective_localhost_nodeports() {
-        out.filter.push(Chain {
+        filter.push(Chain {
             name: KUBE_FIREWALL.into(),
             rules: vec![
                 "-m comment --comment \"block incoming localnet connections\" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP".into(),
@@ -220,8 +219,13 @@ fn assemble(
     let (mut n_services, dst_chains) = dispatch::build(dispatch_rules, cfg);
     n_services.rules.extend(nodeports_jumps(node, cfg));
 
-    out.nat = vec![n_services, n_nodeports, n_postrouting, n_mark_masq];
-    out.nat.extend(dst_chains);
+    out.filter = filter.into_iter().map(Arc::new).collect();
+    out.nat = [n_services, n_nodeports, n_postrouting, n_mark_masq]
+        .into_iter()
+        .chain(dst_chains)
+        .map(Arc::new)
+        .collect();
+    out.shared = out.nat.len();
     out.nat.extend(service_chains);
     out
 }

@@ -3,7 +3,7 @@
 //! cannot replace a single rule in a chain svcnet does not own).
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
@@ -15,7 +15,7 @@ use crate::config::RenderConfig;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChainDigests(pub BTreeMap<(Table, String), u64>);
 
-fn digest(chain: &Chain) -> u64 {
+pub(super) fn digest(chain: &Chain) -> u64 {
     let mut h = DefaultHasher::new();
     chain.rules.hash(&mut h);
     h.finish()
@@ -150,6 +150,28 @@ pub struct FullOptions {
     pub stale_nat: BTreeSet<String>,
 }
 
+/// The chains one sync writes and deletes, before they become text. `owned` holds each service port's
+/// chains as a group (whole services travel together when a sync is batched).
+#[derive(Default)]
+pub(super) struct Changes<'a> {
+    pub filter: Vec<&'a Chain>,
+    pub filter_deletes: Vec<&'a str>,
+    /// nat chains shared by all services (KUBE-SERVICES, KUBE-NODEPORTS, KUBE-DST-*, ...).
+    pub nat_shared: Vec<&'a Chain>,
+    pub nat_owned: Vec<Vec<&'a Chain>>,
+    pub nat_deletes: Vec<&'a str>,
+}
+
+impl Changes<'_> {
+    fn chains(&self) -> usize {
+        self.filter.len() + self.nat_shared.len() + self.nat_owned.iter().map(Vec::len).sum::<usize>()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.chains() == 0 && self.filter_deletes.is_empty() && self.nat_deletes.is_empty()
+    }
+}
+
 /// What one payload does to one table: chains to (re)write, chains to delete, jumps, canary.
 struct TableWrite<'a> {
     table: Table,
@@ -159,7 +181,17 @@ struct TableWrite<'a> {
     deletes: Vec<&'a str>,
 }
 
-impl TableWrite<'_> {
+impl<'a> TableWrite<'a> {
+    fn new(table: Table) -> TableWrite<'a> {
+        TableWrite {
+            table,
+            canary: false,
+            jumps: vec![],
+            chains: vec![],
+            deletes: vec![],
+        }
+    }
+
     fn is_empty(&self) -> bool {
         !self.canary && self.jumps.is_empty() && self.chains.is_empty() && self.deletes.is_empty()
     }
@@ -200,10 +232,10 @@ impl TableWrite<'_> {
 /// One or more iptables-restore payloads, applied in order.
 ///
 /// Why several: iptables-nft-restore 1.8.x takes time quadratic in the chains declared in one call
-/// (measured in a netns: 10k chains 1 s, 20k 3.6 s, 40k 11 s; docs/BENCHMARKS.md), so a first sync of
+/// (measured in a netns: 10k chains 1 s, 20k 3.6 s, 40k 11 s; docs/proxy-daemon.md), so a first sync of
 /// 10k services would take minutes in one transaction. Past `max_chains`, each service's own chains
-/// (KUBE-SVC/SVL/EXT/FW/SEP, which only jump among themselves and to KUBE-MARK-MASQ) are written first
-/// in batches, a whole service per batch. Until the last payload rewrites KUBE-SERVICES and the
+/// (KUBE-SVC/SVL/EXT/FW/SEP/EPG, which only jump among themselves and to KUBE-MARK-MASQ) are written
+/// first in batches, a whole service per batch. Until the last payload rewrites KUBE-SERVICES and the
 /// dispatch chains they are unreferenced, so a half-applied sync never sends traffic to a half-written
 /// service; the last payload also holds the filter table, canaries, jumps and every deletion.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -231,7 +263,7 @@ impl Payloads {
 pub const UNBATCHED: usize = usize::MAX;
 
 impl Rendered {
-    /// Digests of every chain, to remember after a successful restore.
+    /// Digests of every chain (the bench's way to diff two renders; the daemon diffs [`Rendered`]s).
     pub fn digests(&self) -> ChainDigests {
         let mut d = BTreeMap::new();
         for c in &self.filter {
@@ -252,21 +284,18 @@ impl Rendered {
     /// The whole ruleset, in batches of about `max_chains` service chains (see [`Payloads`]).
     pub fn full_payloads(&self, opts: &FullOptions, cfg: &RenderConfig, max_chains: usize) -> Payloads {
         let jumps = if opts.jumps { jumps(cfg) } else { Vec::new() };
-        let writes =
-            [(Table::Filter, &self.filter), (Table::Nat, &self.nat)].map(|(table, chains)| TableWrite {
-                table,
-                canary: opts.canaries,
-                jumps: jumps.iter().filter(|j| j.table == table.as_str()).collect(),
-                chains: chains.iter().collect(),
-                deletes: match table {
-                    Table::Nat => opts.stale_nat.iter().map(String::as_str).collect(),
-                    Table::Filter => vec![],
-                },
-            });
-        let mangle = opts
-            .canaries
-            .then_some("*mangle\n:KUBE-PROXY-CANARY - [0:0]\nCOMMIT\n");
-        self.batch(mangle, writes, max_chains, true)
+        let changes = Changes {
+            filter: self.filter.iter().map(AsRef::as_ref).collect(),
+            filter_deletes: vec![],
+            nat_shared: self.shared_nat().iter().map(AsRef::as_ref).collect(),
+            nat_owned: self
+                .services
+                .values()
+                .map(|s| s.chains.iter().map(AsRef::as_ref).collect())
+                .collect(),
+            nat_deletes: opts.stale_nat.iter().map(String::as_str).collect(),
+        };
+        batch(changes, &jumps, opts.canaries, true, max_chains)
     }
 
     /// Only the chains that differ from `prev`, plus flush+delete of chains `prev` had and this does
@@ -278,116 +307,87 @@ impl Rendered {
 
     /// [`Rendered::partial_payload`] in batches of about `max_chains` service chains.
     pub fn partial_payloads(&self, prev: &ChainDigests, max_chains: usize) -> Option<Payloads> {
-        let now = self.digests();
-        let writes =
-            [(Table::Filter, &self.filter), (Table::Nat, &self.nat)].map(|(table, chains)| TableWrite {
-                table,
-                canary: false,
-                jumps: vec![],
-                chains: chains
-                    .iter()
-                    .filter(|c| prev.0.get(&(table, c.name.clone())) != now.0.get(&(table, c.name.clone())))
-                    .collect(),
-                deletes: prev
-                    .0
-                    .keys()
-                    .filter(|(t, name)| *t == table && !now.0.contains_key(&(table, name.clone())))
-                    .map(|(_, name)| name.as_str())
-                    .collect(),
-            });
-        let p = self.batch(None, writes, max_chains, false);
-        (!p.is_empty()).then_some(p)
+        let changes = super::diff::since_digests(self, prev);
+        (!changes.is_empty()).then(|| batch(changes, &[], false, false, max_chains))
     }
 
-    /// Turns table writes into payloads: one when small, else service batches + a final payload.
-    fn batch(
-        &self,
-        mangle: Option<&str>,
-        [filter, nat]: [TableWrite<'_>; 2],
-        max_chains: usize,
-        keep_empty_tables: bool,
-    ) -> Payloads {
-        let mut stats = PayloadStats {
-            chains_written: filter.chains.len() + nat.chains.len(),
-            chains_deleted: filter.deletes.len() + nat.deletes.len(),
-            ..Default::default()
-        };
-        let mut texts = Vec::new();
-        let (early, nat) = if stats.chains_written > max_chains {
-            self.split_service_chains(nat, max_chains)
-        } else {
-            (Vec::new(), nat)
-        };
-        for w in early {
+    /// What the daemon writes after a successful sync that left `prev` in the kernel: the same as
+    /// [`Rendered::partial_payloads`] against `prev`'s digests, found by comparing the two renders
+    /// (services whose rules were reused from the render cache are skipped by pointer).
+    pub fn partial_payloads_since(&self, prev: &Rendered, max_chains: usize) -> Option<Payloads> {
+        let changes = super::diff::since_render(self, prev);
+        (!changes.is_empty()).then(|| batch(changes, &[], false, false, max_chains))
+    }
+}
+
+/// Turns changes into payloads: one when small, else service batches and a final payload.
+/// `full`: write both tables even when one has nothing to change (a full sync names every chain).
+fn batch(changes: Changes<'_>, jumps: &[Jump], canaries: bool, full: bool, max_chains: usize) -> Payloads {
+    let mut stats = PayloadStats {
+        chains_written: changes.chains(),
+        chains_deleted: changes.filter_deletes.len() + changes.nat_deletes.len(),
+        ..Default::default()
+    };
+    let table = |table: Table| TableWrite {
+        canary: canaries,
+        jumps: jumps.iter().filter(|j| j.table == table.as_str()).collect(),
+        ..TableWrite::new(table)
+    };
+    let mut filter = table(Table::Filter);
+    filter.chains = changes.filter;
+    filter.deletes = changes.filter_deletes;
+    let mut nat = table(Table::Nat);
+    nat.deletes = changes.nat_deletes;
+
+    let mut texts = Vec::new();
+    if stats.chains_written > max_chains {
+        // KUBE-MARK-MASQ first: service chains jump to it.
+        let mut current = TableWrite::new(Table::Nat);
+        for c in changes.nat_shared {
+            if c.name == KUBE_MARK_MASQ {
+                current.chains.push(c);
+            } else {
+                nat.chains.push(c);
+            }
+        }
+        for group in changes.nat_owned {
+            if current.chains.len() >= max_chains {
+                let mut s = String::new();
+                stats.nat_rules += current.write(&mut s);
+                texts.push(s);
+                current = TableWrite::new(Table::Nat);
+            }
+            current.chains.extend(group);
+        }
+        if !current.chains.is_empty() {
             let mut s = String::new();
-            stats.nat_rules += w.write(&mut s);
+            stats.nat_rules += current.write(&mut s);
             texts.push(s);
         }
-        let mut last = mangle.unwrap_or_default().to_string();
-        for w in [filter, nat] {
-            if w.is_empty() && !keep_empty_tables {
-                continue;
-            }
-            let n = w.write(&mut last);
-            match w.table {
-                Table::Filter => stats.filter_rules += n,
-                Table::Nat => stats.nat_rules += n,
-            }
-        }
-        if !last.is_empty() {
-            texts.push(last);
-        }
-        Payloads { texts, stats }
+    } else {
+        nat.chains = changes.nat_shared;
+        nat.chains.extend(changes.nat_owned.into_iter().flatten());
     }
 
-    /// Moves the per-service chains of `nat` into batches of whole services (after a first batch with
-    /// KUBE-MARK-MASQ, which they jump to); what stays in `nat` is written last.
-    fn split_service_chains<'a>(
-        &self,
-        nat: TableWrite<'a>,
-        max_chains: usize,
-    ) -> (Vec<TableWrite<'a>>, TableWrite<'a>) {
-        let owner: HashMap<&str, usize> = self
-            .owners
-            .values()
-            .enumerate()
-            .flat_map(|(i, chains)| chains.iter().map(move |c| (c.as_str(), i)))
-            .collect();
-        let empty = |table| TableWrite {
-            table,
-            canary: false,
-            jumps: vec![],
-            chains: vec![],
-            deletes: vec![],
-        };
-        let mut rest = TableWrite {
-            chains: Vec::new(),
-            ..nat
-        };
-        let mut batches = vec![empty(Table::Nat)];
-        let mut current_owner = None;
-        for c in nat.chains {
-            let Some(&o) = owner.get(c.name.as_str()) else {
-                if c.name == KUBE_MARK_MASQ {
-                    batches[0].chains.push(c);
-                } else {
-                    rest.chains.push(c);
-                }
-                continue;
-            };
-            // A service's chains are contiguous in render order; a batch never splits one.
-            let full = batches.last().is_some_and(|b| b.chains.len() >= max_chains);
-            if full && current_owner != Some(o) {
-                batches.push(empty(Table::Nat));
-            }
-            current_owner = Some(o);
-            if let Some(b) = batches.last_mut() {
-                b.chains.push(c);
-            }
-        }
-        batches.retain(|b| !b.chains.is_empty());
-        (batches, rest)
+    let mut last = String::new();
+    if canaries {
+        last.push_str("*mangle\n:KUBE-PROXY-CANARY - [0:0]\nCOMMIT\n");
     }
+    for w in [filter, nat] {
+        // A full payload always names both tables; a partial one only those it changes.
+        if w.is_empty() && !full {
+            continue;
+        }
+        let n = w.write(&mut last);
+        match w.table {
+            Table::Filter => stats.filter_rules += n,
+            Table::Nat => stats.nat_rules += n,
+        }
+    }
+    if !last.is_empty() {
+        texts.push(last);
+    }
+    Payloads { texts, stats }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 // Declared here, not in render/mod.rs, only because that file is being reworked concurrently; it is
 // its own concept (render/endpoints.rs) and can move up to `mod endpoints;` there in one line.
@@ -27,7 +28,7 @@ pub struct ServiceRules {
     pub filter_firewall: Vec<String>,
     /// nat chains owned by this port (SVC/SVL/EXT/FW/SEP, and KUBE-EPG-* after their SVC/SVL chain),
     /// in upstream order.
-    pub chains: Vec<Chain>,
+    pub chains: Vec<Arc<Chain>>,
     /// For metrics: no local endpoints for internal / external traffic.
     pub no_local_internal: bool,
     pub no_local_external: bool,
@@ -219,19 +220,19 @@ fn entry_rules(p: &Plan, svc: &ServicePort, out: &mut ServiceRules) {
 }
 
 /// The nat chains this port owns, in upstream's order: EXT, FW, SVC, SVL, then one SEP per endpoint.
-fn own_chains(p: &Plan, svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> Vec<Chain> {
+fn own_chains(p: &Plan, svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> Vec<Arc<Chain>> {
     let mut chains = Vec::new();
     if p.uses_ext_chain {
-        chains.push(Chain {
+        chains.push(Arc::new(Chain {
             name: p.ext_chain.clone(),
             rules: ext_chain_rules(p, svc, ctx),
-        });
+        }));
     }
     if p.uses_fw_chain {
-        chains.push(Chain {
+        chains.push(Arc::new(Chain {
             name: p.fw_chain.clone(),
             rules: fw_chain_rules(p, svc, ctx),
-        });
+        }));
     }
     let masq = internal_masquerade(p, svc, ctx);
     for (chain, used, eps) in [
@@ -247,14 +248,14 @@ fn own_chains(p: &Plan, svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> 
             .cloned()
             .collect();
         let groups = endpoint_jumps(&mut rules, chain, &p.name, svc, eps, ctx);
-        chains.push(Chain {
+        chains.push(Arc::new(Chain {
             name: chain.clone(),
             rules,
-        });
-        chains.extend(groups);
+        }));
+        chains.extend(groups.into_iter().map(Arc::new));
     }
     for ep in &cat.all_reachable {
-        chains.push(endpoint_chain(&p.name, svc, ep, ctx));
+        chains.push(Arc::new(endpoint_chain(&p.name, svc, ep, ctx)));
     }
     chains
 }
