@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use super::{Cluster, Component, From};
+use super::{Cluster, Component, Feature, From};
 
 pub fn lab_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_svcnet-lab"))
@@ -184,6 +184,10 @@ impl Lab {
 impl Cluster for Lab {
     fn kind(&self) -> &'static str {
         "local"
+    }
+
+    fn lacks(&self, _: Feature) -> Option<&'static str> {
+        None
     }
 
     fn api(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {

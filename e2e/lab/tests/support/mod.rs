@@ -23,6 +23,17 @@ pub enum From<'a> {
     Node(&'a str),
 }
 
+/// What a step may need beyond Kubernetes and the fake GCE; a cluster that lacks it says why.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Feature {
+    /// The network enforces GCE firewall rules (the lab's VPC router).
+    GceFirewall,
+    /// The network sends LB traffic only to pool members that pass the pool's health check.
+    HealthCheckedLb,
+    /// Nodes can join and leave.
+    NodeLifecycle,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum Component {
     CloudController,
@@ -33,6 +44,8 @@ pub enum Component {
 pub trait Cluster {
     /// `local` or `kind`.
     fn kind(&self) -> &'static str;
+    /// Why this cluster cannot run steps needing `f` (None: it can).
+    fn lacks(&self, f: Feature) -> Option<&'static str>;
     /// A JSON call to the Kubernetes API (PATCH is a merge patch); Err carries status and body.
     fn api(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
     /// A JSON call to the fake GCE (`/compute/v1/...` and the admin `/_fake/...`).
@@ -79,6 +92,8 @@ pub struct Scenario {
     pub c: Box<dyn Cluster>,
     n: usize,
     start: Instant,
+    /// Steps not run (cluster lacks a feature), printed at the end; never counted as passed.
+    pub skipped: Vec<String>,
 }
 
 impl Scenario {
@@ -87,6 +102,23 @@ impl Scenario {
             c,
             n: 0,
             start: Instant::now(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// [`Scenario::step`] when the cluster has `needs`; otherwise prints `SKIPPED` with the reason.
+    pub fn step_needing(&mut self, needs: Feature, name: &str, f: impl FnOnce(&dyn Cluster)) {
+        match self.c.lacks(needs) {
+            None => self.step(name, f),
+            Some(why) => {
+                self.n += 1;
+                println!(
+                    "==> step {}: {name}\n    SKIPPED on {}: {why}",
+                    self.n,
+                    self.c.kind()
+                );
+                self.skipped.push(format!("{name} ({why})"));
+            }
         }
     }
 
