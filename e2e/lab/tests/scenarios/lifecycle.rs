@@ -112,6 +112,43 @@ fn objects_of(c: &dyn Cluster, svc: &str) -> BTreeMap<&'static str, usize> {
     .collect()
 }
 
+/// Exactly one forwarding rule, target pool and `k8s-fw-` firewall per LoadBalancer Service, named
+/// after it, and nothing more (duplicates would show as extra objects under other names).
+fn one_lb_per_service(c: &dyn Cluster) {
+    let svcs = crate::support::api(c, "GET", SVCS, None);
+    let lbs: Vec<String> = svcs["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["spec"]["type"] == "LoadBalancer")
+        .map(|s| lb_name(c, s["metadata"]["name"].as_str().unwrap()))
+        .collect();
+    let state = gce(c, "GET", "/_fake/state", None);
+    let names = |k: &str, prefix: &str| -> Vec<String> {
+        let mut v: Vec<String> = state[k]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["name"].as_str())
+            .filter(|n| n.starts_with(prefix))
+            .map(str::to_owned)
+            .collect();
+        v.sort();
+        v
+    };
+    let mut want: Vec<String> = lbs.clone();
+    want.sort();
+    assert_eq!(names("forwardingRules", ""), want, "forwarding rules");
+    assert_eq!(names("targetPools", ""), want, "target pools");
+    let fws: Vec<String> = want.iter().map(|l| format!("k8s-fw-{l}")).collect();
+    assert_eq!(names("firewalls", "k8s-fw-"), fws, "k8s-fw- firewalls");
+    assert!(
+        names("addresses", "").len() <= want.len(),
+        "more addresses than LBs: {:?}",
+        names("addresses", "")
+    );
+}
+
 /// The controller is killed while it creates a LB (its forwarding-rule insert is slowed down by the
 /// fake): the existing LB keeps working; after the restart the new LB converges with one object of
 /// each kind, and a change made after the restart (widening a source range) is applied.
@@ -152,6 +189,7 @@ pub fn controller_crash(c: &dyn Cluster, hostnames_ip: &str, ranged_ip: &str) {
     assert_eq!(counts["forwardingRules"], 1, "{counts:?}");
     assert_eq!(counts["targetPools"], 1, "{counts:?}");
     assert!(counts.values().all(|n| *n <= 1), "duplicates: {counts:?}");
+    one_lb_per_service(c);
     let (inside, outside) = c.client_ips();
     patch_svc(
         c,
@@ -211,6 +249,7 @@ pub fn gce_faults(c: &dyn Cluster) {
     gce(c, "DELETE", "/_fake/faults", None);
     let counts = objects_of(c, "faulty");
     assert!(counts.values().all(|n| *n <= 1), "duplicates: {counts:?}");
+    one_lb_per_service(c);
 }
 
 /// Every Service deleted: the controller removes every GCE object it made (nothing named `k8s-` and
