@@ -51,8 +51,9 @@ pub struct Cli {
     pub gce_endpoint: Option<String>,
     #[arg(long, value_enum, default_value_t = CredentialsMode::Auto)]
     pub gce_credentials: CredentialsMode,
-    /// Services reconciled concurrently (also the route create/delete fan-out).
-    #[arg(long, default_value_t = 10)]
+    /// Services reconciled concurrently (also the route create/delete fan-out). The GCE token
+    /// buckets, not this, bound the call rate; see README "Concurrency and rate limits".
+    #[arg(long, default_value_t = 20)]
     pub concurrency: usize,
     /// gce.conf (INI, `[global]` project-id, network-name, node-tags, local-zone, api-endpoint).
     #[arg(long)]
@@ -63,7 +64,8 @@ pub struct Cli {
     /// Pod address ranges; only routes inside them are deleted (empty: every route we named).
     #[arg(long = "cluster-cidr", value_delimiter = ',')]
     pub cluster_cidrs: Vec<ipnet::IpNet>,
-    /// Client-side GCE rate limit (calls/s, 0 = off) and burst.
+    /// Client-side GCE rate limit per quota group (reads = get/list, writes = mutations; calls/s
+    /// each, 0 = off) and burst. GCE counts each group separately.
     #[arg(long, default_value_t = 20.0)]
     pub gce_qps: f64,
     #[arg(long, default_value_t = 40)]

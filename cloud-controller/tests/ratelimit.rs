@@ -1,6 +1,7 @@
-//! The client-side token bucket keeps the controller under GCE's rate quota: against a fake that
-//! admits 10 calls per second, an unlimited controller runs into 403 rateLimitExceeded (and
-//! still converges by backing off), while one limited to 8/s with burst 1 never does.
+//! The client-side token buckets keep the controller under GCE's rate quota: against a fake that
+//! admits 10 calls per second (all calls alike), an unlimited controller runs into 403
+//! rateLimitExceeded (and still converges by backing off), while one limited to 4/s per quota
+//! group (reads and writes: at most 8/s together) with burst 1 never does.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -45,6 +46,6 @@ async fn token_bucket_stays_under_the_gce_rate_quota() {
         unlimited > 0,
         "without the limiter the fake's quota is hit (else this test proves nothing)"
     );
-    let limited = rate_limited_calls(&["--gce-qps", "8", "--gce-burst", "1"]).await;
+    let limited = rate_limited_calls(&["--gce-qps", "4", "--gce-burst", "1"]).await;
     assert_eq!(limited, 0, "the limited controller exceeded the quota");
 }

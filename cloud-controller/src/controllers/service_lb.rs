@@ -24,9 +24,11 @@ use tokio::sync::Mutex as AsyncMutex;
 use crate::controllers::node_watch::{NodeTriggers, changes};
 use crate::controllers::{Shared, SyncError, error_delay, lb_record};
 use crate::gce::exec::execute;
-use crate::gce::observe::{ObservedLb, observe_lb};
+use crate::gce::observe::{ObservedLb, Touched, fill_shared_usage, observe_lb, observe_lb_again};
 use crate::lb::action::Action;
 use crate::lb::ensure::{EnsurePlan, ensure, lb_names};
+use crate::lb::spec::{HealthCheckKind, LbSpec};
+use crate::lb::stages::stages;
 use crate::lb::{self, delete::plan_delete};
 use crate::naming::LbNames;
 
@@ -198,17 +200,28 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
         .as_ref()
         .and_then(|s| s.load_balancer_ip.clone())
         .filter(|ip| !ip.is_empty());
+    let local =
+        LbSpec::from_service(svc).is_ok_and(|s| matches!(s.health_check, HealthCheckKind::Local { .. }));
     let mut guard = None;
     let mut announced: Option<bool> = None; // Some(membership_only) once work started
     let mut done: Option<(EnsurePlan, ObservedLb)> = None;
+    // The previous round's observation and what its actions touched: the next round GETs only those.
+    let mut last: Option<(ObservedLb, Touched)> = None;
     for _ in 0..MAX_ROUNDS {
         let nodes = sh.node_list();
-        let obs = observe_lb(&sh.gce, &sh.tuning.retry, &names, want_ip.as_deref())
-            .await
-            .map_err(|e| e.into());
+        let reuse = last.as_ref().map(|(o, t)| (o, t));
+        let obs = match observe_lb_again(&sh.gce, &sh.tuning.retry, &names, want_ip.as_deref(), reuse).await {
+            Ok(mut o) => {
+                let needed = o.observed.shared_usage_matters(&names, local, false);
+                fill_shared_usage(&sh.gce, &sh.tuning.retry, &names, &mut o, needed)
+                    .await
+                    .map(|()| o)
+            }
+            Err(e) => Err(e),
+        };
         let obs = match obs {
             Ok(o) => o,
-            Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e).await),
+            Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e.into()).await),
         };
         let plan = match ensure(svc, &nodes, &sh.cfg, &obs.observed) {
             Ok(p) => p,
@@ -218,9 +231,25 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
             done = Some((plan, obs));
             break;
         }
-        if guard.is_none() && touches_shared(&plan.actions, &names) {
-            guard = Some(ctx.shared_hc.lock().await);
-            continue; // re-observe under the lock
+        if touches_shared(&plan.actions, &names) {
+            if guard.is_none() {
+                guard = Some(ctx.shared_hc.lock().await);
+                // Under the lock, GET the shared objects again (another LB may have created or
+                // deleted them meanwhile); our own objects are as just observed.
+                let shared: Touched = [
+                    format!("httpHealthChecks/{}", names.nodes_health_check),
+                    format!("firewalls/{}", names.nodes_health_check_firewall),
+                ]
+                .into();
+                last = Some((obs, shared));
+                continue;
+            }
+        } else {
+            // Held only while our plan creates or deletes the shared objects: LBs that all found
+            // the shared check missing at once queue here, and each of them, re-observing under
+            // the lock, finds it created by the first and goes on in parallel. (Keeping the lock
+            // for the rest of the sync serialised every such LB behind the previous one.)
+            guard = None;
         }
         if announced.is_none() {
             let membership_only = plan.only_membership_changes();
@@ -233,13 +262,10 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
         if !plan.skipped_nodes.is_empty() {
             tracing::info!(service = %key(svc), nodes = ?plan.skipped_nodes, "nodes without providerID are not in the pool yet");
         }
-        for action in &plan.actions {
-            tracing::debug!(service = %key(svc), action = action.label(), target = action.target_name(), "executing");
-            if let Err(e) = execute(&sh.gce, &sh.tuning.retry, action).await {
-                let obs = Some(&obs);
-                return Err(sync_failed(svc, ctx, Some(&names), obs, e.into()).await);
-            }
+        if let Err(e) = execute_plan(sh, svc, &plan.actions).await {
+            return Err(sync_failed(svc, ctx, Some(&names), Some(&obs), e.into()).await);
         }
+        last = Some((obs, plan.actions.iter().map(Action::target_key).collect()));
     }
     drop(guard);
     let Some((plan, obs)) = done else {
@@ -278,6 +304,26 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
     let st = lb_record::build_status(svc, prev.as_ref(), Some(&names), Some(&obs), ip.as_deref(), None);
     lb_record::write(&sh.client, svc, st).await;
     Ok(Requeue::requeue(sh.tuning.lb_resync))
+}
+
+/// Executes a plan stage by stage (see `lb::stages`): the actions of one stage concurrently,
+/// waiting for all of them before the next stage; the first error (in plan order) is returned
+/// once every call of its stage has ended, so no call is abandoned mid-flight.
+async fn execute_plan(
+    sh: &Shared,
+    svc: &Service,
+    actions: &[Action],
+) -> Result<(), crate::gce::error::GceError> {
+    for stage in stages(actions) {
+        let calls = stage.iter().map(|action| {
+            tracing::debug!(service = %key(svc), action = action.label(), target = action.target_name(), "executing");
+            execute(&sh.gce, &sh.tuning.retry, action)
+        });
+        for result in futures::future::join_all(calls).await {
+            result?;
+        }
+    }
+    Ok(())
 }
 
 /// Validation errors: Warning event, no GCE call; retried when the Service changes (and
@@ -363,6 +409,15 @@ async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
     for _ in 0..MAX_ROUNDS {
         let _guard = ctx.shared_hc.lock().await;
         let obs = match observe_lb(&sh.gce, &sh.tuning.retry, &names, None).await {
+            Ok(mut o) => {
+                let needed = o.observed.shared_usage_matters(&names, false, true);
+                fill_shared_usage(&sh.gce, &sh.tuning.retry, &names, &mut o, needed)
+                    .await
+                    .map(|()| o)
+            }
+            Err(e) => Err(e),
+        };
+        let obs = match obs {
             Ok(o) => o,
             Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e.into()).await),
         };
@@ -376,10 +431,8 @@ async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
                 .await;
             announced = true;
         }
-        for action in &actions {
-            if let Err(e) = execute(&sh.gce, &sh.tuning.retry, action).await {
-                return Err(sync_failed(svc, ctx, Some(&names), Some(&obs), e.into()).await);
-            }
+        if let Err(e) = execute_plan(sh, svc, &actions).await {
+            return Err(sync_failed(svc, ctx, Some(&names), Some(&obs), e.into()).await);
         }
     }
     if !converged {

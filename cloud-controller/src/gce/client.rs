@@ -4,7 +4,8 @@
 //! Credentials: anonymous for a plain-HTTP endpoint override (the fake GCE), otherwise
 //! application-default credentials (GOOGLE_APPLICATION_CREDENTIALS key file, gcloud ADC, or the
 //! metadata server on a GCE VM). Retries are switched off in the clients: the executor retries
-//! with backon, so one place decides what is retried and every attempt passes the rate limiter.
+//! with backon, so one place decides what is retried and every attempt passes the rate limiter of
+//! its quota group.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +36,8 @@ pub struct GceOptions {
     /// `http://127.0.0.1:PORT` for the fake; None = the real API.
     pub endpoint: Option<String>,
     pub credentials: CredentialsMode,
-    /// Client-side rate limit (calls per second, 0 = off) and burst.
+    /// Client-side rate limit per quota group (reads, writes: calls per second each, 0 = off)
+    /// and burst.
     pub qps: f64,
     pub burst: u32,
     /// First and longest pause between operation polls.
@@ -75,7 +77,9 @@ pub struct Gce {
     pub project: String,
     pub region: String,
     pub call_timeout: Duration,
-    pub limiter: Arc<RateLimiter>,
+    /// Token buckets of GCE's read (get/list) and write (mutation) quota groups.
+    pub read_limiter: Arc<RateLimiter>,
+    pub write_limiter: Arc<RateLimiter>,
     pub metrics: Arc<crate::metrics::Metrics>,
     pub addresses: Addresses,
     pub firewalls: Firewalls,
@@ -121,7 +125,8 @@ impl Gce {
             project: opts.project.clone(),
             region: opts.region.clone(),
             call_timeout: opts.call_timeout,
-            limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
+            read_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
+            write_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
             metrics: Arc::new(crate::metrics::Metrics::new()),
             addresses: build!(Addresses, opts, creds),
             firewalls: build!(Firewalls, opts, creds),

@@ -1,7 +1,7 @@
 //! Executes the domain's [`Action`]s with the official client: one call per action, waiting for
 //! its operation. 404 on a delete/remove and 409 on an insert count as done (someone, maybe our
 //! own earlier attempt, already did it). Rate limits, quota, 429 and 5xx back off with backon and
-//! retry; every attempt first takes a token from the client-side rate limiter.
+//! retry; every attempt first takes a token from the client-side rate limiter of its quota group.
 
 use std::time::Duration;
 
@@ -53,16 +53,34 @@ impl RetryPolicy {
     }
 }
 
-/// Runs `op` with the rate limiter in front and backon retries for retryable errors.
-pub async fn with_retries<T, F, Fut>(gce: &Gce, policy: &RetryPolicy, mut op: F) -> Result<T, GceError>
+/// GCE counts rate quotas per group of methods, each group separately (reads: get/list; writes:
+/// insert/delete/patch/update/custom verbs); the controller keeps one token bucket per group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaGroup {
+    Read,
+    Write,
+}
+
+/// Runs `op` with the rate limiter of its quota group in front and backon retries for retryable
+/// errors.
+pub async fn with_retries<T, F, Fut>(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    group: QuotaGroup,
+    mut op: F,
+) -> Result<T, GceError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, GceError>>,
 {
+    let limiter = match group {
+        QuotaGroup::Read => &gce.read_limiter,
+        QuotaGroup::Write => &gce.write_limiter,
+    };
     let attempt = || {
         let fut = op();
         async move {
-            gce.limiter.acquire().await;
+            limiter.acquire().await;
             fut.await
         }
     };
@@ -79,7 +97,7 @@ where
 /// Executes one action (with retries). See the module docs for what counts as done.
 pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
     let call = format!("{} {}", action.label(), action.target_name());
-    let result = with_retries(gce, policy, || call_once(gce, action, &call)).await;
+    let result = with_retries(gce, policy, QuotaGroup::Write, || call_once(gce, action, &call)).await;
     let outcome = match result {
         Ok(()) => {
             tracing::info!(call = %call, "GCE call done");
@@ -336,7 +354,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
 /// routes.insert (with retries; 409 = done).
 pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Result<Outcome, GceError> {
     let call = format!("create_route {}", route.name);
-    let result = with_retries(gce, policy, || async {
+    let result = with_retries(gce, policy, QuotaGroup::Write, || async {
         let m: model::Route = to_model(&call, route)?;
         let req = gce.routes.insert().set_project(&gce.project).set_body(m);
         wait(gce, &call, req.poller().until_done()).await.map(|_| ())
@@ -354,7 +372,7 @@ pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Res
 /// routes.delete (with retries; 404 = done).
 pub async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result<Outcome, GceError> {
     let call = format!("delete_route {name}");
-    let result = with_retries(gce, policy, || async {
+    let result = with_retries(gce, policy, QuotaGroup::Write, || async {
         let req = gce.routes.delete().set_project(&gce.project).set_route(name);
         wait(gce, &call, req.poller().until_done()).await.map(|_| ())
     })

@@ -1,6 +1,6 @@
 //! Reads what GCE holds, into the domain's plain types: one GET per object of a load balancer
 //! (404 = None), the address holding the LB's IP, whether another pool uses the shared node
-//! health check, the cluster's routes, and instance facts for node initialisation.
+//! health check (only when asked), the cluster's routes, and instance facts for node initialisation.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::gce::client::Gce;
 use crate::gce::convert::{from_model, to_json};
 use crate::gce::error::GceError;
-use crate::gce::exec::{RetryPolicy, with_retries};
+use crate::gce::exec::{QuotaGroup, RetryPolicy, with_retries};
 use crate::gce::{self, Address, Route};
 use crate::lb::observed::Observed;
 use crate::naming::LbNames;
@@ -37,7 +37,7 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = google_cloud_gax::Result<M>>,
 {
-    let result = with_retries(gce, policy, || {
+    let result = with_retries(gce, policy, QuotaGroup::Read, || {
         let fut = f();
         async move { fut.await.map_err(|e| GceError::from_gax(call, &e)) }
     })
@@ -64,38 +64,83 @@ fn keep<T: serde::de::DeserializeOwned>(
     from_model(&format!("{kind}/{name}"), &m).map(Some)
 }
 
+/// Objects (`kind/name`, kind = the REST collection) whose state a sync changed since it last
+/// observed them; see [`observe_lb_again`].
+pub type Touched = std::collections::BTreeSet<String>;
+
 pub async fn observe_lb(
     gce: &Gce,
     policy: &RetryPolicy,
     names: &LbNames,
     want_ip: Option<&str>,
 ) -> Result<ObservedLb, GceError> {
+    observe_lb_again(gce, policy, names, want_ip, None).await
+}
+
+/// Like [`observe_lb`], but with `reuse = (previous observation, touched)` only the objects the
+/// sync's own actions touched since `previous` are fetched again; the rest are taken from
+/// `previous`. Within one sync nothing else changes our per-LB objects, so a new LB costs
+/// 8 + 1 + ~3 GETs instead of 3 x 8. Shared objects the caller must see fresh (after taking the
+/// shared-health-check lock) are observed with `reuse = None`.
+pub async fn observe_lb_again(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    want_ip: Option<&str>,
+    reuse: Option<(&ObservedLb, &Touched)>,
+) -> Result<ObservedLb, GceError> {
     let (p, r) = (gce.project.as_str(), gce.region.as_str());
     let mut out = ObservedLb::default();
+    // Some(previous value) when `kind/name` may be reused (its selfLink is copied along).
+    let reused = |out: &mut ObservedLb, kind: &str, name: &str| -> bool {
+        let key = format!("{kind}/{name}");
+        match reuse {
+            Some((prev, touched)) if !touched.contains(&key) => {
+                if let Some(link) = prev.self_links.get(&key) {
+                    out.self_links.insert(key, link.clone());
+                }
+                true
+            }
+            _ => false,
+        }
+    };
+    let prev = reuse.map(|(p, _)| &p.observed);
 
-    let call = format!("get addresses/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.addresses
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_address(&names.lb)
-            .send()
-    })
-    .await?;
-    out.observed.address = keep::<Address>(&mut out, "addresses", &names.lb, m)?;
+    if reused(&mut out, "addresses", &names.lb) {
+        out.observed.address = prev.and_then(|o| o.address.clone());
+    } else {
+        let call = format!("get addresses/{}", names.lb);
+        let m = get_opt(gce, policy, &call, || {
+            gce.addresses
+                .get()
+                .set_project(p)
+                .set_region(r)
+                .set_address(&names.lb)
+                .send()
+        })
+        .await?;
+        out.observed.address = keep::<Address>(&mut out, "addresses", &names.lb, m)?;
+    }
 
     for (name, slot) in [
         (&names.firewall, 0),
         (&names.nodes_health_check_firewall, 1),
         (&names.local_health_check_firewall, 2),
     ] {
-        let call = format!("get firewalls/{name}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.firewalls.get().set_project(p).set_firewall(name).send()
-        })
-        .await?;
-        let fw = keep(&mut out, "firewalls", name, m)?;
+        let fw = if reused(&mut out, "firewalls", name) {
+            prev.and_then(|o| match slot {
+                0 => o.firewall.clone(),
+                1 => o.nodes_health_check_firewall.clone(),
+                _ => o.local_health_check_firewall.clone(),
+            })
+        } else {
+            let call = format!("get firewalls/{name}");
+            let m = get_opt(gce, policy, &call, || {
+                gce.firewalls.get().set_project(p).set_firewall(name).send()
+            })
+            .await?;
+            keep(&mut out, "firewalls", name, m)?
+        };
         match slot {
             0 => out.observed.firewall = fw,
             1 => out.observed.nodes_health_check_firewall = fw,
@@ -106,44 +151,62 @@ pub async fn observe_lb(
         (&names.nodes_health_check, false),
         (&names.local_health_check, true),
     ] {
-        let call = format!("get httpHealthChecks/{name}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.http_health_checks
-                .get()
-                .set_project(p)
-                .set_http_health_check(name)
-                .send()
-        })
-        .await?;
-        let hc = keep(&mut out, "httpHealthChecks", name, m)?;
+        let hc = if reused(&mut out, "httpHealthChecks", name) {
+            prev.and_then(|o| {
+                if local {
+                    o.local_health_check.clone()
+                } else {
+                    o.nodes_health_check.clone()
+                }
+            })
+        } else {
+            let call = format!("get httpHealthChecks/{name}");
+            let m = get_opt(gce, policy, &call, || {
+                gce.http_health_checks
+                    .get()
+                    .set_project(p)
+                    .set_http_health_check(name)
+                    .send()
+            })
+            .await?;
+            keep(&mut out, "httpHealthChecks", name, m)?
+        };
         if local {
             out.observed.local_health_check = hc;
         } else {
             out.observed.nodes_health_check = hc;
         }
     }
-    let call = format!("get targetPools/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.target_pools
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_target_pool(&names.lb)
-            .send()
-    })
-    .await?;
-    out.observed.target_pool = keep(&mut out, "targetPools", &names.lb, m)?;
-    let call = format!("get forwardingRules/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.forwarding_rules
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_forwarding_rule(&names.lb)
-            .send()
-    })
-    .await?;
-    out.observed.forwarding_rule = keep(&mut out, "forwardingRules", &names.lb, m)?;
+    if reused(&mut out, "targetPools", &names.lb) {
+        out.observed.target_pool = prev.and_then(|o| o.target_pool.clone());
+    } else {
+        let call = format!("get targetPools/{}", names.lb);
+        let m = get_opt(gce, policy, &call, || {
+            gce.target_pools
+                .get()
+                .set_project(p)
+                .set_region(r)
+                .set_target_pool(&names.lb)
+                .send()
+        })
+        .await?;
+        out.observed.target_pool = keep(&mut out, "targetPools", &names.lb, m)?;
+    }
+    if reused(&mut out, "forwardingRules", &names.lb) {
+        out.observed.forwarding_rule = prev.and_then(|o| o.forwarding_rule.clone());
+    } else {
+        let call = format!("get forwardingRules/{}", names.lb);
+        let m = get_opt(gce, policy, &call, || {
+            gce.forwarding_rules
+                .get()
+                .set_project(p)
+                .set_region(r)
+                .set_forwarding_rule(&names.lb)
+                .send()
+        })
+        .await?;
+        out.observed.forwarding_rule = keep(&mut out, "forwardingRules", &names.lb, m)?;
+    }
 
     // The address holding the IP in use: the requested one, else the forwarding rule's.
     let fr_ip = out
@@ -159,15 +222,33 @@ pub async fn observe_lb(
         Some(ip) => find_address_by_ip(gce, policy, &ip).await?,
         None => None,
     };
-    out.observed.nodes_health_check_used_elsewhere =
-        health_check_used_by_other_pool(gce, policy, &names.nodes_health_check, &names.lb).await?;
+    // Unknown until asked: listing every target pool costs O(load balancers) per sync, so the
+    // caller asks only when a plan could delete the shared check (`Observed::shared_usage_matters`).
+    // "Used" is the safe answer meanwhile: the shared check is never deleted on a guess.
+    out.observed.nodes_health_check_used_elsewhere = true;
     Ok(out)
+}
+
+/// Fills `nodes_health_check_used_elsewhere` with a listing of every target pool, when `needed`.
+pub async fn fill_shared_usage(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    obs: &mut ObservedLb,
+    needed: bool,
+) -> Result<(), GceError> {
+    obs.observed.nodes_health_check_used_elsewhere = if needed {
+        health_check_used_by_other_pool(gce, policy, &names.nodes_health_check, &names.lb).await?
+    } else {
+        true
+    };
+    Ok(())
 }
 
 /// A list as a Vec, through the item paginator, with retries of the whole listing.
 macro_rules! list_all {
     ($gce:expr, $policy:expr, $call:expr, $req:expr) => {{
-        with_retries($gce, $policy, || async {
+        with_retries($gce, $policy, QuotaGroup::Read, || async {
             let mut items = Vec::new();
             let mut it = $req.by_item();
             while let Some(item) = it.next().await {

@@ -87,6 +87,30 @@ impl Action {
         }
     }
 
+    /// `kind/name` of the GCE object the call mutates (kind = the REST collection), as
+    /// `gce::observe::Touched` keys it.
+    pub fn target_key(&self) -> String {
+        let kind = match self {
+            Action::CreateAddress(_) | Action::DeleteAddress { .. } => "addresses",
+            Action::CreateFirewall(_) | Action::PatchFirewall(_) | Action::DeleteFirewall { .. } => {
+                "firewalls"
+            }
+            Action::CreateHealthCheck(_)
+            | Action::UpdateHealthCheck(_)
+            | Action::DeleteHealthCheck { .. } => "httpHealthChecks",
+            Action::CreateTargetPool(_)
+            | Action::DeleteTargetPool { .. }
+            | Action::AddInstances { .. }
+            | Action::RemoveInstances { .. }
+            | Action::AddHealthCheck { .. }
+            | Action::RemoveHealthCheck { .. } => "targetPools",
+            Action::CreateForwardingRule(_)
+            | Action::DeleteForwardingRule { .. }
+            | Action::SetTarget { .. } => "forwardingRules",
+        };
+        format!("{kind}/{}", self.target_name())
+    }
+
     /// Name of the GCE object the call mutates (the pool for instance/health-check membership).
     pub fn target_name(&self) -> &str {
         match self {

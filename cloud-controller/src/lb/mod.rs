@@ -14,6 +14,7 @@ pub mod hosts;
 pub mod observed;
 pub mod plan;
 pub mod spec;
+pub mod stages;
 
 #[cfg(test)]
 mod tests;

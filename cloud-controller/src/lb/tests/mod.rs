@@ -5,3 +5,4 @@ mod errors;
 mod hosts;
 mod prop;
 mod scenarios;
+mod shared_usage;
