@@ -39,6 +39,26 @@ fn vips(svc: &ServicePort) -> Vec<IpAddr> {
     v
 }
 
+/// The part of a state [`stale_flows`] reads (UDP service ports and their endpoints): what a sync keeps
+/// for the next one, instead of a copy of everything.
+pub fn udp_only(state: &ProxyState) -> ProxyState {
+    let services: std::collections::BTreeMap<_, _> = state
+        .services
+        .iter()
+        .filter(|(_, s)| s.name.protocol == Protocol::Udp)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let endpoints = services
+        .keys()
+        .filter_map(|k| state.endpoints.get(k).map(|e| (k.clone(), e.clone())))
+        .collect();
+    ProxyState {
+        services,
+        endpoints,
+        errors: vec![],
+    }
+}
+
 /// The UDP flows to delete after moving from `prev` to `now`:
 /// - a serving endpoint left a UDP service port (or the port is gone): flows to each service address
 ///   and the nodePort whose reply comes from that endpoint;

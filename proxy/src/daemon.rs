@@ -219,7 +219,7 @@ impl Context {
         };
         self.health.set_node(snap.node.as_ref());
         let mut ok = true;
-        let mut states = Vec::new();
+        let mut synced = Vec::new();
         for fam in &mut self.families {
             self.seq += 1;
             let started = Instant::now();
@@ -236,7 +236,7 @@ impl Context {
                         elapsed_ms = started.elapsed().as_millis() as u64,
                         "synced"
                     );
-                    states.push(out.state);
+                    synced.push(fam.family());
                 }
                 Err(err) => {
                     ok = false;
@@ -260,8 +260,13 @@ impl Context {
             let mut c = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
             c.restore(taken, since.unwrap_or_else(Instant::now));
         }
-        if !states.is_empty() {
-            let refs: Vec<&crate::model::ProxyState> = states.iter().collect();
+        if !synced.is_empty() {
+            let refs: Vec<&crate::model::ProxyState> = self
+                .families
+                .iter()
+                .filter(|f| synced.contains(&f.family()))
+                .map(FamilySync::state)
+                .collect();
             let want = desired(&refs, &self.settings.rules.node_name);
             self.service_health.sync(&want).await;
         }

@@ -23,7 +23,7 @@ use crate::conntrack;
 use crate::input::Objects;
 use crate::iptables::{Iptables, IptablesError, saved_chains};
 use crate::metrics::{Metrics, family_labels, table_labels, unix_now};
-use crate::model::{Family, NodeFacts, ProxyState};
+use crate::model::{Family, ModelCache, NodeFacts, ProxyState};
 use crate::render::naming::is_service_chain;
 use crate::render::{FullOptions, Payloads, RenderStats, Rendered, Renderer, jumps};
 
@@ -98,7 +98,6 @@ pub struct Outcome {
     pub full: Option<FullReason>,
     /// Bytes of payload written (0: nothing changed, no restore ran).
     pub payload_len: usize,
-    pub state: ProxyState,
     pub stats: RenderStats,
 }
 
@@ -106,6 +105,7 @@ pub struct Outcome {
 #[derive(Debug)]
 pub struct FamilySync {
     pub ipt: Iptables,
+    model: ModelCache,
     renderer: Renderer,
     /// What the kernel holds: the last successfully applied render.
     applied: Option<Rendered>,
@@ -118,6 +118,7 @@ pub struct FamilySync {
 impl FamilySync {
     pub fn new(ipt: Iptables) -> FamilySync {
         FamilySync {
+            model: ModelCache::new(ipt.family),
             ipt,
             renderer: Renderer::default(),
             applied: None,
@@ -130,6 +131,11 @@ impl FamilySync {
 
     pub fn family(&self) -> Family {
         self.ipt.family
+    }
+
+    /// The model as of the last sync.
+    pub fn state(&self) -> &ProxyState {
+        self.model.state()
     }
 
     /// Decides whether this sync must be full.
@@ -165,12 +171,8 @@ impl FamilySync {
         let started = Instant::now();
         let family = self.family();
         let labels = family_labels(family);
-        let state = ProxyState::from_k8s(
-            snap.services.iter().map(AsRef::as_ref),
-            snap.slices.iter().map(AsRef::as_ref),
-            family,
-        );
-        for e in &state.errors {
+        self.model.update(&snap.services, &snap.slices);
+        for e in &self.model.state().errors {
             tracing::debug!(error = %e, "object skipped");
         }
         let mut node = settings.node_facts(snap);
@@ -188,7 +190,7 @@ impl FamilySync {
             .map_err(|e| SyncError::Config(format!("{e:#}")))?;
         cfg.random_fully = settings.random_fully;
         cfg.conntrack_tcp_liberal = settings.tcp_liberal;
-        let rendered = self.renderer.render(&state, &node, &cfg);
+        let rendered = self.renderer.render(self.model.state(), &node, &cfg);
 
         let full = self.full_reason(settings).await;
         let result = match (full, &self.applied) {
@@ -246,15 +248,14 @@ impl FamilySync {
         metrics.last_timestamp.get_or_create(&labels).set(unix_now());
 
         if let Some(prev) = self.prev.as_ref().filter(|_| settings.conntrack) {
-            cleanup_conntrack(metrics, family, prev, &state).await;
+            cleanup_conntrack(metrics, family, prev, self.model.state()).await;
         }
-        self.prev = Some(state.clone());
+        self.prev = Some(conntrack::udp_only(self.model.state()));
         // Success: remember what the kernel holds now.
         self.applied = Some(rendered);
         Ok(Outcome {
             full,
             payload_len: payload.len(),
-            state,
             stats,
         })
     }

@@ -1,6 +1,7 @@
 //! The proxy's view of the cluster: plain data built from Services, EndpointSlices and this node.
 //! Everything here is pure; `from_k8s` converts API objects (treated as untrusted) into it.
 
+mod cache;
 pub mod endpoints;
 mod error;
 pub mod service;
@@ -16,6 +17,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
+pub use cache::ModelCache;
 pub use endpoints::endpoints_from_slices;
 pub use error::ModelError;
 pub use service::service_ports_from_service;
