@@ -34,7 +34,8 @@ demo:
 	$(CARGO) build --locked $(LAB_BINS)
 	trap '$(LAB) down >/dev/null 2>&1' INT TERM; $(LAB) demo
 
-# The lab's end-to-end test (up, ClusterIP, NodePort + firewall, LoadBalancer from the client, down).
+# The lab's end-to-end test: named steps from ClusterIP to restarts, GCE faults and a leak check
+# (e2e/lab/README.md). E2E_CLUSTER=kind runs them on kind instead (needs kind + Docker; fails without).
 e2e:
 	CI=true $(CARGO) test --locked -p svcnet-lab --test lab
 
