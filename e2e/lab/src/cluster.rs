@@ -12,8 +12,6 @@ use serde_json::Value;
 use crate::state::{self, *};
 use crate::{components, http, manifest, netns, nodes, procs, vpc};
 
-const CRD_YAML: &str = include_str!("../../../manifests/crds/cloudloadbalancers.svcnet.dev.yaml");
-
 pub fn api_url(path: &str) -> String {
     format!("http://{VPC_IP}:{API_PORT}{path}")
 }
@@ -106,13 +104,15 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
     let bin = procs::sibling("svcnet-apiserver")?;
     components::launch(dir, st, "apiserver", &vpc_ns, bin, api_args)?.wait(dir, Duration::from_secs(20))?;
 
-    let crd: Value = serde_yaml::from_str(CRD_YAML).context("CRD yaml")?;
-    api(
-        st,
-        "POST",
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        Some(&crd),
-    )?;
+    // The CRDs as the overlay renders them (what `kubectl apply -k` would create).
+    for crd in docs.iter().filter(|d| d["kind"] == "CustomResourceDefinition") {
+        api(
+            st,
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            Some(crd),
+        )?;
+    }
     for node in &st.nodes {
         nodes::register(st, node)?;
     }
