@@ -157,7 +157,20 @@ impl Kind {
         );
         k.children.push(child);
         k.api_url = format!("http://{}", line.rsplit(' ').next().unwrap());
-        for (node, ip) in k.nodes() {
+        // Every node container is an "instance" (the control plane too, so it gets initialised).
+        let all = must(&mut cmd("kind", &["get", "nodes", "--name", &name]));
+        for node in all.split_whitespace() {
+            let ip = must(&mut cmd(
+                "docker",
+                &[
+                    "inspect",
+                    "-f",
+                    "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                    node,
+                ],
+            ))
+            .trim()
+            .to_owned();
             k.gce(
                 "POST",
                 "/_fake/instances",
@@ -425,12 +438,17 @@ impl Cluster for Kind {
         .unwrap();
     }
 
+    /// The nodes that serve load balancers: kubeadm labels the control plane
+    /// `node.kubernetes.io/exclude-from-external-load-balancers`, so it is in no target pool.
     fn nodes(&self) -> Vec<(String, String)> {
         let v: Value = serde_json::from_str(&self.kubectl(&["get", "nodes", "-o", "json"]).unwrap()).unwrap();
         v["items"]
             .as_array()
             .into_iter()
             .flatten()
+            .filter(|n| {
+                n["metadata"]["labels"]["node.kubernetes.io/exclude-from-external-load-balancers"].is_null()
+            })
             .map(|n| {
                 let ip = n["status"]["addresses"]
                     .as_array()
