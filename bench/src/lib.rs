@@ -6,7 +6,6 @@
 pub mod agent;
 pub mod c1;
 pub mod c2;
-pub mod chunked;
 pub mod cluster;
 pub mod error;
 pub mod gcecalls;

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use svcnet_proxy::config::{Layout, RenderConfig};
 use svcnet_proxy::render::{self, FullOptions};
 
-use crate::chunked;
 use crate::error::BenchError;
 use crate::lab::{Lab, local_endpoints};
 use crate::stats;
@@ -134,19 +133,22 @@ fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, eps: usize, p: &P1Params) ->
     };
     let t = Instant::now();
     let r = render::render(&state, &synth::node(), &cfg);
-    let (payload, _) = r.payload(
-        &FullOptions {
-            jumps: true,
-            ..Default::default()
-        },
-        &cfg,
-    );
+    // Loaded the way the daemon's first sync writes it (batched past max_chains).
+    let parts = r
+        .full_payloads(
+            &FullOptions {
+                jumps: true,
+                ..Default::default()
+            },
+            &cfg,
+            p.max_chains,
+        )
+        .texts;
     let render_time = t.elapsed();
     let vip_ip = IpAddr::V4(ips[n - 1]);
     let walked = Walker::new(&r)
         .rules_walked(vip_ip, SERVICE_PORT)
         .ok_or_else(|| BenchError::Check(format!("no rule for {vip_ip}:{SERVICE_PORT}")))?;
-    let parts = chunked::chunks(&r, &payload, p.max_chains);
     drop(r);
     let tag = format!("p1-{}{n}-{eps}", layout_name(layout));
     let mut lab = Lab::start(&tag)?;
@@ -163,7 +165,7 @@ fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, eps: usize, p: &P1Params) ->
             services: n,
             endpoints: eps,
             walked,
-            payload_lines: payload.lines().count(),
+            payload_lines: parts.iter().map(|t| t.lines().count()).sum(),
             render: render_time,
             restore,
             chunks: parts.len(),

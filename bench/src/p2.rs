@@ -1,24 +1,24 @@
 //! P2: one service changed at 10k services / 100k endpoints.
 //!
-//! Per layout, one namespace is loaded with the whole state (setup, chunked, not measured). Then the
-//! daemon's partial sync is timed end to end for single-service changes: render the whole state,
-//! write the partial payload against the last digests, iptables-restore it, remember the new
-//! digests. Two kinds of change:
+//! Per layout, one namespace is loaded with the whole state (setup, batched as the daemon's first
+//! sync, not measured). Then the daemon's partial sync is timed end to end for single-service
+//! changes, with the daemon's code: the incremental [`Renderer`] renders the state (reusing unchanged
+//! service ports), the partial payload is the diff against the render the kernel holds, and it is
+//! iptables-restored. Two kinds of change:
 //! - an endpoint of one service replaced (a rolling update step): both layouts rewrite only that
 //!   service's chains;
 //! - one service added: the flat layout rewrites all of KUBE-SERVICES, the tree one leaf chain.
 //!
-//! A full sync of the same state (render + full payload + `iptables-save -t nat` + one restore of
-//! the whole payload, as the daemon's full sync does) is timed in the same run for the ratio.
+//! A full sync of the same state (render from scratch + full payload + `iptables-save -t nat` + the
+//! batched restores, as the daemon's full sync does) is timed in the same run for the ratio.
 
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{Layout, RenderConfig};
 use svcnet_proxy::model::ProxyState;
-use svcnet_proxy::render::{self, ChainDigests, FullOptions};
+use svcnet_proxy::render::{self, FullOptions, Rendered, Renderer};
 
 use crate::agent::Restored;
-use crate::chunked;
 use crate::error::BenchError;
 use crate::lab::Lab;
 use crate::p1::layout_name;
@@ -45,7 +45,7 @@ pub struct P2Params {
 pub struct Sync {
     /// render of the whole state.
     pub render: Duration,
-    /// payload text (partial or full) plus the new digests.
+    /// payload text (partial: the diff against the previous render; full: every chain).
     pub payload: Duration,
     /// `iptables-save -t nat` (full sync only).
     pub save: Duration,
@@ -102,20 +102,25 @@ fn partial_sync(
     lab: &mut Lab,
     state: &ProxyState,
     cfg: &RenderConfig,
-    prev: &mut ChainDigests,
-    program: &str,
+    renderer: &mut Renderer,
+    prev: &mut Rendered,
+    p: &P2Params,
 ) -> Result<Sync, BenchError> {
     let t = Instant::now();
-    let r = render::render(state, &synth::node(), cfg);
+    let r = renderer.render(state, &synth::node(), cfg);
     let render = t.elapsed();
     let t = Instant::now();
-    let (payload, _) = r
-        .partial_payload(prev)
+    let payloads = r
+        .partial_payloads_since(prev, p.max_chains)
         .ok_or_else(|| BenchError::Check("a change produced no partial payload".into()))?;
-    let digests = r.digests();
+    let payload = payloads.joined();
+    // Dropping the replaced render is part of the daemon's sync too.
+    drop(std::mem::replace(prev, r));
     let payload_time = t.elapsed();
-    let restore = lab.agent.restore(program, &payload)?;
-    *prev = digests;
+    let mut restore = Duration::ZERO;
+    for text in &payloads.texts {
+        restore += lab.agent.restore(&p.restore_program, text)?;
+    }
     Ok(Sync {
         render,
         payload: payload_time,
@@ -141,25 +146,30 @@ fn full_sync(
         canaries: true,
         ..Default::default()
     };
-    let (payload, _) = r.payload(&opts, cfg);
-    let _digests = r.digests();
+    let payloads = r.full_payloads(&opts, cfg, p.max_chains);
     let payload_time = t.elapsed();
     let save = lab.agent.save(&p.save_program)?;
-    let (restore, killed) =
+    let (mut restore, mut killed) = (Duration::ZERO, false);
+    for text in &payloads.texts {
         match lab
             .agent
-            .restore_limited(&p.restore_program, &payload, Some(p.full_sync_limit))?
+            .restore_limited(&p.restore_program, text, Some(p.full_sync_limit))?
         {
-            Restored::Done(d) => (d, false),
-            Restored::Killed(d) => (d, true),
-        };
+            Restored::Done(d) => restore += d,
+            Restored::Killed(d) => {
+                restore += d;
+                killed = true;
+                break;
+            }
+        }
+    }
     Ok(Sync {
         render,
         payload: payload_time,
         save,
         restore,
         killed,
-        lines: payload.lines().count(),
+        lines: payloads.texts.iter().map(|t| t.lines().count()).sum(),
     })
 }
 
@@ -171,15 +181,13 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
         layout,
         ..Default::default()
     };
-    let r = render::render(&state, &synth::node(), &cfg);
+    let mut renderer = Renderer::default();
+    let mut applied = renderer.render(&state, &synth::node(), &cfg);
     let jumps = FullOptions {
         jumps: true,
         ..Default::default()
     };
-    let (payload, _) = r.payload(&jumps, &cfg);
-    let parts = chunked::chunks(&r, &payload, p.max_chains);
-    let mut digests = r.digests();
-    drop((r, payload));
+    let parts = applied.full_payloads(&jumps, &cfg, p.max_chains).texts;
     let mut lab = Lab::start(&format!("p2-{}", layout_name(layout)))?;
     let mut initial_load = Duration::ZERO;
     for part in &parts {
@@ -209,8 +217,9 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
             &mut lab,
             &state,
             &cfg,
-            &mut digests,
-            &p.restore_program,
+            &mut renderer,
+            &mut applied,
+            p,
         )?);
     }
     for k in 0..p.changes {
@@ -219,8 +228,9 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
             &mut lab,
             &state,
             &cfg,
-            &mut digests,
-            &p.restore_program,
+            &mut renderer,
+            &mut applied,
+            p,
         )?);
     }
     progress(&format!(

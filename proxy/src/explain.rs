@@ -64,7 +64,7 @@ pub fn explain(file: &PathBuf, service: &str, rules: &RuleArgs) -> Result<String
             cfg.layout
         );
         for p in ports {
-            let owned = rendered.owners.get(&p.name).cloned().unwrap_or_default();
+            let owned = rendered.owned_chains(&p.name);
             explain_port(&mut out, p, &owned, &state, &node, &ruleset, family, &cfg);
         }
     }
@@ -81,7 +81,7 @@ pub fn explain(file: &PathBuf, service: &str, rules: &RuleArgs) -> Result<String
 fn explain_port(
     out: &mut String,
     p: &ServicePort,
-    owned: &[String],
+    owned: &[&str],
     state: &crate::model::ProxyState,
     node: &NodeFacts,
     ruleset: &trace::Ruleset,

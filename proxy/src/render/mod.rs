@@ -60,8 +60,6 @@ pub struct Rendered {
     pub nat: Vec<Arc<Chain>>,
     /// How many leading `nat` chains are shared.
     pub shared: usize,
-    /// Which service port owns which nat chains (for `explain` and the bench).
-    pub owners: BTreeMap<ServicePortName, Vec<String>>,
     /// Each service port's rules, shared with the render cache (partial syncs skip them by pointer).
     pub services: BTreeMap<ServicePortName, Arc<ServiceRules>>,
     pub stats: RenderStats,
@@ -82,6 +80,22 @@ impl Rendered {
             Table::Nat => &self.nat,
         };
         chains.iter().find(|c| c.name == name).map(AsRef::as_ref)
+    }
+
+    /// The nat chains a service port owns, in payload order (empty for an unknown port).
+    pub fn owned_chains(&self, port: &ServicePortName) -> Vec<&str> {
+        self.services
+            .get(port)
+            .map(|r| r.chains.iter().map(|c| c.name.as_str()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every service port's own nat chains (built on demand: for `explain`, tools and tests).
+    pub fn owners(&self) -> BTreeMap<ServicePortName, Vec<String>> {
+        self.services
+            .iter()
+            .map(|(k, r)| (k.clone(), r.chains.iter().map(|c| c.name.clone()).collect()))
+            .collect()
     }
 
     /// The nat chains every service uses.
@@ -176,7 +190,7 @@ fn assemble(
 
     let mut dispatch_rules = Vec::new();
     let mut service_chains = Vec::new();
-    for (name, rules) in &per_service {
+    for (_, rules) in &per_service {
         f_services.rules.extend(rules.filter_services.iter().cloned());
         f_external.rules.extend(rules.filter_external.iter().cloned());
         f_nodeports.rules.extend(rules.filter_nodeports.iter().cloned());
@@ -185,10 +199,6 @@ fn assemble(
         dispatch_rules.extend(rules.nat_services.iter().cloned());
         out.stats.no_local_internal += usize::from(rules.no_local_internal);
         out.stats.no_local_external += usize::from(rules.no_local_external);
-        out.owners.insert(
-            name.clone(),
-            rules.chains.iter().map(|c| c.name.clone()).collect(),
-        );
         service_chains.extend(rules.chains.iter().cloned());
     }
     out.services = per_service.into_iter().collect();

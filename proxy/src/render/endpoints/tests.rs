@@ -431,7 +431,7 @@ fn trace_big(r: &Rendered, layout: Layout) -> trace::Trace {
 fn tracer_follows_the_tree_to_every_endpoint_with_one_in_200() {
     let r = render_big(200, false, Layout::Tree);
     let svc = svc_chain("default/big:http", "tcp");
-    let owned = r.owners.values().next().expect("one service port");
+    let owned = r.owners().into_values().next().expect("one service port");
     let groups: Vec<&String> = owned.iter().filter(|c| c.starts_with(EPG_PREFIX)).collect();
     // 200 endpoints: 15 groups of 13-14 under the top chain.
     assert_eq!(groups.len(), 15, "{owned:?}");
@@ -507,14 +507,14 @@ fn flat_layout_and_small_services_are_unchanged() {
         render_big(64, false, Layout::Flat),
     );
     assert_eq!(a.chain(Table::Nat, &svc), b.chain(Table::Nat, &svc));
-    assert_eq!(a.owners, b.owners);
+    assert_eq!(a.owners(), b.owners());
 }
 
 #[test]
 fn large_cluster_mode_drops_comments_in_leaves_too() {
     // > 1000 endpoints in total: upstream's large-cluster mode writes no per-endpoint comments.
     let r = render_big(1001, false, Layout::Tree);
-    let owned = r.owners.values().next().expect("owned");
+    let owned = r.owners().into_values().next().expect("owned");
     let mut leaves = 0;
     for c in owned.iter().filter(|c| c.starts_with(EPG_PREFIX)) {
         let rules = &r.chain(Table::Nat, c).expect("chain").rules;
@@ -553,7 +553,7 @@ fn partial_syncs_write_and_delete_groups_with_their_service() {
     let before = render_yaml(&yaml_with(&ips, false), Layout::Tree);
     let svc = svc_chain("default/big:http", "tcp");
     let groups: BTreeSet<String> = before
-        .owners
+        .owners()
         .values()
         .flatten()
         .filter(|c| c.starts_with(EPG_PREFIX))
@@ -620,6 +620,6 @@ fn local_policy_chain_gets_its_own_tree() {
     // 100 -> 10 groups of 10; 66 local (node-1 two in every three) -> 9 groups of 7-8.
     assert_eq!((a.len(), b.len()), (10, 9), "{a:?} {b:?}");
     assert!(a.is_disjoint(&b));
-    let owned: BTreeSet<String> = r.owners.values().flatten().cloned().collect();
+    let owned: BTreeSet<String> = r.owners().values().flatten().cloned().collect();
     assert!(a.union(&b).all(|g| owned.contains(g)));
 }

@@ -113,11 +113,11 @@ fn check_batches(r: &Rendered, existing: &[String], batches: &Payloads, single: 
             );
             assert!(!text.contains(":KUBE-DST-"), "dispatch before the last payload");
             // A batch holds whole services; it passes `max` only by the last service it took.
-            let biggest = r.owners.values().map(Vec::len).max().unwrap_or(0);
+            let biggest = r.owners().values().map(Vec::len).max().unwrap_or(0);
             assert!(declared(text).len() < max + biggest, "batch {i} too big");
         }
     }
-    for chains in r.owners.values() {
+    for chains in r.owners().values() {
         let holders: BTreeSet<usize> = batches
             .texts
             .iter()
@@ -158,7 +158,7 @@ fn full_sync_batches_whole_services_and_ends_with_shared_chains() {
         let single = r.payload(&opts, &c).0;
         for max in [1, 7, 50] {
             let p = r.full_payloads(&opts, &c, max);
-            let service_chains: usize = r.owners.values().map(Vec::len).sum();
+            let service_chains: usize = r.owners().values().map(Vec::len).sum();
             assert!(
                 p.texts.len() >= service_chains / (max + 6),
                 "{layout:?} max {max}: only {} payloads",
