@@ -57,6 +57,8 @@ pub fn node_add(c: &dyn Cluster, cluster_ip: &str, ip: &str) -> String {
         || c.lb_backends(ip).contains(&node_ip).then_some(()),
     );
     lb_keeps_answering(c, ip, 5);
+    // The CloudLoadBalancer record follows the pool.
+    super::basics::cloudloadbalancer_row(c, "hostnames", ip);
     node
 }
 
@@ -82,6 +84,7 @@ pub fn node_remove(c: &dyn Cluster, node: &str, ip: &str) {
         || (!c.lb_backends(ip).contains(&node_ip)).then_some(()),
     );
     lb_keeps_answering(c, ip, 5);
+    super::basics::cloudloadbalancer_row(c, "hostnames", ip);
 }
 
 /// How many objects of each LB collection belong to `svc` (by the service-name in their description).
