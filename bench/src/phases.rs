@@ -4,8 +4,11 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use std::sync::Arc;
 use svcnet_proxy::config::{Layout, RenderConfig};
-use svcnet_proxy::render::{self, FullOptions};
+
+use svcnet_proxy::model::{Family, ModelCache, ProxyState};
+use svcnet_proxy::render::{self, FullOptions, Renderer, UNBATCHED};
 
 use crate::stats::{median, ms};
 use crate::synth;
@@ -43,17 +46,55 @@ pub fn report(services: usize, endpoints: usize, layout: Layout, reps: usize) ->
         canaries: true,
         ..Default::default()
     };
+    // The daemon's path: a warm Renderer, alternating between the two states (one service differs).
+    let mut renderer = Renderer::default();
+    let mut applied = renderer.render(&state, &node, &cfg);
+    let mut flip = false;
+    let incremental = time(reps, || {
+        flip = !flip;
+        let next = renderer.render(if flip { &changed } else { &state }, &node, &cfg);
+        drop(next.partial_payloads_since(&applied, UNBATCHED));
+        applied = next;
+    });
+    // The model: API objects -> ProxyState, one Service changed, cached vs from scratch.
+    let (mut svcs, slices) = synth::k8s_objects(&ips[..services], endpoints);
+    let mut model = ModelCache::new(Family::V4);
+    model.update(&svcs, &slices);
+    let mut generation = 0;
+    let model_update = time(reps, || {
+        generation += 1;
+        if let Some(first) = svcs.first_mut() {
+            *first = Arc::new(synth::k8s_service(
+                &synth::service_name(0).name,
+                ips[0],
+                generation,
+            ));
+        }
+        model.update(&svcs, &slices);
+    });
     let rows: Vec<(&str, f64)> = vec![
         (
-            "render() whole state",
+            "render() whole state, from scratch",
             time(reps, || drop(render::render(&state, &node, &cfg))),
         ),
         ("clone of ProxyState", time(reps, || drop(state.clone()))),
         ("digests()", time(reps, || drop(r.digests()))),
         (
-            "partial_payload() one service changed",
+            "partial_payload() vs digests (bench before)",
             time(reps, || drop(r2.partial_payload(&prev))),
         ),
+        ("daemon: Renderer + diff, one service changed", incremental),
+        (
+            "model from scratch: ProxyState::from_k8s",
+            time(reps, || {
+                drop(ProxyState::from_k8s(
+                    svcs.iter().map(AsRef::as_ref),
+                    slices.iter().map(AsRef::as_ref),
+                    Family::V4,
+                ))
+            }),
+        ),
+        ("daemon: ModelCache::update, one Service changed", model_update),
         (
             "payload() full text",
             time(reps, || drop(r.payload(&full_opts, &cfg))),
@@ -67,7 +108,7 @@ pub fn report(services: usize, endpoints: usize, layout: Layout, reps: usize) ->
         "phases at {services} services x {endpoints} endpoints ({layout:?}: {chains} chains, {rules} rules), median of {reps}:"
     );
     for (what, t) in rows {
-        let _ = writeln!(s, "    {what:<40} {t:>9.1} ms");
+        let _ = writeln!(s, "    {what:<48} {t:>9.1} ms");
     }
     s
 }

@@ -7,6 +7,10 @@
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use svcnet_proxy::model::{Endpoint, NodeFacts, Protocol, ProxyState, ServicePort, ServicePortName};
 
@@ -105,6 +109,46 @@ pub fn state(ips: &[Ipv4Addr], eps_per_service: usize) -> ProxyState {
         st.services.insert(name.clone(), service_port(name, *ip));
     }
     st
+}
+
+/// The same cluster as API objects (what the daemon's reflectors hold): one Service and one
+/// EndpointSlice per entry of `ips`, shared as the stores share them.
+pub fn k8s_objects(ips: &[Ipv4Addr], eps_per_service: usize) -> (Vec<Arc<Service>>, Vec<Arc<EndpointSlice>>) {
+    let mut services = Vec::with_capacity(ips.len());
+    let mut slices = Vec::with_capacity(ips.len());
+    for (i, ip) in ips.iter().enumerate() {
+        let name = service_name(i);
+        services.push(Arc::new(k8s_service(&name.name, *ip, 0)));
+        let endpoints: Vec<serde_json::Value> = (0..eps_per_service)
+            .map(|j| {
+                serde_json::json!({
+                    "addresses": [pod_ip(i * eps_per_service + j).to_string()],
+                    "conditions": {"ready": true, "serving": true, "terminating": false},
+                    "nodeName": "other-node",
+                })
+            })
+            .collect();
+        let slice = serde_json::json!({
+            "metadata": {"name": format!("{}-abcde", name.name), "namespace": name.namespace,
+                         "labels": {"kubernetes.io/service-name": name.name}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": ENDPOINT_PORT, "protocol": "TCP"}],
+            "endpoints": endpoints,
+        });
+        if let Ok(s) = serde_json::from_value(slice) {
+            slices.push(Arc::new(s));
+        }
+    }
+    (services, slices)
+}
+
+/// Service `name` at `ip`; `generation` changes its annotations (a new object version).
+pub fn k8s_service(name: &str, ip: Ipv4Addr, generation: u32) -> Service {
+    let v = serde_json::json!({
+        "metadata": {"name": name, "namespace": "bench", "annotations": {"generation": generation.to_string()}},
+        "spec": {"clusterIP": ip.to_string(), "ports": [{"name": "http", "port": SERVICE_PORT, "targetPort": ENDPOINT_PORT}]},
+    });
+    serde_json::from_value(v).unwrap_or_default()
 }
 
 pub fn node() -> NodeFacts {

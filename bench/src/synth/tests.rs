@@ -25,3 +25,22 @@ fn state_has_requested_shape_and_name_order() {
     let all: HashSet<_> = st.endpoints.values().flatten().map(|e| e.ip).collect();
     assert_eq!(all.len(), 36, "endpoint IPs must be distinct");
 }
+
+#[test]
+fn api_objects_convert_to_the_same_state() {
+    let ips = cluster_ips(7, 3);
+    let (services, slices) = k8s_objects(&ips, 4);
+    let st = ProxyState::from_k8s(
+        services.iter().map(AsRef::as_ref),
+        slices.iter().map(AsRef::as_ref),
+        svcnet_proxy::model::Family::V4,
+    );
+    assert!(st.errors.is_empty(), "{:?}", st.errors);
+    let mut want = state(&ips, 4);
+    assert_eq!(st.services, want.services);
+    // The model orders endpoints by their "ip:port" text, as upstream does.
+    for eps in want.endpoints.values_mut() {
+        eps.sort_by_key(|e| e.addr());
+    }
+    assert_eq!(st.endpoints, want.endpoints);
+}
