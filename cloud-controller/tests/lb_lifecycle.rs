@@ -169,8 +169,24 @@ async fn load_balancer_created_resynced_and_deleted() {
     assert_eq!(st.node_count, Some(2));
     assert_eq!(st.ports_summary.as_deref(), Some("80/TCP,443/TCP"));
 
+    // The controller's own writes (ingress status, finalizer, record) do not start another sync:
+    // no GCE call for this LB at all (the route controller lists routes on its own period).
+    gce.clear_calls();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let log = gce.admin("GET", "calls", None);
+    let lb_calls: Vec<&str> = log["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .filter(|p| !p.contains("/routes"))
+        .collect();
+    assert!(
+        lb_calls.is_empty(),
+        "a sync after our own status write: {lb_calls:?}"
+    );
+
     // A no-op resync (Service touched without LB-relevant change): reads only.
-    tokio::time::sleep(Duration::from_millis(500)).await;
     gce.clear_calls();
     let touch = json!({"metadata": {"annotations": {"touched": "yes"}}});
     services

@@ -8,8 +8,9 @@
 //! reads. Events follow upstream's service controller.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
@@ -41,15 +42,63 @@ pub struct LbCtx {
     /// (or its firewall) run one at a time, re-observed under the lock.
     shared_hc: AsyncMutex<()>,
     failures: Mutex<HashMap<String, u32>>,
+    /// The node-membership fingerprint the node watch publishes (part of a sync's input).
+    nodes: tokio::sync::watch::Receiver<String>,
+    /// Per Service: fingerprint of the input of its last successful sync, and when it ended.
+    synced: Mutex<HashMap<String, (u64, Instant)>>,
 }
 
 impl LbCtx {
-    pub fn new(shared: Arc<Shared>) -> Self {
+    pub fn new(shared: Arc<Shared>, nodes: tokio::sync::watch::Receiver<String>) -> Self {
         LbCtx {
             shared,
             shared_hc: AsyncMutex::new(()),
             failures: Mutex::new(HashMap::new()),
+            nodes,
+            synced: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// What a sync of `svc` depends on: everything of the Service but its status (and the
+    /// bookkeeping fields that change with every write), plus the node membership.
+    fn input_fingerprint(&self, svc: &Service) -> u64 {
+        let m = &svc.metadata;
+        let input = json!({
+            "uid": m.uid, "labels": m.labels, "annotations": m.annotations,
+            "finalizers": m.finalizers, "deletion": m.deletion_timestamp,
+            "spec": svc.spec, "nodes": *self.nodes.borrow(),
+        });
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        input.to_string().hash(&mut h);
+        h.finish()
+    }
+
+    /// Time until the periodic resync when `svc` was synced successfully with the same input less
+    /// than half a resync period ago: the event is our own status (or record) write, or a
+    /// status-only change, which cannot change the load balancer. Upstream's service controller
+    /// skips those too (`needsUpdate`). Every other event, and the periodic resync (drift repair),
+    /// syncs for real.
+    fn recently_synced(&self, svc: &Service) -> Option<Duration> {
+        let period = self.shared.tuning.lb_resync;
+        let synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
+        let (fp, at) = synced.get(&key(svc))?;
+        let age = at.elapsed();
+        (*fp == self.input_fingerprint(svc) && age < period / 2).then(|| period.saturating_sub(age))
+    }
+
+    fn note_synced(&self, svc: &Service) {
+        let fp = self.input_fingerprint(svc);
+        self.synced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key(svc), (fp, Instant::now()));
+    }
+
+    fn forget_synced(&self, svc: &Service) {
+        self.synced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key(svc));
     }
 
     fn note_failure(&self, key: &str) -> u32 {
@@ -83,7 +132,7 @@ pub async fn run(
 ) {
     let api: Api<Service> = Api::all(shared.client.clone());
     let concurrency = u16::try_from(shared.tuning.concurrency.max(1)).unwrap_or(u16::MAX);
-    let ctx = Arc::new(LbCtx::new(shared));
+    let ctx = Arc::new(LbCtx::new(shared, triggers.lb.clone()));
     Controller::new(api, watcher::Config::default())
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
         // Pool membership changed: re-sync every Service; reconcile() returns at once for
@@ -114,6 +163,13 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
     }
     // Nodes must be listed before any membership decision.
     ctx.shared.wait_nodes_ready().await;
+    if wants
+        && !deleting
+        && has_finalizer(&svc)
+        && let Some(next) = ctx.recently_synced(&svc)
+    {
+        return Ok(Requeue::requeue(next));
+    }
     let api: Api<Service> = Api::namespaced(ctx.shared.client.clone(), &svc.namespace().unwrap_or_default());
     let k = key(&svc);
     let result = if !wants && !deleting {
@@ -128,7 +184,13 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
     } else {
         finalizer(&api, lb::LB_CLEANUP_FINALIZER, svc.clone(), |ev| async {
             match ev {
-                Finalizer::Apply(svc) => ensure_lb(&svc, &ctx).await,
+                Finalizer::Apply(svc) => {
+                    let r = ensure_lb(&svc, &ctx).await;
+                    if r.is_ok() {
+                        ctx.note_synced(&svc);
+                    }
+                    r
+                }
                 Finalizer::Cleanup(svc) => cleanup(&svc, &ctx).await.map(|_| Requeue::await_change()),
             }
         })
@@ -145,7 +207,10 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
             ctx.note_success(&k);
             metrics.sync("service", "ok");
         }
-        Err(e) => metrics.sync("service", e.metric_label()),
+        Err(e) => {
+            ctx.forget_synced(&svc);
+            metrics.sync("service", e.metric_label());
+        }
     }
     result
 }
