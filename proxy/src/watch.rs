@@ -73,12 +73,33 @@ impl Sink {
 /// What kind of object a watcher carries, for change bookkeeping.
 trait Tracked: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static {
     fn changed(&self, sink: &Sink, deleted: bool);
+
+    /// Drops what the proxy never reads before the object enters the cache (memory: managedFields,
+    /// last-applied annotations and EndpointSlice targetRefs are most of a large cluster's objects).
+    fn trim(&mut self);
+}
+
+/// `kubectl apply`'s copy of the whole object: often the largest annotation.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+fn trim_meta(meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(a) = meta.annotations.as_mut() {
+        a.remove(LAST_APPLIED);
+    }
 }
 
 impl Tracked for Service {
     fn changed(&self, sink: &Sink, _deleted: bool) {
         sink.metrics.service_changes_total.inc();
         sink.record(|c| c.service_changed(object_key(&self.metadata)));
+    }
+
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        if let Some(spec) = self.spec.as_mut() {
+            spec.selector = None; // the endpoint controller's business, not the proxy's
+        }
     }
 }
 
@@ -87,12 +108,30 @@ impl Tracked for EndpointSlice {
         sink.metrics.endpoint_changes_total.inc();
         sink.record(|c| c.slice_changed(object_key(&self.metadata), trigger_time(self)));
     }
+
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        for ep in &mut self.endpoints {
+            ep.target_ref = None;
+            ep.hostname = None;
+            ep.deprecated_topology = None;
+        }
+    }
 }
 
 impl Tracked for Node {
     fn changed(&self, sink: &Sink, deleted: bool) {
         sink.health.set_node(if deleted { None } else { Some(self) });
         sink.record(Changes::other_changed);
+    }
+
+    fn trim(&mut self) {
+        trim_meta(&mut self.metadata);
+        if let Some(status) = self.status.as_mut() {
+            status.images = None;
+            status.volumes_attached = None;
+            status.volumes_in_use = None;
+        }
     }
 }
 
@@ -103,7 +142,10 @@ where
 {
     let (reader, writer) = reflector::store();
     let kind = K::kind(&K::DynamicType::default()).to_string();
-    let stream = watcher::watcher(api, cfg).default_backoff().reflect(writer);
+    let stream = watcher::watcher(api, cfg)
+        .default_backoff()
+        .modify(K::trim)
+        .reflect(writer);
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         loop {
@@ -164,3 +206,6 @@ pub async fn wait_synced(stores: &Stores) -> Result<(), reflector::store::Writer
     stores.slices.wait_until_ready().await?;
     stores.node.wait_until_ready().await
 }
+
+#[cfg(test)]
+mod tests;
