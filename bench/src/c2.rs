@@ -123,7 +123,13 @@ pub fn run(bins: &Bins, p: &C2Params, progress: &mut dyn FnMut(&str)) -> Result<
         &["--concurrency".into(), "1".into()],
         progress,
     )?;
-    let default = one_run(bins, p, "default", p.services, &p.default_args, progress)?;
+    // Named after its flags when they are not the binary's defaults, so the table cannot mislead.
+    let label = if p.default_args.is_empty() {
+        "default".to_owned()
+    } else {
+        p.default_args.join(" ")
+    };
+    let default = one_run(bins, p, &label, p.services, &p.default_args, progress)?;
     Ok(C2 {
         nodes: p.nodes,
         op_latency_ms: p.op_latency_ms,

@@ -94,6 +94,22 @@ pub struct P4Case {
     pub apiserver_rss_kb: u64,
 }
 
+/// The message of a tracing log line (after the target), without colour codes, cut short.
+pub fn log_message(line: &str) -> String {
+    let mut plain = String::new();
+    let mut esc = false;
+    for ch in line.chars() {
+        match (esc, ch) {
+            (false, '\u{1b}') => esc = true,
+            (true, 'm') => esc = false,
+            (true, _) => {}
+            (false, c) => plain.push(c),
+        }
+    }
+    let msg = plain.split_once(": ").map_or(plain.as_str(), |(_, m)| m);
+    msg.chars().take(100).collect()
+}
+
 pub fn endpoint_ip(i: usize) -> Ipv4Addr {
     // 10.128.0.0/9: room for 8M endpoints.
     let base = u32::from(Ipv4Addr::new(10, 128, 0, 0));
@@ -252,12 +268,24 @@ fn one_case(
     let pid = proxy.pid();
     let mut peak = 0;
     let mut last = Mem::default();
+    let mut reported = Instant::now();
     let state = loop {
         if let Some(m) = read_mem(pid) {
             peak = peak.max(m.rss_kb);
             last = m;
         }
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if reported.elapsed() >= Duration::from_secs(5) {
+            // The memory curve against what the proxy is doing (its last log line), to tell the
+            // caches from the render and the restore.
+            let doing = text.lines().last().map(log_message).unwrap_or_default();
+            progress(&format!(
+                "  {:>5.1} s  VmRSS {:>7.1} MiB  {doing}",
+                t0.elapsed().as_secs_f64(),
+                last.rss_kb as f64 / 1024.0
+            ));
+            reported = Instant::now();
+        }
         if let Some(s) = sync_state(&text) {
             break s;
         }
@@ -285,6 +313,9 @@ fn one_case(
     drop(proxy);
     drop(apiserver);
     drop(ns);
+    if std::env::var_os("SVCNET_BENCH_KEEP").is_some() {
+        progress(&format!("  kept {}", dir.keep().display()));
+    }
     Ok(P4Case {
         services,
         endpoints,

@@ -124,7 +124,8 @@ pub fn c2(r: &C2) -> String {
     );
     let _ = writeln!(
         s,
-        "    default vs concurrency 1 at {} Services: {:.1}x faster (target >= {C2_SPEEDUP_TARGET}x) {}",
+        "    {} vs concurrency 1 at {} Services: {:.1}x faster (target >= {C2_SPEEDUP_TARGET}x) {}",
+        r.default.label,
         r.default.services,
         speedup,
         if speedup.is_nan() {

@@ -1,6 +1,7 @@
 //! `svcnet-bench --quick` end to end: every part runs against the real iptables tools in throwaway
-//! namespaces and prints its table. No timing is asserted; figures that must hold regardless of
-//! timing (rules walked, partial payload size) are.
+//! namespaces and the real svcnet binaries, and prints its table. No timing is asserted; figures
+//! that must hold regardless of timing (rules walked, partial payload size, GCE call counts, the
+//! proxy's first sync) are.
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,7 +47,7 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
-    for part in ["\nP1 ", "\nP2 ", "\nP3 "] {
+    for part in ["\nP1 ", "\nP2 ", "\nP3 ", "\nP4 ", "\nC1 ", "\nC2 "] {
         assert!(stdout.contains(part), "missing {part:?}:\n{stdout}");
     }
     // P1: the flat walk to the last of 300 services is 300 rules; the tree's is far shorter.
@@ -71,6 +72,36 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         lines > 0.0 && lines * 20.0 < full,
         "partial {lines} vs full {full}"
     );
+    // C1: a new LB is created by 6 mutating calls (address, 2 firewalls, health check, pool,
+    // forwarding rule; budget 8); a no-op resync reads but never writes.
+    let c1 = |what: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(what))
+            .unwrap_or_else(|| panic!("no C1 {what} row:\n{stdout}"))
+            .to_string()
+    };
+    let new_lb = c1("new LB  ");
+    let mutating: usize = field(&new_lb, 3).parse().unwrap();
+    assert!((6..=8).contains(&mutating), "{new_lb}");
+    let noop = c1("no-op resync  ");
+    assert_eq!(field(&noop, 3), "0", "{noop}");
+    assert!(
+        field(&noop, 2).parse::<usize>().unwrap() > 0,
+        "the resync made no GCE call: {noop}"
+    );
+    // C2: both runs happened and the serial one is reported as an extrapolation.
+    assert!(
+        stdout.contains("concurrency 1 was measured on 3 Services and is serial"),
+        "{stdout}"
+    );
+    // P4: the proxy finished its first sync at the larger quick size and its memory was read.
+    let p4 = stdout
+        .lines()
+        .find(|l| field(l, 0) == "200" && field(l, 1) == "1000")
+        .unwrap_or_else(|| panic!("no P4 200-service row:\n{stdout}"));
+    assert!(p4.ends_with("done"), "first sync not done: {p4}");
+    assert!(field(p4, 6).parse::<f64>().unwrap() > 1.0, "VmHWM: {p4}");
     // Every namespace this run created (named after its pid) is gone.
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let names = String::from_utf8_lossy(&list.stdout);

@@ -49,3 +49,10 @@ fn slice_belongs_to_its_service_and_has_every_endpoint() {
     assert_eq!(s["endpoints"][0]["addresses"][0], endpoint_ip(70).to_string());
     assert_eq!(service(7)["metadata"]["name"], "svc-00007");
 }
+
+#[test]
+fn log_message_drops_colour_time_and_target() {
+    let line = "\u{1b}[2m2026-11-21T10:57:47Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m \u{1b}[2msvcnet_proxy::daemon\u{1b}[0m\u{1b}[2m:\u{1b}[0m waiting for Services";
+    assert_eq!(log_message(line), "waiting for Services");
+    assert_eq!(log_message("plain"), "plain");
+}
