@@ -269,7 +269,7 @@ fn foreign_chains_survive_syncs_and_cleanup() {
         return;
     };
     // The same foreign rules in a fresh namespace: the reference.
-    let reference_ns = lab::Ns::new("foreign-ref").expect("netns");
+    let reference_ns = lab::Netns::new("foreign-ref").expect("netns");
     for c in FOREIGN {
         let words: Vec<&str> = c.split_whitespace().collect();
         reference_ns.ok(&words);
@@ -435,7 +435,7 @@ fn failed_restore_keeps_old_rules_counts_and_recovers_with_a_full_sync() {
 }
 
 /// GET from inside `ns`: (status, body); status 0 when nothing listens.
-fn http_get(ns: &lab::Ns, url: &str) -> (u16, String) {
+fn http_get(ns: &lab::Netns, url: &str) -> (u16, String) {
     lab::helper::http(ns, "GET", url, "application/json", "")
 }
 

@@ -180,7 +180,7 @@ fn objects(svcs: &[Svc]) -> (Vec<Service>, Vec<EndpointSlice>) {
     (services, slices)
 }
 
-fn check(svcs: &[Svc], ns: Option<&common::Netns>) -> Result<(), TestCaseError> {
+fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseError> {
     let (services, slices) = objects(svcs);
     let state = ProxyState::from_k8s(&services, &slices, Family::V4);
     let mut node = NodeFacts {
@@ -265,7 +265,7 @@ fn check(svcs: &[Svc], ns: Option<&common::Netns>) -> Result<(), TestCaseError> 
 
 #[test]
 fn random_clusters_render_safely_and_layouts_agree() {
-    let ns = common::netns_or_skip("props");
+    let ns = svcnet_netns::netns_or_skip("props");
     let cases = std::env::var("SVCNET_PROP_CASES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -39,7 +39,7 @@ fn golden_payloads_load_into_real_iptables() {
     assert!(!cases.is_empty());
     let mut checked = 0;
     for (_, words, rules) in cases {
-        let Some(ns) = common::netns_or_skip("restore") else {
+        let Some(ns) = svcnet_netns::netns_or_skip("restore") else {
             return;
         };
         let payload = std::fs::read_to_string(&rules).expect("golden payload");
@@ -147,7 +147,7 @@ fn lb_cluster(n: usize, eps: usize, skip: usize) -> svcnet_proxy::render::Render
 }
 
 /// The kernel's ruleset without counters, sorted (chain order in iptables-save is creation order).
-fn saved_sorted(ns: &common::Netns) -> Vec<String> {
+fn saved_sorted(ns: &svcnet_netns::Netns) -> Vec<String> {
     let (ok, saved, err) = ns.exec(&["iptables-save"], "");
     assert!(ok, "iptables-save: {err}");
     let mut lines: Vec<String> = saved
@@ -162,7 +162,7 @@ fn saved_sorted(ns: &common::Netns) -> Vec<String> {
     lines
 }
 
-fn restore_each(ns: &common::Netns, texts: &[String]) {
+fn restore_each(ns: &svcnet_netns::Netns, texts: &[String]) {
     for (i, t) in texts.iter().enumerate() {
         let (ok, _, err) = ns.exec(&["iptables-restore", "--noflush", "--counters", "-w", "5"], t);
         assert!(ok, "payload {i} of {} failed: {err}\n{t}", texts.len());
@@ -175,8 +175,10 @@ fn restore_each(ns: &common::Netns, texts: &[String]) {
 fn batched_syncs_equal_one_call_in_the_kernel() {
     use svcnet_proxy::config::RenderConfig;
     use svcnet_proxy::render::{FullOptions, UNBATCHED};
-    let (Some(batched), Some(single)) = (common::netns_or_skip("batch-a"), common::netns_or_skip("batch-b"))
-    else {
+    let (Some(batched), Some(single)) = (
+        svcnet_netns::netns_or_skip("batch-a"),
+        svcnet_netns::netns_or_skip("batch-b"),
+    ) else {
         return;
     };
     let cfg = RenderConfig::default();

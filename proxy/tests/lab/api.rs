@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::{API_PORT, NODE, Ns, POD_PORT};
+use super::{API_PORT, NODE, Netns, POD_PORT};
 
 pub struct Api<'a> {
-    pub ns: &'a Ns,
+    pub ns: &'a Netns,
 }
 
 /// One endpoint of a slice: (pod ip, ready, node name).

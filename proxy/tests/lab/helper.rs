@@ -14,7 +14,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{Ns, POD_PORT, Proc};
+use super::{Netns, POD_PORT, Proc};
 
 const TIMEOUT: Duration = Duration::from_millis(1500);
 
@@ -106,7 +106,7 @@ fn udp_once(addr: SocketAddr, bind: Option<SocketAddr>) -> std::io::Result<Strin
     Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
-fn helper_command(ns: &Ns) -> std::process::Command {
+fn helper_command(ns: &Netns) -> std::process::Command {
     let exe = std::env::current_exe().expect("current exe");
     let mut c = ns.command(&[
         exe.to_str().expect("utf-8 path"),
@@ -121,7 +121,7 @@ fn helper_command(ns: &Ns) -> std::process::Command {
 }
 
 /// Starts the hostname server in a pod namespace.
-pub fn spawn_server(ns: &Ns, name: &str) -> Proc {
+pub fn spawn_server(ns: &Netns, name: &str) -> Proc {
     let child = helper_command(ns)
         .env("SVCNET_HELPER", "serve")
         .env("SVCNET_NAME", name)
@@ -137,7 +137,7 @@ pub fn spawn_server(ns: &Ns, name: &str) -> Proc {
 
 /// Runs the client `count` times from `ns`; one entry per attempt: the reply (`"pod1 10.244.1.1"`)
 /// or `"ERR <kind> (...)"`.
-pub fn request(ns: &Ns, proto: &str, addr: &str, count: usize, bind: Option<&str>) -> Vec<String> {
+pub fn request(ns: &Netns, proto: &str, addr: &str, count: usize, bind: Option<&str>) -> Vec<String> {
     let mut c = helper_command(ns);
     c.env("SVCNET_HELPER", "client")
         .env("SVCNET_PROTO", proto)
@@ -232,7 +232,7 @@ fn dechunk(mut s: &str) -> String {
 }
 
 /// One HTTP request from inside `ns`: (status, body); status 0 when the connection failed.
-pub fn http(ns: &Ns, method: &str, url: &str, content_type: &str, body: &str) -> (u16, String) {
+pub fn http(ns: &Netns, method: &str, url: &str, content_type: &str, body: &str) -> (u16, String) {
     let mut child = helper_command(ns)
         .env("SVCNET_HELPER", "http")
         .env("SVCNET_METHOD", method)

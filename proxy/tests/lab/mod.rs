@@ -27,7 +27,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub use net::Ns;
+pub use svcnet_netns::Netns;
 
 pub const NODE: &str = "node-a";
 pub const NODE_IP: &str = "172.30.0.2";
@@ -63,7 +63,7 @@ impl Drop for Proc {
 pub struct Pod {
     pub name: String,
     pub ip: String,
-    pub ns: Ns,
+    pub ns: Netns,
 }
 
 /// Options for [`Lab::start`].
@@ -98,8 +98,8 @@ pub struct Lab {
     pub apiserver: Option<Proc>,
     pub servers: Vec<Proc>,
     pub pods: Vec<Pod>,
-    pub client: Ns,
-    pub node: Ns,
+    pub client: Netns,
+    pub node: Netns,
     pub dir: tempfile::TempDir,
     pub opts: Opts,
 }
@@ -159,13 +159,25 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<
     }
 }
 
+/// Deletes the namespaces of test runs that were killed (SIGKILL skips every Drop), once per test
+/// process: their rules and processes would otherwise stay on the machine.
+fn sweep_leftovers_once() {
+    static SWEPT: OnceLock<()> = OnceLock::new();
+    SWEPT.get_or_init(|| {
+        for name in svcnet_netns::sweep_dead() {
+            eprintln!("removed leftover namespace {name} (its test process is gone)");
+        }
+    });
+}
+
 impl Lab {
     /// Builds the namespaces, starts pods, the API stand-in, creates the Node, and starts the proxy
     /// (waiting for its first sync). `None` (with a SKIPPED line) when namespaces are unavailable
     /// outside CI.
     pub fn start(tag: &str, opts: Opts) -> Option<Lab> {
-        let node = net::ns_or_skip(&format!("{tag}-n"))?;
-        let client = Ns::new(&format!("{tag}-c")).expect("client netns");
+        sweep_leftovers_once();
+        let node = svcnet_netns::netns_or_skip(&format!("{tag}-n"))?;
+        let client = Netns::new(&format!("{tag}-c")).expect("client netns");
         let dir = tempfile::tempdir().expect("tempdir");
         let mut lab = Lab {
             proxy: None,
@@ -181,7 +193,7 @@ impl Lab {
         for i in 0..opts.pods {
             let name = format!("pod{}", i + 1);
             let ip = format!("10.244.1.{}", 10 + i);
-            let ns = Ns::new(&format!("{tag}-p{}", i + 1)).expect("pod netns");
+            let ns = Netns::new(&format!("{tag}-p{}", i + 1)).expect("pod netns");
             net::wire_pod(&lab.node, &ns, i, &ip);
             let server = helper::spawn_server(&ns, &name);
             lab.servers.push(server);
