@@ -44,6 +44,8 @@ struct Svc {
     ext_ip: bool,
     annotation: String,
     eps: Vec<(u8, bool, bool, bool)>, // node, ready, terminating, zone hint
+    /// Extra ready endpoints: sometimes past the endpoint-tree threshold (64) of the tree layout.
+    bulk: usize,
 }
 
 fn name() -> impl Strategy<Value = String> {
@@ -77,20 +79,24 @@ fn svc() -> impl Strategy<Value = Svc> {
             (0u8..3, prop::bool::weighted(0.8), any::<bool>(), any::<bool>()),
             0..5,
         ),
+        prop_oneof![6 => Just(0usize), 1 => 60usize..150],
     )
         .prop_map(
-            |(name, port_name, kind, udp, etp_local, itp_local, affinity, ranges, ext_ip, ann, eps)| Svc {
-                name,
-                port_name,
-                kind,
-                udp,
-                etp_local,
-                itp_local,
-                affinity,
-                ranges: ranges.into_iter().map(str::to_string).collect(),
-                ext_ip,
-                annotation: ann.to_string(),
-                eps,
+            |(name, port_name, kind, udp, etp_local, itp_local, affinity, ranges, ext_ip, ann, eps, bulk)| {
+                Svc {
+                    name,
+                    port_name,
+                    kind,
+                    udp,
+                    etp_local,
+                    itp_local,
+                    affinity,
+                    ranges: ranges.into_iter().map(str::to_string).collect(),
+                    ext_ip,
+                    annotation: ann.to_string(),
+                    eps,
+                    bulk,
+                }
             },
         )
 }
@@ -145,7 +151,7 @@ fn objects(svcs: &[Svc]) -> (Vec<Service>, Vec<EndpointSlice>) {
             svc["status"] = json!({"loadBalancer": {"ingress": [{"ip": format!("35.1.{i}.1")}]}});
         }
         services.push(serde_json::from_value(svc).expect("service json"));
-        let endpoints: Vec<_> = s
+        let mut endpoints: Vec<_> = s
             .eps
             .iter()
             .enumerate()
@@ -161,6 +167,13 @@ fn objects(svcs: &[Svc]) -> (Vec<Service>, Vec<EndpointSlice>) {
                 e
             })
             .collect();
+        endpoints.extend((0..s.bulk).map(|k| {
+            json!({
+                "addresses": [format!("10.{}.{}.{}", 100 + i, k / 250, k % 250 + 1)],
+                "conditions": {"ready": true, "serving": true, "terminating": false},
+                "nodeName": format!("node-{}", k % 3),
+            })
+        }));
         let mut sport = json!({"port": 8000 + i, "protocol": proto});
         if !s.port_name.is_empty() {
             sport["name"] = json!(s.port_name);

@@ -155,5 +155,4 @@ fn branches(n: usize, fanout: usize) -> usize {
 }
 
 #[cfg(test)]
-#[path = "endpoints/tests.rs"]
 mod tests;

@@ -6,6 +6,7 @@
 mod cache;
 mod diff;
 mod dispatch;
+mod endpoints;
 pub mod naming;
 mod payload;
 mod service;

@@ -5,16 +5,11 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-// Declared here, not in render/mod.rs, only because that file is being reworked concurrently; it is
-// its own concept (render/endpoints.rs) and can move up to `mod endpoints;` there in one line.
-#[path = "endpoints.rs"]
-pub(crate) mod endpoints;
-
+use super::endpoints::{DEFAULT_SHAPE, EndpointJump, selection_rules};
 use super::naming::*;
 use super::{Chain, comment};
 use crate::config::{Layout, RenderConfig};
 use crate::model::{Categorized, Endpoint, NodeFacts, ServicePort};
-use endpoints::{DEFAULT_SHAPE, EndpointJump, selection_rules};
 
 /// What one service port adds to the ruleset.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

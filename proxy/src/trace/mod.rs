@@ -167,6 +167,8 @@ const SERVICE_CHAIN_PREFIXES: &[&str] = &[
     "KUBE-FW-",
     "KUBE-SEP-",
     "KUBE-XLB-",
+    // svcnet's endpoint-tree groups (tree layout, large services).
+    "KUBE-EPG-",
 ];
 
 impl Step {
