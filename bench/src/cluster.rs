@@ -64,6 +64,9 @@ impl Cluster {
                     REGION,
                 ])
                 .args(["--zones", ZONE, "--op-latency-ms", &op_latency_ms.to_string()])
+                // The default 203.0.113.0/24 holds 254 addresses; C2 reserves 1000 (RFC 2544's
+                // benchmarking block, never routed anywhere).
+                .args(["--external-range", "198.18.0.0/15"])
                 .stderr(log),
         )?;
         Ok(Cluster {
