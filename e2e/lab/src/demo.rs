@@ -4,7 +4,6 @@
 //! logs; the lab is always torn down unless `--keep`.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -39,9 +38,7 @@ fn step(title: &str) {
 /// Shows and runs a command in `ns` (environment for gcloud included); returns its stdout.
 fn show(ns: &str, shown: &str, args: &[&str], env: &[(String, String)]) -> Result<String> {
     println!("$ {shown}");
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns])
-        .args(args)
+    let out = svcnet_netns::command(ns, args)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .output()
         .with_context(|| format!("run {shown}"))?;

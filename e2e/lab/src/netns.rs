@@ -1,34 +1,26 @@
-//! Network namespaces and the `ip` tool. Every namespace of a lab is named `<prefix>-<role>`, where the
+//! The lab's namespaces and the `ip` tool, on top of svcnet-netns (running commands, deleting a
+//! namespace with what runs inside). Every namespace of a lab is named `<prefix>-<role>`, where the
 //! prefix is unique per lab (`svcnet-lab-<hex>`), so `down` can find them all even without the state file.
-//! Namespaces are never linked to the root namespace: veth pairs are created directly between two lab
-//! namespaces (`ip -n A link add ... peer ... netns B`).
-
-use std::process::{Command, Stdio};
+//! These are not svcnet-netns guards on purpose: a lab outlives the `svcnet-lab up` process that made
+//! it, so neither Drop nor a sweep by dead pid may remove it. Namespaces are never linked to the root
+//! namespace: veth pairs are created directly between two lab namespaces (`ip -n A link add ... peer
+//! ... netns B`).
 
 use anyhow::{Context, Result, bail};
 
 /// Runs a command to completion; an error carries its stderr.
 pub fn run(args: &[&str]) -> Result<String> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("spawn {}", args[0]))?;
-    if !out.status.success() {
-        bail!(
-            "`{}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(svcnet_netns::run(args, None)?.stdout_if_ok()?)
+}
+
+/// Runs a command with `input` on stdin.
+pub fn run_stdin(args: &[&str], input: &str) -> Result<String> {
+    Ok(svcnet_netns::run(args, Some(input))?.stdout_if_ok()?)
 }
 
 /// Runs `args` inside namespace `ns`.
 pub fn exec(ns: &str, args: &[&str]) -> Result<String> {
-    let mut v = vec!["ip", "netns", "exec", ns];
-    v.extend_from_slice(args);
-    run(&v)
+    Ok(svcnet_netns::exec(ns, args, None)?.stdout_if_ok()?)
 }
 
 /// `ip -n ns ...`
@@ -55,21 +47,15 @@ pub fn add(ns: &str) -> Result<()> {
 
 /// Deletes a namespace after killing every process still inside it.
 pub fn del(ns: &str) {
-    if let Ok(pids) = run(&["ip", "netns", "pids", ns]) {
-        for pid in pids.split_whitespace() {
-            let _ = run(&["kill", "-9", pid]);
-        }
-    }
-    let _ = run(&["ip", "netns", "del", ns]);
+    svcnet_netns::delete(ns);
 }
 
 /// Every namespace whose name starts with `prefix-`.
 pub fn list(prefix: &str) -> Vec<String> {
-    let out = run(&["ip", "netns", "list"]).unwrap_or_default();
-    out.lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&format!("{prefix}-")))
-        .map(str::to_owned)
+    let mine = format!("{prefix}-");
+    svcnet_netns::list()
+        .into_iter()
+        .filter(|n| n.starts_with(&mine))
         .collect()
 }
 
@@ -97,28 +83,4 @@ pub fn ensure_inside(ns: &str) -> Result<()> {
         bail!("refusing to run outside network namespace {ns}");
     }
     Ok(())
-}
-
-/// Runs a command with `input` on stdin.
-pub fn run_stdin(args: &[&str], input: &str) -> Result<String> {
-    use std::io::Write;
-    let mut child = Command::new(args[0])
-        .args(&args[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("spawn {}", args[0]))?;
-    if let Some(mut s) = child.stdin.take() {
-        s.write_all(input.as_bytes())?;
-    }
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        bail!(
-            "`{}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

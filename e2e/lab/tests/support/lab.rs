@@ -3,7 +3,7 @@
 //! so every path (assertion failures included) removes them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -36,25 +36,6 @@ pub fn build_siblings() {
     assert!(ok.success(), "building the lab's binaries failed");
 }
 
-/// Whether network namespaces can be made here; under CI=true they must.
-fn netns_or_skip() -> bool {
-    let name = format!("svcnet-t-labprobe-{}", std::process::id());
-    let ok = Command::new("ip")
-        .args(["netns", "add", &name])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        let _ = Command::new("ip").args(["netns", "del", &name]).status();
-        return true;
-    }
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| !v.is_empty()),
-        "network namespaces are required in CI but unavailable"
-    );
-    eprintln!("SKIPPED: cannot create network namespaces (not root?)");
-    false
-}
-
 pub struct Lab {
     _tmp: tempfile::TempDir,
     pub dir: PathBuf,
@@ -84,25 +65,11 @@ pub fn run_lab(dir: &Path, args: &[&str]) -> Result<String, String> {
 
 /// A helper subcommand of svcnet-lab (`http`, `udp`) run inside `ns`; its stdout on success.
 fn in_ns(ns: &str, args: &[&str], stdin: &str) -> Option<String> {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns])
-        .arg(lab_bin())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .env("RUST_BACKTRACE", "0")
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut s = child.stdin.take().unwrap();
-        let _ = s.write_all(stdin.as_bytes());
-    }
-    let out = child.wait_with_output().unwrap();
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    let bin = lab_bin();
+    let mut all = vec![bin.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let ran = svcnet_netns::exec(ns, &all, Some(stdin)).unwrap();
+    ran.success.then_some(ran.stdout)
 }
 
 /// One HTTP request from `ns`: (status, body).
@@ -134,9 +101,8 @@ fn json_in(ns: &str, method: &str, url: &str, body: Option<&Value>) -> Result<Va
 impl Lab {
     /// `svcnet-lab up --nodes N` in a fresh temp dir; None when namespaces are unavailable (SKIPPED).
     pub fn up(nodes: u32) -> Option<Lab> {
-        if !netns_or_skip() {
-            return None;
-        }
+        // Only a probe (dropped at once): the lab's own namespaces are made by `svcnet-lab up`.
+        svcnet_netns::netns_or_skip("labprobe")?;
         build_siblings();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("lab");
@@ -209,8 +175,7 @@ impl Cluster for Lab {
     }
 
     fn kubectl(&self, args: &[&str]) -> Result<String, String> {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.vpc(), "kubectl", "--kubeconfig"])
+        let out = svcnet_netns::command(&self.vpc(), &["kubectl", "--kubeconfig"])
             .arg(self.dir.join("kubeconfig"))
             .args(args)
             .env("KUBECACHEDIR", self.dir.join("kubecache"))
@@ -318,11 +283,9 @@ impl Cluster for Lab {
     fn down(&mut self) {
         self.is_down = true;
         self.lab(&["down"]);
-        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let left: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| !self.prefix.is_empty() && l.starts_with(&self.prefix))
-            .map(str::to_owned)
+        let left: Vec<String> = svcnet_netns::list()
+            .into_iter()
+            .filter(|n| !self.prefix.is_empty() && n.starts_with(&self.prefix))
             .collect();
         assert!(left.is_empty(), "namespaces left behind: {left:?}");
         assert!(!self.dir.exists(), "lab dir left behind");
