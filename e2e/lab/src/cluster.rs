@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -198,6 +199,10 @@ pub fn wait_initialised(st: &State) -> Result<()> {
 /// Removes every process, namespace and file of the lab in `dir` (works after a crash: the state file is
 /// written before anything is created, and namespaces are found by prefix).
 pub fn down(dir: &Path) -> Result<()> {
+    // The demo's signal handler and the main thread's own cleanup may both get here: one at a time, and
+    // the second finds nothing left to do.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let st = match state::load(dir) {
         Ok(st) => st,
         Err(e) if !state::path(dir).exists() => {

@@ -1,19 +1,31 @@
 //! `make demo`: the GKE Service walkthrough (shared/reference/gke-service-walkthrough.md) replayed on the
 //! lab, step by step with the real kubectl and gcloud (pointed at the stand-in and the fake GCE from the
 //! `vpc` namespace). On failure it prints the node's iptables-save, the fake's state and the control-plane
-//! logs; the lab is always torn down unless `--keep`.
+//! logs; the lab is always torn down unless `--keep`, also when the demo is interrupted (Ctrl-C, SIGTERM,
+//! SIGHUP), so running it without `make` leaves nothing behind either.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
 use crate::state::{self, CLIENT_IP, NODE_TAG, PROJECT, State};
-use crate::{cluster, http, pods};
+use crate::{cluster, http, netns, pods};
+
+/// Set once a signal arrived: the handler thread owns the teardown from then on.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 pub fn run(dir: &Path, nodes: u32, keep: bool, overlay: &Path) -> Result<()> {
-    cluster::up(dir, nodes, overlay)?;
-    let res = walkthrough(dir);
+    teardown_on_signal(dir.to_path_buf())?;
+    let res = cluster::up(dir, nodes, overlay).and_then(|()| walkthrough(dir));
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        // The signal also killed the command under way, hence this error: no diagnostics, and the
+        // handler ends the process once the lab is down.
+        loop {
+            std::thread::park();
+        }
+    }
     if let Err(e) = &res {
         eprintln!("\ndemo failed: {e:#}");
         if let Ok(st) = state::load(dir) {
@@ -29,6 +41,44 @@ pub fn run(dir: &Path, nodes: u32, keep: bool, overlay: &Path) -> Result<()> {
         cluster::down(dir)?;
     }
     res
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: stop creating namespaces, tear the lab down, exit 128+signal. (A signal
+/// also reaches the `ip`/kubectl/gcloud child under way, so the main thread fails at the same time; it
+/// leaves the cleanup to this thread, see [`run`].) The lab's own processes run in their own process
+/// groups and are killed by `down`.
+fn teardown_on_signal(dir: PathBuf) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("signal runtime")?;
+    // Registered before anything is created, so no signal finds the default action (exit, no cleanup).
+    let (mut int, mut term, mut hup) = {
+        let _in_rt = rt.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::hangup())?,
+        )
+    };
+    std::thread::spawn(move || {
+        let (name, code) = rt.block_on(async {
+            tokio::select! {
+                _ = int.recv() => ("SIGINT", 130),
+                _ = term.recv() => ("SIGTERM", 143),
+                _ = hup.recv() => ("SIGHUP", 129),
+            }
+        });
+        INTERRUPTED.store(true, Ordering::SeqCst);
+        eprintln!("\n{name}: tearing the lab down");
+        netns::stop_creating();
+        if let Err(e) = cluster::down(&dir) {
+            eprintln!("teardown failed: {e:#}");
+        }
+        std::process::exit(code);
+    });
+    Ok(())
 }
 
 fn step(title: &str) {
@@ -108,7 +158,7 @@ fn node_rules(st: &State, node: usize, needle: &str) -> Result<String> {
         "$ iptables-save -t nat | grep {needle}   # on {}",
         st.nodes[node].name
     );
-    let out = crate::netns::exec(ns, &["iptables-save", "-t", "nat"])?;
+    let out = netns::exec(ns, &["iptables-save", "-t", "nat"])?;
     let lines: Vec<&str> = out.lines().filter(|l| l.contains(needle)).collect();
     for l in &lines {
         println!("{l}");
@@ -163,7 +213,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
         Duration::from_secs(30),
         || {
             let st = state::load(dir)?;
-            let out = crate::netns::exec(&st.nodes[0].ns, &["iptables-save", "-t", "nat"])?;
+            let out = netns::exec(&st.nodes[0].ns, &["iptables-save", "-t", "nat"])?;
             Ok(out.contains("KUBE-SEP") && out.contains("default/hostnames"))
         },
     )?;
@@ -177,7 +227,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
         "probability 0.5 in the node's rules",
         Duration::from_secs(30),
         || {
-            let out = crate::netns::exec(&st.nodes[0].ns, &["iptables-save", "-t", "nat"])?;
+            let out = netns::exec(&st.nodes[0].ns, &["iptables-save", "-t", "nat"])?;
             Ok(out.contains("--probability 0.5"))
         },
     )?;

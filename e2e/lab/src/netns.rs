@@ -6,7 +6,13 @@
 //! namespace: veth pairs are created directly between two lab namespaces (`ip -n A link add ... peer
 //! ... netns B`).
 
+use std::sync::RwLock;
+
 use anyhow::{Context, Result, bail};
+
+/// Creation is shut once the lab is being torn down on a signal (see [`stop_creating`]); a namespace
+/// add holds the read side for its whole duration, so teardown never misses one made in the meantime.
+static CREATING: RwLock<bool> = RwLock::new(true);
 
 /// Runs a command to completion; an error carries its stderr.
 pub fn run(args: &[&str]) -> Result<String> {
@@ -31,8 +37,12 @@ pub fn ip(ns: &str, args: &[&str]) -> Result<String> {
 }
 
 /// Creates the namespace with loopback up, forwarding on and reverse-path filtering off (the VPC routes
-/// asymmetric LB traffic, like GCE's pass-through LB).
+/// asymmetric LB traffic, like GCE's pass-through LB). Refused once the lab is being torn down.
 pub fn add(ns: &str) -> Result<()> {
+    let open = CREATING.read().unwrap_or_else(|e| e.into_inner());
+    if !*open {
+        bail!("not creating {ns}: the lab is being torn down");
+    }
     run(&["ip", "netns", "add", ns])?;
     ip(ns, &["link", "set", "lo", "up"])?;
     for kv in [
@@ -43,6 +53,12 @@ pub fn add(ns: &str) -> Result<()> {
         exec(ns, &["sysctl", "-q", "-w", kv])?;
     }
     Ok(())
+}
+
+/// Refuses every later [`add`], after waiting for the ones under way: from here on, listing the lab's
+/// namespaces finds all it will ever have.
+pub fn stop_creating() {
+    *CREATING.write().unwrap_or_else(|e| e.into_inner()) = false;
 }
 
 /// Deletes a namespace after killing every process still inside it.
