@@ -53,7 +53,7 @@ pub struct Cli {
     pub gce_credentials: CredentialsMode,
     /// Services reconciled concurrently (also the route create/delete fan-out). The GCE token
     /// buckets, not this, bound the call rate; see README "Concurrency and rate limits".
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
     /// gce.conf (INI, `[global]` project-id, network-name, node-tags, local-zone, api-endpoint).
     #[arg(long)]

@@ -39,7 +39,7 @@ pub struct Tuning {
 impl Default for Tuning {
     fn default() -> Self {
         Tuning {
-            concurrency: 20,
+            concurrency: 32,
             lb_resync: Duration::from_secs(600),
             route_resync: Duration::from_secs(60),
             node_monitor: Duration::from_secs(30),

@@ -35,7 +35,7 @@ fn the_documented_command_line_parses() {
     assert_eq!(r.zones, ["us-central1-b", "us-central1-c"]);
     assert_eq!(r.node_tags, ["node", "web"]);
     assert_eq!(r.endpoint.as_deref(), Some("http://127.0.0.1:1"));
-    assert_eq!(cli(&["--project", "p"]).concurrency, 20, "default concurrency");
+    assert_eq!(cli(&["--project", "p"]).concurrency, 32, "default concurrency");
 }
 
 #[test]

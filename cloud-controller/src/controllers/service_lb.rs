@@ -46,6 +46,8 @@ pub struct LbCtx {
     nodes: tokio::sync::watch::Receiver<String>,
     /// Per Service: fingerprint of the input of its last successful sync, and when it ended.
     synced: Mutex<HashMap<String, (u64, Instant)>>,
+    /// UIDs of Services this process just gave the cleanup finalizer (see [`LbCtx::take_fresh`]).
+    fresh: Mutex<std::collections::HashSet<String>>,
 }
 
 impl LbCtx {
@@ -56,7 +58,30 @@ impl LbCtx {
             failures: Mutex::new(HashMap::new()),
             nodes,
             synced: Mutex::new(HashMap::new()),
+            fresh: Mutex::new(std::collections::HashSet::new()),
         }
+    }
+
+    fn mark_fresh(&self, svc: &Service) {
+        if let Some(uid) = &svc.metadata.uid {
+            self.fresh
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(uid.clone());
+        }
+    }
+
+    /// Whether `svc` got the cleanup finalizer from this process and has not been synced since.
+    /// Such a Service owns no GCE object yet: the finalizer goes on before the first GCE call and
+    /// comes off only after the last object is deleted. Its first sync then reads only the shared
+    /// node health check and firewall instead of GETting 8 objects that answer 404. Should the
+    /// invariant be broken (someone removed the finalizer by hand), inserts answer 409, which
+    /// counts as done, and the next round GETs what they touched: the sync still converges.
+    fn take_fresh(&self, svc: &Service) -> bool {
+        svc.metadata
+            .uid
+            .as_ref()
+            .is_some_and(|uid| self.fresh.lock().unwrap_or_else(|p| p.into_inner()).remove(uid))
     }
 
     /// What a sync of `svc` depends on: everything of the Service but its status (and the
@@ -170,6 +195,10 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
     {
         return Ok(Requeue::requeue(next));
     }
+    if wants && !deleting && !has_finalizer(&svc) {
+        // The finalizer helper below adds it and returns; the next event syncs.
+        ctx.mark_fresh(&svc);
+    }
     let api: Api<Service> = Api::namespaced(ctx.shared.client.clone(), &svc.namespace().unwrap_or_default());
     let k = key(&svc);
     let result = if !wants && !deleting {
@@ -270,8 +299,18 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
     let mut guard = None;
     let mut announced: Option<bool> = None; // Some(membership_only) once work started
     let mut done: Option<(EnsurePlan, ObservedLb)> = None;
-    // The previous round's observation and what its actions touched: the next round GETs only those.
-    let mut last: Option<(ObservedLb, Touched)> = None;
+    let shared_keys = || -> Touched {
+        [
+            format!("httpHealthChecks/{}", names.nodes_health_check),
+            format!("firewalls/{}", names.nodes_health_check_firewall),
+        ]
+        .into()
+    };
+    // The previous round's observation and what its actions touched: the next round GETs only
+    // those. A fresh Service starts from "nothing of ours exists" (see `LbCtx::take_fresh`).
+    let mut last: Option<(ObservedLb, Touched)> = ctx
+        .take_fresh(svc)
+        .then(|| (ObservedLb::default(), shared_keys()));
     for _ in 0..MAX_ROUNDS {
         let nodes = sh.node_list();
         let reuse = last.as_ref().map(|(o, t)| (o, t));
@@ -301,12 +340,7 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
                 guard = Some(ctx.shared_hc.lock().await);
                 // Under the lock, GET the shared objects again (another LB may have created or
                 // deleted them meanwhile); our own objects are as just observed.
-                let shared: Touched = [
-                    format!("httpHealthChecks/{}", names.nodes_health_check),
-                    format!("firewalls/{}", names.nodes_health_check_firewall),
-                ]
-                .into();
-                last = Some((obs, shared));
+                last = Some((obs, shared_keys()));
                 continue;
             }
         } else {
@@ -469,6 +503,7 @@ async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
             return Ok(());
         }
     };
+    ctx.take_fresh(svc);
     let mut announced = false;
     let mut converged = false;
     for _ in 0..MAX_ROUNDS {
