@@ -111,8 +111,10 @@ impl LbCtx {
         (*fp == self.input_fingerprint(svc) && age < period / 2).then(|| period.saturating_sub(age))
     }
 
-    fn note_synced(&self, svc: &Service) {
-        let fp = self.input_fingerprint(svc);
+    /// Records a successful sync of the input fingerprinted *before* it started: a node change that
+    /// lands while the sync runs must not be taken as already handled (the sync may have read the
+    /// node list before it).
+    fn note_synced(&self, svc: &Service, fp: u64) {
         self.synced
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -214,9 +216,10 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
         finalizer(&api, lb::LB_CLEANUP_FINALIZER, svc.clone(), |ev| async {
             match ev {
                 Finalizer::Apply(svc) => {
+                    let fp = ctx.input_fingerprint(&svc);
                     let r = ensure_lb(&svc, &ctx).await;
                     if r.is_ok() {
-                        ctx.note_synced(&svc);
+                        ctx.note_synced(&svc, fp);
                     }
                     r
                 }
