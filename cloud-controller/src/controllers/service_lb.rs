@@ -48,7 +48,15 @@ pub struct LbCtx {
     synced: Mutex<HashMap<String, (u64, Instant)>>,
     /// UIDs of Services this process just gave the cleanup finalizer (see [`LbCtx::take_fresh`]).
     fresh: Mutex<std::collections::HashSet<String>>,
+    /// The shared node health check and its firewall as a sync last read them, and when: fresh
+    /// Services starting within [`SHARED_SEEN_TTL`] take them from here instead of GETting them.
+    shared_seen: Mutex<Option<(Instant, ObservedLb)>>,
 }
+
+/// How long a read of the shared node health check and firewall stands in for another one. Only
+/// this controller creates or deletes them, under `shared_hc`, which clears the cache; were one
+/// deleted behind its back, a pool insert referencing it fails and the retry reads it again.
+const SHARED_SEEN_TTL: Duration = Duration::from_secs(5);
 
 impl LbCtx {
     pub fn new(shared: Arc<Shared>, nodes: tokio::sync::watch::Receiver<String>) -> Self {
@@ -59,7 +67,36 @@ impl LbCtx {
             nodes,
             synced: Mutex::new(HashMap::new()),
             fresh: Mutex::new(std::collections::HashSet::new()),
+            shared_seen: Mutex::new(None),
         }
+    }
+
+    /// The shared objects of a recent read, as an observation holding only them.
+    fn recent_shared(&self) -> Option<ObservedLb> {
+        let seen = self.shared_seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.as_ref()
+            .filter(|(at, _)| at.elapsed() < SHARED_SEEN_TTL)
+            .map(|(_, o)| o.clone())
+    }
+
+    /// Remembers the shared objects of `obs` (just read from GCE), or forgets them (None: about to
+    /// change them).
+    fn saw_shared(&self, obs: Option<(&ObservedLb, &LbNames)>) {
+        let entry = obs.map(|(o, names)| {
+            let mut only = ObservedLb::default();
+            only.observed.nodes_health_check = o.observed.nodes_health_check.clone();
+            only.observed.nodes_health_check_firewall = o.observed.nodes_health_check_firewall.clone();
+            for key in [
+                format!("httpHealthChecks/{}", names.nodes_health_check),
+                format!("firewalls/{}", names.nodes_health_check_firewall),
+            ] {
+                if let Some(link) = o.self_links.get(&key) {
+                    only.self_links.insert(key, link.clone());
+                }
+            }
+            (Instant::now(), only)
+        });
+        *self.shared_seen.lock().unwrap_or_else(|p| p.into_inner()) = entry;
     }
 
     fn mark_fresh(&self, svc: &Service) {
@@ -302,6 +339,7 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
     let mut guard = None;
     let mut announced: Option<bool> = None; // Some(membership_only) once work started
     let mut done: Option<(EnsurePlan, ObservedLb)> = None;
+    let shared_hc_key = format!("httpHealthChecks/{}", names.nodes_health_check);
     let shared_keys = || -> Touched {
         [
             format!("httpHealthChecks/{}", names.nodes_health_check),
@@ -311,11 +349,18 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
     };
     // The previous round's observation and what its actions touched: the next round GETs only
     // those. A fresh Service starts from "nothing of ours exists" (see `LbCtx::take_fresh`).
-    let mut last: Option<(ObservedLb, Touched)> = ctx
-        .take_fresh(svc)
-        .then(|| (ObservedLb::default(), shared_keys()));
+    let mut last: Option<(ObservedLb, Touched)> = if ctx.take_fresh(svc) {
+        Some(match ctx.recent_shared() {
+            Some(shared) => (shared, Touched::new()),
+            None => (ObservedLb::default(), shared_keys()),
+        })
+    } else {
+        None
+    };
     for _ in 0..MAX_ROUNDS {
         let nodes = sh.node_list();
+        // Whether this round GETs the shared objects (then a fresh read to remember).
+        let reads_shared = last.as_ref().is_none_or(|(_, t)| t.contains(&shared_hc_key));
         let reuse = last.as_ref().map(|(o, t)| (o, t));
         let obs = match observe_lb_again(&sh.gce, &sh.tuning.retry, &names, want_ip.as_deref(), reuse).await {
             Ok(mut o) => {
@@ -330,6 +375,9 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
             Ok(o) => o,
             Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e.into()).await),
         };
+        if reads_shared && guard.is_none() {
+            ctx.saw_shared(Some((&obs, &names)));
+        }
         let plan = match ensure(svc, &nodes, &sh.cfg, &obs.observed) {
             Ok(p) => p,
             Err(e) => return Ok(invalid_service(svc, ctx, &e).await),
@@ -341,6 +389,7 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
         if touches_shared(&plan.actions, &names) {
             if guard.is_none() {
                 guard = Some(ctx.shared_hc.lock().await);
+                ctx.saw_shared(None); // about to create or delete them
                 // Under the lock, GET the shared objects again (another LB may have created or
                 // deleted them meanwhile); our own objects are as just observed.
                 last = Some((obs, shared_keys()));
@@ -511,6 +560,7 @@ async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
     let mut converged = false;
     for _ in 0..MAX_ROUNDS {
         let _guard = ctx.shared_hc.lock().await;
+        ctx.saw_shared(None); // this LB's delete may take the shared objects with it
         let obs = match observe_lb(&sh.gce, &sh.tuning.retry, &names, None).await {
             Ok(mut o) => {
                 let needed = o.observed.shared_usage_matters(&names, false, true);
