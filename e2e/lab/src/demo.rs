@@ -204,7 +204,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
 
     step("Deploy hostnames (1 replica, port 9376): no Service yet");
     println!("$ svcnet-lab run hostnames --replicas 1 --port 9376");
-    pods::scale(dir, "hostnames", 1, Some(9376))?;
+    pods::scale(dir, "hostnames", 1, Some(9376), Duration::ZERO)?;
 
     step("ClusterIP Service: kube-proxy's KUBE-SVC / KUBE-SEP chains on the node");
     t.kubectl(&["create", "service", "clusterip", "hostnames", "--tcp=80:9376"])?;
@@ -222,7 +222,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
 
     step("Scale to 2: the first endpoint is chosen with probability 0.5");
     println!("$ svcnet-lab scale hostnames --replicas 2");
-    pods::scale(dir, "hostnames", 2, None)?;
+    pods::scale(dir, "hostnames", 2, None, Duration::ZERO)?;
     wait(
         "probability 0.5 in the node's rules",
         Duration::from_secs(30),

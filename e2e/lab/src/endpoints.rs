@@ -1,6 +1,7 @@
 //! The endpoint controller of the lab (run by the VPC agent): for every Service in `default` with a
 //! selector, one EndpointSlice `<service>-lab` listing the lab pods whose labels (`app=<name>`) match,
-//! ready/serving, with their node names; written only when it changes.
+//! with their node names and conditions (ready + serving; a pod being deleted is terminating: not
+//! ready, still serving, as the endpoint-slice controller reports it); written only when it changes.
 
 use std::collections::BTreeMap;
 
@@ -43,7 +44,7 @@ pub fn slice(svc: &Value, pods: &[Pod]) -> Option<Value> {
         .filter(|p| matches(selector, p))
         .map(|p| {
             json!({"addresses": [p.ip], "nodeName": p.node,
-                   "conditions": {"ready": true, "serving": true, "terminating": false},
+                   "conditions": {"ready": !p.terminating, "serving": true, "terminating": p.terminating},
                    "targetRef": {"kind": "Pod", "namespace": "default", "name": p.name}})
         })
         .collect();

@@ -18,6 +18,7 @@ mod udp;
 mod vpc;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -83,9 +84,16 @@ enum Cmd {
         name: String,
         #[arg(long)]
         replicas: usize,
+        /// Seconds a deleted pod stays a terminating endpoint (still serving) before it goes.
+        #[arg(long, default_value_t = 2)]
+        grace: u64,
     },
     /// Delete every pod of NAME.
-    Delete { name: String },
+    Delete {
+        name: String,
+        #[arg(long, default_value_t = 2)]
+        grace: u64,
+    },
     /// `up`, the GKE Service walkthrough step by step, `down`.
     Demo {
         #[arg(long, default_value_t = 2)]
@@ -136,9 +144,13 @@ fn main() -> anyhow::Result<()> {
         Cmd::RemoveNode { name } => nodes::remove(&dir, &name),
         Cmd::Stop { name, graceful } => components::stop(&dir, &name, graceful),
         Cmd::Start { name } => components::start(&dir, &name),
-        Cmd::Run { name, replicas, port } => pods::scale(&dir, &name, replicas, Some(port)),
-        Cmd::Scale { name, replicas } => pods::scale(&dir, &name, replicas, None),
-        Cmd::Delete { name } => pods::delete(&dir, &name),
+        Cmd::Run { name, replicas, port } => pods::scale(&dir, &name, replicas, Some(port), Duration::ZERO),
+        Cmd::Scale {
+            name,
+            replicas,
+            grace,
+        } => pods::scale(&dir, &name, replicas, None, Duration::from_secs(grace)),
+        Cmd::Delete { name, grace } => pods::delete(&dir, &name, Duration::from_secs(grace)),
         Cmd::Demo { nodes, keep } => demo::run(&dir, nodes, keep, &cli.overlay),
         Cmd::Diagnose => diagnose::run(&dir),
         Cmd::Agent => vpc::agent(&dir),

@@ -5,6 +5,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Result, bail};
 
@@ -12,7 +13,9 @@ use crate::state::{self, Pod, State};
 use crate::{netns, procs};
 
 /// Creates or removes pods of `app` until there are `replicas`.
-pub fn scale(dir: &Path, app: &str, replicas: usize, port: Option<u16>) -> Result<()> {
+/// Creates or deletes pods of `app` until it has `replicas`. Deleted pods first spend `grace` as
+/// terminating endpoints (still answering), then go away.
+pub fn scale(dir: &Path, app: &str, replicas: usize, port: Option<u16>, grace: Duration) -> Result<()> {
     let mut st = state::load(dir)?;
     let have: Vec<Pod> = st.pods.iter().filter(|p| p.app == app).cloned().collect();
     let port = match (port, have.first()) {
@@ -25,15 +28,33 @@ pub fn scale(dir: &Path, app: &str, replicas: usize, port: Option<u16>) -> Resul
         println!("pod/{} created on {} ({})", pod.name, pod.node, pod.ip);
     }
     // Newest first, like a ReplicaSet scaling down.
-    for pod in have.iter().rev().take(have.len().saturating_sub(replicas)) {
+    let going: Vec<Pod> = have
+        .iter()
+        .rev()
+        .take(have.len().saturating_sub(replicas))
+        .cloned()
+        .collect();
+    if !going.is_empty() && !grace.is_zero() {
+        for p in st
+            .pods
+            .iter_mut()
+            .filter(|p| going.iter().any(|g| g.name == p.name))
+        {
+            p.terminating = true;
+            println!("pod/{} terminating ({}s grace)", p.name, grace.as_secs_f32());
+        }
+        state::save(dir, &st)?;
+        std::thread::sleep(grace);
+    }
+    for pod in &going {
         remove(&mut st, pod);
         println!("pod/{} deleted", pod.name);
     }
     state::save(dir, &st)
 }
 
-pub fn delete(dir: &Path, app: &str) -> Result<()> {
-    scale(dir, app, 0, Some(0))
+pub fn delete(dir: &Path, app: &str, grace: Duration) -> Result<()> {
+    scale(dir, app, 0, Some(0), grace)
 }
 
 fn create(dir: &Path, st: &mut State, app: &str, port: u16) -> Result<Pod> {
@@ -51,6 +72,7 @@ fn create(dir: &Path, st: &mut State, app: &str, port: u16) -> Result<Pod> {
         node: node.name.clone(),
         port,
         seq,
+        terminating: false,
     };
     // Recorded first so `down` removes the namespace even if wiring fails.
     st.pods.push(pod.clone());

@@ -56,6 +56,10 @@ pub struct Pod {
     pub port: u16,
     /// Interface index on the node's bridge side (`p<seq>`).
     pub seq: u32,
+    /// Being deleted: still running, listed as terminating (not ready, still serving) until its
+    /// grace period ends, as a Pod with a deletionTimestamp is.
+    #[serde(default)]
+    pub terminating: bool,
 }
 
 /// A long-running component (control plane or proxy) with what is needed to start it again.

@@ -55,3 +55,22 @@ fn no_slice_without_selector_and_none_matching_a_foreign_label() {
     // Without targetPort the port itself is the target.
     assert_eq!(s["ports"][0]["port"], 80);
 }
+
+#[test]
+fn a_pod_being_deleted_is_a_terminating_endpoint_that_still_serves() {
+    let svc = json!({
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}
+    });
+    let mut going = pod("web-2", "web", "10.64.2.11", "node-2");
+    going.terminating = true;
+    let s = slice(&svc, &[pod("web-1", "web", "10.64.1.10", "node-1"), going]).expect("a slice");
+    assert_eq!(
+        s["endpoints"][0]["conditions"],
+        json!({"ready": true, "serving": true, "terminating": false})
+    );
+    assert_eq!(
+        s["endpoints"][1]["conditions"],
+        json!({"ready": false, "serving": true, "terminating": true})
+    );
+}
