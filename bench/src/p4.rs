@@ -66,6 +66,11 @@ pub enum SyncState {
     Exited,
 }
 
+/// Whether the proxy logged `list complete` for all three watched kinds.
+pub fn lists_complete(log: &str) -> bool {
+    log.lines().filter(|l| l.contains("list complete")).count() >= 3
+}
+
 /// What the proxy log says about the first sync.
 pub fn sync_state(log: &str) -> Option<SyncState> {
     for l in log.lines() {
@@ -87,6 +92,9 @@ pub struct P4Case {
     /// Proxy start -> first sync (or the end of the wait).
     pub to_sync: Duration,
     pub state: SyncState,
+    /// First sample after the proxy logged `list complete` for Services, EndpointSlices and the
+    /// Node (its caches loaded, the first render about to start).
+    pub caches: Option<Mem>,
     /// When the wait ended.
     pub at_end: Mem,
     /// Largest VmRSS sampled before the first sync ended (or before the wait ended).
@@ -258,7 +266,8 @@ fn one_case(
         .arg(&kubeconfig)
         .args(["--hostname-override", NODE, "--cluster-cidr", "10.128.0.0/9"])
         .args(&p.proxy_args)
-        .env("SVCNET_LOG", "info")
+        // The watch's debug line `list complete` (per kind) marks the caches loaded.
+        .env("SVCNET_LOG", "info,svcnet_proxy::watch=debug")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
@@ -269,12 +278,16 @@ fn one_case(
     let mut peak = 0;
     let mut last = Mem::default();
     let mut reported = Instant::now();
+    let mut caches: Option<Mem> = None;
     let state = loop {
         if let Some(m) = read_mem(pid) {
             peak = peak.max(m.rss_kb);
             last = m;
         }
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if caches.is_none() && lists_complete(&text) {
+            caches = Some(last);
+        }
         if reported.elapsed() >= Duration::from_secs(5) {
             // The memory curve against what the proxy is doing (its last log line), to tell the
             // caches from the render and the restore.
@@ -295,7 +308,8 @@ fn one_case(
         if t0.elapsed() > p.limit {
             break SyncState::TimedOut;
         }
-        std::thread::sleep(Duration::from_millis(250));
+        // Fine-grained until the caches are loaded (the first render starts right after).
+        std::thread::sleep(Duration::from_millis(if caches.is_none() { 50 } else { 250 }));
     };
     let to_sync = t0.elapsed();
     if let Some(m) = read_mem(pid) {
@@ -322,6 +336,7 @@ fn one_case(
         load,
         to_sync,
         state,
+        caches,
         at_end: last,
         peak_rss_kb: peak,
         apiserver_rss_kb,

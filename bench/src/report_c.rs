@@ -155,8 +155,16 @@ pub fn p4(cases: &[P4Case]) -> String {
     );
     let _ = writeln!(
         s,
-        "    {:>8} {:>9} {:>8} {:>10} {:>12} {:>9} {:>9} {:>9}  first sync",
-        "services", "endpoints", "load s", "proxy s", "VmRSS MiB", "peak MiB", "VmHWM MiB", "api MiB"
+        "    {:>8} {:>9} {:>8} {:>10} {:>11} {:>12} {:>9} {:>9} {:>9}  first sync",
+        "services",
+        "endpoints",
+        "load s",
+        "proxy s",
+        "caches MiB",
+        "VmRSS MiB",
+        "peak MiB",
+        "VmHWM MiB",
+        "api MiB"
     );
     let mib = |kb: u64| kb as f64 / 1024.0;
     for c in cases {
@@ -166,9 +174,12 @@ pub fn p4(cases: &[P4Case]) -> String {
             SyncState::TimedOut => "not finished (limit)".to_owned(),
             SyncState::Exited => "proxy exited".to_owned(),
         };
+        let caches = c
+            .caches
+            .map_or_else(|| "n/a".to_owned(), |m| format!("{:.1}", mib(m.rss_kb)));
         let _ = writeln!(
             s,
-            "    {:>8} {:>9} {:>8.1} {:>10.1} {:>12.1} {:>9.1} {:>9.1} {:>9.1}  {state}",
+            "    {:>8} {:>9} {:>8.1} {:>10.1} {caches:>11} {:>12.1} {:>9.1} {:>9.1} {:>9.1}  {state}",
             c.services,
             c.services * c.endpoints,
             c.load.as_secs_f64(),
@@ -213,7 +224,7 @@ pub fn p4(cases: &[P4Case]) -> String {
     }
     let _ = writeln!(
         s,
-        "    means: the memory each node's proxy needs for a cluster of this size (VmHWM: the peak the kernel saw)."
+        "    (caches: VmRSS at the first sample after the proxy listed Services, EndpointSlices and the Node)\n    means: the memory each node's proxy needs for a cluster of this size (VmHWM: the peak the kernel saw)."
     );
     s
 }

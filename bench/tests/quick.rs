@@ -101,7 +101,11 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         .find(|l| field(l, 0) == "200" && field(l, 1) == "1000")
         .unwrap_or_else(|| panic!("no P4 200-service row:\n{stdout}"));
     assert!(p4.ends_with("done"), "first sync not done: {p4}");
-    assert!(field(p4, 6).parse::<f64>().unwrap() > 1.0, "VmHWM: {p4}");
+    assert!(field(p4, 7).parse::<f64>().unwrap() > 1.0, "VmHWM: {p4}");
+    assert!(
+        field(p4, 4).parse::<f64>().is_ok(),
+        "caches not seen loaded: {p4}"
+    );
     // Every namespace this run created (named after its pid) is gone.
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let names = String::from_utf8_lossy(&list.stdout);

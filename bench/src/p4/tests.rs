@@ -56,3 +56,12 @@ fn log_message_drops_colour_time_and_target() {
     assert_eq!(log_message(line), "waiting for Services");
     assert_eq!(log_message("plain"), "plain");
 }
+
+#[test]
+fn caches_count_as_loaded_once_every_kind_is_listed() {
+    let two = "DEBUG list complete kind=Service\nDEBUG list complete kind=Node\n";
+    assert!(!lists_complete(two));
+    assert!(lists_complete(&format!(
+        "{two}DEBUG list complete kind=EndpointSlice\n"
+    )));
+}

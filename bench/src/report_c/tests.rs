@@ -10,6 +10,7 @@ fn case(services: usize, endpoints: usize, hwm_kb: u64, state: SyncState) -> P4C
         load: Duration::from_secs(1),
         to_sync: Duration::from_secs(2),
         state,
+        caches: None,
         at_end: Mem {
             rss_kb: hwm_kb - 100,
             hwm_kb,
