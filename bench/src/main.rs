@@ -79,8 +79,8 @@ struct Cli {
     /// P2 layouts that also get a timed full sync; default tree (quick: tree,flat).
     #[arg(long, value_enum, value_delimiter = ',')]
     p2_full_sync: Option<Vec<Layout>>,
-    /// P2: a full-sync restore still running after this many seconds is killed and reported as a
-    /// lower bound (the daemon itself kills iptables commands after 60 s).
+    /// P2: a full-sync restore call still running after this many seconds is killed and the sync
+    /// reported as a lower bound (the daemon's own limit is `--iptables-restore-timeout`, 2 min).
     #[arg(long, default_value_t = 300)]
     full_sync_limit_s: u64,
     /// Directory holding svcnet-apiserver, svcnet-fake-gce, svcnet-cloud-controller and
