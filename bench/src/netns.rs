@@ -1,17 +1,12 @@
 //! Throwaway network namespaces for the kernel-side measurements.
 //!
-//! Each namespace has a unique name (`svcnet-bench-<pid>-<n>-<tag>`), holds only its own `lo`
-//! (nothing links it to the root namespace), and is deleted on drop,
-//! which also runs while a panic unwinds. A run killed by a signal cannot drop; the next run
-//! deletes namespaces whose owning pid is gone ([`remove_stale`]).
+//! The guard is the workspace's one (`svcnet-netns`): a unique name, only its own `lo` (nothing links it
+//! to the root namespace), deleted on drop, also while a panic unwinds. A run killed by a signal
+//! cannot drop; the next run deletes namespaces whose owning pid is gone ([`remove_stale`]).
 
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::Command;
 
 use crate::error::BenchError;
-
-const PREFIX: &str = "svcnet-bench-";
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// The endpoint address the probe listener binds (on the namespace's `lo`).
 pub const ENDPOINT_ADDR: &str = "10.200.0.1";
@@ -22,37 +17,32 @@ pub const SERVICE_CIDR: &str = "10.96.0.0/12";
 /// A whole block of local addresses: the endpoints of many-endpoint probe services.
 pub const LOCAL_ENDPOINTS_CIDR: &str = "10.201.0.0/16";
 
+/// A bench namespace: the shared guard (`svcnet-netns`: unique `svcnet-t-<tag>-<pid>-<n>` name, deleted
+/// with whatever still runs inside on drop, also while a panic unwinds) plus the probe addressing.
 #[derive(Debug)]
 pub struct Netns {
     pub name: String,
-}
-
-fn run(cmd: &mut Command) -> Result<Output, BenchError> {
-    let out = cmd.output().map_err(|e| BenchError::io(format!("{cmd:?}"), e))?;
-    if out.status.success() {
-        Ok(out)
-    } else {
-        Err(BenchError::Netns(format!(
-            "{cmd:?}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
-    }
+    guard: svcnet_netns::Netns,
 }
 
 impl Netns {
     pub fn create(tag: &str) -> Result<Netns, BenchError> {
-        let name = format!(
-            "{PREFIX}{}-{}-{tag}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::SeqCst)
-        );
-        run(Command::new("ip").args(["netns", "add", &name]))?;
-        Ok(Netns { name })
+        let guard = svcnet_netns::Netns::new(&format!("bench-{tag}"))
+            .map_err(|e| BenchError::Netns(e.to_string()))?;
+        Ok(Netns {
+            name: guard.name().to_string(),
+            guard,
+        })
     }
 
     /// `ip -n <ns> <args>`.
     pub fn ip(&self, args: &[&str]) -> Result<(), BenchError> {
-        run(Command::new("ip").args(["-n", &self.name]).args(args)).map(|_| ())
+        let mut all = vec!["-n", self.name.as_str()];
+        all.extend_from_slice(args);
+        svcnet_netns::run(&[&["ip"][..], &all].concat(), None)
+            .and_then(|r| r.stdout_if_ok())
+            .map(|_| ())
+            .map_err(|e| BenchError::Netns(e.to_string()))
     }
 
     /// A namespace with `lo` up carrying the probe addresses (plus a local /16 for many-endpoint
@@ -71,45 +61,14 @@ impl Netns {
 
     /// A command that runs `program` inside the namespace.
     pub fn command(&self, program: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.name, program]);
-        c
+        self.guard.command(&[program])
     }
 }
 
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
-    }
-}
-
-/// The pid a bench namespace name was created by, if it is one of ours.
-pub fn owner_pid(name: &str) -> Option<u32> {
-    name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
-}
-
-/// Deletes bench namespaces left behind by runs that were killed (their pid no longer exists).
-/// Returns the names deleted.
+/// Deletes namespaces left behind by killed runs (their owner pid is gone), the bench's and the
+/// tests'. Returns the names deleted.
 pub fn remove_stale() -> Vec<String> {
-    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
-        return vec![];
-    };
-    let mut gone = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let name = line.split_whitespace().next().unwrap_or_default();
-        let Some(pid) = owner_pid(name) else { continue };
-        if std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
-        }
-        if Command::new("ip")
-            .args(["netns", "del", name])
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            gone.push(name.to_string());
-        }
-    }
-    gone
+    svcnet_netns::sweep_dead()
 }
 
 #[cfg(test)]
