@@ -12,6 +12,8 @@ mod payload;
 mod service;
 
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

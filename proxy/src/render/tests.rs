@@ -4,22 +4,12 @@
 use super::*;
 use crate::config::{DetectLocal, Layout, NodePortAddresses, RenderConfig};
 use crate::input::parse_objects;
-use crate::model::{Family, NodeFacts, ProxyState};
+use crate::model::{Family, ProxyState};
 
-fn node() -> NodeFacts {
-    NodeFacts {
-        name: "node-1".into(),
-        ips: vec!["10.140.0.2".parse().unwrap()],
-        ..Default::default()
-    }
-}
+use super::fixtures::node;
 
 fn cfg() -> RenderConfig {
-    RenderConfig {
-        layout: Layout::Flat,
-        detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().unwrap()]),
-        ..Default::default()
-    }
+    super::fixtures::cfg(Layout::Flat)
 }
 
 fn render_yaml(yaml: &str, cfg: &RenderConfig) -> Rendered {

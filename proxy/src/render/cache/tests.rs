@@ -4,25 +4,15 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::config::{DetectLocal, Layout};
+use crate::config::Layout;
 use crate::input::parse_objects;
 use crate::model::Family;
 use crate::render::{FullOptions, UNBATCHED, render};
 
-fn node() -> NodeFacts {
-    NodeFacts {
-        name: "node-1".into(),
-        ips: vec!["10.140.0.2".parse().unwrap()],
-        ..Default::default()
-    }
-}
+use crate::render::fixtures::node;
 
 fn cfg() -> RenderConfig {
-    RenderConfig {
-        layout: Layout::Tree,
-        detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().unwrap()]),
-        ..Default::default()
-    }
+    crate::render::fixtures::cfg(Layout::Tree)
 }
 
 /// Services `s0..n`; service i has `eps(i)` endpoints.

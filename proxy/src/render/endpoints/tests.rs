@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use crate::config::{DetectLocal, Layout, RenderConfig};
+use crate::config::Layout;
 use crate::input::parse_objects;
-use crate::model::{NodeFacts, ProxyState};
+use crate::model::ProxyState;
 use crate::render::naming::{EPG_PREFIX, sep_chain, svc_chain, svl_chain};
 use crate::render::{Rendered, Table, render};
 use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
@@ -350,21 +350,7 @@ fn group_names_are_valid_and_apart() {
 
 // ---- through the whole renderer and the tracer ----
 
-fn node() -> NodeFacts {
-    NodeFacts {
-        name: "node-1".into(),
-        ips: vec!["10.140.0.2".parse().expect("ip")],
-        ..Default::default()
-    }
-}
-
-fn cfg(layout: Layout) -> RenderConfig {
-    RenderConfig {
-        layout,
-        detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().expect("cidr")]),
-        ..Default::default()
-    }
-}
+use crate::render::fixtures::{cfg, node};
 
 /// `default/big` on 10.79.0.10:80 with `n` ready endpoints 10.76.x.y:8080 (optionally ClientIP affinity).
 fn big_yaml(n: usize, affinity: bool) -> String {

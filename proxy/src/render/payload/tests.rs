@@ -4,26 +4,12 @@
 use std::collections::{BTreeSet, HashSet};
 
 use super::*;
-use crate::config::{DetectLocal, Layout};
+use crate::config::Layout;
 use crate::input::parse_objects;
-use crate::model::{Family, NodeFacts, ProxyState};
+use crate::model::{Family, ProxyState};
 use crate::render::render;
 
-fn node() -> NodeFacts {
-    NodeFacts {
-        name: "node-1".into(),
-        ips: vec!["10.140.0.2".parse().unwrap()],
-        ..Default::default()
-    }
-}
-
-fn cfg(layout: Layout) -> RenderConfig {
-    RenderConfig {
-        layout,
-        detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().unwrap()]),
-        ..Default::default()
-    }
-}
+use crate::render::fixtures::{cfg, node};
 
 /// `n` LoadBalancer services (KUBE-SVC, EXT, FW and SEP chains each), `eps` endpoints each; services
 /// below `skip` are left out (to make a later state with deletions).
