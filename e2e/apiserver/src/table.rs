@@ -88,16 +88,19 @@ fn svc_external(o: &Value) -> Value {
     })
 }
 
-fn svc_selector(o: &Value) -> Value {
-    let sel: Vec<String> = o
-        .pointer("/spec/selector")
-        .and_then(Value::as_object)
+/// `k=v` for each entry of a string map (labels, selectors), in key order.
+fn key_values(map: Option<&Value>) -> Vec<String> {
+    map.and_then(Value::as_object)
         .map(|m| {
             m.iter()
                 .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn svc_selector(o: &Value) -> Value {
+    let sel = key_values(o.pointer("/spec/selector"));
     json!(if sel.is_empty() {
         "<none>".to_string()
     } else {

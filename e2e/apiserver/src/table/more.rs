@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Col, s};
+use super::{Col, key_values, s};
 use crate::resources::ResourceType;
 
 fn n(o: &Value, p: &str) -> i64 {
@@ -44,15 +44,7 @@ fn none_if_empty(parts: Vec<String>) -> Value {
 /// metav1.FormatLabelSelector.
 fn selector(o: &Value) -> Value {
     let sel = o.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
-    let mut parts: Vec<String> = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut parts = key_values(sel.get("matchLabels"));
     for e in sel
         .get("matchExpressions")
         .and_then(Value::as_array)
@@ -76,16 +68,7 @@ fn selector(o: &Value) -> Value {
 }
 
 fn node_selector(o: &Value) -> Value {
-    let parts = o
-        .pointer("/spec/template/spec/nodeSelector")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                .collect()
-        })
-        .unwrap_or_default();
-    none_if_empty(parts)
+    none_if_empty(key_values(o.pointer("/spec/template/spec/nodeSelector")))
 }
 
 /// Binding subjects of one kind, as `kubectl get rolebinding -o wide` lists them.
