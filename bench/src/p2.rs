@@ -2,9 +2,9 @@
 //!
 //! Per layout, one namespace is loaded with the whole state (setup, batched as the daemon's first
 //! sync, not measured). Then the daemon's partial sync is timed end to end for single-service
-//! changes, with the daemon's code: the incremental [`Renderer`] renders the state (reusing unchanged
-//! service ports), the partial payload is the diff against the render the kernel holds, and it is
-//! iptables-restored. Two kinds of change:
+//! changes, with the daemon's code: a [`Renderer`] pass renders the ports whose inputs changed
+//! ("render"), then the shared chains and the diff against the digests of what the kernel holds
+//! ("payload"), and the payloads are iptables-restored. Two kinds of change:
 //! - an endpoint of one service replaced (a rolling update step): both layouts rewrite only that
 //!   service's chains;
 //! - one service added: the flat layout rewrites all of KUBE-SERVICES, the tree one leaf chain.
@@ -12,11 +12,12 @@
 //! A full sync of the same state (render from scratch + full payload + `iptables-save -t nat` + the
 //! batched restores, as the daemon's full sync does) is timed in the same run for the ratio.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{Layout, RenderConfig};
 use svcnet_proxy::model::ProxyState;
-use svcnet_proxy::render::{self, FullOptions, Rendered, Renderer};
+use svcnet_proxy::render::{self, FullOptions, Renderer};
 
 use crate::agent::Restored;
 use crate::error::BenchError;
@@ -103,31 +104,36 @@ fn partial_sync(
     state: &ProxyState,
     cfg: &RenderConfig,
     renderer: &mut Renderer,
-    prev: &mut Rendered,
     p: &P2Params,
 ) -> Result<Sync, BenchError> {
+    let node = synth::node();
     let t = Instant::now();
-    let r = renderer.render(state, &synth::node(), cfg);
+    let mut pass = renderer.begin(state, &node, cfg, false, p.max_chains);
+    let mut texts = Vec::new();
+    while let Some(text) = pass.next_batch() {
+        texts.push(text);
+    }
     let render = t.elapsed();
     let t = Instant::now();
-    let payloads = r
-        .partial_payloads_since(prev, p.max_chains)
-        .ok_or_else(|| BenchError::Check("a change produced no partial payload".into()))?;
-    let payload = payloads.joined();
-    // Dropping the replaced render is part of the daemon's sync too.
-    drop(std::mem::replace(prev, r));
+    let (rest, done) = pass.finish(false, &BTreeSet::new());
+    texts.extend(rest.texts);
     let payload_time = t.elapsed();
+    if texts.is_empty() {
+        return Err(BenchError::Check("a change produced no partial payload".into()));
+    }
     let mut restore = Duration::ZERO;
-    for text in &payloads.texts {
+    for text in &texts {
         restore += lab.agent.restore(&p.restore_program, text)?;
     }
+    let t = Instant::now();
+    renderer.commit(done);
     Ok(Sync {
         render,
-        payload: payload_time,
+        payload: payload_time + t.elapsed(),
         save: Duration::ZERO,
         restore,
         killed: false,
-        lines: payload.lines().count(),
+        lines: texts.iter().map(|t| t.lines().count()).sum(),
     })
 }
 
@@ -181,13 +187,20 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
         layout,
         ..Default::default()
     };
-    let mut renderer = Renderer::default();
-    let mut applied = renderer.render(&state, &synth::node(), &cfg);
     let jumps = FullOptions {
         jumps: true,
         ..Default::default()
     };
-    let parts = applied.full_payloads(&jumps, &cfg, p.max_chains).texts;
+    let parts = render::render(&state, &synth::node(), &cfg)
+        .full_payloads(&jumps, &cfg, p.max_chains)
+        .texts;
+    // The daemon's render cache after that load: a full pass whose payloads the load already wrote.
+    let mut renderer = Renderer::default();
+    let node = synth::node();
+    let (_, done) = renderer
+        .begin(&state, &node, &cfg, true, render::UNBATCHED)
+        .finish(true, &BTreeSet::new());
+    renderer.commit(done);
     let mut lab = Lab::start(&format!("p2-{}", layout_name(layout)))?;
     let mut initial_load = Duration::ZERO;
     for part in &parts {
@@ -213,25 +226,13 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
         // Spread the changed services over the name space (first, middle, last ...).
         let i = (k * 7919) % n.max(1);
         replace_endpoint(&mut state, i, k);
-        out.endpoint_change.push(partial_sync(
-            &mut lab,
-            &state,
-            &cfg,
-            &mut renderer,
-            &mut applied,
-            p,
-        )?);
+        out.endpoint_change
+            .push(partial_sync(&mut lab, &state, &cfg, &mut renderer, p)?);
     }
     for k in 0..p.changes {
         add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
-        out.service_added.push(partial_sync(
-            &mut lab,
-            &state,
-            &cfg,
-            &mut renderer,
-            &mut applied,
-            p,
-        )?);
+        out.service_added
+            .push(partial_sync(&mut lab, &state, &cfg, &mut renderer, p)?);
     }
     progress(&format!(
         "P2 {}: {} partial syncs done",

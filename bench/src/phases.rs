@@ -1,6 +1,7 @@
 //! Where the renderer's time goes at one size, phase by phase (`svcnet-bench phases`): the numbers
 //! behind P2/P3 for whoever optimises the renderer. Pure CPU, no namespace needed.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -48,13 +49,18 @@ pub fn report(services: usize, endpoints: usize, layout: Layout, reps: usize) ->
     };
     // The daemon's path: a warm Renderer, alternating between the two states (one service differs).
     let mut renderer = Renderer::default();
-    let mut applied = renderer.render(&state, &node, &cfg);
+    let pass = |r: &mut Renderer, st: &ProxyState, full: bool| {
+        let mut pass = r.begin(st, &node, &cfg, full, UNBATCHED);
+        while pass.next_batch().is_some() {}
+        let (payloads, done) = pass.finish(full, &BTreeSet::new());
+        r.commit(done);
+        payloads
+    };
+    drop(pass(&mut renderer, &state, true));
     let mut flip = false;
     let incremental = time(reps, || {
         flip = !flip;
-        let next = renderer.render(if flip { &changed } else { &state }, &node, &cfg);
-        drop(next.partial_payloads_since(&applied, UNBATCHED));
-        applied = next;
+        drop(pass(&mut renderer, if flip { &changed } else { &state }, false));
     });
     // The model: API objects -> ProxyState, one Service changed, cached vs from scratch.
     let (mut svcs, slices) = synth::k8s_objects(&ips[..services], endpoints);

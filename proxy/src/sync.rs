@@ -4,9 +4,9 @@
 //! KUBE-PROXY-CANARY chain vanished (checked at most once per sync period), and one sync per hour are
 //! full: they ensure the jump rules, rewrite every svcnet chain and delete stale KUBE-SVC/SEP/...
 //! chains found by iptables-save. Every other sync writes only the chains whose content changed since
-//! the last successful sync (the render the kernel holds is kept) and deletes the chains that
-//! disappeared. Rendering is incremental ([`Renderer`]): unchanged service ports are not rendered
-//! again, and the diff skips them by pointer.
+//! the last successful sync and deletes the chains that disappeared. Rendering is incremental
+//! ([`Renderer`]: digests of what the kernel holds, no rule text): unchanged service ports are not
+//! rendered again, and payloads are restored batch by batch while the render goes on.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -17,15 +17,16 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use thiserror::Error;
 
-use crate::apply::{ensure_jumps, restore, rules_per_table};
+use crate::apply::{ensure_jumps, restore};
 use crate::cli::RuleArgs;
+use crate::config::RenderConfig;
 use crate::conntrack;
 use crate::input::Objects;
 use crate::iptables::{Iptables, IptablesError, saved_chains};
 use crate::metrics::{Metrics, family_labels, table_labels, unix_now};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState};
 use crate::render::naming::is_service_chain;
-use crate::render::{FullOptions, Payloads, RenderStats, Rendered, Renderer, jumps};
+use crate::render::{Done, PayloadStats, RenderStats, Renderer, jumps};
 
 /// Upstream forces a full sync at least this often, to repair anything partial syncs missed.
 pub const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
@@ -106,9 +107,8 @@ pub struct Outcome {
 pub struct FamilySync {
     pub ipt: Iptables,
     model: ModelCache,
+    /// What the kernel holds (as digests): updated only by a successful sync.
     renderer: Renderer,
-    /// What the kernel holds: the last successfully applied render.
-    applied: Option<Rendered>,
     next_full: Option<FullReason>,
     last_full: Option<Instant>,
     last_canary_check: Instant,
@@ -121,7 +121,6 @@ impl FamilySync {
             model: ModelCache::new(ipt.family),
             ipt,
             renderer: Renderer::default(),
-            applied: None,
             next_full: Some(FullReason::Start),
             last_full: None,
             last_canary_check: Instant::now(),
@@ -190,18 +189,9 @@ impl FamilySync {
             .map_err(|e| SyncError::Config(format!("{e:#}")))?;
         cfg.random_fully = settings.random_fully;
         cfg.conntrack_tcp_liberal = settings.tcp_liberal;
-        let rendered = self.renderer.render(self.model.state(), &node, &cfg);
-
         let full = self.full_reason(settings).await;
-        let result = match (full, &self.applied) {
-            (None, Some(prev)) => match rendered.partial_payloads_since(prev, settings.restore_max_chains) {
-                None => Ok(Payloads::default()),
-                Some(payloads) => restore_all(&self.ipt, &payloads).await.map(|()| payloads),
-            },
-            _ => self.full_apply(&rendered, &cfg, settings).await,
-        };
-        let payload = match result {
-            Ok(p) => p,
+        let written = match self.apply(&node, &cfg, full, settings, seq).await {
+            Ok(w) => w,
             Err(err) => {
                 metrics.restore_failures.get_or_create(&labels).inc();
                 if full.is_none() {
@@ -211,9 +201,7 @@ impl FamilySync {
                 return Err(err.into());
             }
         };
-        self.save_debug(settings, seq, full, &payload);
 
-        let stats = rendered.stats.clone();
         if let Some(r) = full {
             self.next_full = None;
             self.last_full = Some(Instant::now());
@@ -236,12 +224,12 @@ impl FamilySync {
                 .get_or_create(&labels)
                 .observe(elapsed);
         }
-        record_rule_counts(metrics, family, &rendered, &payload);
-        if payload.texts.len() > 1 {
+        record_rule_counts(metrics, family, &written);
+        if written.calls > 1 {
             tracing::info!(
                 family = ?family,
-                calls = payload.texts.len(),
-                chains = payload.stats.chains_written,
+                calls = written.calls,
+                chains = written.stats.chains_written,
                 "large sync written in several iptables-restore calls"
             );
         }
@@ -251,90 +239,128 @@ impl FamilySync {
             cleanup_conntrack(metrics, family, prev, self.model.state()).await;
         }
         self.prev = Some(conntrack::udp_only(self.model.state()));
+        let stats = written.done.stats.clone();
         // Success: remember what the kernel holds now.
-        self.applied = Some(rendered);
+        self.renderer.commit(written.done);
         Ok(Outcome {
             full,
-            payload_len: payload.len(),
+            payload_len: written.bytes,
             stats,
         })
     }
 
-    async fn full_apply(
+    /// Renders and restores, batch by batch as the render goes (a full sync of a large cluster never
+    /// holds its whole payload). A full sync first reads the nat table to find stale chains and ensures
+    /// the jumps from the built-in chains.
+    async fn apply(
         &self,
-        rendered: &Rendered,
-        cfg: &crate::config::RenderConfig,
+        node: &NodeFacts,
+        cfg: &RenderConfig,
+        full: Option<FullReason>,
         settings: &Settings,
-    ) -> Result<Payloads, IptablesError> {
-        let saved = self.ipt.save_table("nat").await?;
-        let current: BTreeSet<&str> = rendered.nat.iter().map(|c| c.name.as_str()).collect();
-        let stale_nat: BTreeSet<String> = saved_chains(&saved)
-            .into_iter()
-            .filter(|c| is_service_chain(c) && !current.contains(c.as_str()))
-            .collect();
-        ensure_jumps(&self.ipt, &jumps(cfg)).await?;
-        let opts = FullOptions {
-            jumps: false,
-            canaries: true,
-            stale_nat,
-        };
-        let payloads = rendered.full_payloads(&opts, cfg, settings.restore_max_chains);
-        restore_all(&self.ipt, &payloads).await?;
-        Ok(payloads)
+        seq: u64,
+    ) -> Result<Written, IptablesError> {
+        let mut stale = BTreeSet::new();
+        if full.is_some() {
+            let saved = self.ipt.save_table("nat").await?;
+            stale = saved_chains(&saved)
+                .into_iter()
+                .filter(|c| is_service_chain(c))
+                .collect();
+            ensure_jumps(&self.ipt, &jumps(cfg)).await?;
+        }
+        let mut debug = self.debug_file(settings, seq, full);
+        let (mut bytes, mut calls) = (0, 0);
+        let mut pass = self.renderer.begin(
+            self.model.state(),
+            node,
+            cfg,
+            full.is_some(),
+            settings.restore_max_chains,
+        );
+        while let Some(text) = pass.next_batch() {
+            save_debug(&mut debug, &text);
+            restore(&self.ipt, &text).await?;
+            bytes += text.len();
+            calls += 1;
+        }
+        let (rest, done) = pass.finish(full.is_some(), &stale);
+        for text in &rest.texts {
+            save_debug(&mut debug, text);
+            restore(&self.ipt, text).await?;
+            bytes += text.len();
+            calls += 1;
+        }
+        Ok(Written {
+            done,
+            stats: rest.stats,
+            bytes,
+            calls,
+        })
     }
 
-    fn save_debug(&self, settings: &Settings, seq: u64, full: Option<FullReason>, payloads: &Payloads) {
-        let Some(dir) = &settings.payload_dir else {
-            return;
-        };
+    /// Debug: where this sync's payloads are saved (`NNNNNN-<family>-<full|partial>.rules`).
+    fn debug_file(
+        &self,
+        settings: &Settings,
+        seq: u64,
+        full: Option<FullReason>,
+    ) -> Option<(PathBuf, String)> {
+        let dir = settings.payload_dir.as_ref()?;
         let fam = match self.family() {
             Family::V4 => "ipv4",
             Family::V6 => "ipv6",
         };
         let kind = if full.is_some() { "full" } else { "partial" };
-        let path = dir.join(format!("{seq:06}-{fam}-{kind}.rules"));
-        if let Err(err) = std::fs::write(&path, payloads.joined()) {
-            tracing::warn!(%err, path = %path.display(), "writing debug payload failed");
-        }
+        Some((dir.join(format!("{seq:06}-{fam}-{kind}.rules")), String::new()))
     }
 }
 
-/// Restores each payload in order; the first failure stops (the next sync is full).
-async fn restore_all(ipt: &Iptables, payloads: &Payloads) -> Result<(), IptablesError> {
-    for text in &payloads.texts {
-        restore(ipt, text).await?;
-    }
-    Ok(())
+/// What one sync wrote.
+struct Written {
+    done: Done,
+    /// Of all payloads of the sync.
+    stats: PayloadStats,
+    bytes: usize,
+    calls: usize,
 }
 
-fn record_rule_counts(metrics: &Metrics, family: Family, rendered: &Rendered, payload: &Payloads) {
-    for (table, chains) in [("filter", &rendered.filter), ("nat", &rendered.nat)] {
-        let n: usize = chains.iter().map(|c| c.rules.len()).sum();
+/// Appends a payload to the debug file (created at the first payload; a sync that writes nothing
+/// leaves none).
+fn save_debug(file: &mut Option<(PathBuf, String)>, text: &str) {
+    let Some((path, _)) = file else {
+        return;
+    };
+    let result = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&*path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(err) = result {
+        tracing::warn!(%err, path = %path.display(), "writing debug payload failed");
+        *file = None;
+    }
+}
+
+fn record_rule_counts(metrics: &Metrics, family: Family, written: &Written) {
+    let done = &written.done;
+    for (table, total, last) in [
+        ("filter", done.filter_rules, written.stats.filter_rules),
+        ("nat", done.nat_rules, written.stats.nat_rules),
+    ] {
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         metrics
             .rules_total
             .get_or_create(&table_labels(family, table))
-            .set(i64::try_from(n).unwrap_or(i64::MAX));
+            .set(gauge(total));
         metrics
             .rules_last
             .get_or_create(&table_labels(family, table))
-            .set(0);
-    }
-    let mut per_table: Vec<(String, usize)> = Vec::new();
-    for (table, n) in payload.texts.iter().flat_map(|t| rules_per_table(t)) {
-        match per_table.iter_mut().find(|(t, _)| *t == table) {
-            Some(entry) => entry.1 += n,
-            None => per_table.push((table, n)),
-        }
-    }
-    for (table, n) in per_table {
-        metrics
-            .rules_last
-            .get_or_create(&table_labels(family, &table))
-            .set(i64::try_from(n).unwrap_or(i64::MAX));
+            .set(gauge(last));
     }
     for (policy, n) in [
-        ("internal", rendered.stats.no_local_internal),
-        ("external", rendered.stats.no_local_external),
+        ("internal", done.stats.no_local_internal),
+        ("external", done.stats.no_local_external),
     ] {
         metrics
             .no_local_endpoints

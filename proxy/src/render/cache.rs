@@ -1,35 +1,72 @@
-//! Incremental rendering: between syncs most service ports do not change, so the daemon's [`Renderer`]
-//! keeps each port's rules with a hash of what they were rendered from, and renders again only the
-//! ports whose service, endpoints or context changed. Reused rules are shared (`Arc`) with the
-//! previous [`Rendered`], which is how a partial sync finds the unchanged ones without reading them.
+//! The daemon's incremental render. Between syncs most service ports do not change, so the
+//! [`Renderer`] keeps, for what the kernel holds, each port's input hash, its lines in the shared chains
+//! and the names and digests of its own chains, never their rule text (at 10k services / 100k endpoints
+//! that text was ~100 MiB). A partial sync renders only the ports whose inputs changed and writes only
+//! the chains whose digest changed; a full sync renders every port again. Either way a [`Pass`] renders
+//! ports while the caller restores batch after batch, so the whole payload never exists at once.
 
-use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeSet, HashMap, HashSet, btree_map};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use super::service::{self, Ctx, ServiceRules};
-use super::{LARGE_CLUSTER_ENDPOINTS, Rendered, assemble};
+use super::naming::KUBE_MARK_MASQ;
+use super::payload::{Batcher, Last, digest};
+use super::service::{Ctx, ServiceRules, endpoints_of};
+use super::{Chain, Payloads, RenderStats, Table, assemble, mark_masq_chain};
 use crate::config::RenderConfig;
-use crate::model::{Endpoint, NodeFacts, ProxyState, ServicePort, ServicePortName, categorize};
+use crate::model::{Endpoint, NodeFacts, ProxyState, ServicePort, ServicePortName};
 
-/// The render cache of one IP family.
+/// What the kernel holds as of the last successful sync, without rule text.
 #[derive(Debug, Default)]
 pub struct Renderer {
     /// Everything besides a port's own inputs that its rules depend on (config, node facts,
     /// large-cluster mode); when it changes every port is rendered again.
     context: String,
-    ports: HashMap<ServicePortName, Cached>,
+    ports: HashMap<ServicePortName, Arc<Summary>>,
+    /// Digests of the filter chains and the shared nat chains.
+    shared: HashMap<(Table, String), u64>,
 }
 
+/// One service port as written to the kernel.
 #[derive(Debug)]
-struct Cached {
+pub struct Summary {
     inputs: u64,
+    /// Its lines in the shared chains (`chains` is empty: only names and digests are kept).
     rules: Arc<ServiceRules>,
+    /// Its own chains' names, one per line, in payload order; `digests` in the same order.
+    names: String,
+    digests: Box<[u64]>,
+    rule_count: usize,
+}
+
+impl Summary {
+    /// Splits a rendered port into its summary and its chains.
+    fn new(inputs: u64, mut rules: ServiceRules) -> (Summary, Vec<Arc<Chain>>) {
+        let chains = std::mem::take(&mut rules.chains);
+        let mut names = String::new();
+        for c in &chains {
+            names.push_str(&c.name);
+            names.push('\n');
+        }
+        let summary = Summary {
+            inputs,
+            rules: Arc::new(rules),
+            names,
+            digests: chains.iter().map(|c| digest(c)).collect(),
+            rule_count: chains.iter().map(|c| c.rules.len()).sum(),
+        };
+        (summary, chains)
+    }
+
+    /// (name, digest) of each own chain.
+    pub fn chains(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.names.lines().zip(self.digests.iter().copied())
+    }
 }
 
 /// SipHash of a port and its endpoints (fixed keys, so equal inputs always hash equal). A 64-bit
-/// collision between two versions of the same port is the only way to reuse stale rules.
+/// collision between two versions of the same port is the only way to skip a changed port.
 fn inputs_hash(svc: &ServicePort, eps: &[Endpoint]) -> u64 {
     let mut h = DefaultHasher::new();
     svc.hash(&mut h);
@@ -37,50 +74,200 @@ fn inputs_hash(svc: &ServicePort, eps: &[Endpoint]) -> u64 {
     h.finish()
 }
 
+/// What a finished pass rendered; [`Renderer::commit`] it once every payload is in the kernel.
+#[derive(Debug)]
+pub struct Done {
+    context: String,
+    ports: HashMap<ServicePortName, Arc<Summary>>,
+    shared: HashMap<(Table, String), u64>,
+    pub stats: RenderStats,
+    /// Rules of the whole ruleset (not only of this sync's payloads).
+    pub filter_rules: usize,
+    pub nat_rules: usize,
+}
+
 impl Renderer {
-    /// Renders the whole ruleset, reusing the rules of every port whose inputs did not change.
-    pub fn render(&mut self, state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Rendered {
-        let total_endpoints: usize = state
-            .services
-            .keys()
-            .filter_map(|k| state.endpoints.get(k))
-            .map(Vec::len)
-            .sum();
-        let ctx = Ctx {
-            cfg,
-            node,
-            large_cluster: total_endpoints > LARGE_CLUSTER_ENDPOINTS,
-            local_detector: cfg.local_detector(),
-        };
+    /// Starts a sync of `state`. `full`: every chain is written (the kernel's content is not trusted);
+    /// otherwise only what differs from the last committed sync.
+    pub fn begin<'a>(
+        &'a self,
+        state: &'a ProxyState,
+        node: &'a NodeFacts,
+        cfg: &'a RenderConfig,
+        full: bool,
+        max_chains: usize,
+    ) -> Pass<'a> {
+        let ctx = Ctx::new(state, node, cfg);
         let context = format!("{cfg:?}|{node:?}|{}", ctx.large_cluster);
-        if context != self.context {
-            self.ports.clear();
-            self.context = context;
+        let mark = mark_masq_chain(cfg);
+        let mark_changed = self.shared.get(&(Table::Nat, KUBE_MARK_MASQ.to_string())) != Some(&digest(&mark));
+        Pass {
+            reuse: !full && context == self.context,
+            before: self,
+            state,
+            ctx,
+            context,
+            full,
+            ports: state.services.iter(),
+            next: Vec::with_capacity(state.services.len()),
+            deletes: Vec::new(),
+            batcher: Batcher::new(max_chains, (full || mark_changed).then_some(mark)),
         }
-        let mut previous = std::mem::take(&mut self.ports);
-        let empty = Vec::new();
-        let mut per_service = Vec::with_capacity(state.services.len());
-        for (name, svc) in &state.services {
-            let eps = state.endpoints.get(name).unwrap_or(&empty);
-            let inputs = inputs_hash(svc, eps);
-            let rules = match previous.remove(name) {
-                Some(c) if c.inputs == inputs => c.rules,
-                _ => Arc::new(service::render_service_port(
-                    svc,
-                    &categorize(eps, svc, node),
-                    &ctx,
-                )),
-            };
-            self.ports.insert(
-                name.clone(),
-                Cached {
-                    inputs,
-                    rules: Arc::clone(&rules),
-                },
-            );
-            per_service.push((name.clone(), rules));
+    }
+
+    /// Records that a pass is in the kernel.
+    pub fn commit(&mut self, done: Done) {
+        self.context = done.context;
+        self.ports = done.ports;
+        self.shared = done.shared;
+    }
+
+    /// The committed summary of a port.
+    pub fn summary(&self, port: &ServicePortName) -> Option<&Summary> {
+        self.ports.get(port).map(AsRef::as_ref)
+    }
+}
+
+/// One sync in progress: renders service ports as the caller asks for payloads.
+pub struct Pass<'a> {
+    before: &'a Renderer,
+    state: &'a ProxyState,
+    ctx: Ctx<'a>,
+    context: String,
+    full: bool,
+    /// Unchanged ports keep their summary without being rendered.
+    reuse: bool,
+    ports: btree_map::Iter<'a, ServicePortName, ServicePort>,
+    next: Vec<(ServicePortName, Arc<Summary>)>,
+    /// Own chains of changed ports that they no longer have.
+    deletes: Vec<String>,
+    batcher: Batcher,
+}
+
+impl Pass<'_> {
+    /// The next batch of service chains to restore, rendering ports until one is ready. `None` once
+    /// every port is rendered; the rest comes from [`Pass::finish`].
+    pub fn next_batch(&mut self) -> Option<String> {
+        loop {
+            if let Some(text) = self.batcher.take_ready() {
+                return Some(text);
+            }
+            let (name, svc) = self.ports.next()?;
+            self.port(name, svc);
         }
-        assemble(per_service, node, cfg, total_endpoints)
+    }
+
+    fn port(&mut self, name: &ServicePortName, svc: &ServicePort) {
+        let inputs = inputs_hash(svc, endpoints_of(self.state, name));
+        let old = self.before.ports.get(name).filter(|_| !self.full);
+        if let Some(old) = old.filter(|o| self.reuse && o.inputs == inputs) {
+            self.next.push((name.clone(), Arc::clone(old)));
+            return;
+        }
+        let (summary, chains) = Summary::new(inputs, self.ctx.render(self.state, name, svc));
+        match old {
+            None => self.batcher.group(chains.iter().map(AsRef::as_ref)),
+            Some(old) => {
+                let was: HashMap<&str, u64> = old.chains().collect();
+                let changed = chains
+                    .iter()
+                    .zip(summary.digests.iter())
+                    .filter(|(c, d)| was.get(c.name.as_str()) != Some(*d))
+                    .map(|(c, _)| c.as_ref());
+                self.batcher.group(changed);
+                let now: HashSet<&str> = summary.names.lines().collect();
+                self.deletes.extend(
+                    old.chains()
+                        .map(|(n, _)| n)
+                        .filter(|n| !now.contains(n))
+                        .map(str::to_string),
+                );
+            }
+        }
+        self.next.push((name.clone(), Arc::new(summary)));
+    }
+
+    /// Renders the ports left and writes the rest: service chains not yet taken, then the shared and
+    /// filter chains that changed, and every deletion. `canaries`: declare KUBE-PROXY-CANARY.
+    /// `stale`: svcnet's nat chains found in the kernel (a full sync reads them with iptables-save);
+    /// those not rendered now are deleted. The payloads are empty when nothing changed.
+    pub fn finish(mut self, canaries: bool, stale: &BTreeSet<String>) -> (Payloads, Done) {
+        while let Some((name, svc)) = self.ports.next() {
+            self.port(name, svc);
+        }
+        let per_service = self
+            .next
+            .iter()
+            .map(|(n, s)| (n.clone(), Arc::clone(&s.rules)))
+            .collect();
+        // Service rules without chains: assemble builds only the shared and filter chains.
+        let shared = assemble(per_service, self.ctx.node, self.ctx.cfg, self.ctx.total_endpoints);
+        let ports: HashMap<ServicePortName, Arc<Summary>> = self.next.into_iter().collect();
+
+        let tables = [(Table::Filter, &shared.filter), (Table::Nat, &shared.nat)];
+        let digests: HashMap<(Table, String), u64> = tables
+            .iter()
+            .flat_map(|(t, chains)| chains.iter().map(|c| ((*t, c.name.clone()), digest(c))))
+            .collect();
+        let (before, full) = (self.before, self.full);
+        let changed = |t: Table, c: &Arc<Chain>| {
+            full || before.shared.get(&(t, c.name.clone())) != digests.get(&(t, c.name.clone()))
+        };
+        let gone = |t: Table| -> Vec<String> {
+            before
+                .shared
+                .keys()
+                .filter(|(bt, n)| *bt == t && !digests.contains_key(&(t, n.clone())))
+                .map(|(_, n)| n.clone())
+                .collect()
+        };
+        let mut filter_deletes = Vec::new();
+        let mut nat_deletes = self.deletes;
+        if full {
+            let current: HashSet<&str> = ports
+                .values()
+                .flat_map(|s| s.names.lines())
+                .chain(shared.nat.iter().map(|c| c.name.as_str()))
+                .collect();
+            nat_deletes.extend(stale.iter().filter(|n| !current.contains(n.as_str())).cloned());
+        } else {
+            filter_deletes = gone(Table::Filter);
+            nat_deletes.extend(gone(Table::Nat));
+            for (name, old) in &before.ports {
+                if !ports.contains_key(name) {
+                    nat_deletes.extend(old.chains().map(|(n, _)| n.to_string()));
+                }
+            }
+        }
+        let payloads = self.batcher.finish(Last {
+            filter: shared
+                .filter
+                .iter()
+                .filter(|c| changed(Table::Filter, c))
+                .map(AsRef::as_ref)
+                .collect(),
+            filter_deletes: filter_deletes.iter().map(String::as_str).collect(),
+            nat_shared: shared
+                .nat
+                .iter()
+                .filter(|c| changed(Table::Nat, c))
+                .map(AsRef::as_ref)
+                .collect(),
+            nat_deletes: nat_deletes.iter().map(String::as_str).collect(),
+            jumps: &[],
+            canaries,
+            full,
+        });
+        let rules = |chains: &[Arc<Chain>]| chains.iter().map(|c| c.rules.len()).sum::<usize>();
+        let done = Done {
+            context: self.context,
+            filter_rules: rules(&shared.filter),
+            nat_rules: rules(&shared.nat) + ports.values().map(|s| s.rule_count).sum::<usize>(),
+            ports,
+            shared: digests,
+            stats: shared.stats,
+        };
+        (payloads, done)
     }
 }
 

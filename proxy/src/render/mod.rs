@@ -2,6 +2,7 @@
 //!
 //! `render` builds the whole desired ruleset as plain data ([`Rendered`]); `payload` turns it into
 //! iptables-restore text; `partial` writes only what changed against the digests of the last sync.
+//! The daemon renders through [`Renderer`], which keeps digests instead of rule text between syncs.
 
 mod cache;
 mod diff;
@@ -19,7 +20,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use cache::Renderer;
+pub use cache::{Done, Pass, Renderer, Summary};
 pub use payload::{ChainDigests, FullOptions, Jump, PayloadStats, Payloads, UNBATCHED, jumps};
 pub use service::ServiceRules;
 
@@ -129,10 +130,15 @@ pub fn comment(text: &str) -> String {
     if plain { clean } else { format!("\"{clean}\"") }
 }
 
-/// Renders the whole ruleset (from scratch; the daemon keeps a [`Renderer`] to reuse unchanged
-/// services between syncs).
+/// Renders the whole ruleset from scratch (the daemon's [`Renderer`] renders only what changed).
 pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Rendered {
-    Renderer::default().render(state, node, cfg)
+    let ctx = service::Ctx::new(state, node, cfg);
+    let per_service = state
+        .services
+        .iter()
+        .map(|(name, svc)| (name.clone(), Arc::new(ctx.render(state, name, svc))))
+        .collect();
+    assemble(per_service, node, cfg, ctx.total_endpoints)
 }
 
 fn assemble(
@@ -186,10 +192,7 @@ fn assemble(
             ),
         ],
     };
-    let n_mark_masq = Chain {
-        name: KUBE_MARK_MASQ.into(),
-        rules: vec![format!("-j MARK --or-mark {mark}")],
-    };
+    let n_mark_masq = mark_masq_chain(cfg);
 
     let mut dispatch_rules = Vec::new();
     let mut service_chains = Vec::new();
@@ -241,6 +244,14 @@ fn assemble(
     out.shared = out.nat.len();
     out.nat.extend(service_chains);
     out
+}
+
+/// KUBE-MARK-MASQ: service chains jump here to have a connection masqueraded.
+fn mark_masq_chain(cfg: &RenderConfig) -> Chain {
+    Chain {
+        name: KUBE_MARK_MASQ.into(),
+        rules: vec![format!("-j MARK --or-mark {}", cfg.masq_mark())],
+    }
 }
 
 fn nodeports_jumps(node: &NodeFacts, cfg: &RenderConfig) -> Vec<String> {

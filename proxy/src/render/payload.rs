@@ -172,60 +172,215 @@ impl Changes<'_> {
     }
 }
 
-/// What one payload does to one table: chains to (re)write, chains to delete, jumps, canary.
-struct TableWrite<'a> {
-    table: Table,
+/// The text of one table in one payload, built chain by chain. Its sections are written in this order:
+/// canary, declarations of written then of deleted chains (declaring flushes, so `-X` finds a deleted chain
+/// empty), jumps, rules, deletions.
+#[derive(Default)]
+struct TableText {
     canary: bool,
-    jumps: Vec<&'a Jump>,
-    chains: Vec<&'a Chain>,
-    deletes: Vec<&'a str>,
+    decls: String,
+    delete_decls: String,
+    jumps: String,
+    rules: String,
+    removes: String,
+    chains: usize,
+    rule_count: usize,
+    deletes: usize,
 }
 
-impl<'a> TableWrite<'a> {
-    fn new(table: Table) -> TableWrite<'a> {
-        TableWrite {
-            table,
-            canary: false,
-            jumps: vec![],
-            chains: vec![],
-            deletes: vec![],
+impl TableText {
+    fn chain(&mut self, c: &Chain) {
+        let _ = writeln!(self.decls, ":{} - [0:0]", c.name);
+        for r in &c.rules {
+            let _ = writeln!(self.rules, "-A {} {r}", c.name);
         }
+        self.chains += 1;
+        self.rule_count += c.rules.len();
+    }
+
+    fn delete(&mut self, name: &str) {
+        let _ = writeln!(self.delete_decls, ":{name} - [0:0]");
+        let _ = writeln!(self.removes, "-X {name}");
+        self.deletes += 1;
+    }
+
+    fn jump(&mut self, j: &Jump) {
+        let _ = writeln!(self.jumps, "-A {} {}", j.chain, j.rule);
+    }
+
+    /// Adds `other`'s chains and deletions after this one's.
+    fn append(&mut self, other: TableText) {
+        self.canary |= other.canary;
+        self.decls.push_str(&other.decls);
+        self.delete_decls.push_str(&other.delete_decls);
+        self.jumps.push_str(&other.jumps);
+        self.rules.push_str(&other.rules);
+        self.removes.push_str(&other.removes);
+        self.chains += other.chains;
+        self.rule_count += other.rule_count;
+        self.deletes += other.deletes;
     }
 
     fn is_empty(&self) -> bool {
-        !self.canary && self.jumps.is_empty() && self.chains.is_empty() && self.deletes.is_empty()
+        !self.canary && self.jumps.is_empty() && self.chains == 0 && self.deletes == 0
     }
 
-    /// Appends `*table ... COMMIT`; returns the number of rules written.
-    fn write(&self, s: &mut String) -> usize {
-        let _ = writeln!(s, "*{}", self.table.as_str());
+    /// Appends `*table ... COMMIT`.
+    fn write(&self, table: Table, s: &mut String) {
+        let _ = writeln!(s, "*{}", table.as_str());
         if self.canary {
             let _ = writeln!(s, ":{KUBE_PROXY_CANARY} - [0:0]");
         }
-        // Declaring a chain flushes it: a deleted chain is declared first so `-X` finds it empty.
-        for name in self
-            .chains
-            .iter()
-            .map(|c| c.name.as_str())
-            .chain(self.deletes.iter().copied())
-        {
-            let _ = writeln!(s, ":{name} - [0:0]");
-        }
-        for j in &self.jumps {
-            let _ = writeln!(s, "-A {} {}", j.chain, j.rule);
-        }
-        let mut n = 0;
-        for c in &self.chains {
-            for r in &c.rules {
-                let _ = writeln!(s, "-A {} {r}", c.name);
-                n += 1;
-            }
-        }
-        for name in &self.deletes {
-            let _ = writeln!(s, "-X {name}");
+        for part in [
+            &self.decls,
+            &self.delete_decls,
+            &self.jumps,
+            &self.rules,
+            &self.removes,
+        ] {
+            s.push_str(part);
         }
         s.push_str("COMMIT\n");
-        n
+    }
+}
+
+/// What the last payload of a sync holds besides service chains not yet written in a batch.
+#[derive(Default)]
+pub(super) struct Last<'a> {
+    pub filter: Vec<&'a Chain>,
+    pub filter_deletes: Vec<&'a str>,
+    /// Changed shared nat chains (KUBE-MARK-MASQ is skipped when a batch already wrote it).
+    pub nat_shared: Vec<&'a Chain>,
+    pub nat_deletes: Vec<&'a str>,
+    pub jumps: &'a [Jump],
+    pub canaries: bool,
+    /// Write both tables even when one has nothing to change (a full sync names every chain).
+    pub full: bool,
+}
+
+/// Turns the chains of one sync into payloads as they come (see [`Payloads`] for why several): service
+/// chains are collected a whole service port at a time, and once they reach `max_chains` they leave as
+/// a batch (the first batch also declares KUBE-MARK-MASQ, which service chains jump to, when the sync
+/// writes it). The caller takes each batch as soon as it is ready, so a large sync never holds more
+/// than one batch of text; [`Batcher::finish`] writes the rest.
+pub(super) struct Batcher {
+    max_chains: usize,
+    mark_masq: Option<Chain>,
+    owned: TableText,
+    ready: Vec<String>,
+    batched: bool,
+    stats: PayloadStats,
+}
+
+impl Batcher {
+    /// `mark_masq`: KUBE-MARK-MASQ when this sync writes it.
+    pub fn new(max_chains: usize, mark_masq: Option<Chain>) -> Batcher {
+        Batcher {
+            max_chains,
+            mark_masq,
+            owned: TableText::default(),
+            ready: Vec::new(),
+            batched: false,
+            stats: PayloadStats::default(),
+        }
+    }
+
+    /// One service port's chains; they are never split over two payloads.
+    pub fn group<'c>(&mut self, chains: impl IntoIterator<Item = &'c Chain>) {
+        let pending = self.owned.chains + usize::from(!self.batched && self.mark_masq.is_some());
+        if pending > 0 && pending >= self.max_chains {
+            self.flush();
+        }
+        for c in chains {
+            self.owned.chain(c);
+        }
+    }
+
+    fn flush(&mut self) {
+        let mut t = TableText::default();
+        if !self.batched
+            && let Some(m) = &self.mark_masq
+        {
+            t.chain(m);
+        }
+        t.append(std::mem::take(&mut self.owned));
+        self.batched = true;
+        self.count(&t, Table::Nat);
+        let mut s = String::new();
+        t.write(Table::Nat, &mut s);
+        self.ready.push(s);
+    }
+
+    fn count(&mut self, t: &TableText, table: Table) {
+        self.stats.chains_written += t.chains;
+        self.stats.chains_deleted += t.deletes;
+        match table {
+            Table::Filter => self.stats.filter_rules += t.rule_count,
+            Table::Nat => self.stats.nat_rules += t.rule_count,
+        }
+    }
+
+    /// The oldest batch not yet taken.
+    pub fn take_ready(&mut self) -> Option<String> {
+        (!self.ready.is_empty()).then(|| self.ready.remove(0))
+    }
+
+    /// Writes what is left: a last batch of service chains when batching, then the payload with the
+    /// mangle canary, the filter table, the shared nat chains and every deletion. Returns the payloads
+    /// not yet taken, in order.
+    pub fn finish(mut self, last: Last<'_>) -> Payloads {
+        if self.batched && self.owned.chains > 0 {
+            self.flush();
+        }
+        let start = |table: Table| {
+            let mut t = TableText {
+                canary: last.canaries,
+                ..TableText::default()
+            };
+            for j in last.jumps.iter().filter(|j| j.table == table.as_str()) {
+                t.jump(j);
+            }
+            t
+        };
+        let mut filter = start(Table::Filter);
+        for c in &last.filter {
+            filter.chain(c);
+        }
+        for d in &last.filter_deletes {
+            filter.delete(d);
+        }
+        let mut nat = start(Table::Nat);
+        for c in &last.nat_shared {
+            if !(self.batched && c.name == KUBE_MARK_MASQ) {
+                nat.chain(c);
+            }
+        }
+        if !self.batched {
+            nat.append(std::mem::take(&mut self.owned));
+        }
+        for d in &last.nat_deletes {
+            nat.delete(d);
+        }
+
+        let mut text = String::new();
+        if last.canaries {
+            text.push_str("*mangle\n:KUBE-PROXY-CANARY - [0:0]\nCOMMIT\n");
+        }
+        for (table, t) in [(Table::Filter, &filter), (Table::Nat, &nat)] {
+            // A full payload always names both tables; a partial one only those it changes.
+            if t.is_empty() && !last.full {
+                continue;
+            }
+            self.count(t, table);
+            t.write(table, &mut text);
+        }
+        if !text.is_empty() {
+            self.ready.push(text);
+        }
+        Payloads {
+            texts: self.ready,
+            stats: self.stats,
+        }
     }
 }
 
@@ -310,84 +465,28 @@ impl Rendered {
         let changes = super::diff::since_digests(self, prev);
         (!changes.is_empty()).then(|| batch(changes, &[], false, false, max_chains))
     }
-
-    /// What the daemon writes after a successful sync that left `prev` in the kernel: the same as
-    /// [`Rendered::partial_payloads`] against `prev`'s digests, found by comparing the two renders
-    /// (services whose rules were reused from the render cache are skipped by pointer).
-    pub fn partial_payloads_since(&self, prev: &Rendered, max_chains: usize) -> Option<Payloads> {
-        let changes = super::diff::since_render(self, prev);
-        (!changes.is_empty()).then(|| batch(changes, &[], false, false, max_chains))
-    }
 }
 
 /// Turns changes into payloads: one when small, else service batches and a final payload.
-/// `full`: write both tables even when one has nothing to change (a full sync names every chain).
 fn batch(changes: Changes<'_>, jumps: &[Jump], canaries: bool, full: bool, max_chains: usize) -> Payloads {
-    let mut stats = PayloadStats {
-        chains_written: changes.chains(),
-        chains_deleted: changes.filter_deletes.len() + changes.nat_deletes.len(),
-        ..Default::default()
-    };
-    let table = |table: Table| TableWrite {
-        canary: canaries,
-        jumps: jumps.iter().filter(|j| j.table == table.as_str()).collect(),
-        ..TableWrite::new(table)
-    };
-    let mut filter = table(Table::Filter);
-    filter.chains = changes.filter;
-    filter.deletes = changes.filter_deletes;
-    let mut nat = table(Table::Nat);
-    nat.deletes = changes.nat_deletes;
-
-    let mut texts = Vec::new();
-    if stats.chains_written > max_chains {
-        // KUBE-MARK-MASQ first: service chains jump to it.
-        let mut current = TableWrite::new(Table::Nat);
-        for c in changes.nat_shared {
-            if c.name == KUBE_MARK_MASQ {
-                current.chains.push(c);
-            } else {
-                nat.chains.push(c);
-            }
-        }
-        for group in changes.nat_owned {
-            if current.chains.len() >= max_chains {
-                let mut s = String::new();
-                stats.nat_rules += current.write(&mut s);
-                texts.push(s);
-                current = TableWrite::new(Table::Nat);
-            }
-            current.chains.extend(group);
-        }
-        if !current.chains.is_empty() {
-            let mut s = String::new();
-            stats.nat_rules += current.write(&mut s);
-            texts.push(s);
-        }
-    } else {
-        nat.chains = changes.nat_shared;
-        nat.chains.extend(changes.nat_owned.into_iter().flatten());
+    let mark_masq = changes
+        .nat_shared
+        .iter()
+        .find(|c| c.name == KUBE_MARK_MASQ)
+        .map(|c| (*c).clone());
+    let mut b = Batcher::new(max_chains, mark_masq);
+    for group in changes.nat_owned {
+        b.group(group);
     }
-
-    let mut last = String::new();
-    if canaries {
-        last.push_str("*mangle\n:KUBE-PROXY-CANARY - [0:0]\nCOMMIT\n");
-    }
-    for w in [filter, nat] {
-        // A full payload always names both tables; a partial one only those it changes.
-        if w.is_empty() && !full {
-            continue;
-        }
-        let n = w.write(&mut last);
-        match w.table {
-            Table::Filter => stats.filter_rules += n,
-            Table::Nat => stats.nat_rules += n,
-        }
-    }
-    if !last.is_empty() {
-        texts.push(last);
-    }
-    Payloads { texts, stats }
+    b.finish(Last {
+        filter: changes.filter,
+        filter_deletes: changes.filter_deletes,
+        nat_shared: changes.nat_shared,
+        nat_deletes: changes.nat_deletes,
+        jumps,
+        canaries,
+        full,
+    })
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use super::endpoints::{DEFAULT_SHAPE, EndpointJump, selection_rules};
 use super::naming::*;
-use super::{Chain, comment};
+use super::{Chain, LARGE_CLUSTER_ENDPOINTS, comment};
 use crate::config::{Layout, RenderConfig};
-use crate::model::{Categorized, Endpoint, NodeFacts, ServicePort};
+use crate::model::{Categorized, Endpoint, NodeFacts, ProxyState, ServicePort, ServicePortName, categorize};
 
 /// What one service port adds to the ruleset.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -35,6 +35,32 @@ pub struct Ctx<'a> {
     /// Upstream drops per-endpoint comments above 1000 endpoints to shrink the payload.
     pub large_cluster: bool,
     pub local_detector: Option<(String, String)>,
+    /// Endpoints of all service ports (for large-cluster mode and stats).
+    pub total_endpoints: usize,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(state: &ProxyState, node: &'a NodeFacts, cfg: &'a RenderConfig) -> Ctx<'a> {
+        let total_endpoints: usize = state.services.keys().map(|k| endpoints_of(state, k).len()).sum();
+        Ctx {
+            cfg,
+            node,
+            large_cluster: total_endpoints > LARGE_CLUSTER_ENDPOINTS,
+            local_detector: cfg.local_detector(),
+            total_endpoints,
+        }
+    }
+
+    /// Renders one port of `state`.
+    pub fn render(&self, state: &ProxyState, name: &ServicePortName, svc: &ServicePort) -> ServiceRules {
+        let eps = endpoints_of(state, name);
+        render_service_port(svc, &categorize(eps, svc, self.node), self)
+    }
+}
+
+/// A port's endpoints (none when it has no slice).
+pub fn endpoints_of<'s>(state: &'s ProxyState, name: &ServicePortName) -> &'s [Endpoint] {
+    state.endpoints.get(name).map_or(&[], |e| &e[..])
 }
 
 /// The decisions upstream takes before writing anything for a service port: which chains exist and

@@ -1,15 +1,16 @@
-//! The render cache must be invisible: an incremental render equals a render from scratch, reused
-//! rules are shared by pointer, and the pointer-based diff writes what the digest diff writes.
+//! The render cache must be invisible: whatever sequence of syncs the daemon runs, full or partial,
+//! batched or not, the kernel ends up holding exactly what one full payload of a render from scratch
+//! holds; unchanged ports are not rendered again; nothing is written when nothing changed.
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
 
 use super::*;
 use crate::config::Layout;
 use crate::input::parse_objects;
-use crate::model::Family;
-use crate::render::{FullOptions, UNBATCHED, render};
-
+use crate::model::{Family, Protocol};
 use crate::render::fixtures::node;
+use crate::render::{FullOptions, UNBATCHED, render};
+use crate::trace::parse;
 
 fn cfg() -> RenderConfig {
     crate::render::fixtures::cfg(Layout::Tree)
@@ -40,73 +41,155 @@ fn port(i: usize) -> ServicePortName {
         namespace: "default".into(),
         name: format!("s{i}"),
         port: String::new(),
-        protocol: crate::model::Protocol::Tcp,
+        protocol: Protocol::Tcp,
     }
 }
 
-fn lines(text: &str) -> Vec<String> {
-    let mut v: Vec<String> = text.lines().map(str::to_string).collect();
-    v.sort();
-    v
-}
-
-#[test]
-fn unchanged_ports_are_reused_and_changed_ones_rendered_again() {
-    let mut r = Renderer::default();
-    let a = r.render(&state(5, |_| 2), &node(), &cfg());
-    let b = r.render(&state(5, |i| if i == 3 { 3 } else { 2 }), &node(), &cfg());
-    for i in 0..5 {
-        let same = Arc::ptr_eq(&a.services[&port(i)], &b.services[&port(i)]);
-        assert_eq!(same, i != 3, "port s{i}: reused {same}");
+/// One sync as the daemon runs it: every batch taken as it is ready, then the rest; committed.
+fn sync(r: &mut Renderer, st: &ProxyState, c: &RenderConfig, full: bool, max: usize) -> Vec<String> {
+    let n = node();
+    let mut pass = r.begin(st, &n, c, full, max);
+    let mut texts = Vec::new();
+    while let Some(t) = pass.next_batch() {
+        texts.push(t);
     }
-    // A context change (here the masquerade bit) renders every port again.
-    let c = r.render(
-        &state(5, |i| if i == 3 { 3 } else { 2 }),
-        &node(),
-        &RenderConfig {
-            masquerade_bit: 13,
-            ..cfg()
-        },
-    );
-    assert!((0..5).all(|i| !Arc::ptr_eq(&b.services[&port(i)], &c.services[&port(i)])));
+    let (rest, done) = pass.finish(full, &BTreeSet::new());
+    texts.extend(rest.texts);
+    r.commit(done);
+    texts
 }
 
-#[test]
-fn incremental_renders_equal_renders_from_scratch_and_both_diffs_agree() {
-    let mut r = Renderer::default();
+/// What one full payload of a render from scratch leaves in an empty kernel.
+fn scratch(st: &ProxyState, c: &RenderConfig) -> crate::trace::Ruleset {
     let opts = FullOptions {
         canaries: true,
         ..Default::default()
     };
-    // A sequence of states: grow, change endpoints, delete services, cross the large-cluster limit.
-    let steps: Vec<ProxyState> = vec![
-        state(6, |_| 2),
-        state(8, |i| i % 3),
-        state(8, |i| if i == 7 { 5 } else { i % 3 }),
-        state(4, |_| 1),
-        state(12, |_| 90),
-        state(12, |i| if i == 0 { 89 } else { 90 }),
-    ];
-    let mut prev: Option<Rendered> = None;
-    for (k, st) in steps.iter().enumerate() {
-        let inc = r.render(st, &node(), &cfg());
-        let scratch = render(st, &node(), &cfg());
-        assert_eq!(
-            inc.payload(&opts, &cfg()).0,
-            scratch.payload(&opts, &cfg()).0,
-            "step {k}: incremental render differs"
-        );
-        if let Some(p) = &prev {
-            let by_render = inc
-                .partial_payloads_since(p, UNBATCHED)
-                .map(|x| lines(&x.joined()));
-            let by_digest = inc
-                .partial_payloads(&p.digests(), UNBATCHED)
-                .map(|x| lines(&x.joined()));
-            assert_eq!(by_render, by_digest, "step {k}: the two diffs disagree");
-            assert!(by_render.is_some(), "step {k} changed nothing?");
+    parse(&render(st, &node(), c).payload(&opts, c).0).unwrap()
+}
+
+/// The first chain that differs between two rulesets.
+fn difference(got: &crate::trace::Ruleset, want: &crate::trace::Ruleset) -> Option<String> {
+    for table in got.tables().chain(want.tables()) {
+        let chains: BTreeSet<&str> = got.chains(table).chain(want.chains(table)).collect();
+        for chain in chains {
+            let (g, w) = (got.rules(table, chain), want.rules(table, chain));
+            let exists = |r: &crate::trace::Ruleset| r.chains(table).any(|c| c == chain);
+            if g != w || exists(got) != exists(want) {
+                return Some(format!(
+                    "{table} {chain}: got {g:#?} (exists {}), want {w:#?}",
+                    exists(got)
+                ));
+            }
         }
-        assert!(inc.partial_payloads_since(&inc, UNBATCHED).is_none());
-        prev = Some(inc);
     }
+    None
+}
+
+#[test]
+fn any_sequence_of_syncs_leaves_what_a_full_render_leaves() {
+    // Grow, change endpoints, delete services, cross the large-cluster limit, change the config.
+    let masq13 = RenderConfig {
+        masquerade_bit: 13,
+        ..cfg()
+    };
+    let steps: Vec<(ProxyState, RenderConfig)> = vec![
+        (state(6, |_| 2), cfg()),
+        (state(8, |i| i % 3), cfg()),
+        (state(8, |i| if i == 7 { 5 } else { i % 3 }), cfg()),
+        (state(4, |_| 1), cfg()),
+        (state(12, |_| 90), cfg()),
+        (state(12, |i| if i == 0 { 89 } else { 90 }), cfg()),
+        (state(12, |i| if i == 0 { 89 } else { 90 }), masq13),
+        (state(3, |_| 2), cfg()),
+    ];
+    for max in [UNBATCHED, 1, 5] {
+        // Every step once as a partial sync, and a full sync in the middle of the sequence.
+        for full_at in [None, Some(4)] {
+            let mut r = Renderer::default();
+            let mut kernel = String::new();
+            for (k, (st, c)) in steps.iter().enumerate() {
+                let full = k == 0 || full_at == Some(k);
+                let texts = sync(&mut r, st, c, full, max);
+                assert!(!texts.is_empty(), "max {max} step {k}: nothing written");
+                kernel.extend(texts);
+                let diff = difference(&parse(&kernel).unwrap(), &scratch(st, c));
+                assert!(
+                    diff.is_none(),
+                    "max {max} full at {full_at:?}, step {k}: the kernel differs from a full render: {diff:?}"
+                );
+                assert!(
+                    sync(&mut r, st, c, false, max).is_empty(),
+                    "step {k}: a sync without changes wrote something"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn only_changed_ports_are_rendered_and_written() {
+    let mut r = Renderer::default();
+    sync(&mut r, &state(5, |_| 2), &cfg(), true, UNBATCHED);
+    let before: Vec<*const Summary> = (0..5)
+        .map(|i| std::ptr::from_ref(r.summary(&port(i)).unwrap()))
+        .collect();
+    let texts = sync(
+        &mut r,
+        &state(5, |i| if i == 3 { 3 } else { 2 }),
+        &cfg(),
+        false,
+        UNBATCHED,
+    );
+    for (i, b) in before.iter().enumerate() {
+        let same = std::ptr::eq(*b, r.summary(&port(i)).unwrap());
+        assert_eq!(same, i != 3, "port s{i}: summary kept {same}");
+    }
+    // s3's service chain and its new endpoint chain; not the unchanged endpoint chains or other ports.
+    let declared: Vec<&str> = texts
+        .iter()
+        .flat_map(|t| t.lines())
+        .filter(|l| l.starts_with(":KUBE-"))
+        .collect();
+    let sep = declared.iter().filter(|l| l.starts_with(":KUBE-SEP-")).count();
+    assert_eq!(sep, 1, "{declared:?}");
+    assert!(
+        declared.iter().any(|l| l.starts_with(":KUBE-SVC-")),
+        "{declared:?}"
+    );
+    assert!(
+        !texts.concat().contains("10.76.1."),
+        "an unchanged port was written"
+    );
+}
+
+#[test]
+fn full_syncs_delete_stale_chains_and_only_those() {
+    let mut r = Renderer::default();
+    let st = state(2, |_| 1);
+    let (n, c) = (node(), cfg());
+    let mut pass = r.begin(&st, &n, &c, true, UNBATCHED);
+    while pass.next_batch().is_some() {}
+    let live = r
+        .summary(&port(0))
+        .map(|s| s.chains().next().unwrap().0.to_string());
+    assert!(live.is_none(), "nothing committed yet");
+    let stale: BTreeSet<String> = ["KUBE-SVC-AAAAAAAAAAAAAAAA".to_string()].into();
+    let (p, done) = pass.finish(true, &stale);
+    r.commit(done);
+    let own = r
+        .summary(&port(0))
+        .unwrap()
+        .chains()
+        .next()
+        .unwrap()
+        .0
+        .to_string();
+    let text = p.joined();
+    assert!(text.contains("-X KUBE-SVC-AAAAAAAAAAAAAAAA"), "{text}");
+    assert!(!text.contains(&format!("-X {own}")));
+    // A chain the kernel holds that is still rendered is kept.
+    let stale: BTreeSet<String> = [own.clone()].into();
+    let (p, _) = r.begin(&st, &n, &c, true, UNBATCHED).finish(true, &stale);
+    assert!(!p.joined().contains("-X "), "{}", p.joined());
 }
