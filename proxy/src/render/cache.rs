@@ -44,7 +44,8 @@ impl Summary {
     /// Splits a rendered port into its summary and its chains.
     fn new(inputs: u64, mut rules: ServiceRules) -> (Summary, Vec<Arc<Chain>>) {
         let chains = std::mem::take(&mut rules.chains);
-        let mut names = String::new();
+        rules.shrink_to_fit(); // kept for as long as the port is unchanged: no spare capacity
+        let mut names = String::with_capacity(chains.iter().map(|c| c.name.len() + 1).sum());
         for c in &chains {
             names.push_str(&c.name);
             names.push('\n');

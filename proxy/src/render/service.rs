@@ -29,6 +29,23 @@ pub struct ServiceRules {
     pub no_local_external: bool,
 }
 
+impl ServiceRules {
+    /// Drops spare capacity (the render cache keeps these lines between syncs).
+    pub fn shrink_to_fit(&mut self) {
+        self.nat_services.shrink_to_fit();
+        for v in [
+            &mut self.nat_nodeports,
+            &mut self.filter_services,
+            &mut self.filter_external,
+            &mut self.filter_nodeports,
+            &mut self.filter_firewall,
+        ] {
+            v.shrink_to_fit();
+        }
+        self.chains.shrink_to_fit();
+    }
+}
+
 pub struct Ctx<'a> {
     pub cfg: &'a RenderConfig,
     pub node: &'a NodeFacts,
