@@ -1,30 +1,27 @@
-//! Keeping a [`ProxyState`] up to date from the caches at every sync, touching only what changed.
+//! Keeping a [`ProxyState`] up to date from the records at every sync, touching only what changed.
 //!
-//! The reflector stores hand out the same `Arc` for an object until it changes, so an object's
-//! allocation identifies its version. A Service is converted again only when its `Arc` is new, and
-//! the EndpointSlices of one Service (they merge only with each other) are merged again only when the
-//! set of their `Arc`s changed; the state is patched in place. At 10k Services / 100k endpoints the
-//! per-sync conversion went from ~90 ms (converting and copying everything) to a few ms.
+//! The reflector stores hand out the same `Arc` for a record until its object changes, so a record's
+//! allocation identifies its version. A Service's ports are inserted again only when its `Arc` is new,
+//! and the EndpointSlices of one Service (they merge only with each other) are merged again only when
+//! the set of their `Arc`s changed; the state is patched in place. Conversion itself happened once,
+//! when the watch event arrived (see [`super::record`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-
-use super::endpoints::{SERVICE_NAME_LABEL, endpoints_from_slices};
-use super::service::service_ports_from_service;
+use super::endpoints::merge_slices;
+use super::record::{ServiceRecord, SliceRecord};
 use super::{Family, ModelError, ProxyState, ServicePortName};
 
-/// The state of one IP family and what each object contributed to it.
+/// The state of one IP family and what each record contributed to it.
 #[derive(Debug)]
 pub struct ModelCache {
     family: Family,
     state: ProxyState,
-    /// By the address of the shared object; holding the `Arc` keeps the address from being reused.
-    services: HashMap<usize, Contribution<Arc<Service>>>,
-    /// By (namespace, service-name label) of the slices; the key is the sorted set of slices.
-    groups: HashMap<(String, String), Contribution<Vec<Arc<EndpointSlice>>>>,
+    /// By the address of the shared record; holding the `Arc` keeps the address from being reused.
+    services: HashMap<usize, Contribution<Arc<ServiceRecord>>>,
+    /// By (namespace, service name) of the slices; the key is the sorted set of slices.
+    groups: HashMap<(String, String), Contribution<Vec<Arc<SliceRecord>>>>,
 }
 
 #[derive(Debug)]
@@ -38,7 +35,7 @@ fn addr<T>(a: &Arc<T>) -> usize {
     Arc::as_ptr(a) as usize
 }
 
-fn same(a: &[Arc<EndpointSlice>], b: &[Arc<EndpointSlice>]) -> bool {
+fn same(a: &[Arc<SliceRecord>], b: &[Arc<SliceRecord>]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
 }
 
@@ -57,9 +54,9 @@ impl ModelCache {
         &self.state
     }
 
-    /// Brings the state up to date with these objects; afterwards it equals [`ProxyState::from_k8s`]
-    /// on them (errors in another order).
-    pub fn update(&mut self, services: &[Arc<Service>], slices: &[Arc<EndpointSlice>]) {
+    /// Brings the state up to date with these records; afterwards it equals [`ProxyState::from_k8s`]
+    /// on the objects they came from (errors in another order).
+    pub fn update(&mut self, services: &[Arc<ServiceRecord>], slices: &[Arc<SliceRecord>]) {
         self.update_services(services);
         self.update_slices(slices);
         self.state.errors = self
@@ -71,7 +68,7 @@ impl ModelCache {
             .collect();
     }
 
-    fn update_services(&mut self, services: &[Arc<Service>]) {
+    fn update_services(&mut self, services: &[Arc<ServiceRecord>]) {
         let mut kept = HashMap::with_capacity(services.len());
         let mut new = Vec::new();
         for svc in services {
@@ -89,14 +86,15 @@ impl ModelCache {
             }
         }
         for svc in new {
-            let (ports, errors) = match service_ports_from_service(svc, self.family) {
-                Ok(ports) => (ports, vec![]),
-                Err(e) => (vec![], vec![e]),
+            let (names, errors) = match svc.ports(self.family) {
+                Ok(ports) => {
+                    for p in ports {
+                        self.state.services.insert(p.name.clone(), p.clone());
+                    }
+                    (ports.iter().map(|p| p.name.clone()).collect(), vec![])
+                }
+                Err(e) => (vec![], vec![e.clone()]),
             };
-            let names = ports.iter().map(|p| p.name.clone()).collect();
-            for p in ports {
-                self.state.services.insert(p.name.clone(), p);
-            }
             kept.insert(
                 addr(svc),
                 Contribution {
@@ -109,22 +107,15 @@ impl ModelCache {
         self.services = kept;
     }
 
-    fn update_slices(&mut self, slices: &[Arc<EndpointSlice>]) {
-        let mut by_service: HashMap<(String, String), Vec<Arc<EndpointSlice>>> = HashMap::new();
-        for s in slices {
-            let ns = s.metadata.namespace.clone().unwrap_or_default();
-            let name = s
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(SERVICE_NAME_LABEL))
-                .cloned()
-                .unwrap_or_default();
-            by_service.entry((ns, name)).or_default().push(Arc::clone(s));
+    fn update_slices(&mut self, slices: &[Arc<SliceRecord>]) {
+        let mut by_service: HashMap<(&str, &str), Vec<Arc<SliceRecord>>> = HashMap::new();
+        for s in slices.iter().filter(|s| s.family == Some(self.family)) {
+            by_service.entry(s.service_key()).or_default().push(Arc::clone(s));
         }
         let mut kept = HashMap::with_capacity(by_service.len());
         let mut changed = Vec::new();
-        for (key, mut group) in by_service {
+        for ((ns, name), mut group) in by_service {
+            let key = (ns.to_string(), name.to_string());
             // The stores' order is not stable; identity is the set of slices.
             group.sort_by_key(addr);
             match self.groups.remove(&key) {
@@ -144,7 +135,7 @@ impl ModelCache {
             }
         }
         for (key, group) in changed {
-            let (endpoints, errors) = endpoints_from_slices(group.iter().map(AsRef::as_ref), self.family);
+            let (endpoints, errors) = merge_slices(group.iter().map(AsRef::as_ref), self.family);
             let ports = endpoints.keys().cloned().collect();
             self.state.endpoints.extend(endpoints);
             kept.insert(

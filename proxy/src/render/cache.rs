@@ -44,7 +44,7 @@ impl Renderer {
             .services
             .keys()
             .filter_map(|k| state.endpoints.get(k))
-            .map(Vec::len)
+            .map(|e| e.len())
             .sum();
         let ctx = Ctx {
             cfg,
@@ -58,7 +58,7 @@ impl Renderer {
             self.context = context;
         }
         let mut previous = std::mem::take(&mut self.ports);
-        let empty = Vec::new();
+        let empty = crate::model::Endpoints::default();
         let mut per_service = Vec::with_capacity(state.services.len());
         for (name, svc) in &state.services {
             let eps = state.endpoints.get(name).unwrap_or(&empty);
