@@ -1,7 +1,9 @@
 //! kube-runtime reflectors: Services and EndpointSlices (upstream's selector: not owned by another
-//! proxy, not headless) and this node's Node object. Every event is recorded in the change tracker
-//! and requests a sync; the daemon writes nothing before the Service and EndpointSlice caches have
-//! completed their first list.
+//! proxy, not headless) and this node's Node object. Services and EndpointSlices are converted to
+//! records ([`crate::model::record`]) as their events arrive, before the reflector stores them, so the
+//! stores never hold the API objects. Every event is recorded in the change tracker and requests a
+//! sync; the daemon writes nothing before the Service and EndpointSlice caches have completed their
+//! first list.
 //!
 //! Watch errors (API server gone, 410 after a restart) are retried with backoff by the watcher; the
 //! caches keep their last content meanwhile, so rules stay as they are until the relist completes.

@@ -11,24 +11,31 @@ use std::sync::Arc;
 
 use super::endpoints::merge_slices;
 use super::record::{ServiceRecord, SliceRecord};
-use super::{Family, ModelError, ProxyState, ServicePortName};
+use super::{Family, ProxyState, ServicePortName};
 
-/// The state of one IP family and what each record contributed to it.
+/// The state of one IP family and the records it was built from. What a record contributed (port
+/// names, errors) is read from the record itself when needed, not copied.
 #[derive(Debug)]
 pub struct ModelCache {
     family: Family,
     state: ProxyState,
     /// By the address of the shared record; holding the `Arc` keeps the address from being reused.
-    services: HashMap<usize, Contribution<Arc<ServiceRecord>>>,
-    /// By (namespace, service name) of the slices; the key is the sorted set of slices.
-    groups: HashMap<(String, String), Contribution<Vec<Arc<SliceRecord>>>>,
+    services: HashMap<usize, Arc<ServiceRecord>>,
+    /// By (namespace, service name) of the slices: the set of slices, sorted by address.
+    groups: HashMap<(String, String), Vec<Arc<SliceRecord>>>,
 }
 
-#[derive(Debug)]
-struct Contribution<T> {
-    source: T,
-    ports: Vec<ServicePortName>,
-    errors: Vec<ModelError>,
+/// The port names a Service record gives `family`.
+fn service_ports(rec: &ServiceRecord, family: Family) -> impl Iterator<Item = &ServicePortName> {
+    rec.ports(family).iter().flatten().map(|p| &p.name)
+}
+
+/// The port names a group of slices gives `family`: the keys their merge produced.
+fn group_ports(group: &[Arc<SliceRecord>], family: Family) -> impl Iterator<Item = &ServicePortName> {
+    group
+        .iter()
+        .filter(move |s| s.family == Some(family))
+        .flat_map(|s| s.ports.iter().map(|p| &p.name))
 }
 
 fn addr<T>(a: &Arc<T>) -> usize {
@@ -59,13 +66,19 @@ impl ModelCache {
     pub fn update(&mut self, services: &[Arc<ServiceRecord>], slices: &[Arc<SliceRecord>]) {
         self.update_services(services);
         self.update_slices(slices);
-        self.state.errors = self
+        let family = self.family;
+        let service_errors = self
             .services
             .values()
-            .flat_map(|c| c.errors.iter())
-            .chain(self.groups.values().flat_map(|c| c.errors.iter()))
-            .cloned()
-            .collect();
+            .filter_map(|r| r.ports(family).as_ref().err())
+            .map(AsRef::as_ref);
+        let slice_errors = self
+            .groups
+            .values()
+            .flatten()
+            .filter(|s| s.family == Some(family))
+            .flat_map(|s| s.errors.iter());
+        self.state.errors = service_errors.chain(slice_errors).cloned().collect();
     }
 
     fn update_services(&mut self, services: &[Arc<ServiceRecord>]) {
@@ -81,28 +94,15 @@ impl ModelCache {
         }
         // Removals before additions: a replaced Service gives back the same port names.
         for gone in std::mem::take(&mut self.services).into_values() {
-            for p in &gone.ports {
+            for p in service_ports(&gone, self.family) {
                 self.state.services.remove(p);
             }
         }
         for svc in new {
-            let (names, errors) = match svc.ports(self.family) {
-                Ok(ports) => {
-                    for p in ports {
-                        self.state.services.insert(p.name.clone(), p.clone());
-                    }
-                    (ports.iter().map(|p| p.name.clone()).collect(), vec![])
-                }
-                Err(e) => (vec![], vec![e.clone()]),
-            };
-            kept.insert(
-                addr(svc),
-                Contribution {
-                    source: Arc::clone(svc),
-                    ports: names,
-                    errors,
-                },
-            );
+            for p in svc.ports(self.family).iter().flatten() {
+                self.state.services.insert(p.name.clone(), p.clone());
+            }
+            kept.insert(addr(svc), Arc::clone(svc));
         }
         self.services = kept;
     }
@@ -119,7 +119,7 @@ impl ModelCache {
             // The stores' order is not stable; identity is the set of slices.
             group.sort_by_key(addr);
             match self.groups.remove(&key) {
-                Some(c) if same(&c.source, &group) => {
+                Some(c) if same(&c, &group) => {
                     kept.insert(key, c);
                 }
                 Some(c) => {
@@ -130,22 +130,15 @@ impl ModelCache {
             }
         }
         for gone in std::mem::take(&mut self.groups).into_values() {
-            for p in &gone.ports {
+            for p in group_ports(&gone, self.family) {
                 self.state.endpoints.remove(p);
             }
         }
         for (key, group) in changed {
-            let (endpoints, errors) = merge_slices(group.iter().map(AsRef::as_ref), self.family);
-            let ports = endpoints.keys().cloned().collect();
+            // The errors are the slices' own; update() collects them from the records.
+            let (endpoints, _errors) = merge_slices(group.iter().map(AsRef::as_ref), self.family);
             self.state.endpoints.extend(endpoints);
-            kept.insert(
-                key,
-                Contribution {
-                    source: group,
-                    ports,
-                    errors,
-                },
-            );
+            kept.insert(key, group);
         }
         self.groups = kept;
     }

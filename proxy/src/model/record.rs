@@ -20,25 +20,28 @@ pub fn slim_meta(meta: &ObjectMeta) -> ObjectMeta {
     }
 }
 
+/// What a Service gives one family: its ports, or why it was left out (boxed: errors are rare).
+pub type Converted = Result<Vec<ServicePort>, Box<ModelError>>;
+
 /// One Service, converted for both families.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServiceRecord {
     pub meta: ObjectMeta,
-    pub v4: Result<Vec<ServicePort>, ModelError>,
-    pub v6: Result<Vec<ServicePort>, ModelError>,
+    pub v4: Converted,
+    pub v6: Converted,
 }
 
 impl ServiceRecord {
     pub fn from_service(svc: &Service) -> ServiceRecord {
         ServiceRecord {
             meta: slim_meta(&svc.metadata),
-            v4: service_ports_from_service(svc, Family::V4),
-            v6: service_ports_from_service(svc, Family::V6),
+            v4: service_ports_from_service(svc, Family::V4).map_err(Box::new),
+            v6: service_ports_from_service(svc, Family::V6).map_err(Box::new),
         }
     }
 
     /// The ports for `family`, or why the Service was left out.
-    pub fn ports(&self, family: Family) -> &Result<Vec<ServicePort>, ModelError> {
+    pub fn ports(&self, family: Family) -> &Converted {
         match family {
             Family::V4 => &self.v4,
             Family::V6 => &self.v6,

@@ -219,3 +219,13 @@ fn topology_hints() {
     assert_eq!(c.cluster, vec![b2]);
     assert_eq!(c.topology, topology::Topology::SameNode);
 }
+
+/// 100k endpoints at P4: every byte of Endpoint is 100 kB of the daemon's memory.
+#[test]
+fn endpoint_stays_small() {
+    assert!(
+        std::mem::size_of::<Endpoint>() <= 48,
+        "{}",
+        std::mem::size_of::<Endpoint>()
+    );
+}
