@@ -103,10 +103,7 @@ pub fn report(services: usize, endpoints: usize, layout: Layout, reps: usize) ->
                 ))
             }),
         ),
-        (
-            "daemon: record + ModelCache::update, one Service changed",
-            model_update,
-        ),
+        ("daemon: ModelCache::update, one Service changed", model_update),
         (
             "payload() full text",
             time(reps, || drop(r.payload(&full_opts, &cfg))),
