@@ -13,6 +13,7 @@
 //! batched restores, as the daemon's full sync does) is timed in the same run for the ratio.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{Layout, RenderConfig};
@@ -84,7 +85,7 @@ pub struct P2 {
 /// Replaces the first endpoint of service `i` by a fresh pod (the `k`-th change).
 fn replace_endpoint(state: &mut ProxyState, i: usize, k: usize) {
     if let Some(eps) = state.endpoints.get_mut(&synth::service_name(i))
-        && let Some(first) = eps.first_mut()
+        && let Some(first) = Arc::make_mut(eps).first_mut()
     {
         *first = synth::endpoint(synth::pod_ip(8_000_000 - 1 - k), ENDPOINT_PORT);
     }

@@ -8,7 +8,9 @@ use std::time::Instant;
 use std::sync::Arc;
 use svcnet_proxy::config::{Layout, RenderConfig};
 
-use svcnet_proxy::model::{Family, ModelCache, ProxyState};
+use svcnet_proxy::model::{
+    Family, Interner, ModelCache, ProxyState, ServiceRecord, SliceRecord, parse_slice,
+};
 use svcnet_proxy::render::{self, FullOptions, Renderer, UNBATCHED};
 
 use crate::stats::{median, ms};
@@ -38,7 +40,7 @@ pub fn report(services: usize, endpoints: usize, layout: Layout, reps: usize) ->
     let prev = r.digests();
     let mut changed = state.clone();
     if let Some(eps) = changed.endpoints.get_mut(&synth::service_name(0))
-        && let Some(first) = eps.first_mut()
+        && let Some(first) = Arc::make_mut(eps).first_mut()
     {
         *first = synth::endpoint(synth::pod_ip(8_000_000), synth::ENDPOINT_PORT);
     }
@@ -62,21 +64,28 @@ pub fn report(services: usize, endpoints: usize, layout: Layout, reps: usize) ->
         flip = !flip;
         drop(pass(&mut renderer, if flip { &changed } else { &state }, false));
     });
-    // The model: API objects -> ProxyState, one Service changed, cached vs from scratch.
-    let (mut svcs, slices) = synth::k8s_objects(&ips[..services], endpoints);
+    // The model: API objects -> ProxyState, one Service changed, cached vs from scratch. The daemon
+    // converts an object to its record when the watch event arrives; that is timed with the update.
+    let (svcs, slices) = synth::k8s_objects(&ips[..services], endpoints);
+    let mut svc_recs: Vec<Arc<ServiceRecord>> = svcs
+        .iter()
+        .map(|s| Arc::new(ServiceRecord::from_service(s)))
+        .collect();
+    let mut names = Interner::default();
+    let slice_recs: Vec<Arc<SliceRecord>> = slices
+        .iter()
+        .map(|s| Arc::new(parse_slice(s, &mut names)))
+        .collect();
     let mut model = ModelCache::new(Family::V4);
-    model.update(&svcs, &slices);
+    model.update(&svc_recs, &slice_recs);
     let mut generation = 0;
     let model_update = time(reps, || {
         generation += 1;
-        if let Some(first) = svcs.first_mut() {
-            *first = Arc::new(synth::k8s_service(
-                &synth::service_name(0).name,
-                ips[0],
-                generation,
-            ));
+        if let Some(first) = svc_recs.first_mut() {
+            let svc = synth::k8s_service(&synth::service_name(0).name, ips[0], generation);
+            *first = Arc::new(ServiceRecord::from_service(&svc));
         }
-        model.update(&svcs, &slices);
+        model.update(&svc_recs, &slice_recs);
     });
     let rows: Vec<(&str, f64)> = vec![
         (

@@ -87,8 +87,7 @@ pub fn endpoint(ip: Ipv4Addr, port: u16) -> Endpoint {
         serving: true,
         terminating: false,
         node_name: Some("other-node".into()),
-        zone_hints: vec![],
-        node_hints: vec![],
+        hints: None,
     }
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use crate::iptables::{IptablesError, exec};
-use crate::model::{Endpoint, Family, Protocol, ProxyState, ServicePort};
+use crate::model::{Endpoints, Family, Protocol, ProxyState, ServicePort};
 
 /// One `conntrack -D` filter.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -24,9 +24,9 @@ pub struct Deletion {
 }
 
 /// Endpoint addresses that still receive traffic (ready, or serving while terminating).
-fn serving(eps: Option<&Vec<Endpoint>>) -> BTreeSet<IpAddr> {
+fn serving(eps: Option<&Endpoints>) -> BTreeSet<IpAddr> {
     eps.into_iter()
-        .flatten()
+        .flat_map(|e| e.iter())
         .filter(|e| e.ready || e.serving)
         .map(|e| e.ip)
         .collect()

@@ -123,7 +123,7 @@ fn explain_port(
             .map(|s| format!("ClientIP ({s}s)"))
             .unwrap_or_else(|| "None".into())
     );
-    let empty = Vec::new();
+    let empty = crate::model::Endpoints::default();
     let eps = state.endpoints.get(&p.name).unwrap_or(&empty);
     let cat = categorize(eps, p, node);
     if eps.is_empty() {
@@ -132,7 +132,7 @@ fn explain_port(
             "  endpoints: none in any EndpointSlice, so new connections are rejected"
         );
     }
-    for e in eps {
+    for e in eps.iter() {
         let used = match (cat.cluster.contains(e), cat.local.contains(e)) {
             (true, true) => "used (Cluster and Local policy)",
             (true, false) => "used (Cluster policy)",

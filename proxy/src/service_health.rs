@@ -34,7 +34,7 @@ pub fn desired(states: &[&ProxyState], node: &str) -> BTreeMap<ServiceName, (u16
                 .endpoints
                 .get(name)
                 .into_iter()
-                .flatten()
+                .flat_map(|e| e.iter())
                 .filter(|e| e.ready && e.is_local(node))
                 .count();
             let entry = out

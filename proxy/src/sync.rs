@@ -13,8 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::core::v1::Node;
 use thiserror::Error;
 
 use crate::apply::{ensure_jumps, restore};
@@ -24,7 +23,7 @@ use crate::conntrack;
 use crate::input::Objects;
 use crate::iptables::{Iptables, IptablesError, saved_chains};
 use crate::metrics::{Metrics, family_labels, table_labels, unix_now};
-use crate::model::{Family, ModelCache, NodeFacts, ProxyState};
+use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
 use crate::render::naming::is_service_chain;
 use crate::render::{Done, PayloadStats, RenderStats, Renderer, jumps};
 
@@ -59,12 +58,11 @@ impl FullReason {
     }
 }
 
-/// The caches at the start of a sync: the reflectors' shared objects, not copies (a deep copy of 10k
-/// Services and their EndpointSlices took ~100 ms per sync).
+/// The caches at the start of a sync: the reflectors' shared records, not copies.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
-    pub services: Vec<Arc<Service>>,
-    pub slices: Vec<Arc<EndpointSlice>>,
+    pub services: Vec<Arc<ServiceRecord>>,
+    pub slices: Vec<Arc<SliceRecord>>,
     pub node: Option<Node>,
 }
 

@@ -1,7 +1,9 @@
 //! kube-runtime reflectors: Services and EndpointSlices (upstream's selector: not owned by another
-//! proxy, not headless) and this node's Node object. Every event is recorded in the change tracker
-//! and requests a sync; the daemon writes nothing before the Service and EndpointSlice caches have
-//! completed their first list.
+//! proxy, not headless) and this node's Node object. Services and EndpointSlices are converted to
+//! records ([`crate::model::record`]) as their events arrive, before the reflector stores them, so the
+//! stores never hold the API objects. Every event is recorded in the change tracker and requests a
+//! sync; the daemon writes nothing before the Service and EndpointSlice caches have completed their
+//! first list.
 //!
 //! Watch errors (API server gone, 410 after a restart) are retried with backoff by the watcher; the
 //! caches keep their last content meanwhile, so rules stay as they are until the relist completes.
@@ -9,7 +11,7 @@
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::WatchStreamExt;
@@ -19,20 +21,20 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::changes::{Changes, object_key, trigger_time};
+use crate::changes::{Changes, object_key};
 use crate::health::Health;
 use crate::metrics::{Metrics, family_labels, unix_now};
-use crate::model::Family;
+use crate::model::{Family, Interner, ServiceRecord, SliceRecord, parse_slice};
 use crate::runner::Trigger;
 
 /// Upstream's label selector for the Service and EndpointSlice informers.
 pub const PROXY_SELECTOR: &str = "!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless";
 
-/// The caches the sync reads.
+/// The caches the sync reads: records of Services and EndpointSlices, and the Node object.
 #[derive(Clone)]
 pub struct Stores {
-    pub services: Store<Service>,
-    pub slices: Store<EndpointSlice>,
+    pub services: Store<ServiceRecord>,
+    pub slices: Store<SliceRecord>,
     pub node: Store<Node>,
 }
 
@@ -70,13 +72,17 @@ impl Sink {
     }
 }
 
-/// What kind of object a watcher carries, for change bookkeeping.
-trait Tracked: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static {
-    fn changed(&self, sink: &Sink, deleted: bool);
+/// What a watcher carries, what the store keeps of it, and the change bookkeeping.
+trait Source: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static {
+    /// What the reflector store holds: a compact record, not the API object (memory: at 10k
+    /// Services / 100k endpoints the objects were most of the daemon's memory).
+    type Record: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static;
+    /// Conversion state kept for the life of one watcher (the node-name interner).
+    type State: Default + Send + 'static;
 
-    /// Drops what the proxy never reads before the object enters the cache (memory: managedFields,
-    /// last-applied annotations and EndpointSlice targetRefs are most of a large cluster's objects).
-    fn trim(&mut self);
+    fn convert(self, state: &mut Self::State) -> Self::Record;
+
+    fn changed(rec: &Self::Record, sink: &Sink, deleted: bool);
 }
 
 /// `kubectl apply`'s copy of the whole object: often the largest annotation.
@@ -89,62 +95,82 @@ fn trim_meta(meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMe
     }
 }
 
-impl Tracked for Service {
-    fn changed(&self, sink: &Sink, _deleted: bool) {
+impl Source for Service {
+    type Record = ServiceRecord;
+    type State = ();
+
+    fn convert(self, (): &mut ()) -> ServiceRecord {
+        ServiceRecord::from_service(&self)
+    }
+
+    fn changed(rec: &ServiceRecord, sink: &Sink, _deleted: bool) {
         sink.metrics.service_changes_total.inc();
-        sink.record(|c| c.service_changed(object_key(&self.metadata)));
-    }
-
-    fn trim(&mut self) {
-        trim_meta(&mut self.metadata);
-        if let Some(spec) = self.spec.as_mut() {
-            spec.selector = None; // the endpoint controller's business, not the proxy's
-        }
+        sink.record(|c| c.service_changed(object_key(&rec.meta)));
     }
 }
 
-impl Tracked for EndpointSlice {
-    fn changed(&self, sink: &Sink, _deleted: bool) {
+impl Source for EndpointSlice {
+    type Record = SliceRecord;
+    type State = Interner;
+
+    fn convert(self, names: &mut Interner) -> SliceRecord {
+        parse_slice(&self, names)
+    }
+
+    fn changed(rec: &SliceRecord, sink: &Sink, _deleted: bool) {
         sink.metrics.endpoint_changes_total.inc();
-        sink.record(|c| c.slice_changed(object_key(&self.metadata), trigger_time(self)));
-    }
-
-    fn trim(&mut self) {
-        trim_meta(&mut self.metadata);
-        for ep in &mut self.endpoints {
-            ep.target_ref = None;
-            ep.hostname = None;
-            ep.deprecated_topology = None;
-        }
+        sink.record(|c| c.slice_changed(object_key(&rec.meta), rec.trigger_time));
     }
 }
 
-impl Tracked for Node {
-    fn changed(&self, sink: &Sink, deleted: bool) {
-        sink.health.set_node(if deleted { None } else { Some(self) });
+/// The Node stays an API object (one of it), trimmed of what the proxy never reads.
+impl Source for Node {
+    type Record = Node;
+    type State = ();
+
+    fn convert(mut self, (): &mut ()) -> Node {
+        trim_node(&mut self);
+        self
+    }
+
+    fn changed(node: &Node, sink: &Sink, deleted: bool) {
+        sink.health.set_node(if deleted { None } else { Some(node) });
         sink.record(Changes::other_changed);
     }
+}
 
-    fn trim(&mut self) {
-        trim_meta(&mut self.metadata);
-        if let Some(status) = self.status.as_mut() {
-            status.images = None;
-            status.volumes_attached = None;
-            status.volumes_in_use = None;
-        }
+fn trim_node(node: &mut Node) {
+    trim_meta(&mut node.metadata);
+    if let Some(status) = node.status.as_mut() {
+        status.images = None;
+        status.volumes_attached = None;
+        status.volumes_in_use = None;
     }
 }
 
-fn spawn<K>(api: Api<K>, cfg: watcher::Config, sink: Sink, stop: CancellationToken) -> Store<K>
-where
-    K: Tracked,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
+/// The same event carrying the converted object.
+fn map_event<K, R>(ev: Event<K>, mut f: impl FnMut(K) -> R) -> Event<R> {
+    match ev {
+        Event::Apply(o) => Event::Apply(f(o)),
+        Event::Delete(o) => Event::Delete(f(o)),
+        Event::InitApply(o) => Event::InitApply(f(o)),
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+    }
+}
+
+fn spawn<K: Source>(
+    api: Api<K>,
+    cfg: watcher::Config,
+    sink: Sink,
+    stop: CancellationToken,
+) -> Store<K::Record> {
     let (reader, writer) = reflector::store();
-    let kind = K::kind(&K::DynamicType::default()).to_string();
+    let kind = K::kind(&()).to_string();
+    let mut state = K::State::default();
     let stream = watcher::watcher(api, cfg)
         .default_backoff()
-        .modify(K::trim)
+        .map_ok(move |ev| map_event(ev, |o| o.convert(&mut state)))
         .reflect(writer);
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
@@ -154,8 +180,8 @@ where
                 () = stop.cancelled() => break,
             };
             match next {
-                Some(Ok(Event::Apply(o))) => o.changed(&sink, false),
-                Some(Ok(Event::Delete(o))) => o.changed(&sink, true),
+                Some(Ok(Event::Apply(o))) => K::changed(&o, &sink, false),
+                Some(Ok(Event::Delete(o))) => K::changed(&o, &sink, true),
                 // A (re)list finished: the cache was replaced atomically; objects deleted while the
                 // watch was down are gone from it now, so resync.
                 Some(Ok(Event::InitDone)) => {
@@ -206,6 +232,8 @@ pub async fn wait_synced(stores: &Stores) -> Result<(), reflector::store::Writer
     stores.slices.wait_until_ready().await?;
     stores.node.wait_until_ready().await
 }
+
+mod records;
 
 #[cfg(test)]
 mod tests;

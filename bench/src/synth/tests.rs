@@ -17,12 +17,17 @@ fn state_has_requested_shape_and_name_order() {
     let ips = cluster_ips(12, 1);
     let st = state(&ips, 3);
     assert_eq!(st.services.len(), 12);
-    assert_eq!(st.endpoints.values().map(Vec::len).sum::<usize>(), 36);
+    assert_eq!(st.endpoints.values().map(|e| e.len()).sum::<usize>(), 36);
     // Names sort in creation order: the last key is service 11 with ips[11].
     let (last, svc) = st.services.iter().next_back().unwrap();
     assert_eq!(*last, service_name(11));
     assert_eq!(svc.cluster_ip, IpAddr::V4(ips[11]));
-    let all: HashSet<_> = st.endpoints.values().flatten().map(|e| e.ip).collect();
+    let all: HashSet<_> = st
+        .endpoints
+        .values()
+        .flat_map(|e| e.iter())
+        .map(|e| e.ip)
+        .collect();
     assert_eq!(all.len(), 36, "endpoint IPs must be distinct");
 }
 
@@ -40,7 +45,7 @@ fn api_objects_convert_to_the_same_state() {
     assert_eq!(st.services, want.services);
     // The model orders endpoints by their "ip:port" text, as upstream does.
     for eps in want.endpoints.values_mut() {
-        eps.sort_by_key(|e| e.addr());
+        std::sync::Arc::make_mut(eps).sort_by_key(|e| e.addr());
     }
     assert_eq!(st.endpoints, want.endpoints);
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::ServicePortName;
+use crate::model::{Endpoint, ServicePortName};
 
 fn name(proto: Protocol) -> ServicePortName {
     ServicePortName {
@@ -34,15 +34,14 @@ fn ep(ip: &str, ready: bool) -> Endpoint {
         serving: ready,
         terminating: false,
         node_name: None,
-        zone_hints: vec![],
-        node_hints: vec![],
+        hints: None,
     }
 }
 
 fn state(proto: Protocol, node_port: Option<u16>, eps: Vec<Endpoint>) -> ProxyState {
     let mut s = ProxyState::default();
     s.services.insert(name(proto), svc(proto, node_port));
-    s.endpoints.insert(name(proto), eps);
+    s.endpoints.insert(name(proto), eps.into());
     s
 }
 

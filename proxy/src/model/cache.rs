@@ -1,44 +1,48 @@
-//! Keeping a [`ProxyState`] up to date from the caches at every sync, touching only what changed.
+//! Keeping a [`ProxyState`] up to date from the records at every sync, touching only what changed.
 //!
-//! The reflector stores hand out the same `Arc` for an object until it changes, so an object's
-//! allocation identifies its version. A Service is converted again only when its `Arc` is new, and
-//! the EndpointSlices of one Service (they merge only with each other) are merged again only when the
-//! set of their `Arc`s changed; the state is patched in place. At 10k Services / 100k endpoints the
-//! per-sync conversion went from ~90 ms (converting and copying everything) to a few ms.
+//! The reflector stores hand out the same `Arc` for a record until its object changes, so a record's
+//! allocation identifies its version. A Service's ports are inserted again only when its `Arc` is new,
+//! and the EndpointSlices of one Service (they merge only with each other) are merged again only when
+//! the set of their `Arc`s changed; the state is patched in place. Conversion itself happened once,
+//! when the watch event arrived (see [`super::record`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use super::endpoints::merge_slices;
+use super::record::{ServiceRecord, SliceRecord};
+use super::{Family, ProxyState, ServicePortName};
 
-use super::endpoints::{SERVICE_NAME_LABEL, endpoints_from_slices};
-use super::service::service_ports_from_service;
-use super::{Family, ModelError, ProxyState, ServicePortName};
-
-/// The state of one IP family and what each object contributed to it.
+/// The state of one IP family and the records it was built from. What a record contributed (port
+/// names, errors) is read from the record itself when needed, not copied.
 #[derive(Debug)]
 pub struct ModelCache {
     family: Family,
     state: ProxyState,
-    /// By the address of the shared object; holding the `Arc` keeps the address from being reused.
-    services: HashMap<usize, Contribution<Arc<Service>>>,
-    /// By (namespace, service-name label) of the slices; the key is the sorted set of slices.
-    groups: HashMap<(String, String), Contribution<Vec<Arc<EndpointSlice>>>>,
+    /// By the address of the shared record; holding the `Arc` keeps the address from being reused.
+    services: HashMap<usize, Arc<ServiceRecord>>,
+    /// By (namespace, service name) of the slices: the set of slices, sorted by address.
+    groups: HashMap<(String, String), Vec<Arc<SliceRecord>>>,
 }
 
-#[derive(Debug)]
-struct Contribution<T> {
-    source: T,
-    ports: Vec<ServicePortName>,
-    errors: Vec<ModelError>,
+/// The port names a Service record gives `family`.
+fn service_ports(rec: &ServiceRecord, family: Family) -> impl Iterator<Item = &ServicePortName> {
+    rec.ports(family).iter().flatten().map(|p| &p.name)
+}
+
+/// The port names a group of slices gives `family`: the keys their merge produced.
+fn group_ports(group: &[Arc<SliceRecord>], family: Family) -> impl Iterator<Item = &ServicePortName> {
+    group
+        .iter()
+        .filter(move |s| s.family == Some(family))
+        .flat_map(|s| s.ports.iter().map(|p| &p.name))
 }
 
 fn addr<T>(a: &Arc<T>) -> usize {
     Arc::as_ptr(a) as usize
 }
 
-fn same(a: &[Arc<EndpointSlice>], b: &[Arc<EndpointSlice>]) -> bool {
+fn same(a: &[Arc<SliceRecord>], b: &[Arc<SliceRecord>]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
 }
 
@@ -57,21 +61,27 @@ impl ModelCache {
         &self.state
     }
 
-    /// Brings the state up to date with these objects; afterwards it equals [`ProxyState::from_k8s`]
-    /// on them (errors in another order).
-    pub fn update(&mut self, services: &[Arc<Service>], slices: &[Arc<EndpointSlice>]) {
+    /// Brings the state up to date with these records; afterwards it equals [`ProxyState::from_k8s`]
+    /// on the objects they came from (errors in another order).
+    pub fn update(&mut self, services: &[Arc<ServiceRecord>], slices: &[Arc<SliceRecord>]) {
         self.update_services(services);
         self.update_slices(slices);
-        self.state.errors = self
+        let family = self.family;
+        let service_errors = self
             .services
             .values()
-            .flat_map(|c| c.errors.iter())
-            .chain(self.groups.values().flat_map(|c| c.errors.iter()))
-            .cloned()
-            .collect();
+            .filter_map(|r| r.ports(family).as_ref().err())
+            .map(AsRef::as_ref);
+        let slice_errors = self
+            .groups
+            .values()
+            .flatten()
+            .filter(|s| s.family == Some(family))
+            .flat_map(|s| s.errors.iter());
+        self.state.errors = service_errors.chain(slice_errors).cloned().collect();
     }
 
-    fn update_services(&mut self, services: &[Arc<Service>]) {
+    fn update_services(&mut self, services: &[Arc<ServiceRecord>]) {
         let mut kept = HashMap::with_capacity(services.len());
         let mut new = Vec::new();
         for svc in services {
@@ -84,51 +94,32 @@ impl ModelCache {
         }
         // Removals before additions: a replaced Service gives back the same port names.
         for gone in std::mem::take(&mut self.services).into_values() {
-            for p in &gone.ports {
+            for p in service_ports(&gone, self.family) {
                 self.state.services.remove(p);
             }
         }
         for svc in new {
-            let (ports, errors) = match service_ports_from_service(svc, self.family) {
-                Ok(ports) => (ports, vec![]),
-                Err(e) => (vec![], vec![e]),
-            };
-            let names = ports.iter().map(|p| p.name.clone()).collect();
-            for p in ports {
-                self.state.services.insert(p.name.clone(), p);
+            for p in svc.ports(self.family).iter().flatten() {
+                self.state.services.insert(p.name.clone(), p.clone());
             }
-            kept.insert(
-                addr(svc),
-                Contribution {
-                    source: Arc::clone(svc),
-                    ports: names,
-                    errors,
-                },
-            );
+            kept.insert(addr(svc), Arc::clone(svc));
         }
         self.services = kept;
     }
 
-    fn update_slices(&mut self, slices: &[Arc<EndpointSlice>]) {
-        let mut by_service: HashMap<(String, String), Vec<Arc<EndpointSlice>>> = HashMap::new();
-        for s in slices {
-            let ns = s.metadata.namespace.clone().unwrap_or_default();
-            let name = s
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(SERVICE_NAME_LABEL))
-                .cloned()
-                .unwrap_or_default();
-            by_service.entry((ns, name)).or_default().push(Arc::clone(s));
+    fn update_slices(&mut self, slices: &[Arc<SliceRecord>]) {
+        let mut by_service: HashMap<(&str, &str), Vec<Arc<SliceRecord>>> = HashMap::new();
+        for s in slices.iter().filter(|s| s.family == Some(self.family)) {
+            by_service.entry(s.service_key()).or_default().push(Arc::clone(s));
         }
         let mut kept = HashMap::with_capacity(by_service.len());
         let mut changed = Vec::new();
-        for (key, mut group) in by_service {
+        for ((ns, name), mut group) in by_service {
+            let key = (ns.to_string(), name.to_string());
             // The stores' order is not stable; identity is the set of slices.
             group.sort_by_key(addr);
             match self.groups.remove(&key) {
-                Some(c) if same(&c.source, &group) => {
+                Some(c) if same(&c, &group) => {
                     kept.insert(key, c);
                 }
                 Some(c) => {
@@ -139,22 +130,15 @@ impl ModelCache {
             }
         }
         for gone in std::mem::take(&mut self.groups).into_values() {
-            for p in &gone.ports {
+            for p in group_ports(&gone, self.family) {
                 self.state.endpoints.remove(p);
             }
         }
         for (key, group) in changed {
-            let (endpoints, errors) = endpoints_from_slices(group.iter().map(AsRef::as_ref), self.family);
-            let ports = endpoints.keys().cloned().collect();
+            // The errors are the slices' own; update() collects them from the records.
+            let (endpoints, _errors) = merge_slices(group.iter().map(AsRef::as_ref), self.family);
             self.state.endpoints.extend(endpoints);
-            kept.insert(
-                key,
-                Contribution {
-                    source: group,
-                    ports,
-                    errors,
-                },
-            );
+            kept.insert(key, group);
         }
         self.groups = kept;
     }

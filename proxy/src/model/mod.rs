@@ -4,22 +4,29 @@
 mod cache;
 pub mod endpoints;
 mod error;
+pub mod intern;
+pub mod record;
 pub mod service;
 pub mod topology;
 mod validate;
 
+#[cfg(test)]
+pub(crate) mod arbitrary;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use ipnet::IpNet;
 
 pub use cache::ModelCache;
-pub use endpoints::endpoints_from_slices;
+pub use endpoints::{endpoints_from_slices, merge_slices, parse_slice};
 pub use error::ModelError;
+pub use intern::Interner;
+pub use record::{ServiceRecord, SlicePort, SliceRecord};
 pub use service::service_ports_from_service;
 pub use topology::{Categorized, categorize};
 
@@ -130,7 +137,8 @@ impl ServicePort {
     }
 }
 
-/// One endpoint of one service port.
+/// One endpoint of one service port. Kept small: a large cluster holds 100k of them. The node name is
+/// shared (interned) between the endpoints on one node; topology hints are rare and boxed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Endpoint {
     pub ip: IpAddr,
@@ -138,12 +146,32 @@ pub struct Endpoint {
     pub ready: bool,
     pub serving: bool,
     pub terminating: bool,
-    pub node_name: Option<String>,
-    pub zone_hints: Vec<String>,
-    pub node_hints: Vec<String>,
+    pub node_name: Option<Arc<str>>,
+    /// `None` when the endpoint has neither zone nor node hints.
+    pub hints: Option<Box<Hints>>,
 }
 
+/// Topology hints of one endpoint (`hints.forZones` / `hints.forNodes`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Hints {
+    pub zones: Vec<String>,
+    pub nodes: Vec<String>,
+}
+
+/// The endpoints of one service port, sorted by `ip:port`. Shared: when a port's endpoints come from a
+/// single EndpointSlice (the common case) the slice's record and the state hold the same list.
+pub type Endpoints = Arc<[Endpoint]>;
+
 impl Endpoint {
+    /// Zones this endpoint is hinted for (empty: no zone hints).
+    pub fn zone_hints(&self) -> &[String] {
+        self.hints.as_deref().map_or(&[], |h| h.zones.as_slice())
+    }
+    /// Nodes this endpoint is hinted for (empty: no node hints).
+    pub fn node_hints(&self) -> &[String] {
+        self.hints.as_deref().map_or(&[], |h| h.nodes.as_slice())
+    }
+
     /// `ip:port`, IPv6 in brackets: the string upstream hashes into KUBE-SEP names and DNATs to.
     pub fn addr(&self) -> String {
         match self.ip {
@@ -181,14 +209,14 @@ impl NodeFacts {
 #[derive(Clone, Debug, Default)]
 pub struct ProxyState {
     pub services: BTreeMap<ServicePortName, ServicePort>,
-    pub endpoints: BTreeMap<ServicePortName, Vec<Endpoint>>,
+    pub endpoints: BTreeMap<ServicePortName, Endpoints>,
     /// Problems found while converting API objects; the objects involved were skipped.
     pub errors: Vec<ModelError>,
 }
 
 impl ProxyState {
-    /// Builds the state for one family from API objects. Bad objects are reported, never fatal.
-    /// Takes references so the daemon can pass the reflector's shared objects without copying them.
+    /// Builds the state for one family from API objects (files, tests); the daemon keeps records and
+    /// a [`ModelCache`] instead, with the same conversion code. Bad objects are reported, never fatal.
     pub fn from_k8s<'a>(
         services: impl IntoIterator<Item = &'a k8s_openapi::api::core::v1::Service>,
         slices: impl IntoIterator<Item = &'a k8s_openapi::api::discovery::v1::EndpointSlice>,

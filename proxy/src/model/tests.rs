@@ -130,9 +130,15 @@ fn ep(ip: &str, ready: bool, node: &str) -> Endpoint {
         serving: ready,
         terminating: false,
         node_name: Some(node.into()),
-        zone_hints: vec![],
-        node_hints: vec![],
+        hints: None,
     }
+}
+
+fn hints(zones: &[&str], nodes: &[&str]) -> Option<Box<Hints>> {
+    Some(Box::new(Hints {
+        zones: zones.iter().map(ToString::to_string).collect(),
+        nodes: nodes.iter().map(ToString::to_string).collect(),
+    }))
 }
 
 fn port(local_ext: bool, local_int: bool) -> ServicePort {
@@ -194,23 +200,32 @@ fn topology_hints() {
     node.labels
         .insert("topology.kubernetes.io/zone".into(), "z1".into());
     let mut a = ep("10.0.1.1", true, "n1");
-    a.zone_hints = vec!["z1".into()];
+    a.hints = hints(&["z1"], &[]);
     let mut b = ep("10.0.2.1", true, "n2");
-    b.zone_hints = vec!["z2".into()];
+    b.hints = hints(&["z2"], &[]);
     let c = categorize(&[a.clone(), b.clone()], &port(false, false), &node);
     assert_eq!(c.cluster, vec![a.clone()]);
     assert_eq!(c.topology, topology::Topology::SameZone);
     // One endpoint without hints disables topology.
-    b.zone_hints.clear();
+    b.hints = None;
     let c = categorize(&[a.clone(), b.clone()], &port(false, false), &node);
     assert_eq!(c.cluster.len(), 2);
     // Node hints win over zone hints.
     let mut a2 = a.clone();
-    a2.node_hints = vec!["n9".into()];
+    a2.hints = hints(&["z1"], &["n9"]);
     let mut b2 = ep("10.0.2.1", true, "n1");
-    b2.zone_hints = vec!["z1".into()];
-    b2.node_hints = vec!["n1".into()];
+    b2.hints = hints(&["z1"], &["n1"]);
     let c = categorize(&[a2, b2.clone()], &port(false, false), &node);
     assert_eq!(c.cluster, vec![b2]);
     assert_eq!(c.topology, topology::Topology::SameNode);
+}
+
+/// 100k endpoints at P4: every byte of Endpoint is 100 kB of the daemon's memory.
+#[test]
+fn endpoint_stays_small() {
+    assert!(
+        std::mem::size_of::<Endpoint>() <= 48,
+        "{}",
+        std::mem::size_of::<Endpoint>()
+    );
 }

@@ -30,14 +30,14 @@ fn topology_mode(endpoints: &[Endpoint], node: &NodeFacts) -> Topology {
     let (mut all_node_hints, mut has_for_node) = (true, false);
     let (mut all_zone_hints, mut has_for_zone) = (true, false);
     for ep in endpoints.iter().filter(|e| e.ready) {
-        if ep.node_hints.is_empty() {
+        if ep.node_hints().is_empty() {
             all_node_hints = false;
-        } else if ep.node_hints.contains(&node.name) {
+        } else if ep.node_hints().contains(&node.name) {
             has_for_node = true;
         }
-        if ep.zone_hints.is_empty() {
+        if ep.zone_hints().is_empty() {
             all_zone_hints = false;
-        } else if !zone.is_empty() && ep.zone_hints.iter().any(|z| z == zone) {
+        } else if !zone.is_empty() && ep.zone_hints().iter().any(|z| z == zone) {
             has_for_zone = true;
         }
     }
@@ -53,8 +53,10 @@ fn topology_mode(endpoints: &[Endpoint], node: &NodeFacts) -> Topology {
 fn available(ep: &Endpoint, mode: Topology, node: &NodeFacts) -> bool {
     match mode {
         Topology::None => true,
-        Topology::SameNode => ep.node_hints.contains(&node.name),
-        Topology::SameZone => node.zone().is_some_and(|z| ep.zone_hints.iter().any(|h| h == z)),
+        Topology::SameNode => ep.node_hints().contains(&node.name),
+        Topology::SameZone => node
+            .zone()
+            .is_some_and(|z| ep.zone_hints().iter().any(|h| h == z)),
     }
 }
 

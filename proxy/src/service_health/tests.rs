@@ -30,8 +30,7 @@ fn ep(ip: &str, node: &str, ready: bool) -> Endpoint {
         serving: ready,
         terminating: false,
         node_name: Some(node.into()),
-        zone_hints: vec![],
-        node_hints: vec![],
+        hints: None,
     }
 }
 
@@ -61,7 +60,7 @@ fn desired_counts_ready_local_endpoints_of_local_policy_services() {
         ("empty", "", Some(31002), true, vec![]),
     ] {
         let sp = port(svc, p, hc, local);
-        s.endpoints.insert(sp.name.clone(), eps);
+        s.endpoints.insert(sp.name.clone(), eps.into());
         s.services.insert(sp.name.clone(), sp);
     }
     let d = desired(&[&s], "me");

@@ -1,11 +1,14 @@
-//! Trimming must drop only what the proxy never reads: the model built from trimmed objects equals
-//! the model built from the originals.
+//! The stores hold records: converting an object must keep everything the model reads (the model from
+//! records equals the model from the objects), its identity (the store keys it as it keyed the object)
+//! and the trigger time; the Node, still an object, is only trimmed.
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::reflector::ObjectRef;
 
 use super::*;
-use crate::model::{Family, ProxyState};
+use crate::changes::trigger_time;
+use crate::model::{ModelCache, ProxyState};
 
 const SERVICE: &str = r#"
 metadata:
@@ -13,9 +16,13 @@ metadata:
   namespace: default
   annotations: {kubectl.kubernetes.io/last-applied-configuration: '{"big": "copy"}', keep: me}
   managedFields: [{manager: kubectl, operation: Apply, apiVersion: v1}]
+  resourceVersion: "42"
+  uid: 1234
 spec:
   type: LoadBalancer
   clusterIP: 10.0.0.10
+  clusterIPs: [10.0.0.10, "fd00::10"]
+  ipFamilies: [IPv4, IPv6]
   selector: {app: web}
   externalTrafficPolicy: Local
   healthCheckNodePort: 32000
@@ -23,48 +30,112 @@ spec:
 status: {loadBalancer: {ingress: [{ip: 203.0.113.7}]}}
 "#;
 
-const SLICE: &str = r#"
+fn slice(name: &str, address_type: &str, addr: &str) -> EndpointSlice {
+    serde_yaml::from_str(&format!(
+        r#"
 metadata:
-  name: web-abc
+  name: {name}
   namespace: default
-  labels: {kubernetes.io/service-name: web}
-  annotations: {endpoints.kubernetes.io/last-change-trigger-time: "2026-11-21T10:00:00Z"}
-  managedFields: [{manager: endpointslice-controller, operation: Update, apiVersion: discovery.k8s.io/v1}]
-addressType: IPv4
-ports: [{port: 8080, protocol: TCP}]
+  labels: {{kubernetes.io/service-name: web}}
+  annotations: {{endpoints.kubernetes.io/last-change-trigger-time: "2026-11-21T10:00:00Z"}}
+  managedFields: [{{manager: endpointslice-controller, operation: Update, apiVersion: discovery.k8s.io/v1}}]
+addressType: {address_type}
+ports: [{{port: 8080, protocol: TCP}}]
 endpoints:
-- addresses: [10.64.1.5]
-  conditions: {ready: true, serving: true, terminating: false}
+- addresses: ["{addr}"]
+  conditions: {{ready: true, serving: true, terminating: false}}
   nodeName: node-1
   zone: z1
   hostname: web-0
-  targetRef: {kind: Pod, name: web-0, namespace: default, uid: 1234}
-  hints: {forZones: [{name: z1}]}
-"#;
+  targetRef: {{kind: Pod, name: web-0, namespace: default, uid: 1234}}
+  hints: {{forZones: [{{name: z1}}]}}
+"#
+    ))
+    .expect("slice yaml")
+}
 
 #[test]
-fn trimmed_objects_give_the_same_model() {
+fn records_give_the_same_model_as_the_objects() {
     let svc: Service = serde_yaml::from_str(SERVICE).expect("service");
-    let slice: EndpointSlice = serde_yaml::from_str(SLICE).expect("slice");
-    let mut t_svc = svc.clone();
-    t_svc.trim();
-    let mut t_slice = slice.clone();
-    t_slice.trim();
-
-    let a = ProxyState::from_k8s([&svc], [&slice], Family::V4);
-    let b = ProxyState::from_k8s([&t_svc], [&t_slice], Family::V4);
-    assert!(a.errors.is_empty(), "{:?}", a.errors);
-    assert_eq!(a.services, b.services);
-    assert_eq!(a.endpoints, b.endpoints);
-    assert!(!b.endpoints.is_empty());
-
-    assert!(t_svc.metadata.managed_fields.is_none());
-    let ann = t_svc.metadata.annotations.as_ref().expect("annotations");
-    assert!(!ann.contains_key(LAST_APPLIED) && ann.contains_key("keep"));
-    assert!(t_slice.endpoints[0].target_ref.is_none());
+    let slices = [
+        slice("web-v4", "IPv4", "10.64.1.5"),
+        slice("web-v6", "IPv6", "fd00::1:5"),
+    ];
+    let svc_rec = Arc::new(svc.clone().convert(&mut ()));
+    let mut names = Interner::default();
+    let slice_recs: Vec<Arc<SliceRecord>> = slices
+        .iter()
+        .map(|s| Arc::new(s.clone().convert(&mut names)))
+        .collect();
+    for family in [Family::V4, Family::V6] {
+        let want = ProxyState::from_k8s([&svc], &slices, family);
+        let mut cache = ModelCache::new(family);
+        cache.update(std::slice::from_ref(&svc_rec), &slice_recs);
+        let got = cache.state();
+        assert!(want.errors.is_empty(), "{:?}", want.errors);
+        assert!(got.errors.is_empty(), "{:?}", got.errors);
+        assert_eq!(got.services, want.services, "{family:?}");
+        assert_eq!(got.endpoints, want.endpoints, "{family:?}");
+        assert_eq!(got.services.len(), 1, "{family:?}");
+        assert_eq!(got.endpoints.values().map(|e| e.len()).sum::<usize>(), 1);
+    }
+    // Both slices' endpoints run on node-1: one shared name.
+    let n: Vec<&Arc<str>> = slice_recs
+        .iter()
+        .filter_map(|r| r.ports[0].endpoints[0].node_name.as_ref())
+        .collect();
+    assert!(n.len() == 2 && Arc::ptr_eq(n[0], n[1]));
     // The trigger time (network programming latency) survives.
-    assert_eq!(trigger_time(&t_slice), trigger_time(&slice));
-    assert!(trigger_time(&t_slice).is_some());
+    assert_eq!(slice_recs[0].trigger_time, trigger_time(&slices[0]));
+    assert!(slice_recs[0].trigger_time.is_some());
+}
+
+#[test]
+fn records_keep_the_identity_and_nothing_else_of_the_metadata() {
+    let svc: Service = serde_yaml::from_str(SERVICE).expect("service");
+    let s = slice("web-v4", "IPv4", "10.64.1.5");
+    let svc_rec = svc.clone().convert(&mut ());
+    let slice_rec = s.clone().convert(&mut Interner::default());
+    // The store keys a record as it keyed the object, under the same API type.
+    assert_eq!(
+        ObjectRef::from_obj(&svc_rec).erase(),
+        ObjectRef::from_obj(&svc).erase()
+    );
+    assert_eq!(
+        ObjectRef::from_obj(&slice_rec).erase(),
+        ObjectRef::from_obj(&s).erase()
+    );
+    assert_eq!(ServiceRecord::kind(&()), "Service");
+    assert_eq!(SliceRecord::plural(&()), "endpointslices");
+    assert_eq!(SliceRecord::api_version(&()), "discovery.k8s.io/v1");
+    assert_eq!(svc_rec.meta.name.as_deref(), Some("web"));
+    assert_eq!(svc_rec.meta.namespace.as_deref(), Some("default"));
+    assert!(svc_rec.meta.annotations.is_none() && svc_rec.meta.managed_fields.is_none());
+    assert!(slice_rec.meta.labels.is_none() && slice_rec.meta.resource_version.is_none());
+    assert_eq!(slice_rec.service_name, "web");
+}
+
+#[test]
+fn the_store_holds_records_by_name_and_namespace() {
+    let (reader, mut writer) = reflector::store::<SliceRecord>();
+    let mut names = Interner::default();
+    let mut conv = |s: EndpointSlice| s.convert(&mut names);
+    for ev in [
+        Event::Init,
+        Event::InitApply(slice("a", "IPv4", "10.64.1.5")),
+        Event::InitApply(slice("b", "IPv4", "10.64.1.6")),
+        Event::InitDone,
+        // An update replaces the record of the same name.
+        Event::Apply(slice("a", "IPv4", "10.64.1.7")),
+        Event::Delete(slice("b", "IPv4", "10.64.1.6")),
+    ] {
+        writer.apply_watcher_event(&map_event(ev, &mut conv));
+    }
+    let state = reader.state();
+    assert_eq!(state.len(), 1);
+    let a = &state[0];
+    assert_eq!(a.meta.name.as_deref(), Some("a"));
+    assert_eq!(a.ports[0].endpoints[0].addr(), "10.64.1.7:8080");
 }
 
 #[test]
@@ -79,8 +150,7 @@ status:
 "#,
     )
     .expect("node");
-    let mut t = node.clone();
-    t.trim();
+    let t = node.clone().convert(&mut ());
     let st = t.status.as_ref().expect("status");
     assert!(st.images.is_none());
     assert_eq!(

@@ -1,0 +1,81 @@
+//! Compact per-object records: what the daemon keeps of each Service and EndpointSlice. An API object
+//! is converted once, when its watch event arrives, into the model data the proxy reads for both IP
+//! families (or the errors that left parts of it out); the object itself is dropped. At 10k Services
+//! and 100k endpoints the k8s-openapi objects were ~78 MiB, most of the daemon's memory.
+
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::service::service_ports_from_service;
+use super::{Endpoints, Family, ModelError, ServicePort, ServicePortName};
+
+/// Only what identifies the object (the reflector store keys records by name and namespace).
+pub fn slim_meta(meta: &ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        ..ObjectMeta::default()
+    }
+}
+
+/// What a Service gives one family: its ports, or why it was left out (boxed: errors are rare).
+pub type Converted = Result<Vec<ServicePort>, Box<ModelError>>;
+
+/// One Service, converted for both families.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceRecord {
+    pub meta: ObjectMeta,
+    pub v4: Converted,
+    pub v6: Converted,
+}
+
+impl ServiceRecord {
+    pub fn from_service(svc: &Service) -> ServiceRecord {
+        ServiceRecord {
+            meta: slim_meta(&svc.metadata),
+            v4: service_ports_from_service(svc, Family::V4).map_err(Box::new),
+            v6: service_ports_from_service(svc, Family::V6).map_err(Box::new),
+        }
+    }
+
+    /// The ports for `family`, or why the Service was left out.
+    pub fn ports(&self, family: Family) -> &Converted {
+        match family {
+            Family::V4 => &self.v4,
+            Family::V6 => &self.v6,
+        }
+    }
+}
+
+/// One port of one EndpointSlice with its valid endpoints (deduplicated, sorted by `ip:port`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlicePort {
+    pub name: ServicePortName,
+    pub endpoints: Endpoints,
+}
+
+/// One EndpointSlice, parsed for its address type (see [`super::endpoints::parse_slice`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SliceRecord {
+    pub meta: ObjectMeta,
+    /// From `addressType`; `None` (FQDN) contributes nothing.
+    pub family: Option<Family>,
+    /// The `kubernetes.io/service-name` label (empty when absent): slices merge per namespace and this.
+    pub service_name: String,
+    /// `endpoints.kubernetes.io/last-change-trigger-time`, for network programming latency.
+    pub trigger_time: Option<SystemTime>,
+    pub ports: Vec<SlicePort>,
+    pub errors: Vec<ModelError>,
+}
+
+impl SliceRecord {
+    /// (namespace, service name): the slices that merge with each other.
+    pub fn service_key(&self) -> (&str, &str) {
+        (
+            self.meta.namespace.as_deref().unwrap_or("default"),
+            &self.service_name,
+        )
+    }
+}
