@@ -97,7 +97,9 @@ fn add_service(state: &mut ProxyState, index: usize, ip: std::net::Ipv4Addr, eps
         .map(|j| synth::endpoint(synth::pod_ip(index * eps + j), ENDPOINT_PORT))
         .collect();
     state.endpoints.insert(name.clone(), endpoints);
-    state.services.insert(name.clone(), synth::service_port(name, ip));
+    state
+        .services
+        .insert(name.clone(), synth::service_port(name, ip).into());
 }
 
 fn partial_sync(

@@ -105,7 +105,7 @@ pub fn state(ips: &[Ipv4Addr], eps_per_service: usize) -> ProxyState {
             .map(|j| endpoint(pod_ip(i * eps_per_service + j), ENDPOINT_PORT))
             .collect();
         st.endpoints.insert(name.clone(), eps);
-        st.services.insert(name.clone(), service_port(name, *ip));
+        st.services.insert(name.clone(), service_port(name, *ip).into());
     }
     st
 }

@@ -39,6 +39,7 @@ pub fn explain(file: &PathBuf, service: &str, rules: &RuleArgs) -> Result<String
         let ports: Vec<&ServicePort> = state
             .services
             .values()
+            .map(AsRef::as_ref)
             .filter(|p| p.name.namespace == ns && p.name.name == name)
             .collect();
         if ports.is_empty() {

@@ -40,7 +40,7 @@ fn ep(ip: &str, ready: bool) -> Endpoint {
 
 fn state(proto: Protocol, node_port: Option<u16>, eps: Vec<Endpoint>) -> ProxyState {
     let mut s = ProxyState::default();
-    s.services.insert(name(proto), svc(proto, node_port));
+    s.services.insert(name(proto), svc(proto, node_port).into());
     s.endpoints.insert(name(proto), eps.into());
     s
 }

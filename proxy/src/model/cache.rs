@@ -100,7 +100,7 @@ impl ModelCache {
         }
         for svc in new {
             for p in svc.ports(self.family).iter().flatten() {
-                self.state.services.insert(p.name.clone(), p.clone());
+                self.state.services.insert(p.name.clone(), Arc::clone(p));
             }
             kept.insert(addr(svc), Arc::clone(svc));
         }

@@ -140,6 +140,9 @@ pub fn parse_slice(slice: &EndpointSlice, names: &mut Interner) -> SliceRecord {
             endpoints: by_addr.into_values().collect(),
         });
     }
+    // The record lives as long as the slice: no spare capacity.
+    rec.ports.shrink_to_fit();
+    rec.errors.shrink_to_fit();
     rec
 }
 

@@ -208,7 +208,7 @@ impl NodeFacts {
 /// Everything the renderer needs for one family: service ports and their endpoints.
 #[derive(Clone, Debug, Default)]
 pub struct ProxyState {
-    pub services: BTreeMap<ServicePortName, ServicePort>,
+    pub services: BTreeMap<ServicePortName, Arc<ServicePort>>,
     pub endpoints: BTreeMap<ServicePortName, Endpoints>,
     /// Problems found while converting API objects; the objects involved were skipped.
     pub errors: Vec<ModelError>,
@@ -227,7 +227,7 @@ impl ProxyState {
             match service_ports_from_service(svc, family) {
                 Ok(ports) => {
                     for p in ports {
-                        state.services.insert(p.name.clone(), p);
+                        state.services.insert(p.name.clone(), Arc::new(p));
                     }
                 }
                 Err(e) => state.errors.push(e),

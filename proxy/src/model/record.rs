@@ -3,6 +3,7 @@
 //! families (or the errors that left parts of it out); the object itself is dropped. At 10k Services
 //! and 100k endpoints the k8s-openapi objects were ~78 MiB, most of the daemon's memory.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Service;
@@ -21,7 +22,16 @@ pub fn slim_meta(meta: &ObjectMeta) -> ObjectMeta {
 }
 
 /// What a Service gives one family: its ports, or why it was left out (boxed: errors are rare).
-pub type Converted = Result<Vec<ServicePort>, Box<ModelError>>;
+/// The ports are shared with the model's state.
+pub type Converted = Result<Vec<Arc<ServicePort>>, Box<ModelError>>;
+
+/// The record lives as long as the Service: no spare capacity.
+fn converted(svc: &Service, family: Family) -> Converted {
+    let ports = service_ports_from_service(svc, family).map_err(Box::new)?;
+    let mut shared: Vec<Arc<ServicePort>> = ports.into_iter().map(Arc::new).collect();
+    shared.shrink_to_fit(); // the collect above reuses the larger buffer of `ports`
+    Ok(shared)
+}
 
 /// One Service, converted for both families.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,8 +45,8 @@ impl ServiceRecord {
     pub fn from_service(svc: &Service) -> ServiceRecord {
         ServiceRecord {
             meta: slim_meta(&svc.metadata),
-            v4: service_ports_from_service(svc, Family::V4).map_err(Box::new),
-            v6: service_ports_from_service(svc, Family::V6).map_err(Box::new),
+            v4: converted(svc, Family::V4),
+            v6: converted(svc, Family::V6),
         }
     }
 

@@ -138,7 +138,7 @@ pub struct Pass<'a> {
     full: bool,
     /// Unchanged ports keep their summary without being rendered.
     reuse: bool,
-    ports: btree_map::Iter<'a, ServicePortName, ServicePort>,
+    ports: btree_map::Iter<'a, ServicePortName, Arc<ServicePort>>,
     next: Vec<(ServicePortName, Arc<Summary>)>,
     /// Own chains of changed ports that they no longer have.
     deletes: Vec<String>,

@@ -61,7 +61,7 @@ fn desired_counts_ready_local_endpoints_of_local_policy_services() {
     ] {
         let sp = port(svc, p, hc, local);
         s.endpoints.insert(sp.name.clone(), eps.into());
-        s.services.insert(sp.name.clone(), sp);
+        s.services.insert(sp.name.clone(), sp.into());
     }
     let d = desired(&[&s], "me");
     assert_eq!(d.len(), 2, "{d:?}");
