@@ -1,6 +1,7 @@
 //! Executes the domain's [`Action`]s with the official client: one call per action, waiting for
 //! its operation. 404 on a delete/remove and 409 on an insert count as done (someone, maybe our
-//! own earlier attempt, already did it). Rate limits, quota, 429 and 5xx back off with backon and
+//! own earlier attempt, already did it); 400 resourceInUseByAnotherResource on a delete of the
+//! shared node health check counts as done-but-kept (another LB's pool uses it). Rate limits, quota, 429 and 5xx back off with backon and
 //! retry; every attempt first takes a token from the client-side rate limiter of its quota group.
 
 use std::time::Duration;
@@ -23,6 +24,11 @@ pub enum Outcome {
     Done,
     /// 404 on delete/remove or 409 on insert: the state was already what we wanted.
     AlreadyDone,
+    /// A `DeleteHealthCheck { keep_if_in_use: true }` that GCE refused with
+    /// resourceInUseByAnotherResource: the check stays for the pools still using it. Not an
+    /// error; the rest of the plan was built assuming the check goes, so the caller stops there
+    /// and re-plans knowing it stays (`Observed::nodes_health_check_used_elsewhere`).
+    KeptInUse,
 }
 
 /// Retry policy for GCE calls.
@@ -105,6 +111,10 @@ pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result
         }
         Err(e) if is_delete(action) && e.is_not_found() => Ok(Outcome::AlreadyDone),
         Err(e) if is_insert(action) && e.is_already_exists() => Ok(Outcome::AlreadyDone),
+        Err(e) if keeps_if_in_use(action) && e.is_in_use() => {
+            tracing::info!(call = %call, error = %e, "health check still used by another load balancer, kept");
+            Ok(Outcome::KeptInUse)
+        }
         Err(e) => Err(e),
     };
     count(gce, action.label(), &outcome);
@@ -115,6 +125,7 @@ fn count(gce: &Gce, call: &str, outcome: &Result<Outcome, GceError>) {
     let result = match outcome {
         Ok(Outcome::Done) => "ok",
         Ok(Outcome::AlreadyDone) => "already_done",
+        Ok(Outcome::KeptInUse) => "kept_in_use",
         Err(e) => e.metric_label(),
     };
     gce.metrics.gce_call(call, result);
@@ -130,6 +141,16 @@ fn is_delete(action: &Action) -> bool {
             | Action::DeleteForwardingRule { .. }
             | Action::RemoveInstances { .. }
             | Action::RemoveHealthCheck { .. }
+    )
+}
+
+fn keeps_if_in_use(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::DeleteHealthCheck {
+            keep_if_in_use: true,
+            ..
+        }
     )
 }
 
@@ -240,7 +261,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_body(m);
             wait(gce, call, req.poller().until_done()).await?;
         }
-        Action::DeleteHealthCheck { name } => {
+        Action::DeleteHealthCheck { name, .. } => {
             let c = &gce.http_health_checks;
             let req = c.delete().set_project(p).set_http_health_check(name);
             wait(gce, call, req.poller().until_done()).await?;
