@@ -104,21 +104,27 @@ where
 pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
     let call = format!("{} {}", action.label(), action.target_name());
     let result = with_retries(gce, policy, QuotaGroup::Write, || call_once(gce, action, &call)).await;
-    let outcome = match result {
-        Ok(()) => {
-            tracing::info!(call = %call, "GCE call done");
-            Ok(Outcome::Done)
+    let outcome = outcome(action, result);
+    match &outcome {
+        Ok(Outcome::KeptInUse) => {
+            tracing::info!(call = %call, "health check still used by another load balancer, kept")
         }
-        Err(e) if is_delete(action) && e.is_not_found() => Ok(Outcome::AlreadyDone),
-        Err(e) if is_insert(action) && e.is_already_exists() => Ok(Outcome::AlreadyDone),
-        Err(e) if keeps_if_in_use(action) && e.is_in_use() => {
-            tracing::info!(call = %call, error = %e, "health check still used by another load balancer, kept");
-            Ok(Outcome::KeptInUse)
-        }
-        Err(e) => Err(e),
-    };
+        Ok(_) => tracing::info!(call = %call, "GCE call done"),
+        Err(_) => {}
+    }
     count(gce, action.label(), &outcome);
     outcome
+}
+
+/// How the (final) result of an action's call counts; see the module docs.
+pub fn outcome(action: &Action, result: Result<(), GceError>) -> Result<Outcome, GceError> {
+    match result {
+        Ok(()) => Ok(Outcome::Done),
+        Err(e) if is_delete(action) && e.is_not_found() => Ok(Outcome::AlreadyDone),
+        Err(e) if is_insert(action) && e.is_already_exists() => Ok(Outcome::AlreadyDone),
+        Err(e) if keeps_if_in_use(action) && e.is_in_use() => Ok(Outcome::KeptInUse),
+        Err(e) => Err(e),
+    }
 }
 
 fn count(gce: &Gce, call: &str, outcome: &Result<Outcome, GceError>) {
@@ -406,3 +412,6 @@ pub async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result
     count(gce, "delete_route", &outcome);
     outcome
 }
+
+#[cfg(test)]
+mod tests;
