@@ -33,7 +33,7 @@ impl Metrics {
         let leader = Gauge::default();
         registry.register(
             "gce_calls",
-            "Mutating GCE calls by call (action) and result (ok, already_done, or the error class)",
+            "Mutating GCE calls by call (action) and result (ok, already_done, kept_in_use, or the error class)",
             gce_calls.clone(),
         );
         registry.register(

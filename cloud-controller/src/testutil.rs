@@ -207,6 +207,8 @@ pub struct MiniGce {
     pub forwarding_rules: BTreeMap<String, ForwardingRule>,
     pub next_ip: u8,
     pub calls: usize,
+    /// Shared health check deletes refused as in use and counted as done ([`MiniGce::run_plan`]).
+    pub kept: usize,
 }
 
 fn insert<T: Clone>(map: &mut BTreeMap<String, T>, name: &str, value: &T) -> Result<(), String> {
@@ -267,7 +269,7 @@ impl MiniGce {
                 *have = h.clone();
                 Ok(())
             }
-            Action::DeleteHealthCheck { name } => {
+            Action::DeleteHealthCheck { name, .. } => {
                 if self
                     .pools
                     .values()
@@ -392,13 +394,56 @@ impl MiniGce {
             local_health_check_firewall: self.firewalls.get(&names.local_health_check_firewall).cloned(),
             target_pool: self.pools.get(&names.lb).cloned(),
             forwarding_rule: fr,
-            nodes_health_check_used_elsewhere: self.pools.iter().any(|(name, p)| {
-                name != &names.lb
-                    && p.health_checks
-                        .iter()
-                        .any(|l| gce::link_name(l) == names.nodes_health_check)
-            }),
+            // Never listed: the I/O layer learns it from a kept delete (see `run_plan`).
+            nodes_health_check_used_elsewhere: false,
         }
+    }
+
+    /// Applies a plan the way the I/O layer executes it: in order, stopping at the first error;
+    /// a `DeleteHealthCheck { keep_if_in_use: true }` refused with resourceInUseByAnotherResource
+    /// counts as done-but-kept and ends the plan there. Returns how many actions ran and whether
+    /// the plan ended on such a kept delete.
+    pub fn run_plan(&mut self, actions: &[Action]) -> Result<(usize, bool), String> {
+        for (i, action) in actions.iter().enumerate() {
+            match self.apply(action) {
+                Ok(()) => {}
+                Err(e)
+                    if matches!(
+                        action,
+                        Action::DeleteHealthCheck {
+                            keep_if_in_use: true,
+                            ..
+                        }
+                    ) && e.contains("resourceInUseByAnotherResource") =>
+                {
+                    self.kept += 1;
+                    return Ok((i + 1, true));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((actions.len(), false))
+    }
+
+    /// The delete path of the I/O layer: observe -> `plan_delete` -> run until a plan is empty
+    /// (then the finalizer may go). Returns every action applied, in order.
+    pub fn delete_lb(&mut self, names: &LbNames, max_rounds: usize) -> Result<Vec<Action>, String> {
+        let mut applied = Vec::new();
+        let mut kept = false;
+        for _ in 0..max_rounds {
+            let mut observed = self.observed(names, None);
+            observed.nodes_health_check_used_elsewhere = kept;
+            let plan = crate::lb::delete::plan_delete(names, &observed);
+            if plan.is_empty() {
+                return Ok(applied);
+            }
+            let (ran, kept_now) = self.run_plan(&plan)?;
+            kept |= kept_now;
+            applied.extend(plan.into_iter().take(ran));
+        }
+        Err(format!(
+            "delete did not settle in {max_rounds} rounds: {applied:#?}"
+        ))
     }
 
     /// Plan/apply until a plan is empty; returns every action applied, in order.
@@ -406,14 +451,17 @@ impl MiniGce {
     pub fn converge(&mut self, scenario: &Scenario, max_rounds: usize) -> Result<Vec<Action>, String> {
         let names = scenario.names();
         let mut applied = Vec::new();
+        let mut kept = false;
         for _ in 0..max_rounds {
-            let observed = self.observed(&names, scenario.requested_ip().as_deref());
+            let mut observed = self.observed(&names, scenario.requested_ip().as_deref());
+            observed.nodes_health_check_used_elsewhere = kept;
             let plan = scenario.ensure(&observed).map_err(|e| e.to_string())?;
             if plan.actions.is_empty() {
                 return Ok(applied);
             }
-            self.apply_all(&plan.actions)?;
-            applied.extend(plan.actions);
+            let (ran, kept_now) = self.run_plan(&plan.actions)?;
+            kept |= kept_now;
+            applied.extend(plan.actions.into_iter().take(ran));
         }
         Err(format!("no convergence after {max_rounds} rounds: {applied:#?}"))
     }

@@ -24,11 +24,10 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use crate::controllers::node_watch::{NodeTriggers, changes};
 use crate::controllers::{Shared, SyncError, error_delay, lb_record};
-use crate::gce::exec::execute;
-use crate::gce::observe::{ObservedLb, Touched, fill_shared_usage, observe_lb, observe_lb_again};
+use crate::gce::exec::{Outcome, execute};
+use crate::gce::observe::{ObservedLb, Touched, observe_lb, observe_lb_again};
 use crate::lb::action::Action;
 use crate::lb::ensure::{EnsurePlan, ensure, lb_names};
-use crate::lb::spec::{HealthCheckKind, LbSpec};
 use crate::lb::stages::stages;
 use crate::lb::{self, delete::plan_delete};
 use crate::naming::LbNames;
@@ -334,8 +333,6 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
         .as_ref()
         .and_then(|s| s.load_balancer_ip.clone())
         .filter(|ip| !ip.is_empty());
-    let local =
-        LbSpec::from_service(svc).is_ok_and(|s| matches!(s.health_check, HealthCheckKind::Local { .. }));
     let mut guard = None;
     let mut announced: Option<bool> = None; // Some(membership_only) once work started
     let mut done: Option<(EnsurePlan, ObservedLb)> = None;
@@ -357,24 +354,19 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
     } else {
         None
     };
+    // GCE kept the shared node health check on our delete (another pool uses it): see `lb::delete`.
+    let mut shared_kept = false;
     for _ in 0..MAX_ROUNDS {
         let nodes = sh.node_list();
         // Whether this round GETs the shared objects (then a fresh read to remember).
         let reads_shared = last.as_ref().is_none_or(|(_, t)| t.contains(&shared_hc_key));
         let reuse = last.as_ref().map(|(o, t)| (o, t));
-        let obs = match observe_lb_again(&sh.gce, &sh.tuning.retry, &names, want_ip.as_deref(), reuse).await {
-            Ok(mut o) => {
-                let needed = o.observed.shared_usage_matters(&names, local, false);
-                fill_shared_usage(&sh.gce, &sh.tuning.retry, &names, &mut o, needed)
-                    .await
-                    .map(|()| o)
-            }
-            Err(e) => Err(e),
-        };
-        let obs = match obs {
-            Ok(o) => o,
-            Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e.into()).await),
-        };
+        let mut obs =
+            match observe_lb_again(&sh.gce, &sh.tuning.retry, &names, want_ip.as_deref(), reuse).await {
+                Ok(o) => o,
+                Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e.into()).await),
+            };
+        obs.observed.nodes_health_check_used_elsewhere = shared_kept;
         if reads_shared && guard.is_none() {
             ctx.saw_shared(Some((&obs, &names)));
         }
@@ -413,8 +405,10 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
         if !plan.skipped_nodes.is_empty() {
             tracing::info!(service = %key(svc), nodes = ?plan.skipped_nodes, "nodes without providerID are not in the pool yet");
         }
-        if let Err(e) = execute_plan(sh, svc, &plan.actions).await {
-            return Err(sync_failed(svc, ctx, Some(&names), Some(&obs), e.into()).await);
+        match execute_plan(sh, svc, &plan.actions).await {
+            Ok(PlanEnd::Complete) => {}
+            Ok(PlanEnd::SharedKept) => shared_kept = true,
+            Err(e) => return Err(sync_failed(svc, ctx, Some(&names), Some(&obs), e.into()).await),
         }
         last = Some((obs, plan.actions.iter().map(Action::target_key).collect()));
     }
@@ -457,24 +451,39 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
     Ok(Requeue::requeue(sh.tuning.lb_resync))
 }
 
+/// How a plan's execution ended when no call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlanEnd {
+    Complete,
+    /// GCE kept the shared node health check (in use by another pool): the rest of the plan
+    /// (its firewall) was not run; the caller re-plans with `nodes_health_check_used_elsewhere`.
+    SharedKept,
+}
+
 /// Executes a plan stage by stage (see `lb::stages`): the actions of one stage concurrently,
-/// waiting for all of them before the next stage; the first error (in plan order) is returned
-/// once every call of its stage has ended, so no call is abandoned mid-flight.
+/// waiting for all of them (operations DONE) before the next stage; the first error (in plan
+/// order) is returned once every call of its stage has ended, so no call is abandoned
+/// mid-flight, and no later stage runs. A kept shared health check ends the plan the same way
+/// (without an error).
 async fn execute_plan(
     sh: &Shared,
     svc: &Service,
     actions: &[Action],
-) -> Result<(), crate::gce::error::GceError> {
+) -> Result<PlanEnd, crate::gce::error::GceError> {
     for stage in stages(actions) {
         let calls = stage.iter().map(|action| {
             tracing::debug!(service = %key(svc), action = action.label(), target = action.target_name(), "executing");
             execute(&sh.gce, &sh.tuning.retry, action)
         });
+        let mut kept = false;
         for result in futures::future::join_all(calls).await {
-            result?;
+            kept |= result? == Outcome::KeptInUse;
+        }
+        if kept {
+            return Ok(PlanEnd::SharedKept);
         }
     }
-    Ok(())
+    Ok(PlanEnd::Complete)
 }
 
 /// Validation errors: Warning event, no GCE call; retried when the Service changes (and
@@ -558,22 +567,16 @@ async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
     ctx.take_fresh(svc);
     let mut announced = false;
     let mut converged = false;
+    // GCE kept the shared node health check (another pool uses it): keep it and its firewall.
+    let mut shared_kept = false;
     for _ in 0..MAX_ROUNDS {
         let _guard = ctx.shared_hc.lock().await;
         ctx.saw_shared(None); // this LB's delete may take the shared objects with it
-        let obs = match observe_lb(&sh.gce, &sh.tuning.retry, &names, None).await {
-            Ok(mut o) => {
-                let needed = o.observed.shared_usage_matters(&names, false, true);
-                fill_shared_usage(&sh.gce, &sh.tuning.retry, &names, &mut o, needed)
-                    .await
-                    .map(|()| o)
-            }
-            Err(e) => Err(e),
-        };
-        let obs = match obs {
+        let mut obs = match observe_lb(&sh.gce, &sh.tuning.retry, &names, None).await {
             Ok(o) => o,
             Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e.into()).await),
         };
+        obs.observed.nodes_health_check_used_elsewhere = shared_kept;
         let actions = plan_delete(&names, &obs.observed);
         if actions.is_empty() {
             converged = true;
@@ -584,8 +587,10 @@ async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
                 .await;
             announced = true;
         }
-        if let Err(e) = execute_plan(sh, svc, &actions).await {
-            return Err(sync_failed(svc, ctx, Some(&names), Some(&obs), e.into()).await);
+        match execute_plan(sh, svc, &actions).await {
+            Ok(PlanEnd::Complete) => {}
+            Ok(PlanEnd::SharedKept) => shared_kept = true,
+            Err(e) => return Err(sync_failed(svc, ctx, Some(&names), Some(&obs), e.into()).await),
         }
     }
     if !converged {

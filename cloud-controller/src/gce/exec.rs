@@ -1,6 +1,7 @@
 //! Executes the domain's [`Action`]s with the official client: one call per action, waiting for
 //! its operation. 404 on a delete/remove and 409 on an insert count as done (someone, maybe our
-//! own earlier attempt, already did it). Rate limits, quota, 429 and 5xx back off with backon and
+//! own earlier attempt, already did it); 400 resourceInUseByAnotherResource on a delete of the
+//! shared node health check counts as done-but-kept (another LB's pool uses it). Rate limits, quota, 429 and 5xx back off with backon and
 //! retry; every attempt first takes a token from the client-side rate limiter of its quota group.
 
 use std::time::Duration;
@@ -23,6 +24,11 @@ pub enum Outcome {
     Done,
     /// 404 on delete/remove or 409 on insert: the state was already what we wanted.
     AlreadyDone,
+    /// A `DeleteHealthCheck { keep_if_in_use: true }` that GCE refused with
+    /// resourceInUseByAnotherResource: the check stays for the pools still using it. Not an
+    /// error; the rest of the plan was built assuming the check goes, so the caller stops there
+    /// and re-plans knowing it stays (`Observed::nodes_health_check_used_elsewhere`).
+    KeptInUse,
 }
 
 /// Retry policy for GCE calls.
@@ -98,23 +104,34 @@ where
 pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
     let call = format!("{} {}", action.label(), action.target_name());
     let result = with_retries(gce, policy, QuotaGroup::Write, || call_once(gce, action, &call)).await;
-    let outcome = match result {
-        Ok(()) => {
-            tracing::info!(call = %call, "GCE call done");
-            Ok(Outcome::Done)
+    let outcome = outcome(action, result);
+    match &outcome {
+        Ok(Outcome::KeptInUse) => {
+            tracing::info!(call = %call, "health check still used by another load balancer, kept")
         }
-        Err(e) if is_delete(action) && e.is_not_found() => Ok(Outcome::AlreadyDone),
-        Err(e) if is_insert(action) && e.is_already_exists() => Ok(Outcome::AlreadyDone),
-        Err(e) => Err(e),
-    };
+        Ok(_) => tracing::info!(call = %call, "GCE call done"),
+        Err(_) => {}
+    }
     count(gce, action.label(), &outcome);
     outcome
+}
+
+/// How the (final) result of an action's call counts; see the module docs.
+pub fn outcome(action: &Action, result: Result<(), GceError>) -> Result<Outcome, GceError> {
+    match result {
+        Ok(()) => Ok(Outcome::Done),
+        Err(e) if is_delete(action) && e.is_not_found() => Ok(Outcome::AlreadyDone),
+        Err(e) if is_insert(action) && e.is_already_exists() => Ok(Outcome::AlreadyDone),
+        Err(e) if keeps_if_in_use(action) && e.is_in_use() => Ok(Outcome::KeptInUse),
+        Err(e) => Err(e),
+    }
 }
 
 fn count(gce: &Gce, call: &str, outcome: &Result<Outcome, GceError>) {
     let result = match outcome {
         Ok(Outcome::Done) => "ok",
         Ok(Outcome::AlreadyDone) => "already_done",
+        Ok(Outcome::KeptInUse) => "kept_in_use",
         Err(e) => e.metric_label(),
     };
     gce.metrics.gce_call(call, result);
@@ -130,6 +147,16 @@ fn is_delete(action: &Action) -> bool {
             | Action::DeleteForwardingRule { .. }
             | Action::RemoveInstances { .. }
             | Action::RemoveHealthCheck { .. }
+    )
+}
+
+fn keeps_if_in_use(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::DeleteHealthCheck {
+            keep_if_in_use: true,
+            ..
+        }
     )
 }
 
@@ -240,7 +267,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_body(m);
             wait(gce, call, req.poller().until_done()).await?;
         }
-        Action::DeleteHealthCheck { name } => {
+        Action::DeleteHealthCheck { name, .. } => {
             let c = &gce.http_health_checks;
             let req = c.delete().set_project(p).set_http_health_check(name);
             wait(gce, call, req.poller().until_done()).await?;
@@ -385,3 +412,6 @@ pub async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result
     count(gce, "delete_route", &outcome);
     outcome
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,6 @@
 //! Reads what GCE holds, into the domain's plain types: one GET per object of a load balancer
-//! (404 = None), the address holding the LB's IP, whether another pool uses the shared node
-//! health check (only when asked), the cluster's routes, and instance facts for node initialisation.
+//! (404 = None), the address holding the LB's IP, the cluster's routes, and instance facts for node
+//! initialisation. Target pools are never listed (see `lb::delete` for the shared health check).
 
 use std::collections::BTreeMap;
 
@@ -12,7 +12,7 @@ use crate::gce::client::Gce;
 use crate::gce::convert::{from_model, to_json};
 use crate::gce::error::GceError;
 use crate::gce::exec::{QuotaGroup, RetryPolicy, with_retries};
-use crate::gce::{self, Address, Route};
+use crate::gce::{Address, Route};
 use crate::lb::observed::Observed;
 use crate::naming::LbNames;
 use crate::nodes::{InstanceFacts, InstanceLookup};
@@ -222,27 +222,11 @@ pub async fn observe_lb_again(
         Some(ip) => find_address_by_ip(gce, policy, &ip).await?,
         None => None,
     };
-    // Unknown until asked: listing every target pool costs O(load balancers) per sync, so the
-    // caller asks only when a plan could delete the shared check (`Observed::shared_usage_matters`).
-    // "Used" is the safe answer meanwhile: the shared check is never deleted on a guess.
-    out.observed.nodes_health_check_used_elsewhere = true;
+    // Not read from GCE: whether another pool uses the shared node health check is learnt by
+    // trying to delete it (resourceInUseByAnotherResource), as upstream does; listing every target
+    // pool cost O(load balancers) per delete. The I/O layer sets it after such an answer.
+    out.observed.nodes_health_check_used_elsewhere = false;
     Ok(out)
-}
-
-/// Fills `nodes_health_check_used_elsewhere` with a listing of every target pool, when `needed`.
-pub async fn fill_shared_usage(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    names: &LbNames,
-    obs: &mut ObservedLb,
-    needed: bool,
-) -> Result<(), GceError> {
-    obs.observed.nodes_health_check_used_elsewhere = if needed {
-        health_check_used_by_other_pool(gce, policy, &names.nodes_health_check, &names.lb).await?
-    } else {
-        true
-    };
-    Ok(())
 }
 
 /// A list as a Vec, through the item paginator, with retries of the whole listing.
@@ -280,27 +264,6 @@ async fn find_address_by_ip(gce: &Gce, policy: &RetryPolicy, ip: &str) -> Result
         }
     }
     Ok(None)
-}
-
-async fn health_check_used_by_other_pool(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    hc: &str,
-    own_pool: &str,
-) -> Result<bool, GceError> {
-    let call = "list targetPools";
-    let items: Vec<model::TargetPool> = list_all!(
-        gce,
-        policy,
-        call,
-        gce.target_pools
-            .list()
-            .set_project(&gce.project)
-            .set_region(&gce.region)
-    )?;
-    Ok(items.iter().any(|p| {
-        p.name.as_deref() != Some(own_pool) && p.health_checks.iter().any(|l| gce::link_name(l) == hc)
-    }))
 }
 
 /// Every route whose name starts with `prefix`.

@@ -23,8 +23,13 @@ pub enum Action {
     CreateHealthCheck(HttpHealthCheck),
     /// httpHealthChecks.update (full replace).
     UpdateHealthCheck(HttpHealthCheck),
+    /// httpHealthChecks.delete. `keep_if_in_use`: the cluster-wide node health check, which other
+    /// load balancers' pools may reference; GCE then refuses with 400
+    /// resourceInUseByAnotherResource, and that answer means "still in use, keep it" (upstream's
+    /// isInUsedByError), not a failure. No pool listing is needed to decide the delete.
     DeleteHealthCheck {
         name: String,
+        keep_if_in_use: bool,
     },
     /// targetPools.insert (region), with at most `create_instances_max` instances.
     CreateTargetPool(TargetPool),
@@ -121,7 +126,7 @@ impl Action {
             Action::CreateForwardingRule(f) => &f.name,
             Action::DeleteAddress { name }
             | Action::DeleteFirewall { name }
-            | Action::DeleteHealthCheck { name }
+            | Action::DeleteHealthCheck { name, .. }
             | Action::DeleteTargetPool { name }
             | Action::DeleteForwardingRule { name } => name,
             Action::AddInstances { pool, .. }

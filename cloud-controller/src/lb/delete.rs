@@ -1,7 +1,15 @@
-//! Tear-down plan: forwarding rule, target pool, health checks, their firewalls, the traffic
-//! firewall, then the address. Only objects that exist are deleted, so a repeated delete plans
-//! nothing and the finalizer can be removed. A user's reserved address (spec.loadBalancerIP naming
-//! an address not named like the LB) is never in `observed.address` and so never released.
+//! Tear-down plan: forwarding rule, target pool, the LB's own health check and firewalls, the
+//! address, and last the shared node health check, then its firewall. Only objects that exist are
+//! deleted, so a repeated delete plans nothing and the finalizer can be removed. A user's reserved
+//! address (spec.loadBalancerIP naming an address not named like the LB) is never in
+//! `observed.address` and so never released.
+//!
+//! The shared node health check is deleted whenever it exists, without asking who else uses it
+//! (upstream ensureHTTPHealthCheckDeleted): GCE refuses while another LB's pool references it
+//! (400 resourceInUseByAnotherResource), the executor counts that as done-but-kept
+//! ([`crate::gce::exec::Outcome::KeptInUse`]) and stops the plan there, and the I/O layer re-plans
+//! with `nodes_health_check_used_elsewhere` set, which keeps the check and its firewall. It comes
+//! last so that stop skips nothing but its firewall, which must stay while the check is used.
 
 use crate::lb::action::Action;
 use crate::lb::observed::Observed;
@@ -14,32 +22,22 @@ pub fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
             name: names.lb.clone(),
         });
     }
+    // Its own stage: its operation is DONE before any health check delete is tried, so GCE never
+    // refuses (or, for the shared check, keeps) a check because of our own pool.
     if observed.target_pool.is_some() {
         actions.push(Action::DeleteTargetPool {
             name: names.lb.clone(),
         });
     }
-    // Health checks only after the pool referencing them is gone (GCE refuses otherwise).
     if observed.local_health_check.is_some() {
         actions.push(Action::DeleteHealthCheck {
             name: names.local_health_check.clone(),
-        });
-    }
-    // The shared node check stays while any other pool uses it (upstream: resourceInUse is ignored).
-    let shared_free = !observed.nodes_health_check_used_elsewhere;
-    if shared_free && observed.nodes_health_check.is_some() {
-        actions.push(Action::DeleteHealthCheck {
-            name: names.nodes_health_check.clone(),
+            keep_if_in_use: false,
         });
     }
     if observed.local_health_check_firewall.is_some() {
         actions.push(Action::DeleteFirewall {
             name: names.local_health_check_firewall.clone(),
-        });
-    }
-    if shared_free && observed.nodes_health_check_firewall.is_some() {
-        actions.push(Action::DeleteFirewall {
-            name: names.nodes_health_check_firewall.clone(),
         });
     }
     if observed.firewall.is_some() {
@@ -52,6 +50,29 @@ pub fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
     {
         actions.push(Action::DeleteAddress {
             name: names.lb.clone(),
+        });
+    }
+    // Known to be in use (GCE said so earlier in this sync): keep the check and its firewall.
+    if !observed.nodes_health_check_used_elsewhere {
+        actions.extend(delete_shared(names, observed));
+    }
+    actions
+}
+
+/// The shared node health check, then its firewall (upstream deletes the firewall only once the
+/// check is gone; a check already gone, e.g. after a crash between the two, still takes the
+/// firewall with it).
+pub fn delete_shared(names: &LbNames, observed: &Observed) -> Vec<Action> {
+    let mut actions = Vec::new();
+    if observed.nodes_health_check.is_some() {
+        actions.push(Action::DeleteHealthCheck {
+            name: names.nodes_health_check.clone(),
+            keep_if_in_use: true,
+        });
+    }
+    if observed.nodes_health_check_firewall.is_some() {
+        actions.push(Action::DeleteFirewall {
+            name: names.nodes_health_check_firewall.clone(),
         });
     }
     actions

@@ -1,8 +1,7 @@
 //! What GCE holds for one load balancer, fetched by the I/O layer by the names in
 //! [`crate::naming::LbNames`] (404 = None) before planning.
 
-use crate::gce::{self, Address, Firewall, ForwardingRule, HttpHealthCheck, TargetPool};
-use crate::naming::LbNames;
+use crate::gce::{Address, Firewall, ForwardingRule, HttpHealthCheck, TargetPool};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Observed {
@@ -19,27 +18,10 @@ pub struct Observed {
     pub local_health_check_firewall: Option<Firewall>,
     pub target_pool: Option<TargetPool>,
     pub forwarding_rule: Option<ForwardingRule>,
-    /// Whether a target pool of another load balancer references the shared node health check
-    /// (upstream learns it from GCE's resourceInUseByAnotherResource on delete; the I/O layer can
-    /// list target pools instead). While true, the shared check and its firewall are never deleted.
+    /// GCE refused to delete the shared node health check earlier in this sync with 400
+    /// resourceInUseByAnotherResource: another load balancer's pool references it. Not read from
+    /// GCE (no target pool is listed, upstream learns it the same way); the I/O layer sets it for
+    /// the re-plan after a [`crate::gce::exec::Outcome::KeptInUse`] delete. While true, planners
+    /// neither retry that delete nor remove the check's firewall.
     pub nodes_health_check_used_elsewhere: bool,
-}
-
-impl Observed {
-    /// Whether a plan could delete the shared node health check, and so needs
-    /// `nodes_health_check_used_elsewhere` (a listing of every target pool, O(load balancers)):
-    /// on delete while the check or its firewall exists; on ensure only for ETP Local while our
-    /// pool still references the shared check (the switch away from it).
-    pub fn shared_usage_matters(&self, names: &LbNames, local: bool, deleting: bool) -> bool {
-        let shared_exists = self.nodes_health_check.is_some() || self.nodes_health_check_firewall.is_some();
-        if deleting {
-            return shared_exists;
-        }
-        let pool_uses_shared = self.target_pool.as_ref().is_some_and(|p| {
-            p.health_checks
-                .iter()
-                .any(|l| gce::link_name(l) == names.nodes_health_check)
-        });
-        local && shared_exists && pool_uses_shared
-    }
 }

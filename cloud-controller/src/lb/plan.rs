@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use crate::config::{Config, EtpTransition};
 use crate::gce::{self, TargetPool};
 use crate::lb::action::Action;
+use crate::lb::delete::delete_shared;
 use crate::lb::desired::DesiredLb;
 use crate::lb::drift;
 use crate::lb::observed::Observed;
@@ -91,24 +92,18 @@ pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Ve
     };
     let old_hc_in_pool = pool_uses(old_hc_name);
     if local {
-        // The shared check goes only if our pool was its user and no other pool uses it.
+        // Our pool was a user of the shared check: try to delete it once the pool has moved to
+        // ours (cleanup runs last). GCE keeps it while another pool uses it
+        // (resourceInUseByAnotherResource, see `lb::delete`); the re-plan then knows.
         if old_hc_in_pool && !observed.nodes_health_check_used_elsewhere {
-            if observed.nodes_health_check.is_some() {
-                cleanup.push(Action::DeleteHealthCheck {
-                    name: names.nodes_health_check.clone(),
-                });
-            }
-            if observed.nodes_health_check_firewall.is_some() {
-                cleanup.push(Action::DeleteFirewall {
-                    name: names.nodes_health_check_firewall.clone(),
-                });
-            }
+            cleanup.extend(delete_shared(names, observed));
         }
     } else {
         // A service health check left from ETP=Local is ours alone.
         if observed.local_health_check.is_some() {
             cleanup.push(Action::DeleteHealthCheck {
                 name: names.local_health_check.clone(),
+                keep_if_in_use: false,
             });
         }
         if observed.local_health_check_firewall.is_some() {

@@ -145,6 +145,63 @@ fn in_use_and_membership_errors() {
     fake.mutate_ok("DELETE", &r("addresses/ip"), &Value::Null);
 }
 
+/// A health check shared by several target pools (the cloud controller's node health check)
+/// cannot be deleted while any pool references it, however the reference was written; the
+/// refusal changes nothing and names a pool still using it; the last reference gone, it can.
+#[test]
+fn shared_health_check_delete_is_refused_until_no_pool_uses_it() {
+    let fake = Fake::start(&[]);
+    fake.add_instance("n1", ZONE_B, &[]);
+    let r = |rest: &str| fake.api(&format!("regions/{REGION}/{rest}"));
+    let hc = fake.api("global/httpHealthChecks/node-hc");
+    fake.mutate_ok(
+        "POST",
+        &fake.api("global/httpHealthChecks"),
+        &json!({"name": "node-hc", "port": 10256}),
+    );
+    // One pool references it on insert (relative), the other through addHealthCheck (full URL
+    // of Google's host, as clients send it).
+    fake.mutate_ok(
+        "POST",
+        &r("targetPools"),
+        &json!({"name": "tp-a", "healthChecks": ["global/httpHealthChecks/node-hc"]}),
+    );
+    fake.mutate_ok("POST", &r("targetPools"), &json!({"name": "tp-b"}));
+    let google = format!(
+        "https://www.googleapis.com/compute/v1/projects/{}/global/httpHealthChecks/node-hc",
+        fake.project
+    );
+    fake.mutate_ok(
+        "POST",
+        &r("targetPools/tp-b/addHealthCheck"),
+        &json!({"healthChecks": [{"healthCheck": google}]}),
+    );
+    let refused = |user: &str| {
+        let (s, v) = fake.call("DELETE", &hc, None);
+        assert_eq!((s, reason(&v)), (400, "resourceInUseByAnotherResource"), "{v}");
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.contains("httpHealthChecks/node-hc"), "{v}");
+        assert!(msg.contains(&format!("targetPools/{user}")), "{v}");
+        let (s, v) = fake.get(&hc);
+        assert_eq!(
+            (s, v["port"].as_i64()),
+            (200, Some(10256)),
+            "refusal changed nothing"
+        );
+    };
+    refused("tp-a");
+    fake.mutate_ok("DELETE", &r("targetPools/tp-a"), &Value::Null);
+    refused("tp-b");
+    fake.mutate_ok(
+        "POST",
+        &r("targetPools/tp-b/removeHealthCheck"),
+        &json!({"healthChecks": [{"healthCheck": "global/httpHealthChecks/node-hc"}]}),
+    );
+    fake.mutate_ok("DELETE", &hc, &Value::Null);
+    let (s, v) = fake.get(&hc);
+    assert_eq!((s, reason(&v)), (404, "notFound"), "{v}");
+}
+
 #[test]
 fn quotas_are_403_quota_exceeded() {
     let fake = Fake::start(&[]);

@@ -49,7 +49,10 @@ fn deletes_and_references_stay_serial() {
     let actions = vec![
         Action::DeleteForwardingRule { name: "a1".into() },
         Action::DeleteTargetPool { name: "a1".into() },
-        Action::DeleteHealthCheck { name: "h".into() },
+        Action::DeleteHealthCheck {
+            name: "h".into(),
+            keep_if_in_use: true,
+        },
         Action::DeleteFirewall { name: "f".into() },
         fw("late"),
     ];

@@ -254,19 +254,30 @@ fn shared_node_health_check_survives_while_another_lb_uses_it() {
     gce.converge(&s, 3).unwrap();
     gce.converge(&other, 3).unwrap();
 
+    // The switch to Local tries to delete the shared check; GCE keeps it for the other pool.
     let local = s.clone().etp_local(30500);
-    gce.converge(&local, 3).unwrap();
+    let applied = gce.converge(&local, 3).unwrap();
+    assert!(applied.contains(&Action::DeleteHealthCheck {
+        name: NODE_HC.into(),
+        keep_if_in_use: true
+    }));
+    assert_eq!(
+        gce.kept, 1,
+        "the delete was refused as in use and counted as done"
+    );
     assert!(
         gce.health_checks.contains_key(NODE_HC),
         "still used by the other pool"
     );
-
-    let delete = plan_delete(&other.names(), &gce.observed(&other.names(), None));
     assert!(
-        delete.contains(&Action::DeleteHealthCheck { name: NODE_HC.into() }),
-        "last user removes it"
+        gce.firewalls.contains_key(&format!("{NODE_HC}-http-hc")),
+        "its firewall stays with it"
     );
-    gce.apply_all(&delete).unwrap();
+
+    // The last user removes it.
+    gce.delete_lb(&other.names(), 3).unwrap();
+    assert!(!gce.health_checks.contains_key(NODE_HC));
+    assert!(!gce.firewalls.contains_key(&format!("{NODE_HC}-http-hc")));
 }
 
 #[test]
@@ -318,14 +329,18 @@ fn delete_plan_order_and_idempotence() {
         [
             Action::DeleteForwardingRule { name: LB.into() },
             Action::DeleteTargetPool { name: LB.into() },
-            Action::DeleteHealthCheck { name: NODE_HC.into() },
-            Action::DeleteFirewall {
-                name: format!("{NODE_HC}-http-hc")
-            },
             Action::DeleteFirewall {
                 name: format!("k8s-fw-{LB}")
             },
             Action::DeleteAddress { name: LB.into() },
+            // The shared check last (GCE may keep it), then its firewall.
+            Action::DeleteHealthCheck {
+                name: NODE_HC.into(),
+                keep_if_in_use: true
+            },
+            Action::DeleteFirewall {
+                name: format!("{NODE_HC}-http-hc")
+            },
         ]
     );
     gce.apply_all(&actions).unwrap();
