@@ -30,34 +30,16 @@ pub async fn restore(ipt: &Iptables, payload: &str) -> Result<(), IptablesError>
     ipt.restore(payload).await
 }
 
-/// Rule lines (`-A ...`) per table in a payload, for the `iptables_last` metric.
-pub fn rules_per_table(payload: &str) -> Vec<(String, usize)> {
-    let mut out: Vec<(String, usize)> = Vec::new();
-    for line in payload.lines() {
-        if let Some(t) = line.strip_prefix('*') {
-            out.push((t.to_string(), 0));
-        } else if let Some(last) = out.last_mut().filter(|_| line.starts_with("-A ")) {
-            last.1 += 1;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn targets_and_counts() {
+    fn jump_targets() {
         assert_eq!(
             jump_target("-m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES").as_deref(),
             Some("KUBE-SERVICES")
         );
         assert_eq!(jump_target("-m mark"), None);
-        let p = "*filter\n:A - [0:0]\n-A A -j RETURN\nCOMMIT\n*nat\n-A B -j X\n-A B -j Y\nCOMMIT\n";
-        assert_eq!(
-            rules_per_table(p),
-            vec![("filter".to_string(), 1), ("nat".to_string(), 2)]
-        );
     }
 }

@@ -5,12 +5,13 @@
 //! rules (kubelet's KUBE-IPTABLES-HINT / KUBE-KUBELET-CANARY chains first, else whichever has more
 //! rules; nft on a tie), because mixing both on one node silently splits the ruleset.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use thiserror::Error;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 use crate::model::Family;
@@ -265,6 +266,68 @@ impl Iptables {
     /// `iptables-save -t TABLE`.
     pub async fn save_table(&self, table: &str) -> Result<String, IptablesError> {
         Ok(exec_ok(&self.save, &["-t", table], None).await?.stdout)
+    }
+
+    /// The chains of `iptables-save -t TABLE` that `keep` accepts, read line by line: at 10k services
+    /// the nat table's save output is ~40 MB, which the proxy must not hold (twice) to learn ~100k
+    /// names it mostly discards.
+    pub async fn chains_where(
+        &self,
+        table: &str,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<BTreeSet<String>, IptablesError> {
+        let program = self.save.as_str();
+        let spawn_err = |source| IptablesError::Spawn {
+            program: program.to_string(),
+            source,
+        };
+        let mut child = Command::new(program)
+            .args(["-t", table])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(spawn_err)?;
+        let (Some(stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            return Err(spawn_err(std::io::Error::other("no stdout/stderr pipe")));
+        };
+        let names = async {
+            let mut chains = BTreeSet::new();
+            let mut lines = BufReader::new(stdout).lines();
+            while let Some(line) = lines.next_line().await? {
+                if let Some(name) = line.strip_prefix(':').and_then(|l| l.split_whitespace().next())
+                    && keep(name)
+                {
+                    chains.insert(name.to_string());
+                }
+            }
+            Ok::<_, std::io::Error>(chains)
+        };
+        let messages = async {
+            let mut err = String::new();
+            stderr.read_to_string(&mut err).await.map(|_| err)
+        };
+        let read = async {
+            let (chains, err) = tokio::join!(names, messages);
+            Ok::<_, std::io::Error>((chains?, err?, child.wait().await?))
+        };
+        let (chains, err, status) = tokio::time::timeout(COMMAND_TIMEOUT, read)
+            .await
+            .map_err(|_| IptablesError::Timeout {
+                program: program.to_string(),
+                after: COMMAND_TIMEOUT,
+            })?
+            .map_err(spawn_err)?;
+        if !status.success() {
+            return Err(IptablesError::Failed {
+                program: program.to_string(),
+                args: format!("-t {table}"),
+                code: status.code(),
+                stderr: err.trim().to_string(),
+            });
+        }
+        Ok(chains)
     }
 
     /// One atomic `iptables-restore --noflush --counters -w 5 -W 100000` call.

@@ -21,7 +21,7 @@ use crate::cli::RuleArgs;
 use crate::config::RenderConfig;
 use crate::conntrack;
 use crate::input::Objects;
-use crate::iptables::{Iptables, IptablesError, saved_chains};
+use crate::iptables::{Iptables, IptablesError};
 use crate::metrics::{Metrics, family_labels, table_labels, unix_now};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
 use crate::render::naming::is_service_chain;
@@ -248,8 +248,8 @@ impl FamilySync {
     }
 
     /// Renders and restores, batch by batch as the render goes (a full sync of a large cluster never
-    /// holds its whole payload). A full sync first reads the nat table to find stale chains and ensures
-    /// the jumps from the built-in chains.
+    /// holds its whole payload). A full sync also ensures the jumps from the built-in chains and reads
+    /// the nat table's chains to delete the stale ones in its last payload.
     async fn apply(
         &self,
         node: &NodeFacts,
@@ -258,13 +258,7 @@ impl FamilySync {
         settings: &Settings,
         seq: u64,
     ) -> Result<Written, IptablesError> {
-        let mut stale = BTreeSet::new();
         if full.is_some() {
-            let saved = self.ipt.save_table("nat").await?;
-            stale = saved_chains(&saved)
-                .into_iter()
-                .filter(|c| is_service_chain(c))
-                .collect();
             ensure_jumps(&self.ipt, &jumps(cfg)).await?;
         }
         let mut debug = self.debug_file(settings, seq, full);
@@ -281,6 +275,15 @@ impl FamilySync {
             restore(&self.ipt, &text).await?;
             bytes += text.len();
             calls += 1;
+        }
+        let mut stale = BTreeSet::new();
+        if full.is_some() {
+            // Read after the service chains are written, so only chains this sync did not render are kept.
+            let current = pass.own_chains();
+            stale = self
+                .ipt
+                .chains_where("nat", |c| is_service_chain(c) && !current.contains(c))
+                .await?;
         }
         let (rest, done) = pass.finish(full.is_some(), &stale);
         for text in &rest.texts {

@@ -255,8 +255,16 @@ fn ruleset_lines(save: &str) -> std::collections::BTreeSet<String> {
 
 #[test]
 fn foreign_chains_survive_syncs_and_cleanup() {
+    // Chains of a Service deleted while no proxy ran: the first (full) sync must delete them.
+    let stale = [
+        "iptables -t nat -N KUBE-SEP-STALESTALESTALE1",
+        "iptables -t nat -A KUBE-SEP-STALESTALESTALE1 -p tcp -j DNAT --to-destination 10.244.9.9:80",
+        "iptables -t nat -N KUBE-SVC-STALESTALESTALE1",
+        "iptables -t nat -A KUBE-SVC-STALESTALESTALE1 -j KUBE-SEP-STALESTALESTALE1",
+    ];
     let before_proxy: Vec<Vec<String>> = FOREIGN
         .iter()
+        .chain(&stale)
         .map(|c| c.split_whitespace().map(String::from).collect())
         .collect();
     let Some(mut lab) = Lab::start(
@@ -302,6 +310,10 @@ fn foreign_chains_survive_syncs_and_cleanup() {
         );
     }
     assert!(during.contains("-j KUBE-SERVICES"));
+    assert!(
+        !during.contains("STALESTALESTALE1"),
+        "stale service chains survived the full sync:\n{during}"
+    );
 
     lab.stop_proxy();
     let (ok, out, err) = lab

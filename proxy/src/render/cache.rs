@@ -103,14 +103,14 @@ impl Renderer {
         let mark = mark_masq_chain(cfg);
         let mark_changed = self.shared.get(&(Table::Nat, KUBE_MARK_MASQ.to_string())) != Some(&digest(&mark));
         Pass {
-            reuse: !full && context == self.context,
+            same_context: context == self.context,
             before: self,
             state,
             ctx,
             context,
             full,
             ports: state.services.iter(),
-            next: Vec::with_capacity(state.services.len()),
+            next: HashMap::with_capacity(state.services.len()),
             deletes: Vec::new(),
             batcher: Batcher::new(max_chains, (full || mark_changed).then_some(mark)),
         }
@@ -136,10 +136,10 @@ pub struct Pass<'a> {
     ctx: Ctx<'a>,
     context: String,
     full: bool,
-    /// Unchanged ports keep their summary without being rendered.
-    reuse: bool,
+    /// Whether the config and node facts are those of the last sync (summaries can be kept).
+    same_context: bool,
     ports: btree_map::Iter<'a, ServicePortName, Arc<ServicePort>>,
-    next: Vec<(ServicePortName, Arc<Summary>)>,
+    next: HashMap<ServicePortName, Arc<Summary>>,
     /// Own chains of changed ports that they no longer have.
     deletes: Vec<String>,
     batcher: Batcher,
@@ -160,14 +160,26 @@ impl Pass<'_> {
 
     fn port(&mut self, name: &ServicePortName, svc: &ServicePort) {
         let inputs = inputs_hash(svc, endpoints_of(self.state, name));
-        let old = self.before.ports.get(name).filter(|_| !self.full);
-        if let Some(old) = old.filter(|o| self.reuse && o.inputs == inputs) {
-            self.next.push((name.clone(), Arc::clone(old)));
+        let prior = self.before.ports.get(name);
+        let old = prior.filter(|_| !self.full);
+        if let Some(old) = old.filter(|o| self.same_context && o.inputs == inputs) {
+            self.next.insert(name.clone(), Arc::clone(old));
             return;
         }
         let (summary, chains) = Summary::new(inputs, self.ctx.render(self.state, name, svc));
         match old {
-            None => self.batcher.group(chains.iter().map(AsRef::as_ref)),
+            None => {
+                self.batcher.group(chains.iter().map(AsRef::as_ref));
+                // A full sync writes every port, but an unchanged one keeps its summary: the old and
+                // new summaries of every port would otherwise both be held until the sync ends.
+                let unchanged = |p: &&Arc<Summary>| {
+                    self.same_context && p.inputs == inputs && p.digests == summary.digests
+                };
+                if let Some(p) = prior.filter(unchanged) {
+                    self.next.insert(name.clone(), Arc::clone(p));
+                    return;
+                }
+            }
             Some(old) => {
                 let was: HashMap<&str, u64> = old.chains().collect();
                 let changed = chains
@@ -185,7 +197,13 @@ impl Pass<'_> {
                 );
             }
         }
-        self.next.push((name.clone(), Arc::new(summary)));
+        self.next.insert(name.clone(), Arc::new(summary));
+    }
+
+    /// The own chains of every port rendered so far (all of them once [`Pass::next_batch`] returned
+    /// `None`).
+    pub fn own_chains(&self) -> HashSet<&str> {
+        self.next.values().flat_map(|s| s.names.lines()).collect()
     }
 
     /// Renders the ports left and writes the rest: service chains not yet taken, then the shared and
@@ -196,14 +214,15 @@ impl Pass<'_> {
         while let Some((name, svc)) = self.ports.next() {
             self.port(name, svc);
         }
-        let per_service = self
-            .next
-            .iter()
-            .map(|(n, s)| (n.clone(), Arc::clone(&s.rules)))
-            .collect();
+        let ports = self.next;
         // Service rules without chains: assemble builds only the shared and filter chains.
-        let shared = assemble(per_service, self.ctx.node, self.ctx.cfg, self.ctx.total_endpoints);
-        let ports: HashMap<ServicePortName, Arc<Summary>> = self.next.into_iter().collect();
+        let in_order = self.state.services.keys().filter_map(|k| ports.get(k));
+        let shared = assemble(
+            in_order.map(|s| s.rules.as_ref()),
+            self.ctx.node,
+            self.ctx.cfg,
+            self.ctx.total_endpoints,
+        );
 
         let tables = [(Table::Filter, &shared.filter), (Table::Nat, &shared.nat)];
         let digests: HashMap<(Table, String), u64> = tables

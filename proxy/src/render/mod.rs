@@ -138,11 +138,21 @@ pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Rende
         .iter()
         .map(|(name, svc)| (name.clone(), Arc::new(ctx.render(state, name, svc))))
         .collect();
-    assemble(per_service, node, cfg, ctx.total_endpoints)
+    let per_service: Vec<(ServicePortName, Arc<ServiceRules>)> = per_service;
+    let mut out = assemble(
+        per_service.iter().map(|(_, r)| r.as_ref()),
+        node,
+        cfg,
+        ctx.total_endpoints,
+    );
+    out.services = per_service.into_iter().collect();
+    out
 }
 
-fn assemble(
-    per_service: Vec<(ServicePortName, Arc<ServiceRules>)>,
+/// The shared and filter chains from every port's rules, then the ports' own chains (`services` is
+/// left to the caller).
+fn assemble<'a>(
+    per_service: impl IntoIterator<Item = &'a ServiceRules>,
     node: &NodeFacts,
     cfg: &RenderConfig,
     total_endpoints: usize,
@@ -152,7 +162,6 @@ fn assemble(
         family: cfg.family,
         ..Default::default()
     };
-    out.stats.services = per_service.len();
     out.stats.endpoints = total_endpoints;
 
     // filter table.
@@ -196,7 +205,8 @@ fn assemble(
 
     let mut dispatch_rules = Vec::new();
     let mut service_chains = Vec::new();
-    for (_, rules) in &per_service {
+    for rules in per_service {
+        out.stats.services += 1;
         f_services.rules.extend(rules.filter_services.iter().cloned());
         f_external.rules.extend(rules.filter_external.iter().cloned());
         f_nodeports.rules.extend(rules.filter_nodeports.iter().cloned());
@@ -207,7 +217,6 @@ fn assemble(
         out.stats.no_local_external += usize::from(rules.no_local_external);
         service_chains.extend(rules.chains.iter().cloned());
     }
-    out.services = per_service.into_iter().collect();
 
     if !cfg.conntrack_tcp_liberal {
         f_forward

@@ -161,6 +161,25 @@ fn only_changed_ports_are_rendered_and_written() {
         !texts.concat().contains("10.76.1."),
         "an unchanged port was written"
     );
+
+    // A full sync writes every port again but keeps the summaries of unchanged ones.
+    let st = state(5, |i| if i == 3 { 3 } else { 2 });
+    let kept: Vec<*const Summary> = (0..5)
+        .map(|i| std::ptr::from_ref(r.summary(&port(i)).unwrap()))
+        .collect();
+    let texts = sync(&mut r, &st, &cfg(), true, UNBATCHED);
+    let seps = texts
+        .concat()
+        .lines()
+        .filter(|l| l.starts_with(":KUBE-SEP-"))
+        .count();
+    assert_eq!(seps, 11, "a full sync writes every endpoint chain");
+    for (i, k) in kept.iter().enumerate() {
+        assert!(
+            std::ptr::eq(*k, r.summary(&port(i)).unwrap()),
+            "port s{i}: summary replaced"
+        );
+    }
 }
 
 #[test]
