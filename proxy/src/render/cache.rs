@@ -129,6 +129,15 @@ impl Renderer {
     }
 }
 
+/// Names of service chains a pass rendered.
+pub struct OwnChains<'a>(Vec<&'a str>);
+
+impl OwnChains<'_> {
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.binary_search(&name).is_ok()
+    }
+}
+
 /// One sync in progress: renders service ports as the caller asks for payloads.
 pub struct Pass<'a> {
     before: &'a Renderer,
@@ -201,9 +210,12 @@ impl Pass<'_> {
     }
 
     /// The own chains of every port rendered so far (all of them once [`Pass::next_batch`] returned
-    /// `None`).
-    pub fn own_chains(&self) -> HashSet<&str> {
-        self.next.values().flat_map(|s| s.names.lines()).collect()
+    /// `None`), sorted (exactly sized: ~100k names at 10k services).
+    pub fn own_chains(&self) -> OwnChains<'_> {
+        let mut names = Vec::with_capacity(self.next.values().map(|s| s.digests.len()).sum());
+        names.extend(self.next.values().flat_map(|s| s.names.lines()));
+        names.sort_unstable();
+        OwnChains(names)
     }
 
     /// Renders the ports left and writes the rest: service chains not yet taken, then the shared and
@@ -214,6 +226,13 @@ impl Pass<'_> {
         while let Some((name, svc)) = self.ports.next() {
             self.port(name, svc);
         }
+        let stale: Vec<&String> = match (self.full, stale.is_empty()) {
+            (true, false) => {
+                let own = self.own_chains();
+                stale.iter().filter(|n| !own.contains(n)).collect()
+            }
+            _ => Vec::new(),
+        };
         let ports = self.next;
         // Service rules without chains: assemble builds only the shared and filter chains.
         let in_order = self.state.services.keys().filter_map(|k| ports.get(k));
@@ -244,12 +263,13 @@ impl Pass<'_> {
         let mut filter_deletes = Vec::new();
         let mut nat_deletes = self.deletes;
         if full {
-            let current: HashSet<&str> = ports
-                .values()
-                .flat_map(|s| s.names.lines())
-                .chain(shared.nat.iter().map(|c| c.name.as_str()))
-                .collect();
-            nat_deletes.extend(stale.iter().filter(|n| !current.contains(n.as_str())).cloned());
+            let shared_nat: HashSet<&str> = shared.nat.iter().map(|c| c.name.as_str()).collect();
+            nat_deletes.extend(
+                stale
+                    .into_iter()
+                    .filter(|n| !shared_nat.contains(n.as_str()))
+                    .cloned(),
+            );
         } else {
             filter_deletes = gone(Table::Filter);
             nat_deletes.extend(gone(Table::Nat));
@@ -259,7 +279,7 @@ impl Pass<'_> {
                 }
             }
         }
-        let payloads = self.batcher.finish(Last {
+        let closing = self.batcher.close(Last {
             filter: shared
                 .filter
                 .iter()
@@ -279,13 +299,17 @@ impl Pass<'_> {
             full,
         });
         let rules = |chains: &[Arc<Chain>]| chains.iter().map(|c| c.rules.len()).sum::<usize>();
+        let (filter_rules, shared_nat_rules) = (rules(&shared.filter), rules(&shared.nat));
+        let stats = shared.stats.clone();
+        drop(shared); // its text is in `closing` now
+        let payloads = closing.write();
         let done = Done {
             context: self.context,
-            filter_rules: rules(&shared.filter),
-            nat_rules: rules(&shared.nat) + ports.values().map(|s| s.rule_count).sum::<usize>(),
+            filter_rules,
+            nat_rules: shared_nat_rules + ports.values().map(|s| s.rule_count).sum::<usize>(),
             ports,
             shared: digests,
-            stats: shared.stats,
+            stats,
         };
         (payloads, done)
     }

@@ -189,6 +189,18 @@ struct TableText {
 }
 
 impl TableText {
+    /// Room for these chains' declarations and rules, allocated once (the last payload's shared chains
+    /// are megabytes at 10k services; growing by doubling would hold up to twice that).
+    fn reserve(&mut self, chains: &[&Chain]) {
+        let decls: usize = chains.iter().map(|c| c.name.len() + 9).sum();
+        let rules: usize = chains
+            .iter()
+            .map(|c| c.rules.iter().map(|r| c.name.len() + r.len() + 5).sum::<usize>())
+            .sum();
+        self.decls.reserve_exact(decls);
+        self.rules.reserve_exact(rules);
+    }
+
     fn chain(&mut self, c: &Chain) {
         let _ = writeln!(self.decls, ":{} - [0:0]", c.name);
         for r in &c.rules {
@@ -227,17 +239,20 @@ impl TableText {
 
     /// Appends `*table ... COMMIT`.
     fn write(&self, table: Table, s: &mut String) {
-        let _ = writeln!(s, "*{}", table.as_str());
-        if self.canary {
-            let _ = writeln!(s, ":{KUBE_PROXY_CANARY} - [0:0]");
-        }
-        for part in [
+        let sections = [
             &self.decls,
             &self.delete_decls,
             &self.jumps,
             &self.rules,
             &self.removes,
-        ] {
+        ];
+        // One exact allocation: a restore batch is megabytes of text.
+        s.reserve_exact(sections.iter().map(|p| p.len()).sum::<usize>() + KUBE_PROXY_CANARY.len() + 64);
+        let _ = writeln!(s, "*{}", table.as_str());
+        if self.canary {
+            let _ = writeln!(s, ":{KUBE_PROXY_CANARY} - [0:0]");
+        }
+        for part in sections {
             s.push_str(part);
         }
         s.push_str("COMMIT\n");
@@ -325,35 +340,40 @@ impl Batcher {
         (!self.ready.is_empty()).then(|| self.ready.remove(0))
     }
 
-    /// Writes what is left: a last batch of service chains when batching, then the payload with the
-    /// mangle canary, the filter table, the shared nat chains and every deletion. Returns the payloads
-    /// not yet taken, in order.
-    pub fn finish(mut self, last: Last<'_>) -> Payloads {
+    /// Takes what is left: a last batch of service chains when batching, then the tables of the
+    /// payload with the mangle canary, the filter table, the shared nat chains and every deletion.
+    /// The result owns its text, so the caller can drop the chains before [`Closing::write`].
+    pub fn close(mut self, last: Last<'_>) -> Closing {
         if self.batched && self.owned.chains > 0 {
             self.flush();
         }
-        let start = |table: Table| {
+        let start = |table: Table, chains: &[&Chain]| {
             let mut t = TableText {
                 canary: last.canaries,
                 ..TableText::default()
             };
+            t.reserve(chains);
             for j in last.jumps.iter().filter(|j| j.table == table.as_str()) {
                 t.jump(j);
             }
             t
         };
-        let mut filter = start(Table::Filter);
+        let mut filter = start(Table::Filter, &last.filter);
         for c in &last.filter {
             filter.chain(c);
         }
         for d in &last.filter_deletes {
             filter.delete(d);
         }
-        let mut nat = start(Table::Nat);
-        for c in &last.nat_shared {
-            if !(self.batched && c.name == KUBE_MARK_MASQ) {
-                nat.chain(c);
-            }
+        let shared: Vec<&Chain> = last
+            .nat_shared
+            .iter()
+            .copied()
+            .filter(|c| !(self.batched && c.name == KUBE_MARK_MASQ))
+            .collect();
+        let mut nat = start(Table::Nat, &shared);
+        for c in shared {
+            nat.chain(c);
         }
         if !self.batched {
             nat.append(std::mem::take(&mut self.owned));
@@ -361,25 +381,53 @@ impl Batcher {
         for d in &last.nat_deletes {
             nat.delete(d);
         }
+        Closing {
+            batcher: self,
+            filter,
+            nat,
+            canaries: last.canaries,
+            full: last.full,
+        }
+    }
+}
 
+/// The last payload of a sync, as table texts not yet joined (see [`Batcher::close`]).
+pub(super) struct Closing {
+    batcher: Batcher,
+    filter: TableText,
+    nat: TableText,
+    canaries: bool,
+    full: bool,
+}
+
+impl Closing {
+    /// The payloads not yet taken, in order.
+    pub fn write(self) -> Payloads {
+        let Closing {
+            mut batcher,
+            filter,
+            nat,
+            canaries,
+            full,
+        } = self;
         let mut text = String::new();
-        if last.canaries {
+        if canaries {
             text.push_str("*mangle\n:KUBE-PROXY-CANARY - [0:0]\nCOMMIT\n");
         }
-        for (table, t) in [(Table::Filter, &filter), (Table::Nat, &nat)] {
+        for (table, t) in [(Table::Filter, filter), (Table::Nat, nat)] {
             // A full payload always names both tables; a partial one only those it changes.
-            if t.is_empty() && !last.full {
+            if t.is_empty() && !full {
                 continue;
             }
-            self.count(t, table);
+            batcher.count(&t, table);
             t.write(table, &mut text);
         }
         if !text.is_empty() {
-            self.ready.push(text);
+            batcher.ready.push(text);
         }
         Payloads {
-            texts: self.ready,
-            stats: self.stats,
+            texts: batcher.ready,
+            stats: batcher.stats,
         }
     }
 }
@@ -478,7 +526,7 @@ fn batch(changes: Changes<'_>, jumps: &[Jump], canaries: bool, full: bool, max_c
     for group in changes.nat_owned {
         b.group(group);
     }
-    b.finish(Last {
+    b.close(Last {
         filter: changes.filter,
         filter_deletes: changes.filter_deletes,
         nat_shared: changes.nat_shared,
@@ -487,6 +535,7 @@ fn batch(changes: Changes<'_>, jumps: &[Jump], canaries: bool, full: bool, max_c
         canaries,
         full,
     })
+    .write()
 }
 
 #[cfg(test)]
