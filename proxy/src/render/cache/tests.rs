@@ -3,6 +3,7 @@
 //! holds; unchanged ports are not rendered again; nothing is written when nothing changed.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::*;
 use crate::config::Layout;
@@ -43,6 +44,11 @@ fn port(i: usize) -> ServicePortName {
         port: String::new(),
         protocol: Protocol::Tcp,
     }
+}
+
+/// Identifies the render a port's summary came from (a port not rendered again keeps it).
+fn rendered(r: &Renderer, i: usize) -> *const ServiceRules {
+    Arc::as_ptr(&r.summary(&port(i)).expect("summary").rules)
 }
 
 /// One sync as the daemon runs it: every batch taken as it is ready, then the rest; committed.
@@ -131,9 +137,7 @@ fn any_sequence_of_syncs_leaves_what_a_full_render_leaves() {
 fn only_changed_ports_are_rendered_and_written() {
     let mut r = Renderer::default();
     sync(&mut r, &state(5, |_| 2), &cfg(), true, UNBATCHED);
-    let before: Vec<*const Summary> = (0..5)
-        .map(|i| std::ptr::from_ref(r.summary(&port(i)).unwrap()))
-        .collect();
+    let before: Vec<*const ServiceRules> = (0..5).map(|i| rendered(&r, i)).collect();
     let texts = sync(
         &mut r,
         &state(5, |i| if i == 3 { 3 } else { 2 }),
@@ -142,7 +146,7 @@ fn only_changed_ports_are_rendered_and_written() {
         UNBATCHED,
     );
     for (i, b) in before.iter().enumerate() {
-        let same = std::ptr::eq(*b, r.summary(&port(i)).unwrap());
+        let same = std::ptr::eq(*b, rendered(&r, i));
         assert_eq!(same, i != 3, "port s{i}: summary kept {same}");
     }
     // s3's service chain and its new endpoint chain; not the unchanged endpoint chains or other ports.
@@ -164,9 +168,7 @@ fn only_changed_ports_are_rendered_and_written() {
 
     // A full sync writes every port again but keeps the summaries of unchanged ones.
     let st = state(5, |i| if i == 3 { 3 } else { 2 });
-    let kept: Vec<*const Summary> = (0..5)
-        .map(|i| std::ptr::from_ref(r.summary(&port(i)).unwrap()))
-        .collect();
+    let kept: Vec<*const ServiceRules> = (0..5).map(|i| rendered(&r, i)).collect();
     let texts = sync(&mut r, &st, &cfg(), true, UNBATCHED);
     let seps = texts
         .concat()
@@ -175,10 +177,7 @@ fn only_changed_ports_are_rendered_and_written() {
         .count();
     assert_eq!(seps, 11, "a full sync writes every endpoint chain");
     for (i, k) in kept.iter().enumerate() {
-        assert!(
-            std::ptr::eq(*k, r.summary(&port(i)).unwrap()),
-            "port s{i}: summary replaced"
-        );
+        assert!(std::ptr::eq(*k, rendered(&r, i)), "port s{i}: summary replaced");
     }
 }
 
