@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use thiserror::Error;
 
 use crate::apply::{ensure_jumps, restore};
-use crate::cli::RuleArgs;
+use crate::cli::{FRESH_TABLE_MAX_CHAINS, RuleArgs};
 use crate::config::RenderConfig;
 use crate::conntrack;
 use crate::input::Objects;
@@ -25,7 +25,7 @@ use crate::iptables::{Iptables, IptablesError};
 use crate::metrics::{Metrics, family_labels, table_labels, unix_now};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
 use crate::render::naming::is_service_chain;
-use crate::render::{Done, PayloadStats, RenderStats, Renderer, jumps};
+use crate::render::{Done, PayloadStats, RenderStats, Renderer, UNBATCHED, jumps};
 
 /// Upstream forces a full sync at least this often, to repair anything partial syncs missed.
 pub const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
@@ -261,15 +261,23 @@ impl FamilySync {
         if full.is_some() {
             ensure_jumps(&self.ipt, &jumps(cfg)).await?;
         }
+        let mut max_chains = settings.restore_max_chains;
+        if full.is_some() && max_chains != UNBATCHED {
+            // A fresh table: smaller calls (see FRESH_TABLE_MAX_CHAINS). A failed check changes nothing.
+            let fresh = self
+                .ipt
+                .missing_canaries()
+                .await
+                .is_ok_and(|m| m.contains(&"nat"));
+            if fresh {
+                max_chains = max_chains.min(FRESH_TABLE_MAX_CHAINS);
+            }
+        }
         let mut debug = self.debug_file(settings, seq, full);
         let (mut bytes, mut calls) = (0, 0);
-        let mut pass = self.renderer.begin(
-            self.model.state(),
-            node,
-            cfg,
-            full.is_some(),
-            settings.restore_max_chains,
-        );
+        let mut pass = self
+            .renderer
+            .begin(self.model.state(), node, cfg, full.is_some(), max_chains);
         while let Some(text) = pass.next_batch() {
             save_debug(&mut debug, &text);
             restore(&self.ipt, &text).await?;
