@@ -64,8 +64,9 @@ pub struct Cli {
     /// Pod address ranges; only routes inside them are deleted (empty: every route we named).
     #[arg(long = "cluster-cidr", value_delimiter = ',')]
     pub cluster_cidrs: Vec<ipnet::IpNet>,
-    /// Client-side GCE rate limit per quota group (reads = get/list, writes = mutations; calls/s
-    /// each, 0 = off) and burst. GCE counts each group separately.
+    /// Client-side GCE rate limit per quota group (reads = get/list, writes = mutations,
+    /// operations = operation polls; calls/s each, 0 = off) and burst. GCE counts each group
+    /// separately.
     #[arg(long, default_value_t = 20.0)]
     pub gce_qps: f64,
     #[arg(long, default_value_t = 40)]

@@ -1,7 +1,8 @@
 //! The client-side token buckets keep the controller under GCE's rate quota: against a fake that
 //! admits 10 calls per second (all calls alike), an unlimited controller runs into 403
 //! rateLimitExceeded (and still converges by backing off), while one limited to 4/s per quota
-//! group (reads and writes: at most 8/s together) with burst 1 never does.
+//! group (reads and writes: at most 8/s together; no operation polls, the fake's operations are DONE
+//! at once) with burst 1 never does.
 #![allow(clippy::unwrap_used)]
 
 mod common;

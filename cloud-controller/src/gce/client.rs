@@ -13,10 +13,11 @@ use std::time::Duration;
 use google_cloud_compute_v1::client::{
     Addresses, Firewalls, ForwardingRules, HttpHealthChecks, Instances, Routes, TargetPools,
 };
-use google_cloud_gax::exponential_backoff::ExponentialBackoffBuilder;
 use google_cloud_gax::retry_policy::NeverRetry;
 
 use crate::gce::error::GceError;
+use crate::gce::exec::QuotaGroup;
+use crate::gce::ops::PollPacing;
 use crate::gce::ratelimit::RateLimiter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -36,11 +37,11 @@ pub struct GceOptions {
     /// `http://127.0.0.1:PORT` for the fake; None = the real API.
     pub endpoint: Option<String>,
     pub credentials: CredentialsMode,
-    /// Client-side rate limit per quota group (reads, writes: calls per second each, 0 = off)
-    /// and burst.
+    /// Client-side rate limit per quota group (reads, writes, operation polls: calls per second
+    /// each, 0 = off) and burst.
     pub qps: f64,
     pub burst: u32,
-    /// First and longest pause between operation polls.
+    /// First and longest pause between operation polls (`ops::wait`; doubling in between).
     pub poll_initial: Duration,
     pub poll_max: Duration,
     /// How long one call (including waiting for its operation) may take before it counts as failed.
@@ -77,9 +78,13 @@ pub struct Gce {
     pub project: String,
     pub region: String,
     pub call_timeout: Duration,
-    /// Token buckets of GCE's read (get/list) and write (mutation) quota groups.
+    /// Token buckets of GCE's read (get/list), write (mutation) and operation-read (polls)
+    /// quota groups.
     pub read_limiter: Arc<RateLimiter>,
     pub write_limiter: Arc<RateLimiter>,
+    pub operations_limiter: Arc<RateLimiter>,
+    /// Pauses between operation polls.
+    pub poll_pacing: PollPacing,
     pub metrics: Arc<crate::metrics::Metrics>,
     pub addresses: Addresses,
     pub firewalls: Firewalls,
@@ -90,19 +95,13 @@ pub struct Gce {
     pub target_pools: TargetPools,
 }
 
-/// One builder call per client type, all configured alike.
+/// One builder call per client type, all configured alike. No polling backoff policy: only the
+/// client's `until_done()` uses it, and `ops::wait` runs its own loop with `poll_pacing`.
 macro_rules! build {
     ($ty:ty, $opts:expr, $creds:expr) => {{
-        let polling = ExponentialBackoffBuilder::new()
-            .with_initial_delay($opts.poll_initial)
-            .with_maximum_delay($opts.poll_max)
-            .with_scaling(2.0)
-            .build()
-            .map_err(|e| GceError::new("building the GCE client", e.to_string()))?;
         let mut b = <$ty>::builder()
             .with_credentials($creds.clone())
-            .with_retry_policy(NeverRetry)
-            .with_polling_backoff_policy(polling);
+            .with_retry_policy(NeverRetry);
         if let Some(endpoint) = &$opts.endpoint {
             b = b.with_endpoint(endpoint.clone());
         }
@@ -127,6 +126,11 @@ impl Gce {
             call_timeout: opts.call_timeout,
             read_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
             write_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
+            operations_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
+            poll_pacing: PollPacing {
+                initial: opts.poll_initial,
+                max: opts.poll_max,
+            },
             metrics: Arc::new(crate::metrics::Metrics::new()),
             addresses: build!(Addresses, opts, creds),
             firewalls: build!(Firewalls, opts, creds),
@@ -136,5 +140,14 @@ impl Gce {
             routes: build!(Routes, opts, creds),
             target_pools: build!(TargetPools, opts, creds),
         })
+    }
+
+    /// The token bucket of a quota group.
+    pub fn limiter(&self, group: QuotaGroup) -> &RateLimiter {
+        match group {
+            QuotaGroup::Read => &self.read_limiter,
+            QuotaGroup::Write => &self.write_limiter,
+            QuotaGroup::Operations => &self.operations_limiter,
+        }
     }
 }

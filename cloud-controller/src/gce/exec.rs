@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
 use google_cloud_compute_v1::model;
-use google_cloud_lro::Poller;
 use serde_json::json;
 
 use crate::gce::client::Gce;
@@ -60,11 +59,14 @@ impl RetryPolicy {
 }
 
 /// GCE counts rate quotas per group of methods, each group separately (reads: get/list; writes:
-/// insert/delete/patch/update/custom verbs); the controller keeps one token bucket per group.
+/// insert/delete/patch/update/custom verbs; operations: operation get/wait, i.e. polls); the
+/// controller keeps one token bucket per group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuotaGroup {
     Read,
     Write,
+    /// Taken by `ops::wait` before each operation poll.
+    Operations,
 }
 
 /// Runs `op` with the rate limiter of its quota group in front and backon retries for retryable
@@ -79,10 +81,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, GceError>>,
 {
-    let limiter = match group {
-        QuotaGroup::Read => &gce.read_limiter,
-        QuotaGroup::Write => &gce.write_limiter,
-    };
+    let limiter = gce.limiter(group);
     let attempt = || {
         let fut = op();
         async move {
@@ -194,12 +193,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
             wait(
                 gce,
                 call,
-                c.insert()
-                    .set_project(p)
-                    .set_region(r)
-                    .set_body(m)
-                    .poller()
-                    .until_done(),
+                c.insert().set_project(p).set_region(r).set_body(m).poller(),
             )
             .await?;
         }
@@ -208,54 +202,34 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
             wait(
                 gce,
                 call,
-                c.delete()
-                    .set_project(p)
-                    .set_region(r)
-                    .set_address(name)
-                    .poller()
-                    .until_done(),
+                c.delete().set_project(p).set_region(r).set_address(name).poller(),
             )
             .await?;
         }
         Action::CreateFirewall(f) => {
             let m: model::Firewall = to_model(call, f)?;
             let c = &gce.firewalls;
-            wait(
-                gce,
-                call,
-                c.insert().set_project(p).set_body(m).poller().until_done(),
-            )
-            .await?;
+            wait(gce, call, c.insert().set_project(p).set_body(m).poller()).await?;
         }
         Action::PatchFirewall(f) => {
             let m: model::Firewall = to_model(call, f)?;
             let c = &gce.firewalls;
             if patch_clears_nothing(f) {
                 let req = c.patch().set_project(p).set_firewall(&f.name).set_body(m);
-                wait(gce, call, req.poller().until_done()).await?;
+                wait(gce, call, req.poller()).await?;
             } else {
                 let req = c.update().set_project(p).set_firewall(&f.name).set_body(m);
-                wait(gce, call, req.poller().until_done()).await?;
+                wait(gce, call, req.poller()).await?;
             }
         }
         Action::DeleteFirewall { name } => {
             let c = &gce.firewalls;
-            wait(
-                gce,
-                call,
-                c.delete().set_project(p).set_firewall(name).poller().until_done(),
-            )
-            .await?;
+            wait(gce, call, c.delete().set_project(p).set_firewall(name).poller()).await?;
         }
         Action::CreateHealthCheck(h) => {
             let m: model::HttpHealthCheck = to_model(call, h)?;
             let c = &gce.http_health_checks;
-            wait(
-                gce,
-                call,
-                c.insert().set_project(p).set_body(m).poller().until_done(),
-            )
-            .await?;
+            wait(gce, call, c.insert().set_project(p).set_body(m).poller()).await?;
         }
         Action::UpdateHealthCheck(h) => {
             let m: model::HttpHealthCheck = to_model(call, h)?;
@@ -265,12 +239,12 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_project(p)
                 .set_http_health_check(&h.name)
                 .set_body(m);
-            wait(gce, call, req.poller().until_done()).await?;
+            wait(gce, call, req.poller()).await?;
         }
         Action::DeleteHealthCheck { name, .. } => {
             let c = &gce.http_health_checks;
             let req = c.delete().set_project(p).set_http_health_check(name);
-            wait(gce, call, req.poller().until_done()).await?;
+            wait(gce, call, req.poller()).await?;
         }
         Action::CreateTargetPool(t) => {
             let m: model::TargetPool = to_model(call, t)?;
@@ -278,19 +252,14 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
             wait(
                 gce,
                 call,
-                c.insert()
-                    .set_project(p)
-                    .set_region(r)
-                    .set_body(m)
-                    .poller()
-                    .until_done(),
+                c.insert().set_project(p).set_region(r).set_body(m).poller(),
             )
             .await?;
         }
         Action::DeleteTargetPool { name } => {
             let c = &gce.target_pools;
             let req = c.delete().set_project(p).set_region(r).set_target_pool(name);
-            wait(gce, call, req.poller().until_done()).await?;
+            wait(gce, call, req.poller()).await?;
         }
         Action::AddInstances { pool, instances } => {
             let refs: Vec<_> = instances.iter().map(|i| json!({ "instance": i })).collect();
@@ -302,7 +271,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_target_pool(pool)
                 .set_body(m);
-            wait(gce, call, req.poller().until_done()).await?;
+            wait(gce, call, req.poller()).await?;
         }
         Action::RemoveInstances { pool, instances } => {
             let refs: Vec<_> = instances.iter().map(|i| json!({ "instance": i })).collect();
@@ -314,7 +283,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_target_pool(pool)
                 .set_body(m);
-            wait(gce, call, req.poller().until_done()).await?;
+            wait(gce, call, req.poller()).await?;
         }
         Action::AddHealthCheck { pool, health_check } => {
             let m: model::TargetPoolsAddHealthCheckRequest =
@@ -326,7 +295,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_target_pool(pool)
                 .set_body(m);
-            wait(gce, call, req.poller().until_done()).await?;
+            wait(gce, call, req.poller()).await?;
         }
         Action::RemoveHealthCheck { pool, health_check } => {
             let m: model::TargetPoolsRemoveHealthCheckRequest =
@@ -338,7 +307,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_target_pool(pool)
                 .set_body(m);
-            wait(gce, call, req.poller().until_done()).await?;
+            wait(gce, call, req.poller()).await?;
         }
         Action::CreateForwardingRule(f) => {
             let m: model::ForwardingRule = to_model(call, f)?;
@@ -346,19 +315,14 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
             wait(
                 gce,
                 call,
-                c.insert()
-                    .set_project(p)
-                    .set_region(r)
-                    .set_body(m)
-                    .poller()
-                    .until_done(),
+                c.insert().set_project(p).set_region(r).set_body(m).poller(),
             )
             .await?;
         }
         Action::DeleteForwardingRule { name } => {
             let c = &gce.forwarding_rules;
             let req = c.delete().set_project(p).set_region(r).set_forwarding_rule(name);
-            wait(gce, call, req.poller().until_done()).await?;
+            wait(gce, call, req.poller()).await?;
         }
         Action::SetTarget {
             forwarding_rule,
@@ -372,7 +336,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_forwarding_rule(forwarding_rule)
                 .set_body(m);
-            wait(gce, call, req.poller().until_done()).await?;
+            wait(gce, call, req.poller()).await?;
         }
     }
     Ok(())
@@ -384,7 +348,7 @@ pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Res
     let result = with_retries(gce, policy, QuotaGroup::Write, || async {
         let m: model::Route = to_model(&call, route)?;
         let req = gce.routes.insert().set_project(&gce.project).set_body(m);
-        wait(gce, &call, req.poller().until_done()).await.map(|_| ())
+        wait(gce, &call, req.poller()).await.map(|_| ())
     })
     .await;
     let outcome = match result {
@@ -401,7 +365,7 @@ pub async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result
     let call = format!("delete_route {name}");
     let result = with_retries(gce, policy, QuotaGroup::Write, || async {
         let req = gce.routes.delete().set_project(&gce.project).set_route(name);
-        wait(gce, &call, req.poller().until_done()).await.map(|_| ())
+        wait(gce, &call, req.poller()).await.map(|_| ())
     })
     .await;
     let outcome = match result {

@@ -1,14 +1,29 @@
-//! Waiting for GCE operations. The client's poller follows the operation until DONE, but
-//! returns Ok for an operation that ended DONE *with an error* (GCE reports asynchronous failures
+//! Waiting for GCE operations. The official client's `until_done()` loop polls without a hook
+//! for the rate limiter, and GCE counts operation reads in a quota group of their own; so the
+//! controller drives the client's poller itself ([`Poller::poll`]): the first `poll()` sends the
+//! call (its token was taken from the write bucket by the executor), every later one is an
+//! operation GET and first takes a token from the operations bucket. Pauses between polls are
+//! those the client's polling policy used (first `initial`, doubling up to `max`). The poller
+//! reports an operation that ended DONE *with an error* as Ok (GCE reports asynchronous failures
 //! that way): [`check_done`] turns those into errors.
 
-use std::future::Future;
+use std::time::Duration;
 
 use google_cloud_compute_v1::model::Operation;
 use google_cloud_compute_v1::model::operation::Status;
+use google_cloud_lro::{Poller, PollingResult};
 
 use crate::gce::client::Gce;
 use crate::gce::error::GceError;
+use crate::gce::exec::QuotaGroup;
+use crate::gce::ratelimit::RateLimiter;
+
+/// Pauses between operation polls: the first `initial`, each next one doubled, at most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollPacing {
+    pub initial: Duration,
+    pub max: Duration,
+}
 
 /// Ok when the operation finished without an error.
 pub fn check_done(call: &str, op: &Operation) -> Result<(), GceError> {
@@ -43,22 +58,83 @@ pub fn check_done(call: &str, op: &Operation) -> Result<(), GceError> {
     })
 }
 
-/// Runs `fut` (send + wait for the operation) under the call timeout, then checks the result.
-pub async fn wait<F>(gce: &Gce, call: &str, fut: F) -> Result<Operation, GceError>
+/// Sends the call behind `poller` and waits for its operation (see the module docs), under the
+/// call timeout of `gce`.
+pub async fn wait<P>(gce: &Gce, call: &str, poller: P) -> Result<Operation, GceError>
 where
-    F: Future<Output = google_cloud_gax::Result<Operation>>,
+    P: Poller<Operation, Operation>,
 {
-    let op = match tokio::time::timeout(gce.call_timeout, fut).await {
+    await_operation(
+        gce.limiter(QuotaGroup::Operations),
+        gce.poll_pacing,
+        gce.call_timeout,
+        call,
+        poller,
+    )
+    .await
+}
+
+/// [`wait`] with its parts passed in: polls through `limiter` with `pacing`, fails after
+/// `timeout`, and checks that the operation finished without an error.
+pub async fn await_operation<P>(
+    limiter: &RateLimiter,
+    pacing: PollPacing,
+    timeout: Duration,
+    call: &str,
+    poller: P,
+) -> Result<Operation, GceError>
+where
+    P: Poller<Operation, Operation>,
+{
+    let op = match tokio::time::timeout(timeout, poll_until_done(limiter, pacing, poller)).await {
         Err(_) => {
-            let mut e = GceError::new(call, format!("no result within {:?}", gce.call_timeout));
+            let mut e = GceError::new(call, format!("no result within {timeout:?}"));
             e.transport = true;
             return Err(e);
         }
-        Ok(Err(e)) => return Err(GceError::from_gax(call, &e)),
+        Ok(Err(PollEnd::Gax(e))) => return Err(GceError::from_gax(call, &e)),
+        Ok(Err(PollEnd::NoName)) => {
+            return Err(GceError::new(call, "the operation has no name to poll"));
+        }
         Ok(Ok(op)) => op,
     };
     check_done(call, &op)?;
     Ok(op)
+}
+
+/// Why polling stopped without an operation.
+enum PollEnd {
+    Gax(google_cloud_gax::error::Error),
+    /// `poll()` had nothing more to do: the operation in progress carried no name (the client's
+    /// own loop panics there).
+    NoName,
+}
+
+/// The client's `until_done()` loop with a token before every poll after the first: transient
+/// poll errors are polled again (the client's polling error policy decides when they are final).
+async fn poll_until_done<P>(
+    limiter: &RateLimiter,
+    pacing: PollPacing,
+    mut poller: P,
+) -> Result<Operation, PollEnd>
+where
+    P: Poller<Operation, Operation>,
+{
+    let mut pause = pacing.initial.min(pacing.max);
+    let mut first = true;
+    loop {
+        if !first {
+            limiter.acquire().await;
+        }
+        first = false;
+        match poller.poll().await {
+            Some(PollingResult::Completed(result)) => return result.map_err(PollEnd::Gax),
+            Some(PollingResult::InProgress(_)) | Some(PollingResult::PollingError(_)) => {}
+            None => return Err(PollEnd::NoName),
+        }
+        tokio::time::sleep(pause).await;
+        pause = pause.saturating_mul(2).min(pacing.max);
+    }
 }
 
 #[cfg(test)]
