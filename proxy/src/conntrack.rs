@@ -1,16 +1,31 @@
-//! UDP conntrack cleanup after a sync. UDP has no connection end, so a conntrack entry keeps sending a
-//! client's datagrams to the endpoint chosen first even after that endpoint left the service; and an
-//! entry created while the service had no endpoints keeps them unanswered. Both are deleted.
+//! UDP conntrack reconciliation after a sync, as kube-proxy 1.33 does it. UDP has no connection end, so a
+//! conntrack entry keeps sending a client's datagrams to the endpoint chosen first even after that
+//! endpoint left the service; an entry created while the service had no endpoints (or before the rules
+//! existed, e.g. while the proxy was down) keeps them unanswered or un-NATed. After every sync the UDP
+//! entries are listed and each one addressed to a UDP service (cluster IP, external IP or LB IP and
+//! port, or a nodePort) whose reply does not come from a serving endpoint is deleted. Services without
+//! serving endpoints are left alone (their packets are rejected anyway).
 //!
-//! What is stale is computed purely ([`stale_flows`]) from the previous and the new state; the deletion
-//! uses the `conntrack` CLI from conntrack-tools (a netlink implementation would avoid the process, but
-//! the CLI is what every node image has and it filters in the kernel the same way).
+//! Which entries are stale is computed purely ([`stale_flows`]) from the state and the parsed listing
+//! ([`parse_flows`]). Listing and deletion use the `conntrack` CLI from conntrack-tools (a netlink
+//! implementation would avoid the processes, but the CLI is what every node image has and it filters in
+//! the kernel the same way).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
 use crate::iptables::{IptablesError, exec};
-use crate::model::{Endpoints, Family, Protocol, ProxyState, ServicePort};
+use crate::model::{Family, Protocol, ProxyState};
+
+/// One UDP conntrack entry, reduced to what decides whether it is stale.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flow {
+    /// Original direction: where the client sent it (a service address before DNAT).
+    pub orig_dst: IpAddr,
+    pub orig_dport: u16,
+    /// Reply direction: who answers (the endpoint after DNAT; the destination itself without NAT).
+    pub reply_src: IpAddr,
+}
 
 /// One `conntrack -D` filter.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -19,126 +34,138 @@ pub struct Deletion {
     pub orig_dst: Option<IpAddr>,
     /// Original destination port (service port or nodePort).
     pub dport: u16,
-    /// Reply source = the endpoint the flow was DNATed to; `None`: every flow to the destination.
-    pub reply_src: Option<IpAddr>,
+    /// Reply source: the address the flow answers from, which is not a serving endpoint.
+    pub reply_src: IpAddr,
 }
 
-/// Endpoint addresses that still receive traffic (ready, or serving while terminating).
-fn serving(eps: Option<&Endpoints>) -> BTreeSet<IpAddr> {
-    eps.into_iter()
-        .flat_map(|e| e.iter())
-        .filter(|e| e.ready || e.serving)
-        .map(|e| e.ip)
-        .collect()
+/// Parses `conntrack -L -p udp` output (one entry per line: the original tuple's `src= dst= sport=
+/// dport=`, then the reply tuple's). Lines that do not hold both tuples are skipped.
+pub fn parse_flows(text: &str) -> Vec<Flow> {
+    text.lines().filter_map(parse_line).collect()
 }
 
-fn vips(svc: &ServicePort) -> Vec<IpAddr> {
-    let mut v = vec![svc.cluster_ip];
-    v.extend(svc.external_ips.iter().copied());
-    v.extend(svc.load_balancer_vips.iter().copied());
-    v
-}
-
-/// The part of a state [`stale_flows`] reads (UDP service ports and their endpoints): what a sync keeps
-/// for the next one, instead of a copy of everything.
-pub fn udp_only(state: &ProxyState) -> ProxyState {
-    let services: std::collections::BTreeMap<_, _> = state
-        .services
-        .iter()
-        .filter(|(_, s)| s.name.protocol == Protocol::Udp)
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let endpoints = services
-        .keys()
-        .filter_map(|k| state.endpoints.get(k).map(|e| (k.clone(), e.clone())))
-        .collect();
-    ProxyState {
-        services,
-        endpoints,
-        errors: vec![],
+fn parse_line(line: &str) -> Option<Flow> {
+    let mut words = line.split_whitespace();
+    if !words.any(|w| w == "udp") {
+        return None;
     }
-}
-
-/// The UDP flows to delete after moving from `prev` to `now`:
-/// - a serving endpoint left a UDP service port (or the port is gone): flows to each service address
-///   and the nodePort whose reply comes from that endpoint;
-/// - a UDP service port got its first serving endpoint: every flow to its addresses and nodePort
-///   (those were created while packets were rejected).
-pub fn stale_flows(prev: &ProxyState, now: &ProxyState) -> Vec<Deletion> {
-    let mut out = BTreeSet::new();
-    for (name, old) in prev
-        .services
-        .iter()
-        .filter(|(_, s)| s.name.protocol == Protocol::Udp)
-    {
-        let before = serving(prev.endpoints.get(name));
-        let after = if now.services.contains_key(name) {
-            serving(now.endpoints.get(name))
-        } else {
-            BTreeSet::new()
-        };
-        for ep in before.difference(&after) {
-            for vip in vips(old) {
-                out.insert(Deletion {
-                    orig_dst: Some(vip),
-                    dport: old.port,
-                    reply_src: Some(*ep),
-                });
-            }
-            if let Some(np) = old.node_port {
-                out.insert(Deletion {
-                    orig_dst: None,
-                    dport: np,
-                    reply_src: Some(*ep),
-                });
-            }
+    let (mut dsts, mut srcs, mut dports) = (Vec::new(), Vec::new(), Vec::new());
+    for w in words {
+        if let Some(v) = w.strip_prefix("dst=") {
+            dsts.push(v);
+        } else if let Some(v) = w.strip_prefix("src=") {
+            srcs.push(v);
+        } else if let Some(v) = w.strip_prefix("dport=") {
+            dports.push(v);
         }
     }
-    for (name, svc) in now
+    Some(Flow {
+        orig_dst: dsts.first()?.parse().ok()?,
+        orig_dport: dports.first()?.parse().ok()?,
+        reply_src: srcs.get(1)?.parse().ok()?,
+    })
+}
+
+/// The deletions that leave only flows answered by a serving endpoint (ready, or serving while
+/// terminating) of the UDP service they were sent to. Traffic policies, topology and terminating state
+/// are not considered, as upstream: a change to the service must not break flows a TCP connection
+/// would keep.
+pub fn stale_flows(state: &ProxyState, flows: &[Flow]) -> Vec<Deletion> {
+    let mut by_vip: HashMap<(IpAddr, u16), HashSet<IpAddr>> = HashMap::new();
+    let mut by_node_port: HashMap<u16, HashSet<IpAddr>> = HashMap::new();
+    for (name, svc) in state
         .services
         .iter()
         .filter(|(_, s)| s.name.protocol == Protocol::Udp)
     {
-        let had = prev.services.contains_key(name) && !serving(prev.endpoints.get(name)).is_empty();
-        if had || serving(now.endpoints.get(name)).is_empty() {
+        let serving: HashSet<IpAddr> = state
+            .endpoints
+            .get(name)
+            .into_iter()
+            .flat_map(|e| e.iter())
+            .filter(|e| e.ready || e.serving)
+            .map(|e| e.ip)
+            .collect();
+        if serving.is_empty() {
             continue;
         }
-        for vip in vips(svc) {
-            out.insert(Deletion {
-                orig_dst: Some(vip),
-                dport: svc.port,
-                reply_src: None,
-            });
+        let vips = std::iter::once(svc.cluster_ip)
+            .chain(svc.external_ips.iter().copied())
+            .chain(svc.load_balancer_vips.iter().copied());
+        for vip in vips {
+            by_vip.insert((vip, svc.port), serving.clone());
         }
         if let Some(np) = svc.node_port {
+            by_node_port.insert(np, serving);
+        }
+    }
+    let mut out = BTreeSet::new();
+    for f in flows {
+        if by_vip
+            .get(&(f.orig_dst, f.orig_dport))
+            .is_some_and(|eps| !eps.contains(&f.reply_src))
+        {
+            out.insert(Deletion {
+                orig_dst: Some(f.orig_dst),
+                dport: f.orig_dport,
+                reply_src: f.reply_src,
+            });
+        }
+        if by_node_port
+            .get(&f.orig_dport)
+            .is_some_and(|eps| !eps.contains(&f.reply_src))
+        {
             out.insert(Deletion {
                 orig_dst: None,
-                dport: np,
-                reply_src: None,
+                dport: f.orig_dport,
+                reply_src: f.reply_src,
             });
         }
     }
     out.into_iter().collect()
 }
 
+/// Does the state have a UDP service with a serving endpoint? Without one nothing can be stale, and
+/// the listing is skipped.
+pub fn worth_listing(state: &ProxyState) -> bool {
+    state
+        .services
+        .iter()
+        .filter(|(_, s)| s.name.protocol == Protocol::Udp)
+        .any(|(name, _)| {
+            state
+                .endpoints
+                .get(name)
+                .is_some_and(|e| e.iter().any(|e| e.ready || e.serving))
+        })
+}
+
+fn family_arg(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "ipv4",
+        Family::V6 => "ipv6",
+    }
+}
+
+/// `conntrack -L` arguments: the family's UDP entries.
+pub fn list_args(family: Family) -> [&'static str; 5] {
+    ["-L", "-f", family_arg(family), "-p", "udp"]
+}
+
 /// `conntrack -D` arguments for one deletion.
 pub fn args(family: Family, d: &Deletion) -> Vec<String> {
-    let mut a = vec!["-D".to_string(), "-f".into()];
-    a.push(
-        match family {
-            Family::V4 => "ipv4",
-            Family::V6 => "ipv6",
-        }
-        .into(),
-    );
-    a.extend(["-p".into(), "udp".into()]);
+    let mut a = vec![
+        "-D".to_string(),
+        "-f".into(),
+        family_arg(family).into(),
+        "-p".into(),
+        "udp".into(),
+    ];
     if let Some(dst) = d.orig_dst {
         a.extend(["--orig-dst".into(), dst.to_string()]);
     }
     a.extend(["--orig-port-dst".into(), d.dport.to_string()]);
-    if let Some(src) = d.reply_src {
-        a.extend(["--reply-src".into(), src.to_string()]);
-    }
+    a.extend(["--reply-src".into(), d.reply_src.to_string()]);
     a
 }
 
@@ -155,8 +182,27 @@ pub fn deleted_count(stderr: &str) -> u64 {
         .sum()
 }
 
+fn failed(args: String, out: &crate::iptables::Output) -> IptablesError {
+    IptablesError::Failed {
+        program: "conntrack".into(),
+        args,
+        code: out.code,
+        stderr: out.stderr.trim().to_string(),
+    }
+}
+
+/// Lists the family's UDP entries.
+pub async fn list(family: Family) -> Result<Vec<Flow>, IptablesError> {
+    let a = list_args(family);
+    let out = exec("conntrack", &a, None).await?;
+    if !out.success {
+        return Err(failed(a.join(" "), &out));
+    }
+    Ok(parse_flows(&out.stdout))
+}
+
 /// Runs the deletions; returns how many flows the kernel removed. conntrack exits 1 when nothing
-/// matched, which is not an error.
+/// matched (the flow may have expired since the listing), which is not an error.
 pub async fn delete(family: Family, deletions: &[Deletion]) -> Result<u64, IptablesError> {
     let mut total = 0;
     for d in deletions {
@@ -164,12 +210,7 @@ pub async fn delete(family: Family, deletions: &[Deletion]) -> Result<u64, Iptab
         let refs: Vec<&str> = a.iter().map(String::as_str).collect();
         let out = exec("conntrack", &refs, None).await?;
         if !out.success && !out.stderr.contains("0 flow entries") {
-            return Err(IptablesError::Failed {
-                program: "conntrack".into(),
-                args: a.join(" "),
-                code: out.code,
-                stderr: out.stderr.trim().to_string(),
-            });
+            return Err(failed(a.join(" "), &out));
         }
         total += deleted_count(&out.stderr);
     }

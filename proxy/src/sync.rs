@@ -110,7 +110,6 @@ pub struct FamilySync {
     next_full: Option<FullReason>,
     last_full: Option<Instant>,
     last_canary_check: Instant,
-    prev: Option<ProxyState>,
 }
 
 impl FamilySync {
@@ -122,7 +121,6 @@ impl FamilySync {
             next_full: Some(FullReason::Start),
             last_full: None,
             last_canary_check: Instant::now(),
-            prev: None,
         }
     }
 
@@ -233,10 +231,9 @@ impl FamilySync {
         }
         metrics.last_timestamp.get_or_create(&labels).set(unix_now());
 
-        if let Some(prev) = self.prev.as_ref().filter(|_| settings.conntrack) {
-            cleanup_conntrack(metrics, family, prev, self.model.state()).await;
+        if settings.conntrack {
+            reconcile_conntrack(metrics, family, self.model.state()).await;
         }
-        self.prev = Some(conntrack::udp_only(self.model.state()));
         let stats = written.done.stats.clone();
         // Success: remember what the kernel holds now.
         self.renderer.commit(written.done);
@@ -381,23 +378,27 @@ fn record_rule_counts(metrics: &Metrics, family: Family, written: &Written) {
     }
 }
 
-async fn cleanup_conntrack(metrics: &Metrics, family: Family, prev: &ProxyState, now: &ProxyState) {
-    let deletions = conntrack::stale_flows(prev, now);
-    if deletions.is_empty() {
+async fn reconcile_conntrack(metrics: &Metrics, family: Family, state: &ProxyState) {
+    if !conntrack::worth_listing(state) {
         return;
     }
     let started = Instant::now();
     let labels = family_labels(family);
-    match conntrack::delete(family, &deletions).await {
-        Ok(n) => {
-            tracing::debug!(
-                filters = deletions.len(),
-                deleted = n,
-                "stale UDP conntrack entries removed"
-            );
-            metrics.conntrack_deleted.get_or_create(&labels).inc_by(n);
+    let result = match conntrack::list(family).await {
+        Ok(flows) => {
+            let deletions = conntrack::stale_flows(state, &flows);
+            conntrack::delete(family, &deletions)
+                .await
+                .map(|n| (flows.len(), deletions.len(), n))
         }
-        Err(err) => tracing::warn!(%err, "conntrack cleanup failed"),
+        Err(err) => Err(err),
+    };
+    match result {
+        Ok((listed, filters, deleted)) => {
+            tracing::debug!(listed, filters, deleted, "UDP conntrack entries reconciled");
+            metrics.conntrack_deleted.get_or_create(&labels).inc_by(deleted);
+        }
+        Err(err) => tracing::warn!(%err, "conntrack reconciliation failed"),
     }
     metrics
         .conntrack_duration

@@ -624,6 +624,52 @@ fn udp_endpoint_replaced_and_stale_conntrack_entry_removed() {
 }
 
 #[test]
+fn udp_flow_pinned_while_the_proxy_was_down_is_reconciled_at_start() {
+    let Some(mut lab) = Lab::start(
+        "udpdown",
+        Opts {
+            pods: 3,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    let dns = lab.api().service(
+        "dns",
+        json!({"ports": [{"port": 53, "targetPort": 8080, "protocol": "UDP"}]}),
+    );
+    let udp = &[("", "UDP")];
+    lab.api().slice("dns", udp, &[local("10.244.1.10")]);
+    let vip = format!("{}:53", cluster_ip(&dns));
+    let src = Some("10.244.1.12:40054");
+    wait_for("dns answers from pod1", Duration::from_secs(20), || {
+        let r = request(&lab.pod("pod3").ns, "udp", &vip, 1, src);
+        r[0].starts_with("pod1").then_some(())
+    });
+
+    // While the proxy is down pod1 leaves the service (it keeps running): no sync sees the change
+    // happen, so only a reconciliation against the conntrack table can unpin the flow.
+    lab.stop_proxy();
+    lab.api().update_slice("dns", udp, &[local("10.244.1.11")]);
+    let r = request(&lab.pod("pod3").ns, "udp", &vip, 1, src);
+    assert!(
+        r[0].starts_with("pod1"),
+        "old rules and entry still in place: {r:?}"
+    );
+    let syncs = lab.syncs();
+    lab.start_proxy();
+    wait_for(
+        "the restarted proxy's first sync",
+        Duration::from_secs(30),
+        || (lab.syncs() > syncs).then_some(()),
+    );
+    let r = request(&lab.pod("pod3").ns, "udp", &vip, 3, src);
+    assert!(r.iter().all(|r| r.starts_with("pod2")), "{r:?}");
+    let deleted = "kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family=\"IPv4\"}";
+    assert!(lab.metric(deleted) >= 1.0, "{}", lab.metrics());
+}
+
+#[test]
 fn apiserver_restart_keeps_rules_and_reflectors_resume() {
     let opts = Opts {
         sync_period: "2s",

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Endpoint, ServicePortName};
+use crate::model::{Endpoint, ServicePort, ServicePortName};
 
 fn name(proto: Protocol) -> ServicePortName {
     ServicePortName {
@@ -45,70 +45,125 @@ fn state(proto: Protocol, node_port: Option<u16>, eps: Vec<Endpoint>) -> ProxySt
     s
 }
 
+fn flow(dst: &str, dport: u16, reply_src: &str) -> Flow {
+    Flow {
+        orig_dst: dst.parse().expect("ip"),
+        orig_dport: dport,
+        reply_src: reply_src.parse().expect("ip"),
+    }
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().expect("ip")
+}
+
 #[test]
-fn removed_udp_endpoint_flows_are_stale_for_every_address() {
-    let prev = state(
-        Protocol::Udp,
-        Some(30053),
-        vec![ep("10.244.1.10", true), ep("10.244.1.11", true)],
-    );
+fn flows_answered_by_a_gone_endpoint_are_stale_for_every_address() {
     let now = state(
         Protocol::Udp,
         Some(30053),
         vec![ep("10.244.1.11", true), ep("10.244.1.12", true)],
     );
-    let d = stale_flows(&prev, &now);
-    let gone: IpAddr = "10.244.1.10".parse().expect("ip");
-    assert_eq!(d.len(), 3, "{d:?}");
-    assert!(d.iter().all(|d| d.reply_src == Some(gone)));
-    assert!(d.contains(&Deletion {
-        orig_dst: None,
-        dport: 30053,
-        reply_src: Some(gone)
-    }));
-    assert!(d.contains(&Deletion {
-        orig_dst: Some("10.96.0.10".parse().expect("ip")),
-        dport: 53,
-        reply_src: Some(gone)
-    }));
+    let flows = [
+        flow("10.96.0.10", 53, "10.244.1.10"),    // cluster IP -> gone endpoint
+        flow("198.51.100.7", 53, "10.244.1.10"),  // external IP -> gone endpoint
+        flow("172.30.0.2", 30053, "10.244.1.10"), // nodePort -> gone endpoint
+        flow("10.96.0.10", 53, "10.244.1.11"),    // still serving: kept
+        flow("172.30.0.2", 30053, "10.244.1.12"), // still serving: kept
+    ];
+    let d = stale_flows(&now, &flows);
+    assert_eq!(
+        d,
+        vec![
+            Deletion {
+                orig_dst: None,
+                dport: 30053,
+                reply_src: ip("10.244.1.10")
+            },
+            Deletion {
+                orig_dst: Some(ip("10.96.0.10")),
+                dport: 53,
+                reply_src: ip("10.244.1.10")
+            },
+            Deletion {
+                orig_dst: Some(ip("198.51.100.7")),
+                dport: 53,
+                reply_src: ip("10.244.1.10")
+            },
+        ]
+    );
 }
 
 #[test]
-fn tcp_and_unchanged_services_need_nothing() {
-    let prev = state(Protocol::Tcp, None, vec![ep("10.244.1.10", true)]);
-    let now = state(Protocol::Tcp, None, vec![]);
-    assert!(stale_flows(&prev, &now).is_empty());
-    let same = state(Protocol::Udp, None, vec![ep("10.244.1.10", true)]);
-    assert!(stale_flows(&same, &same.clone()).is_empty());
-}
-
-#[test]
-fn first_endpoint_clears_all_flows_to_the_service() {
-    let prev = state(Protocol::Udp, None, vec![ep("10.244.1.10", false)]);
+fn flows_from_before_the_first_endpoint_are_stale() {
+    // Created while packets were rejected (or before the rules existed): not DNATed, so the reply
+    // comes from the service address itself.
     let now = state(Protocol::Udp, None, vec![ep("10.244.1.10", true)]);
-    let d = stale_flows(&prev, &now);
-    assert_eq!(d.len(), 2);
-    assert!(d.iter().all(|d| d.reply_src.is_none() && d.dport == 53));
+    let d = stale_flows(&now, &[flow("10.96.0.10", 53, "10.96.0.10")]);
+    assert_eq!(
+        d,
+        vec![Deletion {
+            orig_dst: Some(ip("10.96.0.10")),
+            dport: 53,
+            reply_src: ip("10.96.0.10")
+        }]
+    );
 }
 
 #[test]
-fn deleted_service_flows_are_stale() {
-    let prev = state(Protocol::Udp, None, vec![ep("10.244.1.10", true)]);
-    let d = stale_flows(&prev, &ProxyState::default());
-    assert_eq!(d.len(), 2);
+fn tcp_services_services_without_serving_endpoints_and_other_flows_are_left_alone() {
+    let stale = [flow("10.96.0.10", 53, "10.244.1.10")];
+    let tcp = state(Protocol::Tcp, None, vec![ep("10.244.1.11", true)]);
+    assert!(stale_flows(&tcp, &stale).is_empty());
+    assert!(!worth_listing(&tcp));
+    let none_serving = state(Protocol::Udp, None, vec![ep("10.244.1.11", false)]);
+    assert!(stale_flows(&none_serving, &stale).is_empty());
+    assert!(!worth_listing(&none_serving));
+    let udp = state(Protocol::Udp, None, vec![ep("10.244.1.11", true)]);
+    assert!(worth_listing(&udp));
+    // Another destination, or the service address on another port.
+    assert!(stale_flows(&udp, &[flow("10.96.0.11", 53, "10.244.1.10")]).is_empty());
+    assert!(stale_flows(&udp, &[flow("10.96.0.10", 54, "10.244.1.10")]).is_empty());
+}
+
+#[test]
+fn terminating_but_serving_endpoints_keep_their_flows() {
+    let mut e = ep("10.244.1.10", false);
+    e.serving = true;
+    e.terminating = true;
+    let now = state(Protocol::Udp, None, vec![e]);
+    assert!(stale_flows(&now, &[flow("10.96.0.10", 53, "10.244.1.10")]).is_empty());
+}
+
+#[test]
+fn conntrack_listing_is_parsed_into_original_destination_and_reply_source() {
+    let text = "\
+udp      17 29 src=172.30.0.10 dst=10.96.0.10 sport=40000 dport=53 src=10.244.1.10 dst=172.30.0.10 sport=5353 dport=40000 [ASSURED] mark=0 use=1
+udp      17 12 src=fd00::10 dst=fd00:10:96::a sport=40001 dport=53 [UNREPLIED] src=fd00:10:244:1::b dst=fd00::10 sport=5353 dport=40001 mark=0 use=1
+tcp      6 431999 ESTABLISHED src=1.2.3.4 dst=5.6.7.8 sport=1 dport=2 src=5.6.7.8 dst=1.2.3.4 sport=2 dport=1 mark=0 use=1
+udp      17 29 src=garbage
+";
+    assert_eq!(
+        parse_flows(text),
+        vec![
+            flow("10.96.0.10", 53, "10.244.1.10"),
+            flow("fd00:10:96::a", 53, "fd00:10:244:1::b"),
+        ]
+    );
 }
 
 #[test]
 fn cli_args_and_count() {
     let d = Deletion {
-        orig_dst: Some("10.96.0.10".parse().expect("ip")),
+        orig_dst: Some(ip("10.96.0.10")),
         dport: 53,
-        reply_src: Some("10.244.1.10".parse().expect("ip")),
+        reply_src: ip("10.244.1.10"),
     };
     assert_eq!(
         args(Family::V4, &d).join(" "),
         "-D -f ipv4 -p udp --orig-dst 10.96.0.10 --orig-port-dst 53 --reply-src 10.244.1.10"
     );
+    assert_eq!(list_args(Family::V6).join(" "), "-L -f ipv6 -p udp");
     assert_eq!(
         deleted_count("conntrack v1.4.7 (conntrack-tools): 2 flow entries have been deleted.\n"),
         2
