@@ -109,7 +109,6 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
         trigger: runner.trigger(),
         health: Arc::clone(&health_v4),
         metrics: Arc::clone(&metrics),
-        families: vec![Family::V4],
     };
     let stop = shutdown.token();
     let stores = watch::start(&client, &node, &sink, &stop);

@@ -67,12 +67,14 @@ impl Health {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A change arrived that no sync has written yet (upstream's QueuedUpdate).
-    pub fn queued(&self) {
+    /// A change arrived that no sync has written yet (upstream's QueuedUpdate). Returns the families
+    /// it was queued for: every family the daemon syncs, IPv6 included once added.
+    pub fn queued(&self) -> Vec<Family> {
         let mut g = self.lock();
         for f in g.families.clone() {
             g.oldest_queued.entry(f).or_insert_with(Instant::now);
         }
+        g.families.clone()
     }
 
     /// A sync of `family` succeeded (upstream's Updated).

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::changes::{Changes, object_key};
 use crate::health::Health;
 use crate::metrics::{Metrics, family_labels, unix_now};
-use crate::model::{Family, Interner, ServiceRecord, SliceRecord, parse_slice};
+use crate::model::{Interner, ServiceRecord, SliceRecord, parse_slice};
 use crate::runner::Trigger;
 
 /// Upstream's label selector for the Service and EndpointSlice informers.
@@ -45,7 +45,6 @@ pub struct Sink {
     pub trigger: Trigger,
     pub health: Arc<Health>,
     pub metrics: Arc<Metrics>,
-    pub families: Vec<Family>,
 }
 
 impl Sink {
@@ -61,13 +60,13 @@ impl Sink {
         self.metrics
             .endpoint_changes_pending
             .set(i64::try_from(eps).unwrap_or(i64::MAX));
-        for f in &self.families {
+        // Health knows the families synced (IPv6 is added after the watches start).
+        for f in self.health.queued() {
             self.metrics
                 .last_queued_timestamp
-                .get_or_create(&family_labels(*f))
+                .get_or_create(&family_labels(f))
                 .set(unix_now());
         }
-        self.health.queued();
         self.trigger.request();
     }
 }

@@ -971,3 +971,213 @@ fn nodeport_addresses_limit_nodeports_to_matching_interface_addresses() {
         "NodePort answered outside --nodeport-addresses: {r:?}"
     );
 }
+
+type Replies = std::collections::BTreeSet<String>;
+
+/// The replies a set of pods gives when they all see `peer` as the source.
+fn replies_from(pods: &[&str], peer: &str) -> Replies {
+    pods.iter().map(|p| format!("{p} {peer}")).collect()
+}
+
+/// Sends `count` TCP connections from `ns` to `addr` until the distinct replies are exactly `want`;
+/// fails with the last replies seen after `timeout`.
+fn until_replies(ns: &lab::Netns, addr: &str, count: usize, want: &Replies, timeout: Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        let got: Replies = request(ns, "tcp", addr, count, None).into_iter().collect();
+        if got == *want {
+            return;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "{addr}: wanted {want:?}, last got {got:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `[addr]:port` (IPv6) or `addr:port`.
+fn sock(ip: &str, port: u16) -> String {
+    if ip.contains(':') {
+        format!("[{ip}]:{port}")
+    } else {
+        format!("{ip}:{port}")
+    }
+}
+
+#[test]
+fn dual_stack_service_carries_ipv6_traffic_through_ip6tables() {
+    use lab::api::cluster_ip_at;
+    use lab::{BRIDGE_IP, BRIDGE_IP6, CLIENT_IP6, NODE_IP6};
+    use svcnet_proxy::render::naming::{dst_chain, sep_chain, svc_chain};
+    let Some(lab) = Lab::start(
+        "v6",
+        Opts {
+            ipv6: true,
+            ..Opts::default()
+        },
+    ) else {
+        return;
+    };
+    let api = lab.api();
+    let ports = &[("http", "TCP"), ("dns", "UDP")];
+    let svc = api.service(
+        "dual",
+        json!({"type": "NodePort", "ipFamilyPolicy": "RequireDualStack", "ports": [
+            {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+            {"name": "dns", "port": 53, "targetPort": 8080, "protocol": "UDP"}]}),
+    );
+    // The API stand-in allocated one address per family, IPv4 first (the first range).
+    assert_eq!(svc["spec"]["ipFamilies"], json!(["IPv4", "IPv6"]), "{svc}");
+    let (vip4, vip6) = (cluster_ip_at(&svc, 0), cluster_ip_at(&svc, 1));
+    assert!(vip4.starts_with("10.96."), "{svc}");
+    // Above the static band of the /108, as upstream allocates.
+    assert_eq!(vip6, "fd00:10:96::101", "{svc}");
+    let (p1, p2) = (lab.pod("pod1"), lab.pod("pod2"));
+    let (p1v6, p2v6) = (p1.ip6.clone().expect("v6"), p2.ip6.clone().expect("v6"));
+    api.slice("dual", ports, &[local(&p1.ip), local(&p2.ip)]);
+    api.slice_v6("dual", ports, &[local(&p1v6), local(&p2v6)]);
+    // More IPv6 destinations than one dispatch leaf holds: KUBE-SERVICES becomes a tree of IPv6 prefixes.
+    let fillers: Vec<String> = (0..10)
+        .map(|i| {
+            let name = format!("fill{i}");
+            let f = api.service(
+                &name,
+                json!({"ipFamilyPolicy": "RequireDualStack", "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+            );
+            api.slice_v6(&name, TCP, &[local(&p1v6)]);
+            cluster_ip_at(&f, 1)
+        })
+        .collect();
+
+    // The IPv6 ClusterIP from the node and from the client reaches both pods; the pods see the
+    // masquerade address on the bridge (neither source is in the cluster CIDR).
+    let both6 = replies_from(&["pod1", "pod2"], BRIDGE_IP6);
+    let http6 = sock(&vip6, 80);
+    for ns in [&lab.node, &lab.client] {
+        until_replies(ns, &http6, 12, &both6, Duration::from_secs(20));
+    }
+    let last_filler = sock(fillers.last().expect("fillers"), 80);
+    until_replies(
+        &lab.client,
+        &last_filler,
+        2,
+        &replies_from(&["pod1"], BRIDGE_IP6),
+        Duration::from_secs(10),
+    );
+
+    // ip6tables holds the IPv6 service: SEP names hash the bracketed endpoint, DNAT to [addr]:port.
+    let http_svc = svc_chain("default/dual:http", "tcp");
+    let sep = |ep: &str| sep_chain("default/dual:http", "tcp", &format!("[{ep}]:8080"));
+    let (sep1, sep2) = (sep(&p1v6), sep(&p2v6));
+    let save6 = lab.save6();
+    for want in [
+        format!(":{http_svc} "),
+        format!(":{sep1} "),
+        format!(":{sep2} "),
+        format!("-d {vip6}/128 -p tcp -m comment --comment \"default/dual:http cluster IP\""),
+        format!(
+            "-A {sep1} -p tcp -m comment --comment \"default/dual:http\" -m tcp -j DNAT --to-destination [{p1v6}]:8080"
+        ),
+        format!("-A {sep2} -s {p2v6}/128 -m comment --comment \"default/dual:http\" -j KUBE-MARK-MASQ"),
+        // fill3..fill6 hold ::104-::107: one /126 dispatch chain.
+        format!(
+            "-A KUBE-SERVICES -d fd00:10:96::104/126 -j {}",
+            dst_chain("fd00:10:96::104/126")
+        ),
+    ] {
+        assert!(save6.contains(&want), "ip6tables-save lacks {want:?}:\n{save6}");
+    }
+    assert!(
+        !save6.contains(&vip4) && !save6.contains(&p1.ip),
+        "IPv4 in ip6tables:\n{save6}"
+    );
+    let save4 = lab.save();
+    assert!(
+        save4.contains(&format!(":{http_svc} ")) && !save4.contains(&sep1) && !save4.contains(&vip6),
+        "iptables-save:\n{save4}"
+    );
+
+    // The IPv4 ClusterIP of the same Service still works.
+    let both4 = replies_from(&["pod1", "pod2"], BRIDGE_IP);
+    let http4 = sock(&vip4, 80);
+    until_replies(&lab.client, &http4, 12, &both4, Duration::from_secs(20));
+
+    // A UDP flow with a fixed source port to the IPv6 ClusterIP: one conntrack entry, one pod.
+    let dns6 = sock(&vip6, 53);
+    let src = format!("[{CLIENT_IP6}]:40053");
+    let first = request(&lab.client, "udp", &dns6, 3, Some(&src));
+    let served = answered_by(&first);
+    assert_eq!(served.len(), 1, "{first:?}");
+    let (gone, kept, kept_ip6) = if served.contains("pod1") {
+        ("pod1", "pod2", p2v6.clone())
+    } else {
+        ("pod2", "pod1", p1v6.clone())
+    };
+    let entries = lab.node.ok(&["conntrack", "-L", "-f", "ipv6", "-p", "udp"]);
+    assert!(entries.contains("sport=40053"), "{entries}");
+
+    // Scale the IPv6 slice down to the pod that does not serve that flow: only ip6tables changes
+    // (one partial IPv6 payload), the flow moves (stale conntrack entry deleted), TCP reaches only
+    // the kept pod, and IPv4 still reaches both.
+    std::thread::sleep(Duration::from_millis(1200));
+    let deleted = "kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family=\"IPv6\"}";
+    let deleted_before = lab.metric(deleted);
+    let skip = lab.payloads().len();
+    let save4_before = ruleset_lines(&lab.save());
+    api.update_slice_v6("dual", ports, &[local(&kept_ip6)]);
+    let removed = if gone == "pod1" { &sep1 } else { &sep2 };
+    wait_for("removed IPv6 endpoint gone", Duration::from_secs(10), || {
+        (!lab.save6().contains(&format!(":{removed} "))).then_some(())
+    });
+    let written = new_payloads(&lab, skip);
+    assert!(!written.is_empty(), "no payload for the scale-down");
+    for (name, p) in &written {
+        assert!(name.ends_with("-ipv6-partial.rules"), "{name}:\n{p}");
+        assert!(p.contains(&format!("-X {removed}")), "{name}:\n{p}");
+        assert!(
+            !p.contains("*filter") && !p.contains(":KUBE-SERVICES "),
+            "{name}:\n{p}"
+        );
+    }
+    assert_eq!(ruleset_lines(&lab.save()), save4_before, "iptables changed");
+    wait_for(
+        "the UDP flow moved to the kept pod",
+        Duration::from_secs(10),
+        || {
+            let r = request(&lab.client, "udp", &dns6, 1, Some(&src));
+            r[0].starts_with(kept).then_some(())
+        },
+    );
+    assert!(lab.metric(deleted) > deleted_before, "{}", lab.metrics());
+    let r: Replies = request(&lab.client, "tcp", &http6, 10, None)
+        .into_iter()
+        .collect();
+    assert_eq!(
+        r,
+        replies_from(&[kept], BRIDGE_IP6),
+        "{gone} still reached over IPv6"
+    );
+    until_replies(&lab.client, &http4, 12, &both4, Duration::from_secs(10));
+
+    // NodePort on the node's IPv6 address, masqueraded to the bridge's IPv6 address.
+    let np6 = sock(NODE_IP6, node_port(&svc));
+    let r: Replies = request(&lab.client, "tcp", &np6, 4, None).into_iter().collect();
+    assert_eq!(r, replies_from(&[kept], BRIDGE_IP6), "IPv6 NodePort");
+
+    // /healthz and the per-family metrics cover IPv6 too.
+    let (code, hz) = http_get(&lab.node, "http://127.0.0.1:10256/healthz");
+    assert_eq!(code, 200, "{hz}");
+    assert!(hz.contains("\"IPv6\":{") && hz.contains("\"IPv4\":{"), "{hz}");
+    for family in ["IPv4", "IPv6"] {
+        for sample in [
+            format!("kubeproxy_sync_proxy_rules_last_timestamp_seconds{{ip_family=\"{family}\"}}"),
+            format!("kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{{ip_family=\"{family}\"}}"),
+            format!("kubeproxy_network_programming_duration_seconds_count{{ip_family=\"{family}\"}}"),
+            format!("kubeproxy_sync_proxy_rules_iptables_total{{ip_family=\"{family}\",table=\"nat\"}}"),
+            format!("svcnet_proxy_full_syncs_total{{ip_family=\"{family}\",reason=\"start\"}}"),
+        ] {
+            assert!(lab.metric(&sample) > 0.0, "{sample} missing:\n{}", lab.metrics());
+        }
+    }
+}

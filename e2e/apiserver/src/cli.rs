@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use ipnet::Ipv4Net;
+
+use crate::services::ServiceCidrs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -21,9 +22,10 @@ pub struct Args {
     /// Keep objects across restarts in this JSON file (rewritten after every change).
     #[arg(long)]
     pub state_file: Option<PathBuf>,
-    /// ClusterIP range.
+    /// ClusterIP range, or two comma-separated ranges of different families for a dual-stack cluster (the
+    /// first is the default family), like kube-apiserver's `--service-cluster-ip-range`.
     #[arg(long, default_value = "10.96.0.0/16")]
-    pub service_cidr: Ipv4Net,
+    pub service_cidr: ServiceCidrs,
     /// NodePort range, `A-B` inclusive.
     #[arg(long, default_value = "30000-32767", value_parser = parse_range)]
     pub nodeport_range: (u16, u16),

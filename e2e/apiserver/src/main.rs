@@ -42,7 +42,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = cli::Args::parse();
     let cfg = services::ServiceConfig {
-        cidr: args.service_cidr,
+        cidrs: args.service_cidr,
         node_ports: args.nodeport_range,
     };
     let store = store::Store::open(args.state_file.clone(), cfg)?;

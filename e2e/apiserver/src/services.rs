@@ -1,23 +1,28 @@
 //! Service semantics the real apiserver implements itself: defaulting, validation, ClusterIP allocation from
-//! the service CIDR, NodePort and healthCheckNodePort allocation from the node-port range, and release of those
-//! values on delete or type change (allocations are derived from the stored Services, so release is implicit).
+//! the service CIDRs (one per family, see [`cluster_ips`]), NodePort and healthCheckNodePort allocation from
+//! the node-port range, and release of those values on delete or type change (allocations are derived from
+//! the stored Services, so release is implicit).
+
+mod cluster_ips;
+mod ranges;
 
 use std::collections::HashSet;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
-use ipnet::Ipv4Net;
 use serde_json::{Map, Value, json};
+
+pub use ranges::ServiceCidrs;
 
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
-    pub cidr: Ipv4Net,
+    pub cidrs: ServiceCidrs,
     pub node_ports: (u16, u16),
 }
 
 impl Default for ServiceConfig {
     fn default() -> Self {
         Self {
-            cidr: Ipv4Net::new(Ipv4Addr::new(10, 96, 0, 0), 16).unwrap_or_default(),
+            cidrs: ServiceCidrs::default(),
             node_ports: (30000, 32767),
         }
     }
@@ -26,11 +31,11 @@ impl Default for ServiceConfig {
 /// Values held by stored Services, maintained on every commit.
 #[derive(Debug, Default)]
 pub struct Allocations {
-    ips: HashSet<Ipv4Addr>,
+    ips: HashSet<IpAddr>,
     ports: HashSet<u16>,
 }
 
-fn held(svc: &Value) -> (Vec<Ipv4Addr>, Vec<u16>) {
+fn held(svc: &Value) -> (Vec<IpAddr>, Vec<u16>) {
     let spec = svc.get("spec");
     let ips = spec
         .and_then(|s| s.get("clusterIPs"))
@@ -84,7 +89,7 @@ pub fn admit(
     svc: &mut Value,
     old: Option<&Value>,
 ) -> Result<(), Causes> {
-    let (old_ips, old_ports) = old.map(held).unwrap_or_default();
+    let (_, old_ports) = old.map(held).unwrap_or_default();
     let mut causes: Causes = Vec::new();
     let mut bad = |f: &str, m: String| causes.push((f.to_string(), m));
     if !svc.get("spec").is_some_and(Value::is_object) {
@@ -154,46 +159,15 @@ pub fn admit(
             spec.remove(k);
         }
     } else {
-        // ClusterIP: keep the allocated one on update, honour a requested one, else allocate.
-        let requested = match s(spec, "clusterIP").as_str() {
-            "" => spec
-                .get("clusterIPs")
-                .and_then(|a| a.get(0))
-                .and_then(Value::as_str)
-                .map(String::from)
-                .unwrap_or_default(),
-            x => x.to_string(),
-        };
-        let old_ip = old_spec.map(|o| {
-            o.get("clusterIP")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        });
-        let ip = match (requested.as_str(), old_ip.as_deref()) {
-            ("", Some(o)) if !o.is_empty() => Ok(o.to_string()),
-            (r, Some(o)) if !o.is_empty() && r != o => Err((
-                "spec.clusterIPs[0]".to_string(),
-                "may not change once set".to_string(),
-            )),
-            ("None", _) => Ok("None".to_string()),
-            ("", _) => allocate_ip(cfg, alloc).ok_or_else(|| {
-                (
-                    "spec.clusterIPs".to_string(),
-                    "failed to allocate IP: range is full".to_string(),
-                )
-            }),
-            (r, _) => check_ip(cfg, alloc, &old_ips, r),
-        };
-        match ip {
-            Ok(ip) => {
-                spec.insert("clusterIP".into(), json!(ip));
-                spec.insert("clusterIPs".into(), json!([ip]));
-            }
-            Err((f, m)) => bad(&f, m),
+        // Old Services of type ExternalName held no IPs: becoming another type allocates as a create does.
+        let old_ips = old_spec
+            .and_then(Value::as_object)
+            .map(|o| (o, o.get("type").and_then(Value::as_str).unwrap_or("ClusterIP")))
+            .filter(|(_, t)| *t != "ExternalName")
+            .map(|(spec, ty)| cluster_ips::Old { spec, ty });
+        if let Err(c) = cluster_ips::admit(&cfg.cidrs, alloc, spec, &ty, old_ips) {
+            c.into_iter().for_each(|(f, m)| bad(&f, m));
         }
-        spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
-        spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
         match s(spec, "internalTrafficPolicy").as_str() {
             "" => {
                 spec.insert("internalTrafficPolicy".into(), json!("Cluster"));
@@ -349,54 +323,6 @@ pub fn admit(
         spec.remove("healthCheckNodePort");
     }
     if causes.is_empty() { Ok(()) } else { Err(causes) }
-}
-
-/// Dynamic allocations start above a static band (as upstream does), so well-known requested
-/// addresses such as .10 for DNS stay free.
-fn allocate_ip(cfg: &ServiceConfig, alloc: &Allocations) -> Option<String> {
-    let base = u32::from(cfg.cidr.network());
-    let size = 1u64 << (32 - u32::from(cfg.cidr.prefix_len()));
-    if size < 4 {
-        return None;
-    }
-    let usable = size - 2;
-    let band = (usable / 16).clamp(16, 256).min(usable / 2);
-    (0..usable)
-        .map(|i| 1 + (band + i) % usable)
-        .map(|off| Ipv4Addr::from(base + off as u32))
-        .find(|ip| !alloc.ips.contains(ip))
-        .map(|ip| ip.to_string())
-}
-
-fn check_ip(
-    cfg: &ServiceConfig,
-    alloc: &Allocations,
-    own: &[Ipv4Addr],
-    r: &str,
-) -> Result<String, (String, String)> {
-    let field = "spec.clusterIPs[0]".to_string();
-    let ip: Ipv4Addr = r.parse().map_err(|_| {
-        (
-            field.clone(),
-            format!("Invalid value: \"{r}\": must be a valid IP address"),
-        )
-    })?;
-    if !cfg.cidr.contains(&ip) || ip == cfg.cidr.network() || ip == cfg.cidr.broadcast() {
-        return Err((
-            field,
-            format!(
-                "Invalid value: \"{r}\": provided IP is not in the valid range. The range of valid IPs is {}",
-                cfg.cidr
-            ),
-        ));
-    }
-    if alloc.ips.contains(&ip) && !own.contains(&ip) {
-        return Err((
-            field,
-            format!("Invalid value: \"{r}\": provided IP is already allocated"),
-        ));
-    }
-    Ok(ip.to_string())
 }
 
 fn allocate_port(cfg: &ServiceConfig, alloc: &Allocations, taken: &HashSet<u16>) -> Option<u16> {

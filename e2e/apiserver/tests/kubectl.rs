@@ -240,6 +240,98 @@ fn create_services_allocates_cluster_ips_and_node_ports() {
 }
 
 #[test]
+fn dual_stack_services_from_kubectl() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&["--service-cidr", "10.123.0.0/24,fd00:123::/120"]);
+    s.kubectl_ok(&["create", "service", "clusterip", "x", "--tcp=80"]);
+    let get = |name: &str| {
+        s.kubectl_ok(&[
+            "get",
+            "svc",
+            name,
+            "-o",
+            "jsonpath={.spec.ipFamilyPolicy}|{.spec.ipFamilies[*]}|{.spec.clusterIP}|{.spec.clusterIPs[*]}",
+        ])
+    };
+    assert_eq!(get("x"), "SingleStack|IPv4|10.123.0.17|10.123.0.17");
+    // Upgrading keeps the IPv4 address and adds one from the IPv6 range.
+    s.kubectl_ok(&[
+        "patch",
+        "svc",
+        "x",
+        "-p",
+        r#"{"spec":{"ipFamilyPolicy":"PreferDualStack"}}"#,
+    ]);
+    assert_eq!(
+        get("x"),
+        "PreferDualStack|IPv4 IPv6|10.123.0.17|10.123.0.17 fd00:123::11"
+    );
+    // IPv6 first, as requested.
+    let file = s.write(
+        "v6first.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: v6first}\nspec:\n  ipFamilyPolicy: RequireDualStack\n  ipFamilies: [IPv6]\n  ports: [{port: 80}]\n",
+    );
+    s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    assert_eq!(
+        get("v6first"),
+        "RequireDualStack|IPv6 IPv4|fd00:123::12|fd00:123::12 10.123.0.18"
+    );
+    // Downgrading releases the secondary address: the next Service gets it.
+    s.kubectl_ok(&[
+        "patch",
+        "svc",
+        "x",
+        "-p",
+        r#"{"spec":{"ipFamilyPolicy":"SingleStack"}}"#,
+    ]);
+    assert_eq!(get("x"), "SingleStack|IPv4|10.123.0.17|10.123.0.17");
+    s.kubectl_ok(&["create", "service", "clusterip", "z", "--tcp=80"]);
+    s.kubectl_ok(&[
+        "patch",
+        "svc",
+        "z",
+        "-p",
+        r#"{"spec":{"ipFamilyPolicy":"RequireDualStack"}}"#,
+    ]);
+    assert_eq!(
+        get("z"),
+        "RequireDualStack|IPv4 IPv6|10.123.0.19|10.123.0.19 fd00:123::11"
+    );
+    // The primary address cannot change.
+    let out = s.kubectl(&[
+        "patch",
+        "svc",
+        "z",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"clusterIPs":["10.123.0.19","fd00:123::99"]}}"#,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("spec.clusterIPs[1]: may not change once set"),
+        "{err}"
+    );
+
+    // A single-stack cluster refuses RequireDualStack, naming the field.
+    let single = Server::start(&["--service-cidr", "10.124.0.0/24"]);
+    let file = single.write(
+        "require.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: req}\nspec:\n  ipFamilyPolicy: RequireDualStack\n  ports: [{port: 80}]\n",
+    );
+    let out = single.kubectl(&["apply", "-f", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("spec.ipFamilyPolicy")
+            && err.contains("not configured for dual-stack services"),
+        "{err}"
+    );
+}
+
+#[test]
 fn patch_merge_and_json_and_label_selectors() {
     if !kubectl_available() {
         return;

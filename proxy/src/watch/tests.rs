@@ -8,7 +8,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::*;
 use crate::changes::trigger_time;
-use crate::model::{ModelCache, ProxyState};
+use crate::model::{Family, ModelCache, ProxyState};
 
 const SERVICE: &str = r#"
 metadata:
@@ -159,4 +159,26 @@ status:
     );
     assert_eq!(t.spec, node.spec);
     assert_eq!(t.metadata.labels, node.metadata.labels);
+}
+
+#[test]
+fn changes_are_queued_for_every_family_health_tracks_including_ipv6_added_later() {
+    let (metrics, _registry) = Metrics::new();
+    let health = Health::new(std::time::Duration::from_secs(60), vec![Family::V4]);
+    let sink = Sink {
+        changes: Arc::default(),
+        trigger: Trigger::default(),
+        health: Arc::clone(&health),
+        metrics: Arc::clone(&metrics),
+    };
+    // The daemon adds IPv6 once the Node is known, after the watches (and their sinks) started.
+    health.add_family(Family::V6);
+    sink.record(Changes::other_changed);
+    for f in [Family::V4, Family::V6] {
+        let queued = metrics
+            .last_queued_timestamp
+            .get_or_create(&family_labels(f))
+            .get();
+        assert!(queued > 0.0, "{f:?}: last queued timestamp not set");
+    }
 }

@@ -56,6 +56,22 @@ impl Api<'_> {
         );
     }
 
+    /// A dual-stack Node: both InternalIPs, both pod CIDRs (the bridge's subnets).
+    pub fn create_dual_stack_node(&self, name: &str, ip: &str, ip6: &str) {
+        self.create(
+            "/api/v1/nodes",
+            &json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24", "fd00:10:244:1::/64"]},
+                "status": {"addresses": [
+                    {"type": "InternalIP", "address": ip},
+                    {"type": "InternalIP", "address": ip6}
+                ]}
+            }),
+        );
+    }
+
     /// Creates a Service in `default` from a spec; returns the stored object (allocated IPs/ports).
     pub fn service(&self, name: &str, spec: Value) -> Value {
         self.create(
@@ -76,7 +92,13 @@ impl Api<'_> {
         );
     }
 
-    fn slice_body(service: &str, slice: &str, ports: &[(&str, &str)], eps: &[Ep<'_>]) -> Value {
+    fn slice_body(
+        service: &str,
+        slice: &str,
+        address_type: &str,
+        ports: &[(&str, &str)],
+        eps: &[Ep<'_>],
+    ) -> Value {
         json!({
             "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {
@@ -84,7 +106,7 @@ impl Api<'_> {
                 "labels": {"kubernetes.io/service-name": service, "endpointslice.kubernetes.io/managed-by": "svcnet-test"},
                 "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": now_rfc3339()}
             },
-            "addressType": "IPv4",
+            "addressType": address_type,
             "endpoints": eps.iter().map(|(ip, ready, node)| json!({
                 "addresses": [ip],
                 "conditions": {"ready": ready, "serving": ready, "terminating": false},
@@ -99,7 +121,7 @@ impl Api<'_> {
         let slice = format!("{service}-1");
         self.create(
             "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
-            &Self::slice_body(service, &slice, ports, eps),
+            &Self::slice_body(service, &slice, "IPv4", ports, eps),
         );
     }
 
@@ -108,7 +130,26 @@ impl Api<'_> {
         let slice = format!("{service}-1");
         self.put(
             &format!("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/{slice}"),
-            &Self::slice_body(service, &slice, ports, eps),
+            &Self::slice_body(service, &slice, "IPv4", ports, eps),
+        );
+    }
+
+    /// Creates the IPv6 EndpointSlice `<service>-v6` (the endpoint-slice controller writes one slice per
+    /// address family).
+    pub fn slice_v6(&self, service: &str, ports: &[(&str, &str)], eps: &[Ep<'_>]) {
+        let slice = format!("{service}-v6");
+        self.create(
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+            &Self::slice_body(service, &slice, "IPv6", ports, eps),
+        );
+    }
+
+    /// Replaces the endpoints of `<service>-v6`.
+    pub fn update_slice_v6(&self, service: &str, ports: &[(&str, &str)], eps: &[Ep<'_>]) {
+        let slice = format!("{service}-v6");
+        self.put(
+            &format!("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/{slice}"),
+            &Self::slice_body(service, &slice, "IPv6", ports, eps),
         );
     }
 }
@@ -125,6 +166,14 @@ fn now_rfc3339() -> String {
 /// The ClusterIP of a created Service.
 pub fn cluster_ip(svc: &Value) -> String {
     svc["spec"]["clusterIP"].as_str().expect("clusterIP").to_string()
+}
+
+/// `clusterIPs[i]` of a created Service.
+pub fn cluster_ip_at(svc: &Value, i: usize) -> String {
+    svc["spec"]["clusterIPs"][i]
+        .as_str()
+        .expect("clusterIPs[i]")
+        .to_string()
 }
 
 /// The nodePort of the first port of a created Service.

@@ -2,7 +2,8 @@
 //! [`main`]; the lab runs `ip netns exec NS <this test binary> --exact helper --ignored --nocapture`
 //! with `SVCNET_HELPER` set:
 //! - `serve`: answer `"<SVCNET_NAME> <peer ip>\n"` to every TCP connection and UDP datagram on
-//!   port 8080 (a tiny serve_hostname);
+//!   port 8080 (a tiny serve_hostname), on `0.0.0.0` and, with `SVCNET_IPV6=1`, also on `[::]` (the lab
+//!   makes such pods' `[::]` sockets IPv6-only, so the IPv4 listeners are the same as without it);
 //! - `client`: `SVCNET_PROTO` tcp|udp, `SVCNET_ADDR` ip:port, `SVCNET_COUNT` attempts, optional
 //!   `SVCNET_BIND` source ip or ip:port (UDP only); prints one `@@ <reply>` or `@@ ERR <kind>` line per attempt;
 //! - `http`: one HTTP/1.1 request (`SVCNET_METHOD`, `SVCNET_URL` = http://ip:port/path,
@@ -21,27 +22,43 @@ const TIMEOUT: Duration = Duration::from_millis(1500);
 /// Entry point of the `helper` test: does nothing unless `SVCNET_HELPER` is set.
 pub fn main() {
     match std::env::var("SVCNET_HELPER").as_deref() {
-        Ok("serve") => serve(&std::env::var("SVCNET_NAME").unwrap_or_default()),
+        Ok("serve") => serve(
+            &std::env::var("SVCNET_NAME").unwrap_or_default(),
+            std::env::var("SVCNET_IPV6").is_ok_and(|v| v == "1"),
+        ),
         Ok("client") => client(),
         Ok("http") => http_main(),
         _ => {}
     }
 }
 
-fn serve(name: &str) {
-    let tcp = TcpListener::bind(("0.0.0.0", POD_PORT)).expect("bind tcp");
-    let udp = UdpSocket::bind(("0.0.0.0", POD_PORT)).expect("bind udp");
-    let n = name.to_string();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 1500];
-        while let Ok((_, peer)) = udp.recv_from(&mut buf) {
-            let _ = udp.send_to(format!("{n} {}\n", peer.ip()).as_bytes(), peer);
-        }
-    });
-    for stream in tcp.incoming().flatten() {
-        let mut s = stream;
-        let peer = s.peer_addr().map(|p| p.ip().to_string()).unwrap_or_default();
-        let _ = s.write_all(format!("{name} {peer}\n").as_bytes());
+fn serve(name: &str, ipv6: bool) {
+    let mut addrs = vec![SocketAddr::from(([0, 0, 0, 0], POD_PORT))];
+    if ipv6 {
+        addrs.push(SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, POD_PORT)));
+    }
+    let mut threads = Vec::new();
+    for addr in addrs {
+        let tcp = TcpListener::bind(addr).expect("bind tcp");
+        let udp = UdpSocket::bind(addr).expect("bind udp");
+        let n = name.to_string();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 1500];
+            while let Ok((_, peer)) = udp.recv_from(&mut buf) {
+                let _ = udp.send_to(format!("{n} {}\n", peer.ip()).as_bytes(), peer);
+            }
+        });
+        let n = name.to_string();
+        threads.push(std::thread::spawn(move || {
+            for stream in tcp.incoming().flatten() {
+                let mut s = stream;
+                let peer = s.peer_addr().map(|p| p.ip().to_string()).unwrap_or_default();
+                let _ = s.write_all(format!("{n} {peer}\n").as_bytes());
+            }
+        }));
+    }
+    for t in threads {
+        let _ = t.join();
     }
 }
 
@@ -97,7 +114,12 @@ fn tcp_once(addr: SocketAddr, bind: Option<SocketAddr>) -> std::io::Result<Strin
 }
 
 fn udp_once(addr: SocketAddr, bind: Option<SocketAddr>) -> std::io::Result<String> {
-    let local = bind.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let any: std::net::IpAddr = if addr.is_ipv6() {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    };
+    let local = bind.unwrap_or_else(|| SocketAddr::new(any, 0));
     let s = UdpSocket::bind(local)?;
     s.set_read_timeout(Some(TIMEOUT))?;
     s.send_to(b"ping", addr)?;
@@ -120,11 +142,12 @@ fn helper_command(ns: &Netns) -> std::process::Command {
     c
 }
 
-/// Starts the hostname server in a pod namespace.
-pub fn spawn_server(ns: &Netns, name: &str) -> Proc {
+/// Starts the hostname server in a pod namespace (also on IPv6 with `ipv6`).
+pub fn spawn_server(ns: &Netns, name: &str, ipv6: bool) -> Proc {
     let child = helper_command(ns)
         .env("SVCNET_HELPER", "serve")
         .env("SVCNET_NAME", name)
+        .env("SVCNET_IPV6", if ipv6 { "1" } else { "0" })
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

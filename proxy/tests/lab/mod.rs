@@ -7,6 +7,11 @@
 //!                                            └── br0 ──veth── pod netns pod1 10.244.1.10, pod2 .11, ...
 //! ```
 //!
+//! With [`Opts::ipv6`] the lab is dual-stack: the same links also carry ULA IPv6 addresses (client
+//! fd00:172:30::10, node fd00:172:30::2, br0 fd00:10:244:1::1/64, pods fd00:10:244:1::10, ::11, ...), the
+//! Node lists both InternalIPs and podCIDRs, the API stand-in allocates from an IPv4 and an IPv6 service
+//! range and the proxy gets both cluster CIDRs.
+//!
 //! Nothing is connected to the root namespace: the API stand-in runs inside the node namespace and the
 //! test talks to it through a helper process run there. Pods and the client run this test binary itself in helper
 //! mode (see [`helper`]): pods serve "<name> <peer ip>" over TCP and UDP port 8080; the client connects
@@ -34,6 +39,11 @@ pub const NODE_IP: &str = "172.30.0.2";
 pub const CLIENT_IP: &str = "172.30.0.10";
 pub const CLIENT_IP2: &str = "172.30.0.11";
 pub const BRIDGE_IP: &str = "10.244.1.1";
+pub const NODE_IP6: &str = "fd00:172:30::2";
+pub const CLIENT_IP6: &str = "fd00:172:30::10";
+pub const BRIDGE_IP6: &str = "fd00:10:244:1::1";
+/// Service ranges of a dual-stack lab (IPv4 first, the cluster's default family).
+pub const SERVICE_CIDRS_DUAL: &str = "10.96.0.0/16,fd00:10:96::/108";
 pub const API_PORT: u16 = 6443;
 pub const POD_PORT: u16 = 8080;
 
@@ -59,10 +69,11 @@ impl Drop for Proc {
     }
 }
 
-/// A pod: its namespace and its IP.
+/// A pod: its namespace and its IP (and IPv6 address in a dual-stack lab).
 pub struct Pod {
     pub name: String,
     pub ip: String,
+    pub ip6: Option<String>,
     pub ns: Netns,
 }
 
@@ -77,6 +88,8 @@ pub struct Opts {
     pub extra_args: Vec<String>,
     /// Commands run in the node namespace before the proxy starts (foreign rules).
     pub before_proxy: Vec<Vec<String>>,
+    /// Dual-stack lab (see the module docs); IPv4 only otherwise.
+    pub ipv6: bool,
 }
 
 impl Default for Opts {
@@ -88,6 +101,7 @@ impl Default for Opts {
             path_prefix: None,
             extra_args: vec![],
             before_proxy: vec![],
+            ipv6: false,
         }
     }
 }
@@ -190,18 +204,30 @@ impl Lab {
             opts: opts.clone(),
         };
         net::wire_node_and_client(&lab.node, &lab.client);
+        if opts.ipv6 {
+            net::wire_node_and_client_v6(&lab.node, &lab.client);
+        }
         for i in 0..opts.pods {
             let name = format!("pod{}", i + 1);
             let ip = format!("10.244.1.{}", 10 + i);
+            // Same digits as the IPv4 address, for readable logs.
+            let ip6 = opts.ipv6.then(|| format!("fd00:10:244:1::{}", 10 + i));
             let ns = Netns::new(&format!("{tag}-p{}", i + 1)).expect("pod netns");
             net::wire_pod(&lab.node, &ns, i, &ip);
-            let server = helper::spawn_server(&ns, &name);
+            if let Some(ip6) = &ip6 {
+                net::wire_pod_v6(&ns, ip6);
+            }
+            let server = helper::spawn_server(&ns, &name, ip6.is_some());
             lab.servers.push(server);
-            lab.pods.push(Pod { name, ip, ns });
+            lab.pods.push(Pod { name, ip, ip6, ns });
         }
         std::fs::create_dir_all(lab.payload_dir()).expect("payload dir");
         lab.start_apiserver();
-        lab.api().create_node(NODE, NODE_IP);
+        if opts.ipv6 {
+            lab.api().create_dual_stack_node(NODE, NODE_IP, NODE_IP6);
+        } else {
+            lab.api().create_node(NODE, NODE_IP);
+        }
         for cmd in &opts.before_proxy {
             let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
             lab.node.ok(&args);
@@ -238,6 +264,11 @@ impl Lab {
                 "--bookmark-interval-ms",
                 "1000",
             ])
+            .args(if self.opts.ipv6 {
+                &["--service-cidr", SERVICE_CIDRS_DUAL][..]
+            } else {
+                &[]
+            })
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
@@ -280,7 +311,11 @@ impl Lab {
             "--hostname-override",
             NODE,
             "--cluster-cidr",
-            "10.244.0.0/16",
+            if self.opts.ipv6 {
+                "10.244.0.0/16,fd00:10:244::/56"
+            } else {
+                "10.244.0.0/16"
+            },
             "--iptables-min-sync-period",
             self.opts.min_sync,
             "--iptables-sync-period",
@@ -346,6 +381,11 @@ impl Lab {
     /// iptables-save of the node (all tables).
     pub fn save(&self) -> String {
         self.node.ok(&["iptables-save"])
+    }
+
+    /// ip6tables-save of the node (all tables).
+    pub fn save6(&self) -> String {
+        self.node.ok(&["ip6tables-save"])
     }
 
     /// Payload files written so far, sorted: (file name, content).

@@ -2,7 +2,7 @@ use super::*;
 
 fn cfg() -> ServiceConfig {
     ServiceConfig {
-        cidr: "10.0.0.0/24".parse().unwrap(),
+        cidrs: "10.0.0.0/24".parse().unwrap(),
         node_ports: (30000, 30002),
     }
 }
