@@ -209,39 +209,6 @@ fn builtin_cols(rt: &ResourceType) -> Vec<Col> {
             priority: 0,
             cell: |o| json!(s(o, "/status/phase")),
         }],
-        ("discovery.k8s.io", "endpointslices") => vec![
-            Col {
-                name: "AddressType",
-                ty: "string",
-                priority: 0,
-                cell: |o| json!(s(o, "/addressType")),
-            },
-            Col {
-                name: "Endpoints",
-                ty: "string",
-                priority: 0,
-                cell: |o| {
-                    let a: Vec<String> = o
-                        .get("endpoints")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .flat_map(|e| {
-                            e.get("addresses")
-                                .and_then(Value::as_array)
-                                .cloned()
-                                .unwrap_or_default()
-                        })
-                        .filter_map(|a| a.as_str().map(String::from))
-                        .collect();
-                    json!(if a.is_empty() {
-                        "<unset>".into()
-                    } else {
-                        a.join(",")
-                    })
-                },
-            },
-        ],
         ("", "events") => vec![
             Col {
                 name: "Type",

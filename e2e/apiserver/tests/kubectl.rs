@@ -598,6 +598,17 @@ subsets:
 apiVersion: v1
 kind: Endpoints
 metadata: {name: empty}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-abc, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.64.2.11], conditions: {ready: true}}
+- {addresses: [10.64.1.10], conditions: {ready: true}}
+- {addresses: [10.64.1.12], conditions: {ready: false, serving: true, terminating: true}}
+- {addresses: [10.64.1.13], conditions: {ready: true}}
 "#;
 
 const RUNNING: &str = r#"{"status":{"phase":"Running","podIP":"10.64.1.10","podIPs":[{"ip":"10.64.1.10"}],
@@ -618,7 +629,7 @@ fn cells(out: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// `kubectl get pod -o wide` and `get endpoints` print upstream's columns, and a pod held by a finalizer
+/// `kubectl get pod -o wide`, `get endpoints` and `get endpointslices` print upstream's columns, and a pod held by a finalizer
 /// after its deletion shows `Terminating`.
 #[test]
 fn get_prints_kubectls_columns_for_pods_and_endpoints() {
@@ -695,6 +706,18 @@ fn get_prints_kubectls_columns_for_pods_and_endpoints() {
     assert_eq!(ep("web"), "10.64.2.11:8080,10.64.1.10:8080");
     assert_eq!(ep("many"), "10.0.0.1:1,10.0.0.2:1,10.0.0.1:2 + 1 more...");
     assert_eq!(ep("empty"), "<none>");
+    // Slices list every endpoint, terminating ones too.
+    let slices = cells(&s.kubectl_ok(&["get", "endpointslices"]));
+    assert_eq!(slices[0], ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]);
+    assert_eq!(
+        slices[1][..4],
+        [
+            "web-abc",
+            "IPv4",
+            "8080",
+            "10.64.2.11,10.64.1.10,10.64.1.12 + 1 more..."
+        ]
+    );
 
     // The walkthrough's command: every kind selected by the label, each with its own header.
     s.kubectl_ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]);

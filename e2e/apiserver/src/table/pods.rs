@@ -1,6 +1,7 @@
-//! kubectl's columns for pods and v1 Endpoints, after upstream's printPod and formatEndpoints (read for
-//! behaviour): READY counts ready running containers, STATUS is the phase unless a container or a
-//! deletion says otherwise, RESTARTS adds "(X ago)" after a restart, ENDPOINTS shows at most 3 `ip:port`.
+//! kubectl's columns for pods and the endpoints that list them (v1 Endpoints, EndpointSlices), after
+//! upstream's printPod, formatEndpoints and the discovery printers (read for behaviour): READY counts
+//! ready running containers, STATUS is the phase unless a container or a deletion says otherwise,
+//! RESTARTS adds "(X ago)" after a restart, endpoint lists show at most 3 items then how many more.
 //! Init containers are not considered (no kubelet runs any here).
 
 use serde_json::{Value, json};
@@ -110,6 +111,48 @@ fn readiness_gates(o: &Value) -> Value {
     json!(format!("{met}/{}", gates.len()))
 }
 
+/// At most 3 items, then ` + N more...`; `empty` when there are none.
+fn at_most_three(all: &[String], empty: &str) -> String {
+    const MAX: usize = 3;
+    if all.is_empty() {
+        return empty.to_string();
+    }
+    let shown = all.iter().take(MAX).cloned().collect::<Vec<_>>().join(",");
+    if all.len() > MAX {
+        format!("{shown} + {} more...", all.len() - MAX)
+    } else {
+        shown
+    }
+}
+
+/// An EndpointSlice's PORTS: each port's number (its name without one, `*` without either).
+fn slice_ports(o: &Value) -> Value {
+    let ports: Vec<String> = items(o, "/ports")
+        .iter()
+        .map(|p| {
+            match (
+                p.get("port").and_then(Value::as_i64),
+                p.get("name").and_then(Value::as_str),
+            ) {
+                (Some(n), _) => n.to_string(),
+                (None, Some(name)) => name.to_string(),
+                (None, None) => "*".to_string(),
+            }
+        })
+        .collect();
+    json!(at_most_three(&ports, "<unset>"))
+}
+
+/// An EndpointSlice's ENDPOINTS: every address of every endpoint (conditions do not matter).
+fn slice_endpoints(o: &Value) -> Value {
+    let addrs: Vec<String> = items(o, "/endpoints")
+        .iter()
+        .flat_map(|e| items(e, "/addresses"))
+        .filter_map(|a| a.as_str().map(String::from))
+        .collect();
+    json!(at_most_three(&addrs, "<unset>"))
+}
+
 /// The ENDPOINTS cell: `ip:port` for every port of every subset (the bare IP when a subset has no
 /// ports), at most 3 then ` + N more...`; `<none>` without subsets. Not-ready addresses are not shown.
 pub(super) fn endpoints_cell(o: &Value) -> Value {
@@ -137,13 +180,8 @@ pub(super) fn endpoints_cell(o: &Value) -> Value {
             }));
         }
     }
-    const MAX: usize = 3;
-    let shown = all.iter().take(MAX).cloned().collect::<Vec<_>>().join(",");
-    json!(if all.len() > MAX {
-        format!("{shown} + {} more...", all.len() - MAX)
-    } else {
-        shown
-    })
+    // Subsets holding only not-ready addresses leave the cell empty, as upstream.
+    json!(at_most_three(&all, ""))
 }
 
 const fn col(name: &'static str, ty: &'static str, priority: i64, cell: fn(&Value) -> Value) -> Col {
@@ -155,13 +193,13 @@ const fn col(name: &'static str, ty: &'static str, priority: i64, cell: fn(&Valu
     }
 }
 
-/// Columns for pods and endpoints, None for other kinds.
+/// Columns for pods, endpoints and endpoint slices, None for other kinds.
 pub(super) fn cols(rt: &ResourceType) -> Option<Vec<Col>> {
-    if !rt.group.is_empty() || rt.crd.is_some() {
+    if rt.crd.is_some() {
         return None;
     }
-    Some(match rt.plural.as_str() {
-        "pods" => vec![
+    Some(match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "pods") => vec![
             col("Ready", "string", 0, |o| json!(summary(o).ready)),
             col("Status", "string", 0, |o| json!(summary(o).status)),
             // A string upstream too: it carries the "(X ago)" of the last restart.
@@ -173,7 +211,12 @@ pub(super) fn cols(rt: &ResourceType) -> Option<Vec<Col>> {
             }),
             col("Readiness Gates", "string", 1, readiness_gates),
         ],
-        "endpoints" => vec![col("Endpoints", "string", 0, endpoints_cell)],
+        ("", "endpoints") => vec![col("Endpoints", "string", 0, endpoints_cell)],
+        ("discovery.k8s.io", "endpointslices") => vec![
+            col("AddressType", "string", 0, |o| json!(s(o, "/addressType"))),
+            col("Ports", "string", 0, slice_ports),
+            col("Endpoints", "string", 0, slice_endpoints),
+        ],
         _ => return None,
     })
 }

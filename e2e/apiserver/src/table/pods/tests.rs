@@ -89,3 +89,14 @@ fn endpoints_show_three_ip_ports_then_how_many_more() {
         ""
     );
 }
+
+#[test]
+fn endpoint_slices_show_ports_and_addresses_three_at_most() {
+    let s = json!({"addressType": "IPv4",
+        "ports": [{"name": "http", "port": 9376}, {"name": "named"}, {}, {"port": 53}],
+        "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": false}}, {"addresses": ["10.0.0.2"]}]});
+    assert_eq!(slice_ports(&s), "9376,named,* + 1 more...");
+    assert_eq!(slice_endpoints(&s), "10.0.0.1,10.0.0.2");
+    assert_eq!(slice_ports(&json!({})), "<unset>");
+    assert_eq!(slice_endpoints(&json!({"endpoints": []})), "<unset>");
+}
