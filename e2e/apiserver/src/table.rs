@@ -8,6 +8,7 @@ use crate::resources::ResourceType;
 use crate::time::{human_age, parse_rfc3339};
 
 mod more;
+mod pods;
 
 /// What each row's `object` holds (`includeObject` query parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +147,7 @@ fn builtin_cols(rt: &ResourceType) -> Vec<Col> {
     if rt.crd.is_some() {
         return Vec::new();
     }
-    if let Some(cols) = more::cols(rt) {
+    if let Some(cols) = more::cols(rt).or_else(|| pods::cols(rt)) {
         return cols;
     }
     match (rt.group.as_str(), rt.plural.as_str()) {
@@ -208,59 +209,6 @@ fn builtin_cols(rt: &ResourceType) -> Vec<Col> {
             priority: 0,
             cell: |o| json!(s(o, "/status/phase")),
         }],
-        ("", "pods") => vec![
-            Col {
-                name: "Status",
-                ty: "string",
-                priority: 0,
-                cell: |o| json!(s(o, "/status/phase")),
-            },
-            Col {
-                name: "IP",
-                ty: "string",
-                priority: 1,
-                cell: |o| json!(s(o, "/status/podIP")),
-            },
-            Col {
-                name: "Node",
-                ty: "string",
-                priority: 1,
-                cell: |o| json!(s(o, "/spec/nodeName")),
-            },
-        ],
-        ("discovery.k8s.io", "endpointslices") => vec![
-            Col {
-                name: "AddressType",
-                ty: "string",
-                priority: 0,
-                cell: |o| json!(s(o, "/addressType")),
-            },
-            Col {
-                name: "Endpoints",
-                ty: "string",
-                priority: 0,
-                cell: |o| {
-                    let a: Vec<String> = o
-                        .get("endpoints")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .flat_map(|e| {
-                            e.get("addresses")
-                                .and_then(Value::as_array)
-                                .cloned()
-                                .unwrap_or_default()
-                        })
-                        .filter_map(|a| a.as_str().map(String::from))
-                        .collect();
-                    json!(if a.is_empty() {
-                        "<unset>".into()
-                    } else {
-                        a.join(",")
-                    })
-                },
-            },
-        ],
         ("", "events") => vec![
             Col {
                 name: "Type",

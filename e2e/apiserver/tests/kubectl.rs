@@ -654,3 +654,190 @@ regarding: {{apiVersion: v1, kind: Service, name: web, namespace: default, uid: 
         "{events}"
     );
 }
+
+const PODS: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, labels: {app: web}, finalizers: [example.com/hold]}
+spec:
+  nodeName: node-1
+  containers:
+  - name: serve
+    image: serve:1
+    ports: [{containerPort: 8080, protocol: TCP}, {containerPort: 8080, protocol: UDP}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-2, labels: {app: web}}
+spec:
+  containers: [{name: serve, image: serve:1}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: web, labels: {app: web}}
+subsets:
+- addresses: [{ip: 10.64.2.11, nodeName: node-2}, {ip: 10.64.1.10, nodeName: node-1}]
+  notReadyAddresses: [{ip: 10.64.1.12, nodeName: node-1}]
+  ports: [{name: http, port: 8080, protocol: TCP}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: many}
+subsets:
+- addresses: [{ip: 10.0.0.1}, {ip: 10.0.0.2}]
+  ports: [{name: a, port: 1}, {name: b, port: 2}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: empty}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-abc, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.64.2.11], conditions: {ready: true}}
+- {addresses: [10.64.1.10], conditions: {ready: true}}
+- {addresses: [10.64.1.12], conditions: {ready: false, serving: true, terminating: true}}
+- {addresses: [10.64.1.13], conditions: {ready: true}}
+"#;
+
+const RUNNING: &str = r#"{"status":{"phase":"Running","podIP":"10.64.1.10","podIPs":[{"ip":"10.64.1.10"}],
+  "hostIP":"10.128.0.2","conditions":[{"type":"Ready","status":"True"},{"type":"ContainersReady","status":"True"}],
+  "containerStatuses":[{"name":"serve","ready":true,"restartCount":0,"state":{"running":{}}}]}}"#;
+
+/// Cells of each output line: kubectl separates columns by at least 3 spaces, and some headers have one
+/// (`NOMINATED NODE`).
+fn cells(out: &str) -> Vec<Vec<String>> {
+    out.lines()
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .collect()
+}
+
+/// `kubectl get pod -o wide`, `get endpoints` and `get endpointslices` print upstream's columns, and a pod held by a finalizer
+/// after its deletion shows `Terminating`.
+#[test]
+fn get_prints_kubectls_columns_for_pods_and_endpoints() {
+    if !kubectl_available() {
+        return;
+    }
+    let s = Server::start(&[]);
+    let f = s.write("pods.yaml", PODS);
+    s.kubectl_ok(&["apply", "-f", f.to_str().unwrap()]);
+    let args = [
+        "patch",
+        "pod",
+        "web-1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        RUNNING,
+    ];
+    s.kubectl_ok(&args);
+
+    let pods = cells(&s.kubectl_ok(&["get", "pod", "-o", "wide"]));
+    assert_eq!(
+        pods[0],
+        [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED NODE",
+            "READINESS GATES"
+        ]
+    );
+    let age = |row: &[String]| row[4].clone();
+    assert!(age(&pods[1]).ends_with('s'), "{pods:?}");
+    let mut web1 = pods[1].clone();
+    web1.remove(4);
+    assert_eq!(
+        web1,
+        [
+            "web-1",
+            "1/1",
+            "Running",
+            "0",
+            "10.64.1.10",
+            "node-1",
+            "<none>",
+            "<none>"
+        ]
+    );
+    // Unscheduled and without status: the stand-in resets a new pod's status to phase Pending.
+    let mut web2 = pods[2].clone();
+    web2.remove(4);
+    assert_eq!(
+        web2,
+        [
+            "web-2", "0/1", "Pending", "0", "<none>", "<none>", "<none>", "<none>"
+        ]
+    );
+    let narrow = cells(&s.kubectl_ok(&["get", "pod", "web-1"]));
+    assert_eq!(narrow[0], ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+
+    let eps = cells(&s.kubectl_ok(&["get", "endpoints"]));
+    assert_eq!(eps[0], ["NAME", "ENDPOINTS", "AGE"]);
+    let ep = |name: &str| {
+        eps.iter()
+            .find(|r| r[0] == name)
+            .map(|r| r[1].clone())
+            .unwrap_or_else(|| panic!("no row {name}: {eps:?}"))
+    };
+    // Ready addresses only, in the object's order; four pairs show as three and "+ 1 more...".
+    assert_eq!(ep("web"), "10.64.2.11:8080,10.64.1.10:8080");
+    assert_eq!(ep("many"), "10.0.0.1:1,10.0.0.2:1,10.0.0.1:2 + 1 more...");
+    assert_eq!(ep("empty"), "<none>");
+    // Slices list every endpoint, terminating ones too.
+    let slices = cells(&s.kubectl_ok(&["get", "endpointslices"]));
+    assert_eq!(slices[0], ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]);
+    assert_eq!(
+        slices[1][..4],
+        [
+            "web-abc",
+            "IPv4",
+            "8080",
+            "10.64.2.11,10.64.1.10,10.64.1.12 + 1 more..."
+        ]
+    );
+
+    // The walkthrough's command: every kind selected by the label, each with its own header.
+    s.kubectl_ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]);
+    let all = s.kubectl_ok(&["get", "pod,endpoints,service", "-o", "wide", "-l", "app=web"]);
+    for want in [
+        "pod/web-1",
+        "pod/web-2",
+        "endpoints/web",
+        "service/web",
+        "10.64.2.11:8080",
+        "app=web",
+    ] {
+        assert!(all.contains(want), "{want} missing:\n{all}");
+    }
+    assert!(!all.contains("endpoints/many"), "{all}");
+
+    // Deleting a pod that holds a finalizer: Terminating until the finalizer goes.
+    s.kubectl_ok(&["delete", "pod", "web-1", "--wait=false"]);
+    let pods = cells(&s.kubectl_ok(&["get", "pod", "web-1"]));
+    assert_eq!(pods[1][..4], ["web-1", "1/1", "Terminating", "0"]);
+    s.kubectl_ok(&[
+        "patch",
+        "pod",
+        "web-1",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    let left = s.kubectl(&["get", "pod", "web-1"]);
+    assert!(!left.status.success(), "{left:?}");
+}

@@ -139,6 +139,18 @@ impl Tools {
         show(&self.vpc, &format!("kubectl {}", args.join(" ")), &v, &[])
     }
 
+    /// The walkthrough's central command: the pods, their Endpoints and the Service, side by side.
+    fn listing(&self) -> Result<String> {
+        self.kubectl(&[
+            "get",
+            "pod,endpoints,service",
+            "-o",
+            "wide",
+            "-l",
+            "app=hostnames",
+        ])
+    }
+
     fn gcloud(&self, args: &[&str]) -> Result<String> {
         let mut v = vec!["gcloud"];
         v.extend_from_slice(args);
@@ -179,6 +191,39 @@ fn wait(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> R
     }
 }
 
+/// Waits until `n` Pods of hostnames are Running with an IP (the VPC agent writes them every 500 ms).
+fn wait_pods_running(st: &State, n: usize) -> Result<()> {
+    wait("the hostnames Pods", Duration::from_secs(30), || {
+        let pods = cluster::api(
+            st,
+            "GET",
+            "/api/v1/namespaces/default/pods?labelSelector=app%3Dhostnames",
+            None,
+        )?;
+        let items = pods["items"].as_array().cloned().unwrap_or_default();
+        Ok(items.len() == n
+            && items.iter().all(|p| {
+                p["status"]["phase"] == "Running"
+                    && p["status"]["podIP"].is_string()
+                    && p["metadata"]["deletionTimestamp"].is_null()
+            }))
+    })
+}
+
+/// Waits until the hostnames Endpoints lists `n` addresses (written next to the EndpointSlice).
+fn wait_endpoints(st: &State, n: usize) -> Result<()> {
+    wait("the hostnames Endpoints", Duration::from_secs(30), || {
+        let ep = cluster::api(st, "GET", "/api/v1/namespaces/default/endpoints/hostnames", None)?;
+        let ready = ep["subsets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| s["addresses"].as_array().map_or(0, Vec::len))
+            .sum::<usize>();
+        Ok(ready == n)
+    })
+}
+
 /// GET from the client namespace with this binary (no curl needed); the pod's answer.
 fn fetch(st: &State, url: &str) -> Result<String> {
     let (code, body) = http::request_in(&st.client(), "GET", url, "text/plain", "")?;
@@ -205,6 +250,8 @@ fn walkthrough(dir: &Path) -> Result<()> {
     step("Deploy hostnames (1 replica, port 9376): no Service yet");
     println!("$ svcnet-lab run hostnames --replicas 1 --port 9376");
     pods::scale(dir, "hostnames", 1, Some(9376), Duration::ZERO)?;
+    wait_pods_running(&st, 1)?;
+    t.kubectl(&["get", "pod", "-o", "wide", "-l", "app=hostnames"])?;
 
     step("ClusterIP Service: kube-proxy's KUBE-SVC / KUBE-SEP chains on the node");
     t.kubectl(&["create", "service", "clusterip", "hostnames", "--tcp=80:9376"])?;
@@ -217,7 +264,10 @@ fn walkthrough(dir: &Path) -> Result<()> {
             Ok(out.contains("KUBE-SEP") && out.contains("default/hostnames"))
         },
     )?;
-    t.kubectl(&["get", "svc,endpointslices", "-o", "wide", "-l", "app=hostnames"])?;
+    wait_endpoints(&st, 1)?;
+    t.listing()?;
+    println!("# kube-proxy reads the same endpoints from the EndpointSlice:");
+    t.kubectl(&["get", "endpointslices", "-l", "app=hostnames"])?;
     node_rules(&st, 0, "default/hostnames")?;
 
     step("Scale to 2: the first endpoint is chosen with probability 0.5");
@@ -231,6 +281,9 @@ fn walkthrough(dir: &Path) -> Result<()> {
             Ok(out.contains("--probability 0.5"))
         },
     )?;
+    wait_pods_running(&st, 2)?;
+    wait_endpoints(&st, 2)?;
+    t.listing()?;
     node_rules(&st, 0, "default/hostnames")?;
 
     step("NodePort: reachable from outside only once a GCE firewall rule allows it");
@@ -241,6 +294,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
         "-p",
         "{\"spec\":{\"type\":\"NodePort\"}}",
     ])?;
+    t.listing()?;
     let port = t.kubectl(&[
         "get",
         "svc",
@@ -302,7 +356,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
             .to_owned();
         Ok(!lb_ip.is_empty())
     })?;
-    t.kubectl(&["get", "svc", "hostnames", "-o", "wide"])?;
+    t.listing()?;
     t.gcloud(&["compute", "firewall-rules", "list"])?;
     t.gcloud(&["compute", "forwarding-rules", "list"])?;
     t.gcloud(&["compute", "target-pools", "list"])?;

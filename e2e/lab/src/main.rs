@@ -11,6 +11,7 @@ mod http;
 mod manifest;
 mod netns;
 mod nodes;
+mod pod_objects;
 mod pods;
 mod procs;
 mod state;

@@ -7,7 +7,8 @@
 //!   as GCE does);
 //! - firewall rules -> filter rules on traffic from outside (`client`) toward the nodes ([`firewall`]).
 //!
-//! It also plays the endpoint controller for the lab's pods ([`crate::endpoints`]).
+//! It also writes the lab's pods as Pod objects ([`crate::pod_objects`]) and plays the endpoint
+//! controllers for them ([`crate::endpoints`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -17,7 +18,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State};
-use crate::{cluster, endpoints, firewall, http, netns};
+use crate::{cluster, endpoints, firewall, http, netns, pod_objects};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.
 const PROTO: &str = "99";
@@ -52,6 +53,9 @@ pub fn agent(dir: &Path) -> Result<()> {
         };
         if let Err(e) = tick(&st, &mut last_fw) {
             eprintln!("vpc agent: {e:#}");
+        }
+        if let Err(e) = pod_objects::tick(&st) {
+            eprintln!("pods: {e:#}");
         }
         if let Err(e) = ep.tick(&st) {
             eprintln!("endpoints: {e:#}");

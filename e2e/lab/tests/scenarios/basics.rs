@@ -1,7 +1,7 @@
 //! The walkthrough's steps and the Service features: ClusterIP across nodes, NodePort behind the GCE
 //! firewall, the LB IP, the CloudLoadBalancer row, UDP, session affinity, source ranges, ETP Local.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::json;
@@ -34,10 +34,68 @@ pub fn cluster_ip_across_nodes(c: &dyn Cluster) -> Hostnames {
         pod_names(c, "hostnames"),
         "answers are not the Service's pods"
     );
+    kubectl_shows_pods_and_endpoints(c, "hostnames", 9376);
     Hostnames {
         cluster_ip,
         node_port,
         pods,
+    }
+}
+
+/// The walkthrough's `kubectl get pod,endpoints,service -o wide -l app=<app>` (the real kubectl): each
+/// pod the cluster made is a Running 1/1 row with its IP and node, and the Endpoints named like the
+/// Service lists every pod IP with the target port.
+pub fn kubectl_shows_pods_and_endpoints(c: &dyn Cluster, app: &str, target_port: u16) {
+    let made = c.pods(app);
+    assert_eq!(made.len(), 2, "{made:?}");
+    let want_pods: BTreeSet<Vec<String>> = made
+        .iter()
+        .map(|(name, ip, node)| {
+            [&format!("pod/{name}"), "1/1", "Running", "0", ip, node]
+                .map(str::to_owned)
+                .to_vec()
+        })
+        .collect();
+    let want_eps: BTreeSet<String> = made
+        .iter()
+        .map(|(_, ip, _)| format!("{ip}:{target_port}"))
+        .collect();
+    let sel = format!("app={app}");
+    let args = ["get", "pod,endpoints,service", "-o", "wide", "-l", &sel];
+    let start = std::time::Instant::now();
+    loop {
+        let out = c.kubectl(&args).unwrap_or_else(|e| e);
+        let rows: Vec<BTreeMap<String, String>> = kubectl_tables(&out).into_iter().flatten().collect();
+        let cell = |r: &BTreeMap<String, String>, k: &str| r.get(k).cloned().unwrap_or_default();
+        let pods: BTreeSet<Vec<String>> = rows
+            .iter()
+            .filter(|r| cell(r, "NAME").starts_with("pod/"))
+            .map(|r| {
+                ["NAME", "READY", "STATUS", "RESTARTS", "IP", "NODE"]
+                    .map(|k| cell(r, k))
+                    .to_vec()
+            })
+            .collect();
+        let eps: BTreeSet<String> = rows
+            .iter()
+            .filter(|r| cell(r, "NAME") == format!("endpoints/{app}"))
+            .flat_map(|r| {
+                cell(r, "ENDPOINTS")
+                    .split(',')
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let svc = rows.iter().any(|r| cell(r, "NAME") == format!("service/{app}"));
+        // The agent writes every 500 ms: give it a few rounds before judging.
+        if (pods == want_pods && eps == want_eps && svc) || start.elapsed() > Duration::from_secs(20) {
+            assert_eq!(pods, want_pods, "pod rows:\n{out}");
+            assert_eq!(eps, want_eps, "endpoints row:\n{out}");
+            assert!(svc, "no service row:\n{out}");
+            println!("{out}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(300));
     }
 }
 

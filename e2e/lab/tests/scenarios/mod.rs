@@ -5,7 +5,7 @@
 pub mod basics;
 pub mod lifecycle;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -18,9 +18,11 @@ pub fn svc_path(name: &str) -> String {
     format!("{SVCS}/{name}")
 }
 
-/// Creates Service `name` selecting `app=<app>` with `spec` merged in.
+/// Creates Service `name` selecting `app=<app>` with `spec` merged in; labelled `app=<app>` as
+/// `kubectl expose` labels it, so `-l app=<app>` selects it (and the Endpoints that copy its labels).
 pub fn create_svc(c: &dyn Cluster, name: &str, app: &str, spec: Value) -> Value {
-    let mut body = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+    let mut body = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "labels": {"app": app}},
         "spec": {"selector": {"app": app}}});
     for (k, v) in spec.as_object().unwrap() {
         body["spec"][k] = v.clone();
@@ -101,5 +103,39 @@ pub fn pod_names(c: &dyn Cluster, svc: &str) -> BTreeSet<String> {
         .flatten()
         .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
         .filter_map(|e| e["targetRef"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The tables of a `kubectl get` output (one per kind, separated by blank lines), each row as header ->
+/// cell. Cells are cut at the columns where the header's words start after 2+ spaces (kubectl pads
+/// columns with 3), so a header with a space (`NOMINATED NODE`) stays one column.
+pub fn kubectl_tables(out: &str) -> Vec<Vec<BTreeMap<String, String>>> {
+    out.split("\n\n")
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| {
+            let mut lines = t.lines();
+            let header = lines.next().unwrap_or_default();
+            let b = header.as_bytes();
+            let starts: Vec<usize> = (0..b.len())
+                .filter(|&i| b[i] != b' ' && (i == 0 || (i >= 2 && b[i - 1] == b' ' && b[i - 2] == b' ')))
+                .collect();
+            let cut = |line: &str, k: usize| {
+                let end = starts.get(k + 1).copied().unwrap_or(line.len()).min(line.len());
+                line.get(starts[k].min(end)..end)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned()
+            };
+            let names: Vec<String> = (0..starts.len()).map(|k| cut(header, k)).collect();
+            lines
+                .map(|l| {
+                    names
+                        .iter()
+                        .enumerate()
+                        .map(|(k, n)| (n.clone(), cut(l, k)))
+                        .collect()
+                })
+                .collect()
+        })
         .collect()
 }

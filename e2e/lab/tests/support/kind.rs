@@ -438,6 +438,29 @@ impl Cluster for Kind {
         .unwrap();
     }
 
+    fn pods(&self, app: &str) -> Vec<(String, String, String)> {
+        let out = self
+            .kubectl(&["get", "pods", "-l", &format!("app={app}"), "-o", "json"])
+            .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let mut pods: Vec<(String, String, String)> = v["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .map(|p| {
+                let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+                (
+                    s(&p["metadata"]["name"]),
+                    s(&p["status"]["podIP"]),
+                    s(&p["spec"]["nodeName"]),
+                )
+            })
+            .collect();
+        pods.sort();
+        pods
+    }
+
     /// The nodes that serve load balancers: kubeadm labels the control plane
     /// `node.kubernetes.io/exclude-from-external-load-balancers`, so it is in no target pool.
     fn nodes(&self) -> Vec<(String, String)> {

@@ -214,6 +214,23 @@ impl Cluster for Lab {
         self.lab(&["scale", app, "--replicas", &replicas.to_string()]);
     }
 
+    fn pods(&self, app: &str) -> Vec<(String, String, String)> {
+        let st: Value =
+            serde_json::from_str(&std::fs::read_to_string(self.dir.join("state.json")).unwrap()).unwrap();
+        let mut pods: Vec<(String, String, String)> = st["pods"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["app"] == app && p["terminating"] != true)
+            .map(|p| {
+                let s = |k: &str| p[k].as_str().unwrap().to_owned();
+                (s("name"), s("ip"), s("node"))
+            })
+            .collect();
+        pods.sort();
+        pods
+    }
+
     fn nodes(&self) -> Vec<(String, String)> {
         let st: Value =
             serde_json::from_str(&std::fs::read_to_string(self.dir.join("state.json")).unwrap()).unwrap();

@@ -59,6 +59,9 @@ pub trait Cluster {
     /// Pods labelled `app=<app>` serving their name on `port` (TCP/HTTP and UDP).
     fn run_pods(&self, app: &str, replicas: usize, port: u16);
     fn scale(&self, app: &str, replicas: usize);
+    /// (name, pod IP, node) of each running pod of `app` as the cluster made them (the lab: its state
+    /// file, independent of the API; kind: the Pods' own status), by name.
+    fn pods(&self, app: &str) -> Vec<(String, String, String)>;
     /// (name, internal IP) of every node.
     fn nodes(&self) -> Vec<(String, String)>;
     /// Adds a node; its name.
