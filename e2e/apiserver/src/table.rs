@@ -35,6 +35,15 @@ struct Col {
     cell: fn(&Value) -> Value,
 }
 
+const fn col(name: &'static str, ty: &'static str, priority: i64, cell: fn(&Value) -> Value) -> Col {
+    Col {
+        name,
+        ty,
+        priority,
+        cell,
+    }
+}
+
 fn s(v: &Value, p: &str) -> String {
     v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string()
 }

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Col, key_values, s};
+use super::{Col, col, key_values, s};
 use crate::resources::ResourceType;
 
 fn n(o: &Value, p: &str) -> i64 {
@@ -87,15 +87,6 @@ fn subjects(o: &Value, kind: &str) -> Value {
         })
         .unwrap_or_default();
     json!(parts.join(", "))
-}
-
-const fn col(name: &'static str, ty: &'static str, priority: i64, cell: fn(&Value) -> Value) -> Col {
-    Col {
-        name,
-        ty,
-        priority,
-        cell,
-    }
 }
 
 fn containers_and_images() -> [Col; 2] {

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Col, s};
+use super::{Col, col, s};
 use crate::resources::ResourceType;
 use crate::time::{human_age, parse_rfc3339};
 
@@ -182,15 +182,6 @@ pub(super) fn endpoints_cell(o: &Value) -> Value {
     }
     // Subsets holding only not-ready addresses leave the cell empty, as upstream.
     json!(at_most_three(&all, ""))
-}
-
-const fn col(name: &'static str, ty: &'static str, priority: i64, cell: fn(&Value) -> Value) -> Col {
-    Col {
-        name,
-        ty,
-        priority,
-        cell,
-    }
 }
 
 /// Columns for pods, endpoints and endpoint slices, None for other kinds.
