@@ -13,6 +13,9 @@ use anyhow::{Context, Result, bail};
 use crate::state::{self, CLIENT_IP, NODE_TAG, PROJECT, State};
 use crate::{cluster, http, netns, pods};
 
+/// KUBE-SVC- + base32(sha256("default/hostnames:tcp")), as printed in the walkthrough.
+const WALKTHROUGH_SVC_CHAIN: &str = "KUBE-SVC-NWV5X2332I4OT4T3";
+
 /// Set once a signal arrived: the handler thread owns the teardown from then on.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -139,6 +142,20 @@ impl Tools {
         show(&self.vpc, &format!("kubectl {}", args.join(" ")), &v, &[])
     }
 
+    /// The walkthrough's way to make the Service: from the Deployment, port 80 to the pods' 9376.
+    fn expose(&self, ty: Option<&str>) -> Result<String> {
+        let ty = ty.map(|t| format!("--type={t}"));
+        let mut args = vec![
+            "expose",
+            "deployment",
+            "hostnames",
+            "--port=80",
+            "--target-port=9376",
+        ];
+        args.extend(ty.as_deref());
+        self.kubectl(&args)
+    }
+
     /// The walkthrough's central command: the pods, their Endpoints and the Service, side by side.
     fn listing(&self) -> Result<String> {
         self.kubectl(&[
@@ -210,6 +227,14 @@ fn wait_pods_running(st: &State, n: usize) -> Result<()> {
     })
 }
 
+/// Waits until the agent mirrored the hostnames Deployment (`kubectl expose deployment` reads it).
+fn wait_deployment(st: &State) -> Result<()> {
+    wait("the hostnames Deployment", Duration::from_secs(30), || {
+        let path = "/apis/apps/v1/namespaces/default/deployments/hostnames";
+        Ok(cluster::api(st, "GET", path, None)?["status"]["readyReplicas"].as_u64() > Some(0))
+    })
+}
+
 /// Waits until the hostnames Endpoints lists `n` addresses (written next to the EndpointSlice).
 fn wait_endpoints(st: &State, n: usize) -> Result<()> {
     wait("the hostnames Endpoints", Duration::from_secs(30), || {
@@ -248,13 +273,16 @@ fn walkthrough(dir: &Path) -> Result<()> {
     t.gcloud(&["compute", "routes", "list"])?;
 
     step("Deploy hostnames (1 replica, port 9376): no Service yet");
-    println!("$ svcnet-lab run hostnames --replicas 1 --port 9376");
+    // The lab's pods are namespaces, so the lab plays `kubectl run` and the Deployment's controllers;
+    // the agent mirrors them as a Deployment and Pods in the API.
+    println!("$ svcnet-lab run hostnames --replicas 1 --port 9376   # on GKE: kubectl run hostnames ...");
     pods::scale(dir, "hostnames", 1, Some(9376), Duration::ZERO)?;
     wait_pods_running(&st, 1)?;
+    wait_deployment(&st)?;
     t.kubectl(&["get", "pod", "-o", "wide", "-l", "app=hostnames"])?;
 
     step("ClusterIP Service: kube-proxy's KUBE-SVC / KUBE-SEP chains on the node");
-    t.kubectl(&["create", "service", "clusterip", "hostnames", "--tcp=80:9376"])?;
+    t.expose(None)?;
     wait(
         "the endpoint in the node's rules",
         Duration::from_secs(30),
@@ -268,10 +296,19 @@ fn walkthrough(dir: &Path) -> Result<()> {
     t.listing()?;
     println!("# kube-proxy reads the same endpoints from the EndpointSlice:");
     t.kubectl(&["get", "endpointslices", "-l", "app=hostnames"])?;
-    node_rules(&st, 0, "default/hostnames")?;
+    let rules = node_rules(&st, 0, "default/hostnames")?;
+    if !rules.contains(WALKTHROUGH_SVC_CHAIN) {
+        bail!("no {WALKTHROUGH_SVC_CHAIN} in the node's rules");
+    }
+    println!(
+        "# {WALKTHROUGH_SVC_CHAIN}: the walkthrough's chain name, from sha256(\"default/hostnames:\" + \"tcp\"):\n\
+         # `kubectl expose` leaves the port unnamed, so the port name ends in a bare colon"
+    );
 
     step("Scale to 2: the first endpoint is chosen with probability 0.5");
-    println!("$ svcnet-lab scale hostnames --replicas 2");
+    println!(
+        "$ svcnet-lab scale hostnames --replicas 2   # on GKE: kubectl scale deployment hostnames --replicas 2"
+    );
     pods::scale(dir, "hostnames", 2, None, Duration::ZERO)?;
     wait(
         "probability 0.5 in the node's rules",
@@ -287,13 +324,8 @@ fn walkthrough(dir: &Path) -> Result<()> {
     node_rules(&st, 0, "default/hostnames")?;
 
     step("NodePort: reachable from outside only once a GCE firewall rule allows it");
-    t.kubectl(&[
-        "patch",
-        "svc",
-        "hostnames",
-        "-p",
-        "{\"spec\":{\"type\":\"NodePort\"}}",
-    ])?;
+    t.kubectl(&["delete", "service", "hostnames"])?;
+    t.expose(Some("NodePort"))?;
     t.listing()?;
     let port = t.kubectl(&[
         "get",
@@ -333,13 +365,8 @@ fn walkthrough(dir: &Path) -> Result<()> {
     println!("# from the client: GET {node_url} -> {answer}");
 
     step("LoadBalancer: the cloud controller builds the GCE network load balancer");
-    t.kubectl(&[
-        "patch",
-        "svc",
-        "hostnames",
-        "-p",
-        "{\"spec\":{\"type\":\"LoadBalancer\"}}",
-    ])?;
+    t.kubectl(&["delete", "service", "hostnames"])?;
+    t.expose(Some("LoadBalancer"))?;
     let mut lb_ip = String::new();
     wait("the Service's EXTERNAL-IP", Duration::from_secs(60), || {
         let (_, body) = http::request_in(

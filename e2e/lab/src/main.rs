@@ -4,6 +4,7 @@
 mod cluster;
 mod components;
 mod demo;
+mod deployments;
 mod diagnose;
 mod endpoints;
 mod firewall;

@@ -18,7 +18,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State};
-use crate::{cluster, endpoints, firewall, http, netns, pod_objects};
+use crate::{cluster, deployments, endpoints, firewall, http, netns, pod_objects};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.
 const PROTO: &str = "99";
@@ -56,6 +56,9 @@ pub fn agent(dir: &Path) -> Result<()> {
         }
         if let Err(e) = pod_objects::tick(&st) {
             eprintln!("pods: {e:#}");
+        }
+        if let Err(e) = deployments::tick(&st) {
+            eprintln!("deployments: {e:#}");
         }
         if let Err(e) = ep.tick(&st) {
             eprintln!("endpoints: {e:#}");
