@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::state::{self, CLIENT_IP, NODE_TAG, PROJECT, State};
-use crate::{cluster, http, netns, pods};
+use crate::state::{self, CLIENT_IP, CLUSTER_CIDR, NODE_TAG, PROJECT, State};
+use crate::{cluster, http, netns, pods, procs};
 
 /// KUBE-SVC- + base32(sha256("default/hostnames:tcp")), as printed in the walkthrough.
 const WALKTHROUGH_SVC_CHAIN: &str = "KUBE-SVC-NWV5X2332I4OT4T3";
@@ -249,6 +249,61 @@ fn wait_endpoints(st: &State, n: usize) -> Result<()> {
     })
 }
 
+/// `svcnet-proxy explain` on the objects the API holds, as node `node`'s proxy sees them: the rules it
+/// renders for hostnames and representative packets traced through them. Offline: it reads a file and
+/// touches no netfilter, so it runs here, outside the lab's namespaces.
+fn explain(dir: &Path, st: &State, t: &Tools, node: &str) -> Result<()> {
+    let objects = dir.join("objects.yaml");
+    println!("$ kubectl get svc,endpointslices,nodes -o yaml > objects.yaml");
+    let out = svcnet_netns::command(
+        &st.vpc(),
+        &[
+            "kubectl",
+            "--kubeconfig",
+            &t.kubeconfig,
+            "get",
+            "svc,endpointslices,nodes",
+            "-o",
+            "yaml",
+        ],
+    )
+    .output()
+    .context("kubectl get -o yaml")?;
+    if !out.status.success() {
+        bail!(
+            "kubectl get -o yaml: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    std::fs::write(&objects, &out.stdout)?;
+    let args = [
+        "explain",
+        "-f",
+        &objects.display().to_string(),
+        "--service",
+        "default/hostnames",
+        "--cluster-cidr",
+        CLUSTER_CIDR,
+        "--node-name",
+        node,
+    ];
+    println!(
+        "$ svcnet-proxy explain -f objects.yaml --service default/hostnames --cluster-cidr {CLUSTER_CIDR} --node-name {node}"
+    );
+    let out = std::process::Command::new(procs::sibling("svcnet-proxy")?)
+        .args(args)
+        .output()
+        .context("run svcnet-proxy explain")?;
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    if !out.status.success() {
+        bail!(
+            "svcnet-proxy explain: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
 /// GET from the client namespace with this binary (no curl needed); the pod's answer.
 fn fetch(st: &State, url: &str) -> Result<String> {
     let (code, body) = http::request_in(&st.client(), "GET", url, "text/plain", "")?;
@@ -399,13 +454,16 @@ fn walkthrough(dir: &Path) -> Result<()> {
         println!("# from the client: GET {url} -> {}", fetch(&st, &url)?);
     }
 
-    step("Explore");
+    step("What GCE got, and why a packet reaches a pod, without reading iptables-save by hand");
     t.kubectl(&["get", "cloudloadbalancers"])?;
     let node = &st.nodes[0];
+    explain(dir, &st, &t, &node.name)?;
+
+    step("Explore");
     println!(
         "While the lab is up (svcnet-lab demo --keep, or svcnet-lab up):\n\
          \x20 ip netns exec {vpc} kubectl --kubeconfig {kc} get svc,endpointslices,nodes -o yaml > /tmp/objs.yaml\n\
-         \x20 svcnet-proxy explain -f /tmp/objs.yaml --service default/hostnames\n\
+         \x20 svcnet-proxy explain -f /tmp/objs.yaml --service default/hostnames --cluster-cidr {CLUSTER_CIDR} --node-name {nname}\n\
          \x20 ip netns exec {nns} iptables-save -t nat        # the rules on {nname}\n\
          \x20 ip -n {vpc} route                               # GCE routes and LB IPs in the VPC router\n\
          \x20 svcnet-lab --dir {dir} down                      # tear everything down",

@@ -26,6 +26,8 @@ pub const CLIENT_IP: &str = "192.0.2.10";
 pub const CLIENT2_GW: &str = "198.18.0.1";
 pub const CLIENT2_IP: &str = "198.18.0.10";
 pub const EXTERNAL_RANGE: &str = "203.0.113.0/24";
+/// The pods' CIDR (node N gets 10.64.N.0/24); the overlay's proxy config names the same.
+pub const CLUSTER_CIDR: &str = "10.64.0.0/14";
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Node {
