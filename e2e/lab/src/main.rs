@@ -9,6 +9,7 @@ mod diagnose;
 mod endpoints;
 mod firewall;
 mod http;
+mod lb_health;
 mod manifest;
 mod netns;
 mod nodes;

@@ -3,7 +3,8 @@
 //! - GCE routes (`nextHopInstance` / `nextHopIp`) -> kernel routes (cross-node pod traffic exists only
 //!   once the cloud controller's route controller made them);
 //! - forwarding rule + target pool -> the LB IP routed, without NAT, to the pool's healthy members
-//!   (ECMP; health = the pool's HTTP health check probed on each node; all members when none is healthy,
+//!   (ECMP; health = the pool's HTTP health checks probed on each node every tick, with the checks'
+//!   thresholds ([`lb_health`]); all members when none is healthy,
 //!   as GCE does);
 //! - firewall rules -> filter rules on traffic from outside (`client`) toward the nodes ([`firewall`]).
 //!
@@ -18,7 +19,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State};
-use crate::{cluster, deployments, endpoints, firewall, http, netns, pod_objects};
+use crate::{cluster, deployments, endpoints, firewall, http, lb_health, netns, pod_objects};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.
 const PROTO: &str = "99";
@@ -45,13 +46,14 @@ pub fn create(st: &State) -> Result<()> {
 pub fn agent(dir: &Path) -> Result<()> {
     netns::ensure_inside(&state::load(dir)?.vpc())?;
     let mut last_fw = String::new();
+    let mut health = lb_health::Checker::default();
     let mut ep = endpoints::Sync::default();
     loop {
         let st = match state::load(dir) {
             Ok(st) => st,
             Err(_) => return Ok(()), // torn down
         };
-        if let Err(e) = tick(&st, &mut last_fw) {
+        if let Err(e) = tick(&st, &mut last_fw, &mut health) {
             eprintln!("vpc agent: {e:#}");
         }
         if let Err(e) = pod_objects::tick(&st) {
@@ -76,7 +78,7 @@ pub fn last(url: &str) -> &str {
     url.rsplit('/').next().unwrap_or(url)
 }
 
-fn tick(st: &State, last_fw: &mut String) -> Result<()> {
+fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Result<()> {
     let gce = get(&cluster::gce_url("/_fake/state"))?;
     let arr = |k: &str| gce[k].as_array().cloned().unwrap_or_default();
     // Instance name -> (IP, link to it).
@@ -114,6 +116,8 @@ fn tick(st: &State, last_fw: &mut String) -> Result<()> {
         .into_iter()
         .map(|h| (h["name"].as_str().unwrap_or_default().to_owned(), h))
         .collect();
+    // One probe per member and check per tick, however many pools share the check.
+    let mut decided: BTreeMap<(String, String), bool> = BTreeMap::new();
     for fr in arr("forwardingRules") {
         let (Some(ip), Some(target)) = (fr["IPAddress"].as_str(), fr["target"].as_str()) else {
             continue;
@@ -135,7 +139,16 @@ fn tick(st: &State, last_fw: &mut String) -> Result<()> {
             .collect();
         let healthy: Vec<(String, String)> = members
             .iter()
-            .filter(|(mip, _)| hc.iter().all(|h| probe(mip, h)))
+            .filter(|(mip, _)| {
+                // Every check probed (no short cut), so each one's consecutive count stays true.
+                hc.iter().fold(true, |all, h| {
+                    let key = (mip.clone(), h["name"].as_str().unwrap_or_default().to_owned());
+                    let up = *decided
+                        .entry(key)
+                        .or_insert_with(|| health.observe(mip, h, probe(mip, h)));
+                    all && up
+                })
+            })
             .cloned()
             .collect();
         let hops = if healthy.is_empty() { members } else { healthy };
@@ -143,6 +156,7 @@ fn tick(st: &State, last_fw: &mut String) -> Result<()> {
             want.insert(format!("{ip}/32"), hops);
         }
     }
+    health.retain(&decided.into_keys().collect::<Vec<_>>());
     program_routes(&want)?;
     let fw = firewall::render(&arr("firewalls"), &arr("instances"), &st.nodes);
     if fw != *last_fw {
@@ -152,16 +166,17 @@ fn tick(st: &State, last_fw: &mut String) -> Result<()> {
     Ok(())
 }
 
-/// HTTP health check of one member (GCE: 200 is healthy).
+/// HTTP health check of one member (GCE: 200 within the check's timeoutSec is a pass).
 fn probe(ip: &str, hc: &Value) -> bool {
     let port = hc["port"].as_u64().unwrap_or(80);
     let path = hc["requestPath"].as_str().unwrap_or("/");
+    let timeout = Duration::from_secs(hc["timeoutSec"].as_u64().unwrap_or(1).clamp(1, 5));
     http::request(
         "GET",
         &format!("http://{ip}:{port}{path}"),
         "text/plain",
         "",
-        Duration::from_millis(500),
+        timeout,
     )
     .is_ok_and(|(code, _)| code == 200)
 }
