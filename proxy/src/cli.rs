@@ -11,6 +11,7 @@ use ipnet::IpNet;
 
 use crate::config::{DetectLocal, Layout, NodePortAddresses, RenderConfig};
 use crate::input::{Objects, node_facts, parse_objects};
+use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
 use crate::model::{Family, NodeFacts, ProxyState};
 use crate::render::{FullOptions, render};
 use crate::trace;
@@ -46,7 +47,7 @@ pub enum Command {
 pub struct RuleArgs {
     /// Pod CIDR(s) of the cluster; with the default detect-local mode, off-cluster traffic to cluster
     /// IPs is masqueraded.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = cidr_arg)]
     pub cluster_cidr: Vec<IpNet>,
     /// ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix.
     #[arg(long, default_value = "ClusterCIDR")]
@@ -73,8 +74,17 @@ pub struct RuleArgs {
     #[arg(long, default_value = "")]
     pub node_name: String,
     /// Node IP(s); added to those of the Node object.
-    #[arg(long)]
+    #[arg(long, value_parser = ip_arg)]
     pub node_ip: Vec<IpAddr>,
+}
+
+/// Flags read addresses as upstream's sloppy parsers do (leading zeros allowed).
+fn cidr_arg(s: &str) -> Result<IpNet, String> {
+    parse_cidr_sloppy(s.trim()).ok_or_else(|| format!("{s:?} is not a CIDR"))
+}
+
+fn ip_arg(s: &str) -> Result<IpAddr, String> {
+    parse_ip_sloppy(s.trim()).ok_or_else(|| format!("{s:?} is not an IP address"))
 }
 
 impl RuleArgs {
@@ -133,6 +143,18 @@ impl RuleArgs {
     }
 }
 
+/// What the node's iptables and kernel support, which the daemon detects; `render` and `explain`
+/// assume a current node unless told otherwise.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct NodeCaps {
+    /// iptables >= 1.6.2: MASQUERADE gets `--random-fully`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub random_fully: bool,
+    /// The nfacct counters exist: the INVALID drop and localhost NodePort rules feed them.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub nfacct: bool,
+}
+
 #[derive(Args, Debug)]
 pub struct RenderArgs {
     /// Multi-document YAML with Services, EndpointSlices and optionally Nodes ("-" for stdin).
@@ -146,6 +168,8 @@ pub struct RenderArgs {
     pub no_jumps: bool,
     #[command(flatten)]
     pub rules: RuleArgs,
+    #[command(flatten)]
+    pub caps: NodeCaps,
 }
 
 #[derive(Args, Debug)]
@@ -181,6 +205,8 @@ pub struct ExplainArgs {
     pub service: String,
     #[command(flatten)]
     pub rules: RuleArgs,
+    #[command(flatten)]
+    pub caps: NodeCaps,
 }
 
 fn read(path: &PathBuf) -> Result<String> {
@@ -196,11 +222,14 @@ fn read(path: &PathBuf) -> Result<String> {
 pub fn load(
     file: &PathBuf,
     rules: &RuleArgs,
+    caps: NodeCaps,
     family: Family,
 ) -> Result<(Objects, NodeFacts, ProxyState, RenderConfig)> {
     let objects = parse_objects(&read(file)?).with_context(|| format!("parsing {}", file.display()))?;
     let node = rules.node_facts(&objects);
-    let cfg = rules.render_config(family, &node)?;
+    let mut cfg = rules.render_config(family, &node)?;
+    cfg.random_fully = caps.random_fully;
+    cfg.nfacct = caps.nfacct;
     let state = ProxyState::from_k8s(&objects.services, &objects.slices, family);
     for e in &state.errors {
         eprintln!("warning: {e}");
@@ -210,7 +239,7 @@ pub fn load(
 
 pub fn run_render(args: &RenderArgs) -> Result<String> {
     let family = if args.ipv6 { Family::V6 } else { Family::V4 };
-    let (_, node, state, cfg) = load(&args.file, &args.rules, family)?;
+    let (_, node, state, cfg) = load(&args.file, &args.rules, args.caps, family)?;
     let rendered = render(&state, &node, &cfg);
     let opts = FullOptions {
         jumps: !args.no_jumps,
@@ -250,7 +279,7 @@ pub fn run_trace(args: &TraceArgs) -> Result<String> {
 }
 
 pub fn run_explain(args: &ExplainArgs) -> Result<String> {
-    crate::explain::explain(&args.file, &args.service, &args.rules)
+    crate::explain::explain(&args.file, &args.service, &args.rules, args.caps)
 }
 
 pub fn main() -> Result<()> {
@@ -343,6 +372,12 @@ pub struct RunArgs {
     /// Debug: also write every restore payload to DIR as NNNNNN-<ipv4|ipv6>-<full|partial>.rules.
     #[arg(long, value_name = "DIR")]
     pub write_payloads: Option<PathBuf>,
+    #[command(flatten)]
+    pub conntrack: crate::sysctls::ConntrackArgs,
+    /// Keep the hourly full resync when the cluster has more than 1000 endpoints (kube-proxy 1.37
+    /// skips it there: rewriting every chain of a large table is disruptive).
+    #[arg(long)]
+    pub large_cluster_full_resync: bool,
 }
 
 impl RunArgs {
@@ -366,9 +401,8 @@ impl RunArgs {
             self.rules.cluster_cidr = c
                 .split(',')
                 .map(|c| {
-                    c.trim()
-                        .parse::<IpNet>()
-                        .with_context(|| format!("{}: clusterCIDR {c:?}", path.display()))
+                    parse_cidr_sloppy(c.trim())
+                        .with_context(|| format!("{}: clusterCIDR {c:?} is not a CIDR", path.display()))
                 })
                 .collect::<Result<_>>()?;
         }
@@ -382,6 +416,10 @@ impl RunArgs {
             if let Some(p) = d.interface_name_prefix.filter(|p| !p.is_empty()) {
                 self.rules.pod_interface_name_prefix = Some(p);
             }
+        }
+        if let Some(c) = f.conntrack {
+            c.apply_to(&mut self.conntrack)
+                .map_err(|e| anyhow::anyhow!("{}: conntrack.{e}", path.display()))?;
         }
         if let Some(i) = f.iptables {
             if let Some(v) = i.masquerade_all {
@@ -429,8 +467,8 @@ pub fn run_cleanup(args: &CleanupArgs) -> Result<String> {
         let mut out = String::new();
         for family in [Family::V4, Family::V6] {
             let ipt = crate::iptables::Iptables::new(family, backend);
-            if !ipt.usable().await {
-                out.push_str(&format!("{}: not available, skipped\n", ipt.restore));
+            if let Err(e) = ipt.check().await {
+                out.push_str(&format!("{e}: skipped\n"));
                 continue;
             }
             let removed = crate::cleanup::cleanup(&ipt)

@@ -3,6 +3,8 @@
 use std::net::IpAddr;
 
 use ipnet::IpNet;
+
+use crate::model::ip::parse_cidr_sloppy;
 use thiserror::Error;
 
 use crate::model::Family;
@@ -71,10 +73,8 @@ impl NodePortAddresses {
             if v == "primary" {
                 out.primary = true;
             } else {
-                out.cidrs.push(
-                    v.parse()
-                        .map_err(|_| ConfigError::NodePortAddress(v.to_string()))?,
-                );
+                out.cidrs
+                    .push(parse_cidr_sloppy(v).ok_or_else(|| ConfigError::NodePortAddress(v.to_string()))?);
             }
         }
         Ok(out)
@@ -122,6 +122,9 @@ pub struct RenderConfig {
     pub localhost_nodeports: bool,
     /// `MASQUERADE --random-fully` (detected from the iptables binary by the daemon).
     pub random_fully: bool,
+    /// The nfacct counters exist (the daemon creates them): the INVALID drop and localhost NodePort
+    /// rules feed them, as upstream's.
+    pub nfacct: bool,
     /// nf_conntrack_tcp_be_liberal set: no INVALID drop rule.
     pub conntrack_tcp_liberal: bool,
     /// Leaf size of the dispatch tree (tree layout).
@@ -139,6 +142,8 @@ impl Default for RenderConfig {
             nodeport_addresses: NodePortAddresses::default(),
             localhost_nodeports: true,
             random_fully: true,
+            // Counters are kernel objects someone must create first (the daemon does, when it can).
+            nfacct: false,
             conntrack_tcp_liberal: false,
             tree_leaf_max: 8,
         }

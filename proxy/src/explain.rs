@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-use crate::cli::{RuleArgs, load};
+use crate::cli::{NodeCaps, RuleArgs, load};
 use crate::model::{Family, NodeFacts, ServicePort, categorize, topology::Topology};
 use crate::render::{FullOptions, naming, render};
 use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
@@ -16,14 +16,14 @@ use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
 const OUTSIDE_V4: IpAddr = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 10));
 const OUTSIDE_V6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x10));
 
-pub fn explain(file: &PathBuf, service: &str, rules: &RuleArgs) -> Result<String> {
+pub fn explain(file: &PathBuf, service: &str, rules: &RuleArgs, caps: NodeCaps) -> Result<String> {
     let Some((ns, name)) = service.split_once('/') else {
         bail!("--service {service:?}: expected namespace/name");
     };
     let mut out = String::new();
     let mut found = false;
     for family in [Family::V4, Family::V6] {
-        let (objects, node, state, cfg) = load(file, rules, family)?;
+        let (objects, node, state, cfg) = load(file, rules, caps, family)?;
         if family == Family::V4 {
             let Some(svc) = objects.services.iter().find(|s| {
                 s.metadata.name.as_deref() == Some(name)

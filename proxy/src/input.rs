@@ -1,15 +1,13 @@
 //! Offline input for `render` and `explain`: a multi-document YAML (or JSON) of Services,
 //! EndpointSlices and optionally this Node, as `kubectl get -o yaml` prints them (`kind: List` too).
 
-use std::net::IpAddr;
-
-use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde::Deserialize;
 use thiserror::Error;
 
 use crate::model::NodeFacts;
+use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
 
 #[derive(Debug, Error)]
 pub enum InputError {
@@ -107,12 +105,12 @@ pub fn node_facts(node: &Node) -> NodeFacts {
         facts.pod_cidrs = cidrs
             .unwrap_or_default()
             .iter()
-            .filter_map(|c| c.parse::<IpNet>().ok())
+            .filter_map(|c| parse_cidr_sloppy(c))
             .collect();
     }
     if let Some(addrs) = node.status.as_ref().and_then(|s| s.addresses.as_ref()) {
         for a in addrs.iter().filter(|a| a.type_ == "InternalIP") {
-            if let Ok(ip) = a.address.parse::<IpAddr>() {
+            if let Some(ip) = parse_ip_sloppy(&a.address) {
                 facts.ips.push(ip);
             }
         }

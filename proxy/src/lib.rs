@@ -4,7 +4,7 @@
 //! chains and iptables-restore text) -> apply (the daemon). [`trace`] walks a packet through a saved
 //! ruleset; [`explain`] tells a service's paths in words. The node agent (`svcnet-proxy run`) is wired in
 //! [`daemon`]: [`watch`] -> [`changes`] -> [`runner`] -> [`sync`] ([`apply`], [`iptables`],
-//! [`conntrack`]) -> [`health`], [`service_health`], [`metrics`]; [`cleanup`] undoes it.
+//! [`conntrack`]) -> [`health`], [`service_health`], [`metrics`] ([`nfacct`]); [`cleanup`] undoes it.
 #![forbid(unsafe_code)]
 
 pub mod addresses;
@@ -22,9 +22,11 @@ pub mod input;
 pub mod iptables;
 pub mod metrics;
 pub mod model;
+pub mod nfacct;
 pub mod render;
 pub mod runner;
 pub mod service_health;
 pub mod sync;
+pub mod sysctls;
 pub mod trace;
 pub mod watch;

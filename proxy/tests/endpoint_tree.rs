@@ -143,7 +143,7 @@ fn strip(saved: &str) -> String {
 
 #[test]
 fn tree_of_300_endpoints_loads_into_real_iptables_and_round_trips() {
-    let Some(ns) = svcnet_netns::netns_or_skip("eptree") else {
+    let Some(ns) = common::netns_with_nfacct("eptree") else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -213,7 +213,7 @@ fn tree_of_300_endpoints_loads_into_real_iptables_and_round_trips() {
     }
 
     // Round trip: what the kernel saved loads again into a fresh namespace and saves identically.
-    let Some(ns2) = svcnet_netns::netns_or_skip("eptree2") else {
+    let Some(ns2) = common::netns_with_nfacct("eptree2") else {
         return;
     };
     let (ok, _, err) = ns2.exec(&["iptables-restore"], &saved);
@@ -267,7 +267,7 @@ fn groups_in(rules: &Ruleset) -> usize {
 
 #[test]
 fn partial_syncs_grow_and_shrink_the_tree_in_the_kernel() {
-    let Some(ns) = svcnet_netns::netns_or_skip("eptree-partial") else {
+    let Some(ns) = common::netns_with_nfacct("eptree-partial") else {
         return;
     };
     let sticky = service_yaml("sticky", "10.79.0.11", 77, 300, true);

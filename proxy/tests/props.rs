@@ -278,7 +278,7 @@ fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseE
 
 #[test]
 fn random_clusters_render_safely_and_layouts_agree() {
-    let ns = svcnet_netns::netns_or_skip("props");
+    let ns = common::netns_with_nfacct("props");
     let cases = std::env::var("SVCNET_PROP_CASES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -13,7 +13,10 @@ use anyhow::{Context, Result, bail};
 use crate::state::{self, CLIENT_IP, CLUSTER_CIDR, NODE_TAG, PROJECT, State};
 use crate::{cluster, http, netns, pods, procs};
 
-/// KUBE-SVC- + base32(sha256("default/hostnames:tcp")), as printed in the walkthrough.
+/// KUBE-SVC- + base32(sha256("default/hostnames" + "tcp")): today's kube-proxy name for the unnamed port.
+const SVC_CHAIN: &str = "KUBE-SVC-YN5D6RYVEVZOH44Q";
+/// The same chain as the 2017 walkthrough prints it: Kubernetes 1.5 named an unnamed port
+/// `default/hostnames:` (with the colon), so it hashed to another name.
 const WALKTHROUGH_SVC_CHAIN: &str = "KUBE-SVC-NWV5X2332I4OT4T3";
 
 /// Set once a signal arrived: the handler thread owns the teardown from then on.
@@ -352,12 +355,13 @@ fn walkthrough(dir: &Path) -> Result<()> {
     println!("# kube-proxy reads the same endpoints from the EndpointSlice:");
     t.kubectl(&["get", "endpointslices", "-l", "app=hostnames"])?;
     let rules = node_rules(&st, 0, "default/hostnames")?;
-    if !rules.contains(WALKTHROUGH_SVC_CHAIN) {
-        bail!("no {WALKTHROUGH_SVC_CHAIN} in the node's rules");
+    if !rules.contains(SVC_CHAIN) {
+        bail!("no {SVC_CHAIN} in the node's rules");
     }
     println!(
-        "# {WALKTHROUGH_SVC_CHAIN}: the walkthrough's chain name, from sha256(\"default/hostnames:\" + \"tcp\"):\n\
-         # `kubectl expose` leaves the port unnamed, so the port name ends in a bare colon"
+        "# {SVC_CHAIN}: sha256(\"default/hostnames\" + \"tcp\"), as kube-proxy v1.34 names it.\n\
+         # `kubectl expose` leaves the port unnamed. The 2017 article shows {WALKTHROUGH_SVC_CHAIN}\n\
+         # because Kubernetes 1.5 printed an unnamed port as \"default/hostnames:\" (with a colon)."
     );
 
     step("Scale to 2: the first endpoint is chosen with probability 0.5");

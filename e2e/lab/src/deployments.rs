@@ -1,7 +1,7 @@
 //! The lab's apps as apps/v1 Deployments in `default` (run by the VPC agent), so the walkthrough's
 //! `kubectl expose deployment hostnames --port=80 --target-port=9376` works as written: kubectl reads
 //! the Deployment's selector and labels (`app=<app>`) and creates a Service with an unnamed port, the
-//! one whose chains carry the walkthrough's names (`default/hostnames:` -> KUBE-SVC-NWV5X2332I4OT4T3).
+//! the walkthrough's shape (`default/hostnames` -> KUBE-SVC-YN5D6RYVEVZOH44Q in today's kube-proxy).
 //!
 //! The lab's pods are network namespaces made by `svcnet-lab run`/`scale`, not by a controller
 //! watching Deployments, so the agent mirrors them instead: `spec.replicas` is the number of pods of

@@ -27,7 +27,7 @@ pub struct ModelCache {
 
 /// The port names a Service record gives `family`.
 fn service_ports(rec: &ServiceRecord, family: Family) -> impl Iterator<Item = &ServicePortName> {
-    rec.ports(family).iter().flatten().map(|p| &p.name)
+    rec.ports(family).ports.iter().map(|p| &p.name)
 }
 
 /// The port names a group of slices gives `family`: the keys their merge produced.
@@ -67,11 +67,7 @@ impl ModelCache {
         self.update_services(services);
         self.update_slices(slices);
         let family = self.family;
-        let service_errors = self
-            .services
-            .values()
-            .filter_map(|r| r.ports(family).as_ref().err())
-            .map(AsRef::as_ref);
+        let service_errors = self.services.values().flat_map(|r| r.ports(family).errors.iter());
         let slice_errors = self
             .groups
             .values()
@@ -99,7 +95,7 @@ impl ModelCache {
             }
         }
         for svc in new {
-            for p in svc.ports(self.family).iter().flatten() {
+            for p in svc.ports(self.family).ports.iter() {
                 self.state.services.insert(p.name.clone(), Arc::clone(p));
             }
             kept.insert(addr(svc), Arc::clone(svc));

@@ -4,13 +4,13 @@
 //! set changes. [`endpoints_from_slices`] does both for API objects read from files.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::intern::Interner;
+use super::ip::parse_ip_sloppy;
 use super::record::{SlicePort, SliceRecord, slim_meta};
 use super::validate::{is_dns1035_label, is_dns1123_label, printable};
 use super::{Endpoint, Endpoints, Family, Hints, ModelError, Protocol, ServicePortName};
@@ -93,8 +93,8 @@ pub fn parse_slice(slice: &EndpointSlice, names: &mut Interner) -> SliceRecord {
             let Some(addr) = ep.addresses.first() else {
                 continue;
             };
-            let ip = match addr.parse::<IpAddr>() {
-                Ok(ip) if family.matches(&ip) => ip,
+            let ip = match parse_ip_sloppy(addr) {
+                Some(ip) if family.matches(&ip) => ip,
                 _ => {
                     // Reported once per endpoint, not once per port.
                     if pi == 0 {

@@ -5,6 +5,7 @@ mod cache;
 pub mod endpoints;
 mod error;
 pub mod intern;
+pub mod ip;
 pub mod record;
 pub mod service;
 pub mod topology;
@@ -83,7 +84,7 @@ impl Protocol {
     }
 }
 
-/// `namespace/name:portName` plus protocol: the identity of one service port, as upstream.
+/// `namespace/name[:portName]` plus protocol: the identity of one service port, as upstream.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ServicePortName {
     pub namespace: String,
@@ -98,10 +99,16 @@ impl ServicePortName {
     }
 }
 
-/// Prints `ns/name:port` (the colon stays when the port has no name), the string upstream hashes.
+/// Prints `ns/name:port`, or `ns/name` for an unnamed port: the string upstream hashes and prints
+/// (`ServicePortName.String()` in pkg/proxy/types.go). Kubernetes 1.5 kept the colon for unnamed ports,
+/// which is why 2017-era walkthroughs show other chain names.
 impl fmt::Display for ServicePortName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}:{}", self.namespace, self.name, self.port)
+        write!(f, "{}/{}", self.namespace, self.name)?;
+        if !self.port.is_empty() {
+            write!(f, ":{}", self.port)?;
+        }
+        Ok(())
     }
 }
 
@@ -224,14 +231,11 @@ impl ProxyState {
     ) -> ProxyState {
         let mut state = ProxyState::default();
         for svc in services {
-            match service_ports_from_service(svc, family) {
-                Ok(ports) => {
-                    for p in ports {
-                        state.services.insert(p.name.clone(), Arc::new(p));
-                    }
-                }
-                Err(e) => state.errors.push(e),
+            let (ports, errors) = service_ports_from_service(svc, family);
+            for p in ports {
+                state.services.insert(p.name.clone(), Arc::new(p));
             }
+            state.errors.extend(errors);
         }
         let (eps, errs) = endpoints_from_slices(slices, family);
         state.endpoints = eps;

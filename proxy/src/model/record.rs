@@ -21,16 +21,23 @@ pub fn slim_meta(meta: &ObjectMeta) -> ObjectMeta {
     }
 }
 
-/// What a Service gives one family: its ports, or why it was left out (boxed: errors are rare).
-/// The ports are shared with the model's state.
-pub type Converted = Result<Vec<Arc<ServicePort>>, Box<ModelError>>;
+/// What a Service gives one family: the ports it could build (shared with the model's state) and
+/// every field that was left out. Errors are rare, so an empty boxed slice costs no allocation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Converted {
+    pub ports: Vec<Arc<ServicePort>>,
+    pub errors: Box<[ModelError]>,
+}
 
 /// The record lives as long as the Service: no spare capacity.
 fn converted(svc: &Service, family: Family) -> Converted {
-    let ports = service_ports_from_service(svc, family).map_err(Box::new)?;
+    let (ports, errors) = service_ports_from_service(svc, family);
     let mut shared: Vec<Arc<ServicePort>> = ports.into_iter().map(Arc::new).collect();
     shared.shrink_to_fit(); // the collect above reuses the larger buffer of `ports`
-    Ok(shared)
+    Converted {
+        ports: shared,
+        errors: errors.into_boxed_slice(),
+    }
 }
 
 /// One Service, converted for both families.
@@ -50,12 +57,23 @@ impl ServiceRecord {
         }
     }
 
-    /// The ports for `family`, or why the Service was left out.
+    /// The ports for `family` and the fields left out of them.
     pub fn ports(&self, family: Family) -> &Converted {
         match family {
             Family::V4 => &self.v4,
             Family::V6 => &self.v6,
         }
+    }
+
+    /// Every field left out, once (most errors are the same in both families).
+    pub fn errors(&self) -> Vec<&ModelError> {
+        let mut out: Vec<&ModelError> = self.v4.errors.iter().collect();
+        for e in self.v6.errors.iter() {
+            if !out.contains(&e) {
+                out.push(e);
+            }
+        }
+        out
     }
 }
 

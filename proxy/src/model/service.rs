@@ -2,7 +2,6 @@
 
 use std::net::IpAddr;
 
-use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
 
 use svcnet_core::service::{
@@ -10,6 +9,7 @@ use svcnet_core::service::{
     internal_policy_local as itp_local, is_load_balancer,
 };
 
+use super::ip::{parse_cidr_sloppy, parse_ip_sloppy};
 use super::validate::{is_dns1035_label, is_dns1123_label, printable};
 use super::{Family, ModelError, Protocol, ServicePort, ServicePortName};
 const DEFAULT_AFFINITY_SECONDS: u32 = 10800;
@@ -42,18 +42,10 @@ fn is_type(svc: &Service, t: &str) -> bool {
         == t
 }
 
-/// Converts one Service into its ports for `family`. Returns the ports it could build plus errors for
-/// the parts it had to leave out; an error on identity (names) leaves the whole Service out.
-pub fn service_ports_from_service(svc: &Service, family: Family) -> Result<Vec<ServicePort>, ModelError> {
-    let (ports, errors) = service_ports_lenient(svc, family);
-    match errors.into_iter().next() {
-        Some(e) if ports.is_empty() => Err(e),
-        _ => Ok(ports),
-    }
-}
-
-/// Like [`service_ports_from_service`] but returns every problem alongside the usable ports.
-pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>, Vec<ModelError>) {
+/// Converts one Service into its ports for `family`: the ports it could build, and an error naming
+/// the field for every part it had to leave out (all of them: a bad port never hides the others, and
+/// an error on identity, such as the names, leaves the whole Service out).
+pub fn service_ports_from_service(svc: &Service, family: Family) -> (Vec<ServicePort>, Vec<ModelError>) {
     let mut errors = Vec::new();
     let ns = svc
         .metadata
@@ -94,13 +86,13 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
     };
     let mut cluster_ip = None;
     for (i, s) in candidates.iter().enumerate() {
-        match s.parse::<IpAddr>() {
-            Ok(ip) if family.matches(&ip) => {
+        match parse_ip_sloppy(s) {
+            Some(ip) if family.matches(&ip) => {
                 cluster_ip = Some(ip);
                 break;
             }
-            Ok(_) => {}
-            Err(_) => errors.push(ModelError::invalid(
+            Some(_) => {}
+            None => errors.push(ModelError::invalid(
                 KIND,
                 &object,
                 format!("spec.clusterIPs[{i}]"),
@@ -135,10 +127,10 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
             if ing.ip_mode.as_deref() == Some("Proxy") {
                 continue;
             }
-            match ip.parse::<IpAddr>() {
-                Ok(ip) if family.matches(&ip) => load_balancer_vips.push(ip),
-                Ok(_) => {}
-                Err(_) => errors.push(ModelError::invalid(
+            match parse_ip_sloppy(ip) {
+                Some(ip) if family.matches(&ip) => load_balancer_vips.push(ip),
+                Some(_) => {}
+                None => errors.push(ModelError::invalid(
                     KIND,
                     &object,
                     format!("status.loadBalancer.ingress[{i}].ip"),
@@ -152,10 +144,10 @@ pub fn service_ports_lenient(svc: &Service, family: Family) -> (Vec<ServicePort>
         Some(ranges) if !ranges.is_empty() => {
             let mut out = Vec::new();
             for (i, r) in ranges.iter().enumerate() {
-                match r.trim().parse::<IpNet>() {
-                    Ok(net) if family.matches(&net.addr()) => out.push(net.trunc()),
-                    Ok(_) => {}
-                    Err(_) => errors.push(ModelError::invalid(
+                match parse_cidr_sloppy(r.trim()) {
+                    Some(net) if family.matches(&net.addr()) => out.push(net),
+                    Some(_) => {}
+                    None => errors.push(ModelError::invalid(
                         KIND,
                         &object,
                         format!("spec.loadBalancerSourceRanges[{i}]"),
@@ -296,10 +288,10 @@ fn parse_ips(
 ) -> Vec<IpAddr> {
     let mut out = Vec::new();
     for (i, s) in raw.iter().enumerate() {
-        match s.parse::<IpAddr>() {
-            Ok(ip) if family.matches(&ip) => out.push(ip),
-            Ok(_) => {}
-            Err(_) => errors.push(ModelError::invalid(
+        match parse_ip_sloppy(s) {
+            Some(ip) if family.matches(&ip) => out.push(ip),
+            Some(_) => {}
+            None => errors.push(ModelError::invalid(
                 KIND,
                 object,
                 format!("{field}[{i}]"),

@@ -27,10 +27,10 @@ status:
 #[test]
 fn service_port_fields() {
     let s = svc(HOSTNAMES);
-    let (ports, errors) = service::service_ports_lenient(&s, Family::V4);
+    let (ports, errors) = service_ports_from_service(&s, Family::V4);
     assert_eq!(ports.len(), 1);
     let p = &ports[0];
-    assert_eq!(p.name.to_string(), "default/hostnames:");
+    assert_eq!(p.name.to_string(), "default/hostnames");
     assert_eq!(p.node_port, Some(31358));
     assert_eq!(p.health_check_node_port, Some(32000));
     assert!(p.external_policy_local);
@@ -47,7 +47,7 @@ fn service_port_fields() {
     );
     assert!(errors[0].to_string().contains("default/hostnames"));
 
-    let (v6, _) = service::service_ports_lenient(&s, Family::V6);
+    let (v6, _) = service_ports_from_service(&s, Family::V6);
     assert_eq!(v6[0].cluster_ip.to_string(), "fd00::4");
     assert!(v6[0].load_balancer_vips.is_empty());
 }
@@ -60,7 +60,7 @@ fn skipped_services() {
         "metadata: {name: a, labels: {service.kubernetes.io/service-proxy-name: other}}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80}]}",
         "metadata: {name: a, labels: {service.kubernetes.io/headless: ''}}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80}]}",
     ] {
-        let (ports, errors) = service::service_ports_lenient(&svc(y), Family::V4);
+        let (ports, errors) = service_ports_from_service(&svc(y), Family::V4);
         assert!(ports.is_empty() && errors.is_empty(), "{y}");
     }
 }
@@ -70,15 +70,66 @@ fn hostile_names_are_refused_with_field() {
     let s = svc(
         "metadata: {name: 'a\" -j ACCEPT', namespace: default}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80}]}",
     );
-    let err = service_ports_from_service(&s, Family::V4).unwrap_err();
-    assert!(err.to_string().contains("metadata.name"), "{err}");
+    let (ports, errors) = service_ports_from_service(&s, Family::V4);
+    assert!(ports.is_empty());
+    assert!(errors[0].to_string().contains("metadata.name"), "{errors:?}");
     let s = svc(
         "metadata: {name: ok, namespace: default}\nspec: {clusterIP: 10.0.0.1, ports: [{port: 80, name: 'x y'}, {port: 81, name: good}]}",
     );
-    let (ports, errors) = service::service_ports_lenient(&s, Family::V4);
+    let (ports, errors) = service_ports_from_service(&s, Family::V4);
     assert_eq!(ports.len(), 1);
     assert_eq!(ports[0].name.port, "good");
     assert!(errors[0].to_string().contains("spec.ports[0].name"));
+}
+
+#[test]
+fn every_rejected_field_is_reported_next_to_the_good_ports() {
+    let s = svc(
+        "metadata: {name: web, namespace: default}\nspec: {clusterIP: 10.0.0.1, externalIPs: [bogus, 192.168.099.011], \
+         ports: [{port: 80, name: 'x y'}, {port: 81, name: ok}, {port: 82, name: udp, protocol: XTP}]}",
+    );
+    let (ports, errors) = service_ports_from_service(&s, Family::V4);
+    assert_eq!(ports.len(), 1, "{ports:?}");
+    assert_eq!(
+        ports[0].external_ips,
+        vec![std::net::IpAddr::from([192, 168, 99, 11])]
+    );
+    let fields: Vec<String> = errors
+        .iter()
+        .map(|e| match e {
+            ModelError::Invalid { field, object, .. } => format!("{object} {field}"),
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "default/web spec.externalIPs[0]",
+            "default/web spec.ports[0].name",
+            "default/web spec.ports[2].protocol"
+        ]
+    );
+}
+
+#[test]
+fn legacy_addresses_are_read_as_upstream_reads_them() {
+    let s = svc(
+        "metadata: {name: old, namespace: default}\nspec: {type: LoadBalancer, clusterIP: 172.30.0.041, \
+         externalIPs: [192.168.099.011], loadBalancerSourceRanges: [203.0.113.000/025], ports: [{port: 80, nodePort: 3001}]}\n\
+         status: {loadBalancer: {ingress: [{ip: 001.002.003.004}]}}",
+    );
+    let (ports, errors) = service_ports_from_service(&s, Family::V4);
+    assert!(errors.is_empty(), "{errors:?}");
+    let p = &ports[0];
+    assert_eq!(p.cluster_ip.to_string(), "172.30.0.41");
+    assert_eq!(p.external_ips[0].to_string(), "192.168.99.11");
+    assert_eq!(p.load_balancer_vips[0].to_string(), "1.2.3.4");
+    let ranges: Vec<String> = p
+        .source_ranges
+        .iter()
+        .flatten()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(ranges, ["203.0.113.0/25"]);
 }
 
 #[test]

@@ -219,9 +219,14 @@ fn assemble<'a>(
     }
 
     if !cfg.conntrack_tcp_liberal {
+        let acct = if cfg.nfacct {
+            format!(" -m nfacct --nfacct-name {NFACCT_CT_STATE_INVALID_DROPPED}")
+        } else {
+            String::new()
+        };
         f_forward
             .rules
-            .push("-m conntrack --ctstate INVALID -j DROP".into());
+            .push(format!("-m conntrack --ctstate INVALID{acct} -j DROP"));
     }
     f_forward.rules.push(format!(
         "-m comment --comment \"kubernetes forwarding rules\" -m mark --mark {mark}/{mark} -j ACCEPT"

@@ -14,6 +14,11 @@ pub const KUBE_PROXY_FIREWALL: &str = "KUBE-PROXY-FIREWALL";
 pub const KUBE_PROXY_CANARY: &str = "KUBE-PROXY-CANARY";
 pub const KUBE_FIREWALL: &str = "KUBE-FIREWALL";
 
+/// nfacct counters upstream's rules feed (pkg/proxy/metrics): INVALID packets dropped in KUBE-FORWARD,
+/// and NodePort connections accepted on 127.0.0.0/8.
+pub const NFACCT_CT_STATE_INVALID_DROPPED: &str = "ct_state_invalid_dropped_pkts";
+pub const NFACCT_LOCALHOST_NODEPORTS: &str = "localhost_nps_accepted_pkts";
+
 pub const SVC_PREFIX: &str = "KUBE-SVC-";
 pub const SVL_PREFIX: &str = "KUBE-SVL-";
 pub const EXT_PREFIX: &str = "KUBE-EXT-";
@@ -34,7 +39,7 @@ fn hash16(parts: &[&str]) -> String {
     encoded[..16].to_string()
 }
 
-/// `KUBE-SVC-…` for a service port name like `default/hostnames:` and a lower-case protocol.
+/// `KUBE-SVC-…` for a service port name like `default/hostnames` and a lower-case protocol.
 pub fn svc_chain(port_name: &str, proto: &str) -> String {
     format!("{SVC_PREFIX}{}", hash16(&[port_name, proto]))
 }
@@ -82,7 +87,23 @@ pub fn is_service_chain(name: &str) -> bool {
 mod tests {
     use super::*;
 
-    // Seed vectors from the upstream walkthroughs (checked against real kube-proxy output).
+    // Current upstream names an unnamed port `ns/name` (pkg/proxy/types.go, fmtPortName); the vectors
+    // are the ones DESIGN.md records for kube-proxy v1.34.
+    #[test]
+    fn current_upstream_vectors() {
+        assert_eq!(svc_chain("default/hostnames", "tcp"), "KUBE-SVC-YN5D6RYVEVZOH44Q");
+        assert_eq!(
+            sep_chain("default/hostnames", "tcp", "10.76.0.9:9376"),
+            "KUBE-SEP-Z2UFIHORS27IVXDM"
+        );
+        assert_eq!(
+            svc_chain("kube-system/kube-dns:dns", "udp"),
+            "KUBE-SVC-TCOU7JCQXEZGVUNU"
+        );
+    }
+
+    // The hash itself against the 2017 walkthroughs (Kubernetes 1.5 printed an unnamed port with a
+    // trailing colon, so its strings differ; the function is the same).
     #[test]
     fn seed_vectors() {
         assert_eq!(
@@ -109,8 +130,8 @@ mod tests {
 
     #[test]
     fn protocol_changes_hash() {
-        assert_ne!(svc_chain("default/x:", "tcp"), svc_chain("default/x:", "udp"));
-        assert_ne!(svc_chain("default/x:", "tcp"), svl_chain("default/x:", "tcp"));
+        assert_ne!(svc_chain("default/x", "tcp"), svc_chain("default/x", "udp"));
+        assert_ne!(svc_chain("default/x", "tcp"), svl_chain("default/x", "tcp"));
     }
 
     #[test]

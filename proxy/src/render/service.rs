@@ -172,14 +172,14 @@ pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) 
         no_local_external: plan.has_endpoints && !plan.has_external,
         ..Default::default()
     };
-    entry_rules(&plan, svc, &mut out);
+    entry_rules(&plan, svc, ctx.cfg, &mut out);
     out.chains = own_chains(&plan, svc, cat, ctx);
     out
 }
 
 /// Rules in the shared chains that catch this port's addresses: nat KUBE-SERVICES and KUBE-NODEPORTS when
 /// there are endpoints, filter REJECT/DROP when there are none (for that kind of traffic).
-fn entry_rules(p: &Plan, svc: &ServicePort, out: &mut ServiceRules) {
+fn entry_rules(p: &Plan, svc: &ServicePort, cfg: &RenderConfig, out: &mut ServiceRules) {
     let (name, m, port, cip) = (&p.name, &p.m, svc.port, svc.cluster_ip);
     let (int_target, int_comment) = &p.internal_filter;
     let (ext_target, ext_comment) = &p.external_filter;
@@ -236,6 +236,16 @@ fn entry_rules(p: &Plan, svc: &ServicePort, out: &mut ServiceRules) {
 
     if let Some(np) = svc.node_port {
         if p.has_endpoints {
+            if cfg.nfacct && cfg.effective_localhost_nodeports() {
+                // Counts NodePort connections to 127.0.0.0/8 (upstream's localhost-NodePort metric);
+                // the rule after it would take them to the same chain.
+                out.nat_nodeports.push(format!(
+                    "-m comment --comment {} {m} -d 127.0.0.0/8 --dport {np} -m nfacct --nfacct-name {} -j {}",
+                    comment(name),
+                    NFACCT_LOCALHOST_NODEPORTS,
+                    p.ext_chain
+                ));
+            }
             out.nat_nodeports.push(format!(
                 "-m comment --comment {} {m} --dport {np} -j {}",
                 comment(name),

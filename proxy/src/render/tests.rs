@@ -47,20 +47,20 @@ fn cluster_ip_seed() {
     let r = render_yaml(&y, &cfg());
     assert_eq!(
         rules(&r, Table::Nat, "KUBE-SERVICES")[0],
-        "-m comment --comment \"default/hostnames: cluster IP\" -m tcp -p tcp -d 10.79.255.4 --dport 80 -j KUBE-SVC-NWV5X2332I4OT4T3"
+        "-m comment --comment \"default/hostnames cluster IP\" -m tcp -p tcp -d 10.79.255.4 --dport 80 -j KUBE-SVC-YN5D6RYVEVZOH44Q"
     );
     assert_eq!(
-        rules(&r, Table::Nat, "KUBE-SVC-NWV5X2332I4OT4T3"),
+        rules(&r, Table::Nat, "KUBE-SVC-YN5D6RYVEVZOH44Q"),
         vec![
-            "-m comment --comment \"default/hostnames: cluster IP\" -m tcp -p tcp -d 10.79.255.4 --dport 80 ! -s 10.76.0.0/14 -j KUBE-MARK-MASQ",
-            "-m comment --comment \"default/hostnames: -> 10.76.0.9:9376\" -j KUBE-SEP-EV2NQKURMPKCP5UI",
+            "-m comment --comment \"default/hostnames cluster IP\" -m tcp -p tcp -d 10.79.255.4 --dport 80 ! -s 10.76.0.0/14 -j KUBE-MARK-MASQ",
+            "-m comment --comment \"default/hostnames -> 10.76.0.9:9376\" -j KUBE-SEP-Z2UFIHORS27IVXDM",
         ]
     );
     assert_eq!(
-        rules(&r, Table::Nat, "KUBE-SEP-EV2NQKURMPKCP5UI"),
+        rules(&r, Table::Nat, "KUBE-SEP-Z2UFIHORS27IVXDM"),
         vec![
-            "-m comment --comment default/hostnames: -s 10.76.0.9 -j KUBE-MARK-MASQ",
-            "-m comment --comment default/hostnames: -m tcp -p tcp -j DNAT --to-destination 10.76.0.9:9376",
+            "-m comment --comment default/hostnames -s 10.76.0.9 -j KUBE-MARK-MASQ",
+            "-m comment --comment default/hostnames -m tcp -p tcp -j DNAT --to-destination 10.76.0.9:9376",
         ]
     );
     assert_eq!(
@@ -83,14 +83,14 @@ fn two_endpoints_split_half() {
             9376,
         );
     let r = render_yaml(&y, &cfg());
-    let svc = rules(&r, Table::Nat, "KUBE-SVC-NWV5X2332I4OT4T3");
+    let svc = rules(&r, Table::Nat, "KUBE-SVC-YN5D6RYVEVZOH44Q");
     assert_eq!(
         svc[1],
-        "-m comment --comment \"default/hostnames: -> 10.76.0.10:9376\" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-BWZ646KDVNVKXICT"
+        "-m comment --comment \"default/hostnames -> 10.76.0.10:9376\" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-7WM3BZEYIZ2PF6R4"
     );
     assert_eq!(
         svc[2],
-        "-m comment --comment \"default/hostnames: -> 10.76.0.9:9376\" -j KUBE-SEP-EV2NQKURMPKCP5UI"
+        "-m comment --comment \"default/hostnames -> 10.76.0.9:9376\" -j KUBE-SEP-Z2UFIHORS27IVXDM"
     );
 }
 
@@ -131,13 +131,13 @@ fn no_endpoints_reject_in_filter() {
     assert_eq!(
         rules(&r, Table::Filter, "KUBE-SERVICES"),
         vec![
-            "-m comment --comment \"default/empty: has no endpoints\" -m tcp -p tcp -d 10.0.0.5 --dport 80 -j REJECT"
+            "-m comment --comment \"default/empty has no endpoints\" -m tcp -p tcp -d 10.0.0.5 --dport 80 -j REJECT"
         ]
     );
     assert_eq!(
         rules(&r, Table::Filter, "KUBE-EXTERNAL-SERVICES"),
         vec![
-            "-m comment --comment \"default/empty: has no endpoints\" -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 30080 -j REJECT"
+            "-m comment --comment \"default/empty has no endpoints\" -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 30080 -j REJECT"
         ]
     );
     assert_eq!(
@@ -154,19 +154,42 @@ fn nodeport_cluster_policy() {
         "np",
         "{clusterIP: 10.0.0.6, type: NodePort, ports: [{port: 80, nodePort: 30081}]}",
     ) + &eps("np", &[("10.76.1.5", "node-2")], 8080);
-    let r = render_yaml(&y, &cfg());
-    let ext = crate::render::naming::ext_chain("default/np:", "tcp");
-    let svcc = crate::render::naming::svc_chain("default/np:", "tcp");
+    let acct = RenderConfig {
+        nfacct: true,
+        ..cfg()
+    };
+    let r = render_yaml(&y, &acct);
+    let ext = crate::render::naming::ext_chain("default/np", "tcp");
+    let svcc = crate::render::naming::svc_chain("default/np", "tcp");
+    // The first rule only counts localhost NodePort connections (nfacct), as upstream's.
     assert_eq!(
         rules(&r, Table::Nat, "KUBE-NODEPORTS"),
+        vec![
+            format!(
+                "-m comment --comment default/np -m tcp -p tcp -d 127.0.0.0/8 --dport 30081 -m nfacct --nfacct-name localhost_nps_accepted_pkts -j {ext}"
+            ),
+            format!("-m comment --comment default/np -m tcp -p tcp --dport 30081 -j {ext}"),
+        ]
+    );
+    let no_acct = RenderConfig {
+        nfacct: false,
+        ..cfg()
+    };
+    assert_eq!(
+        rules(&render_yaml(&y, &no_acct), Table::Nat, "KUBE-NODEPORTS"),
         vec![format!(
-            "-m comment --comment default/np: -m tcp -p tcp --dport 30081 -j {ext}"
+            "-m comment --comment default/np -m tcp -p tcp --dport 30081 -j {ext}"
         )]
+    );
+    let forward = rules(&r, Table::Filter, "KUBE-FORWARD");
+    assert_eq!(
+        forward[0],
+        "-m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP"
     );
     assert_eq!(
         rules(&r, Table::Nat, &ext),
         vec![
-            "-m comment --comment \"masquerade traffic for default/np: external destinations\" -j KUBE-MARK-MASQ".to_string(),
+            "-m comment --comment \"masquerade traffic for default/np external destinations\" -j KUBE-MARK-MASQ".to_string(),
             format!("-j {svcc}"),
         ]
     );
@@ -184,7 +207,7 @@ fn lb(spec: &str, ingress: &str) -> String {
 fn external_policy_local_with_local_endpoint() {
     let y = lb(LB_LOCAL, "35.1.1.1") + &eps("lb", &[("10.76.0.20", "node-1"), ("10.76.1.20", "node-2")], 80);
     let r = render_yaml(&y, &cfg());
-    let n = "default/lb:";
+    let n = "default/lb";
     let (ext, svcc, svl) = (
         naming::ext_chain(n, "tcp"),
         naming::svc_chain(n, "tcp"),
@@ -240,10 +263,10 @@ fn external_policy_local_without_local_endpoint_drops() {
         "{}",
         f[1]
     );
-    let ext = rules(&r, Table::Nat, &naming::ext_chain("default/lb:", "tcp"));
+    let ext = rules(&r, Table::Nat, &naming::ext_chain("default/lb", "tcp"));
     assert_eq!(ext.len(), 3, "short-circuit rules stay, no jump to KUBE-SVL");
     assert!(
-        r.chain(Table::Nat, &naming::svl_chain("default/lb:", "tcp"))
+        r.chain(Table::Nat, &naming::svl_chain("default/lb", "tcp"))
             .is_none()
     );
 }
@@ -259,7 +282,7 @@ fn internal_policy_local_without_local_endpoint_drops() {
     assert_eq!(
         rules(&r, Table::Filter, "KUBE-SERVICES"),
         vec![
-            "-m comment --comment \"default/itp: has no local endpoints\" -m udp -p udp -d 10.0.0.8 --dport 53 -j DROP"
+            "-m comment --comment \"default/itp has no local endpoints\" -m udp -p udp -d 10.0.0.8 --dport 53 -j DROP"
         ]
     );
     assert_eq!(r.stats.no_local_internal, 1);
@@ -270,7 +293,7 @@ fn source_ranges_firewall() {
     let spec = "{clusterIP: 10.0.0.9, type: LoadBalancer, loadBalancerSourceRanges: [192.168.0.0/16, 10.140.0.0/20], ports: [{port: 443, nodePort: 30443}]}";
     let y = lb(spec, "35.2.2.2") + &eps("lb", &[("10.76.0.30", "node-1")], 8443);
     let r = render_yaml(&y, &cfg());
-    let n = "default/lb:";
+    let n = "default/lb";
     let (fw, ext) = (naming::fw_chain(n, "tcp"), naming::ext_chain(n, "tcp"));
     assert!(rules(&r, Table::Nat, "KUBE-SERVICES").contains(&format!(
         "-m comment --comment \"{n} loadbalancer IP\" -m tcp -p tcp -d 35.2.2.2 --dport 443 -j {fw}"
@@ -313,18 +336,18 @@ fn session_affinity_recent() {
         "{clusterIP: 10.0.0.11, sessionAffinity: ClientIP, sessionAffinityConfig: {clientIP: {timeoutSeconds: 600}}, ports: [{port: 80}]}",
     ) + &eps("sa", &[("10.76.0.40", "node-1")], 80);
     let r = render_yaml(&y, &cfg());
-    let sep = naming::sep_chain("default/sa:", "tcp", "10.76.0.40:80");
-    let svc = rules(&r, Table::Nat, &naming::svc_chain("default/sa:", "tcp"));
+    let sep = naming::sep_chain("default/sa", "tcp", "10.76.0.40:80");
+    let svc = rules(&r, Table::Nat, &naming::svc_chain("default/sa", "tcp"));
     assert_eq!(
         svc[1],
         format!(
-            "-m comment --comment \"default/sa: -> 10.76.0.40:80\" -m recent --name {sep} --rcheck --seconds 600 --reap -j {sep}"
+            "-m comment --comment \"default/sa -> 10.76.0.40:80\" -m recent --name {sep} --rcheck --seconds 600 --reap -j {sep}"
         )
     );
     assert_eq!(
         rules(&r, Table::Nat, &sep)[1],
         format!(
-            "-m comment --comment default/sa: -m recent --name {sep} --set -m tcp -p tcp -j DNAT --to-destination 10.76.0.40:80"
+            "-m comment --comment default/sa -m recent --name {sep} --set -m tcp -p tcp -j DNAT --to-destination 10.76.0.40:80"
         )
     );
 }
@@ -340,7 +363,7 @@ fn external_ips_and_masquerade_all() {
         ..cfg()
     };
     let r = render_yaml(&y, &c);
-    let svcc = naming::svc_chain("default/x:", "tcp");
+    let svcc = naming::svc_chain("default/x", "tcp");
     assert!(rules(&r, Table::Nat, &svcc)[0].ends_with("--dport 80 -j KUBE-MARK-MASQ"));
     assert!(!rules(&r, Table::Nat, &svcc)[0].contains("! -s"));
     assert!(
@@ -375,7 +398,7 @@ fn detect_local_modes() {
                 ..cfg()
             },
         );
-        let first = &rules(&r, Table::Nat, &naming::svc_chain("default/d:", "tcp"))[0];
+        let first = &rules(&r, Table::Nat, &naming::svc_chain("default/d", "tcp"))[0];
         assert!(first.ends_with(want), "{first}");
     }
 }
@@ -423,7 +446,7 @@ fn ipv6_family() {
         ..cfg()
     };
     let r = render_yaml(y, &c);
-    let sep = naming::sep_chain("default/v6:", "tcp", "[fd00:76::9]:8080");
+    let sep = naming::sep_chain("default/v6", "tcp", "[fd00:76::9]:8080");
     assert!(rules(&r, Table::Nat, &sep)[1].ends_with("-j DNAT --to-destination [fd00:76::9]:8080"));
     assert!(
         rules(&r, Table::Nat, "KUBE-SERVICES")
@@ -473,10 +496,10 @@ fn partial_writes_only_changed_chains() {
             &c,
         );
         let (p, stats) = after.partial_payload(&before.digests()).expect("a change");
-        let svc_a = naming::svc_chain("default/a:", "tcp");
-        let svc_b = naming::svc_chain("default/b:", "tcp");
+        let svc_a = naming::svc_chain("default/a", "tcp");
+        let svc_b = naming::svc_chain("default/b", "tcp");
         assert!(p.contains(&format!(":{svc_a} - [0:0]")), "{p}");
-        assert!(p.contains(&naming::sep_chain("default/a:", "tcp", "10.76.0.62:80")));
+        assert!(p.contains(&naming::sep_chain("default/a", "tcp", "10.76.0.62:80")));
         assert!(!p.contains(&svc_b), "unchanged service written:\n{p}");
         assert!(!p.contains("-A KUBE-SERVICES"), "dispatch unchanged:\n{p}");
         assert!(!p.contains("*filter"), "filter unchanged:\n{p}");
@@ -485,7 +508,7 @@ fn partial_writes_only_changed_chains() {
         assert!(after.partial_payload(&after.digests()).is_none());
         // Back again: the new SEP chain is flushed and deleted.
         let (p, _) = before.partial_payload(&after.digests()).unwrap();
-        let gone = naming::sep_chain("default/a:", "tcp", "10.76.0.62:80");
+        let gone = naming::sep_chain("default/a", "tcp", "10.76.0.62:80");
         assert!(p.contains(&format!("-X {gone}")), "{p}");
     }
 }
@@ -501,7 +524,7 @@ fn bad_service_does_not_break_others() {
     assert!(state.errors[0].to_string().contains("metadata.name"));
     let r = render(&state, &node(), &cfg());
     assert!(
-        r.chain(Table::Nat, &naming::svc_chain("default/good:", "tcp"))
+        r.chain(Table::Nat, &naming::svc_chain("default/good", "tcp"))
             .is_some()
     );
 }

@@ -174,6 +174,8 @@ fn value(opt: &Opt) -> &str {
 fn eval_option(name: &str, opt: &Opt, module: &Module, p: &PacketView<'_>, notes: &mut Vec<String>) -> One {
     match (name, opt.name.as_str()) {
         ("comment", "comment") => One::Yes,
+        // Accounting only: the kernel counts the packet and the match always holds.
+        ("nfacct", "nfacct-name") => One::Yes,
         ("tcp" | "udp" | "sctp", "dport" | "destination-port") => match port_in(value(opt), p.dport) {
             Some(b) => yes_if(b),
             None => One::Unknown(format!("bad port {:?}", value(opt))),

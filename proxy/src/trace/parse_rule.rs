@@ -45,6 +45,7 @@ fn module_owns(module: &str, option: &str) -> bool {
             "ctdir",
         ],
         "state" => &["state"],
+        "nfacct" => &["nfacct-name"],
         "multiport" => &["dports", "destination-ports", "sports", "source-ports", "ports"],
         _ => return true, // unknown module: assume it owns what follows it
     };

@@ -4,7 +4,7 @@ use super::*;
 use std::net::{IpAddr, SocketAddr};
 
 const NODE_IP: &str = "10.128.0.2";
-const SVC_CHAIN: &str = "KUBE-SVC-NWV5X2332I4OT4T3";
+const SVC_CHAIN: &str = "KUBE-SVC-YN5D6RYVEVZOH44Q";
 
 /// A node's full iptables-save: kube-proxy's fixed plumbing plus the given service rules.
 fn save(filter_rules: &str, nat_chains: &[&str], nat_rules: &str) -> String {
@@ -62,20 +62,20 @@ COMMIT
     )
 }
 
-/// default/hostnames: ClusterIP 10.96.0.10:80 and NodePort 30080 -> the given endpoints :9376.
+/// default/hostnames ClusterIP 10.96.0.10:80 and NodePort 30080 -> the given endpoints :9376.
 fn hostnames(endpoints: &[&str]) -> String {
     let seps: Vec<String> = (0..endpoints.len())
         .map(|i| format!("KUBE-SEP-HOSTNAMES{i:08}"))
         .collect();
-    let mut chains = vec![SVC_CHAIN.to_string(), "KUBE-EXT-NWV5X2332I4OT4T3".to_string()];
+    let mut chains = vec![SVC_CHAIN.to_string(), "KUBE-EXT-YN5D6RYVEVZOH44Q".to_string()];
     chains.extend(seps.iter().cloned());
     let mut nat = String::new();
     nat.push_str(&format!(
-        "-A KUBE-NODEPORTS -p tcp -m comment --comment \"default/hostnames:\" -m tcp --dport 30080 -j KUBE-EXT-NWV5X2332I4OT4T3\n\
-         -A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment \"default/hostnames: cluster IP\" -m tcp --dport 80 -j {SVC_CHAIN}\n\
-         -A KUBE-EXT-NWV5X2332I4OT4T3 -m comment --comment \"masquerade traffic for default/hostnames: external destinations\" -j KUBE-MARK-MASQ\n\
-         -A KUBE-EXT-NWV5X2332I4OT4T3 -j {SVC_CHAIN}\n\
-         -A {SVC_CHAIN} ! -s 10.76.0.0/14 -d 10.96.0.10/32 -p tcp -m comment --comment \"default/hostnames: cluster IP\" -m tcp --dport 80 -j KUBE-MARK-MASQ\n"
+        "-A KUBE-NODEPORTS -p tcp -m comment --comment \"default/hostnames\" -m tcp --dport 30080 -j KUBE-EXT-YN5D6RYVEVZOH44Q\n\
+         -A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment \"default/hostnames cluster IP\" -m tcp --dport 80 -j {SVC_CHAIN}\n\
+         -A KUBE-EXT-YN5D6RYVEVZOH44Q -m comment --comment \"masquerade traffic for default/hostnames external destinations\" -j KUBE-MARK-MASQ\n\
+         -A KUBE-EXT-YN5D6RYVEVZOH44Q -j {SVC_CHAIN}\n\
+         -A {SVC_CHAIN} ! -s 10.76.0.0/14 -d 10.96.0.10/32 -p tcp -m comment --comment \"default/hostnames cluster IP\" -m tcp --dport 80 -j KUBE-MARK-MASQ\n"
     ));
     let n = endpoints.len();
     for (i, (ep, sep)) in endpoints.iter().zip(&seps).enumerate() {
@@ -88,13 +88,13 @@ fn hostnames(endpoints: &[&str]) -> String {
             String::new()
         };
         nat.push_str(&format!(
-            "-A {SVC_CHAIN} -m comment --comment \"default/hostnames: -> {ep}:9376\"{stat} -j {sep}\n"
+            "-A {SVC_CHAIN} -m comment --comment \"default/hostnames -> {ep}:9376\"{stat} -j {sep}\n"
         ));
     }
     for (ep, sep) in endpoints.iter().zip(&seps) {
         nat.push_str(&format!(
-            "-A {sep} -s {ep}/32 -m comment --comment \"default/hostnames:\" -j KUBE-MARK-MASQ\n\
-             -A {sep} -p tcp -m comment --comment \"default/hostnames:\" -m tcp -j DNAT --to-destination {ep}:9376\n"
+            "-A {sep} -s {ep}/32 -m comment --comment \"default/hostnames\" -j KUBE-MARK-MASQ\n\
+             -A {sep} -p tcp -m comment --comment \"default/hostnames\" -m tcp -j DNAT --to-destination {ep}:9376\n"
         ));
     }
     let chain_refs: Vec<&str> = chains.iter().map(String::as_str).collect();
@@ -279,6 +279,35 @@ fn localhost_node_port_from_the_node_itself() {
     assert_eq!(o.verdict, Verdict::Dnat(sock("10.76.0.9:9376")));
     assert!(o.masquerade);
     assert_eq!(o.steps[0].chain, "OUTPUT");
+}
+
+#[test]
+fn localhost_node_port_counted_by_nfacct() {
+    // Upstream's accounting rule, as iptables-save prints it (two spaces before the name).
+    let rules = hostnames(&["10.76.0.9"]).replacen(
+        "-A KUBE-NODEPORTS ",
+        "-A KUBE-NODEPORTS -d 127.0.0.0/8 -p tcp -m comment --comment \"default/hostnames\" -m tcp --dport 30080 -m nfacct --nfacct-name  localhost_nps_accepted_pkts -j KUBE-EXT-YN5D6RYVEVZOH44Q\n-A KUBE-NODEPORTS ",
+        1,
+    );
+    let from_node = TraceOptions {
+        node_ips: vec![ip(NODE_IP)],
+        hook: Hook::Output,
+    };
+    let t = run(&rules, &packet("127.0.0.1", "127.0.0.1", 30080), &from_node);
+    let o = &t.outcomes[0];
+    assert_eq!(o.verdict, Verdict::Dnat(sock("10.76.0.9:9376")));
+    assert!(
+        o.steps
+            .iter()
+            .any(|s| s.rule.contains("localhost_nps_accepted_pkts")),
+        "{t}"
+    );
+    // To the node's own address the accounting rule does not match.
+    let t = run(&rules, &packet("127.0.0.1", NODE_IP, 30080), &from_node);
+    assert!(
+        !t.outcomes[0].steps.iter().any(|s| s.rule.contains("nfacct")),
+        "{t}"
+    );
 }
 
 #[test]
@@ -609,8 +638,8 @@ fn dispatch_buckets_give_the_same_outcomes_as_flat() {
     let flat = hostnames(&["10.76.0.9", "10.76.1.5", "10.76.2.8"]);
     let tree = flat
         .replace(
-            ":KUBE-SVC-NWV5X2332I4OT4T3 - [0:0]\n",
-            ":KUBE-SVCS-10.96.0.0_24 - [0:0]\n:KUBE-SVC-NWV5X2332I4OT4T3 - [0:0]\n",
+            ":KUBE-SVC-YN5D6RYVEVZOH44Q - [0:0]\n",
+            ":KUBE-SVCS-10.96.0.0_24 - [0:0]\n:KUBE-SVC-YN5D6RYVEVZOH44Q - [0:0]\n",
         )
         .replace(
             "-A KUBE-SERVICES -d 10.96.0.10/32",
@@ -746,7 +775,7 @@ fn scale_many_services_and_endpoints() {
     let n = 1000;
     let big = "KUBE-SVC-BIGBIGBIGBIGBIGB".to_string();
     nat.push_str(&format!(
-        "-A KUBE-SERVICES -d 10.100.0.1/32 -p tcp -m comment --comment \"ns/big: cluster IP\" -m tcp --dport 80 -j {big}\n"
+        "-A KUBE-SERVICES -d 10.100.0.1/32 -p tcp -m comment --comment \"ns/big cluster IP\" -m tcp --dport 80 -j {big}\n"
     ));
     chains.push(big.clone());
     for i in 0..n {
@@ -760,8 +789,8 @@ fn scale_many_services_and_endpoints() {
             String::new()
         };
         nat.push_str(&format!(
-            "-A {big} -m comment --comment \"ns/big: -> 10.78.{}.{}:80\"{stat} -j {sep}\n\
-             -A {sep} -p tcp -m comment --comment \"ns/big:\" -m tcp -j DNAT --to-destination 10.78.{}.{}:80\n",
+            "-A {big} -m comment --comment \"ns/big -> 10.78.{}.{}:80\"{stat} -j {sep}\n\
+             -A {sep} -p tcp -m comment --comment \"ns/big\" -m tcp -j DNAT --to-destination 10.78.{}.{}:80\n",
             i / 250, i % 250, i / 250, i % 250
         ));
         chains.push(sep);

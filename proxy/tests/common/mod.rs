@@ -32,3 +32,17 @@ pub fn golden_cases() -> Vec<(PathBuf, Vec<String>, PathBuf)> {
     }
     cases
 }
+
+/// A throwaway namespace holding the nfacct counters upstream's rules name (the daemon creates them
+/// at start), so payloads rendered for a current node load; `None` when namespaces are unavailable.
+pub fn netns_with_nfacct(tag: &str) -> Option<svcnet_netns::Netns> {
+    let ns = svcnet_netns::netns_or_skip(tag)?;
+    for name in svcnet_proxy::nfacct::COUNTERS {
+        let (ok, _, err) = ns.run(&["nfacct", "add", name]);
+        assert!(
+            ok,
+            "nfacct add {name}: {err} (is nfacct installed? apt-get install nfacct)"
+        );
+    }
+    Some(ns)
+}

@@ -11,12 +11,12 @@ use crate::render::naming::{EPG_PREFIX, sep_chain, svc_chain, svl_chain};
 use crate::render::{Rendered, Table, render};
 use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
 
-const OWNER: &str = "KUBE-SVC-NWV5X2332I4OT4T3";
+const OWNER: &str = "KUBE-SVC-YN5D6RYVEVZOH44Q";
 
 fn endpoints(n: usize) -> Vec<EndpointJump> {
     (0..n)
         .map(|i| EndpointJump {
-            comment: format!("-m comment --comment \"default/x: -> ep{i}\" "),
+            comment: format!("-m comment --comment \"default/x -> ep{i}\" "),
             sep: format!("KUBE-SEP-EP{i}"),
         })
         .collect()
@@ -31,7 +31,7 @@ fn g(path: &str) -> String {
 }
 
 fn ep(i: usize) -> String {
-    format!("-m comment --comment \"default/x: -> ep{i}\" ")
+    format!("-m comment --comment \"default/x -> ep{i}\" ")
 }
 
 #[test]
