@@ -21,6 +21,26 @@ pub fn metrics_router(registry: Arc<Registry>) -> Router {
     )
 }
 
+/// Like [`metrics_router`], but awaits `refresh` before each scrape: for values the kernel holds and
+/// that are read when asked for, as upstream's custom collectors do.
+pub fn metrics_router_with_refresh<F, Fut>(registry: Arc<Registry>, refresh: F) -> Router
+where
+    F: Fn() -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    Router::new().route(
+        "/metrics",
+        get(move || {
+            let registry = Arc::clone(&registry);
+            let refresh = refresh.clone();
+            async move {
+                refresh().await;
+                render(&registry)
+            }
+        }),
+    )
+}
+
 fn render(registry: &Registry) -> Response {
     let mut body = String::new();
     match prometheus_client::encoding::text::encode(&mut body, registry) {

@@ -48,6 +48,57 @@ pub struct IptablesCfg {
     pub localhost_node_ports: Option<bool>,
 }
 
+/// `conntrack`: durations in Go syntax; a field left out keeps the flag's value.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ConntrackCfg {
+    pub max_per_core: Option<u64>,
+    pub min: Option<u64>,
+    pub tcp_established_timeout: Option<String>,
+    pub tcp_close_wait_timeout: Option<String>,
+    pub tcp_be_liberal: Option<bool>,
+    pub udp_timeout: Option<String>,
+    pub udp_stream_timeout: Option<String>,
+}
+
+impl ConntrackCfg {
+    /// Overlays the file's values on the flags'.
+    pub fn apply_to(self, args: &mut crate::sysctls::ConntrackArgs) -> Result<(), String> {
+        if let Some(v) = self.max_per_core {
+            args.conntrack_max_per_core = v;
+        }
+        if let Some(v) = self.min {
+            args.conntrack_min = v;
+        }
+        if let Some(v) = self.tcp_be_liberal {
+            args.conntrack_tcp_be_liberal = v;
+        }
+        for (field, v, slot) in [
+            (
+                "tcpEstablishedTimeout",
+                self.tcp_established_timeout,
+                &mut args.conntrack_tcp_timeout_established,
+            ),
+            (
+                "tcpCloseWaitTimeout",
+                self.tcp_close_wait_timeout,
+                &mut args.conntrack_tcp_timeout_close_wait,
+            ),
+            ("udpTimeout", self.udp_timeout, &mut args.conntrack_udp_timeout),
+            (
+                "udpStreamTimeout",
+                self.udp_stream_timeout,
+                &mut args.conntrack_udp_timeout_stream,
+            ),
+        ] {
+            if let Some(v) = v {
+                *slot = parse_duration(&v).map_err(|e| format!("{field}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The fields svcnet reads.
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -61,6 +112,7 @@ pub struct KubeProxyConfiguration {
     pub detect_local_mode: Option<String>,
     pub detect_local: Option<DetectLocalCfg>,
     pub iptables: Option<IptablesCfg>,
+    pub conntrack: Option<ConntrackCfg>,
     pub node_port_addresses: Option<Vec<String>>,
     pub healthz_bind_address: Option<String>,
     pub metrics_bind_address: Option<String>,

@@ -1,10 +1,12 @@
-//! UDP conntrack reconciliation after a sync, as kube-proxy 1.33 does it. UDP has no connection end, so a
-//! conntrack entry keeps sending a client's datagrams to the endpoint chosen first even after that
-//! endpoint left the service; an entry created while the service had no endpoints (or before the rules
-//! existed, e.g. while the proxy was down) keeps them unanswered or un-NATed. After every sync the UDP
-//! entries are listed and each one addressed to a UDP service (cluster IP, external IP or LB IP and
-//! port, or a nodePort) whose reply does not come from a serving endpoint is deleted. Services without
-//! serving endpoints are left alone (their packets are rejected anyway).
+//! UDP conntrack reconciliation after a sync, as kube-proxy does it (1.33's reconciler with 1.34-1.37's
+//! fixes). UDP has no connection end, so a conntrack entry keeps sending a client's datagrams to the
+//! endpoint chosen first even after that endpoint left the service; an entry created while the service
+//! had no endpoints (or before the rules existed, e.g. while the proxy was down) keeps them unanswered
+//! or un-NATed. After every sync the UDP entries are listed and each one addressed to a UDP service
+//! (cluster IP, external IP or LB IP and port, or a nodePort) whose reply does not come from a serving
+//! endpoint is deleted. A service scaled to zero has no serving endpoint, so all its flows go
+//! (kubernetes#139629: one-way senders would otherwise keep DNATing to the deleted pod forever), and so
+//! do the flows of a UDP service deleted since the last sync (kubernetes#141371).
 //!
 //! Which entries are stale is computed purely ([`stale_flows`]) from the state and the parsed listing
 //! ([`parse_flows`]). Listing and deletion use the `conntrack` CLI from conntrack-tools (a netlink
@@ -25,6 +27,41 @@ pub struct Flow {
     pub orig_dport: u16,
     /// Reply direction: who answers (the endpoint after DNAT; the destination itself without NAT).
     pub reply_src: IpAddr,
+}
+
+/// The UDP service addresses of one sync, remembered so that the next one can clear the flows of
+/// services deleted in between.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UdpTargets {
+    pub vips: BTreeSet<(IpAddr, u16)>,
+    pub node_ports: BTreeSet<u16>,
+}
+
+impl UdpTargets {
+    pub fn of(state: &ProxyState) -> UdpTargets {
+        let mut t = UdpTargets::default();
+        for svc in state
+            .services
+            .values()
+            .filter(|s| s.name.protocol == Protocol::Udp)
+        {
+            for vip in vips(svc) {
+                t.vips.insert((vip, svc.port));
+            }
+            t.node_ports.extend(svc.node_port);
+        }
+        t
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vips.is_empty() && self.node_ports.is_empty()
+    }
+}
+
+fn vips(svc: &crate::model::ServicePort) -> impl Iterator<Item = IpAddr> + '_ {
+    std::iter::once(svc.cluster_ip)
+        .chain(svc.external_ips.iter().copied())
+        .chain(svc.load_balancer_vips.iter().copied())
 }
 
 /// One `conntrack -D` filter.
@@ -70,9 +107,18 @@ fn parse_line(line: &str) -> Option<Flow> {
 /// terminating) of the UDP service they were sent to. Traffic policies, topology and terminating state
 /// are not considered, as upstream: a change to the service must not break flows a TCP connection
 /// would keep.
-pub fn stale_flows(state: &ProxyState, flows: &[Flow]) -> Vec<Deletion> {
+/// `previous` is what the last sync served: its addresses the state no longer has belong to deleted
+/// services, which have no endpoint at all.
+pub fn stale_flows(state: &ProxyState, previous: &UdpTargets, flows: &[Flow]) -> Vec<Deletion> {
     let mut by_vip: HashMap<(IpAddr, u16), HashSet<IpAddr>> = HashMap::new();
     let mut by_node_port: HashMap<u16, HashSet<IpAddr>> = HashMap::new();
+    // Deleted services first: a current service on the same address or nodePort overrides them.
+    for vip in &previous.vips {
+        by_vip.insert(*vip, HashSet::new());
+    }
+    for np in &previous.node_ports {
+        by_node_port.insert(*np, HashSet::new());
+    }
     for (name, svc) in state
         .services
         .iter()
@@ -86,13 +132,7 @@ pub fn stale_flows(state: &ProxyState, flows: &[Flow]) -> Vec<Deletion> {
             .filter(|e| e.ready || e.serving)
             .map(|e| e.ip)
             .collect();
-        if serving.is_empty() {
-            continue;
-        }
-        let vips = std::iter::once(svc.cluster_ip)
-            .chain(svc.external_ips.iter().copied())
-            .chain(svc.load_balancer_vips.iter().copied());
-        for vip in vips {
+        for vip in vips(svc) {
             by_vip.insert((vip, svc.port), serving.clone());
         }
         if let Some(np) = svc.node_port {
@@ -125,19 +165,10 @@ pub fn stale_flows(state: &ProxyState, flows: &[Flow]) -> Vec<Deletion> {
     out.into_iter().collect()
 }
 
-/// Does the state have a UDP service with a serving endpoint? Without one nothing can be stale, and
-/// the listing is skipped.
-pub fn worth_listing(state: &ProxyState) -> bool {
-    state
-        .services
-        .iter()
-        .filter(|(_, s)| s.name.protocol == Protocol::Udp)
-        .any(|(name, _)| {
-            state
-                .endpoints
-                .get(name)
-                .is_some_and(|e| e.iter().any(|e| e.ready || e.serving))
-        })
+/// Is there a UDP service now or at the last sync? Without one nothing can be stale, and the listing
+/// is skipped.
+pub fn worth_listing(now: &UdpTargets, previous: &UdpTargets) -> bool {
+    !now.is_empty() || !previous.is_empty()
 }
 
 fn family_arg(family: Family) -> &'static str {
@@ -189,6 +220,11 @@ fn failed(args: String, out: &crate::iptables::Output) -> IptablesError {
         code: out.code,
         stderr: out.stderr.trim().to_string(),
     }
+}
+
+/// Whether the `conntrack` binary runs at all (the daemon names a missing one at start).
+pub async fn check() -> Result<(), IptablesError> {
+    exec("conntrack", &["--version"], None).await.map(drop)
 }
 
 /// Lists the family's UDP entries.

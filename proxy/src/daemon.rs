@@ -13,7 +13,7 @@ use svcnet_core::shutdown::Shutdown;
 use crate::changes::Changes;
 use crate::cli::RunArgs;
 use crate::health::Health;
-use crate::iptables::{Iptables, detect_backend};
+use crate::iptables::{Iptables, IptablesError, detect_backend};
 use crate::metrics::{Metrics, family_labels};
 use crate::model::Family;
 use crate::runner::Runner;
@@ -86,19 +86,34 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
         restore_timeout: args.iptables_restore_timeout,
         ..Iptables::new(Family::V4, backend)
     };
-    if !v4.usable().await {
-        bail!(
-            "{} does not work here (is this a network namespace with netfilter?)",
-            v4.restore
-        );
+    match v4.check().await {
+        Ok(()) => {}
+        Err(e @ IptablesError::NotInstalled { .. }) => bail!("{e}: install iptables"),
+        Err(e) => bail!("{e} (is this a network namespace with netfilter?)"),
     }
+    if let Err(e @ IptablesError::NotInstalled { .. }) = crate::conntrack::check().await {
+        // Only UDP needs it; TCP services still work, so say so loudly and go on.
+        tracing::error!(error = %e, "install conntrack-tools: stale UDP flows cannot be cleared without it");
+    }
+    crate::sysctls::apply(&args.conntrack);
     let random_fully = v4.supports_random_fully().await;
     let tcp_liberal =
         read_sysctl("/proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal").as_deref() == Some("1");
     tracing::info!(?backend, random_fully, tcp_liberal, "iptables detected");
 
+    let nfacct = match crate::nfacct::ensure().await {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(%error, "nfacct counters unavailable: the rules carry no nfacct matches and /metrics has no nfacct counts");
+            false
+        }
+    };
+
     let client = svcnet_core::kube_client::client(&args.kube).await?;
-    let (metrics, registry) = Metrics::new();
+    let (metrics, mut registry) = Metrics::new();
+    if nfacct {
+        metrics.register_nfacct(&mut registry);
+    }
     let changes = Arc::new(Mutex::new(Changes::default()));
     let mut runner = Runner::new(min_sync, sync_period, shutdown.clone());
 
@@ -125,7 +140,21 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
     }
     if let Some(addr) = bind_address(&args.metrics_bind_address, 10249)? {
         let listener = svcnet_core::http::bind(addr).await?;
-        let router = svcnet_core::metrics::metrics_router(Arc::new(registry));
+        let registry = Arc::new(registry);
+        let router = if nfacct {
+            let m = Arc::clone(&metrics);
+            svcnet_core::metrics::metrics_router_with_refresh(registry, move || {
+                let m = Arc::clone(&m);
+                async move {
+                    match crate::nfacct::read().await {
+                        Ok(counts) => m.set_nfacct(&counts),
+                        Err(error) => tracing::warn!(%error, "reading nfacct counters"),
+                    }
+                }
+            })
+        } else {
+            svcnet_core::metrics::metrics_router(registry)
+        };
         tokio::spawn(svcnet_core::http::serve_listener(
             listener,
             router,
@@ -147,8 +176,10 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
         rules: args.rules.clone(),
         sync_period,
         random_fully,
+        nfacct,
         tcp_liberal,
         payload_dir: args.write_payloads.clone(),
+        large_cluster_full_resync: args.large_cluster_full_resync,
         conntrack: true,
         restore_max_chains: match args.iptables_restore_max_chains {
             0 => crate::render::UNBATCHED,
@@ -164,14 +195,15 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
             restore_timeout: args.iptables_restore_timeout,
             ..Iptables::new(Family::V6, backend)
         };
-        if v6.usable().await {
-            health_v4.add_family(Family::V6);
-            families.push(FamilySync::new(v6));
-        } else {
-            tracing::warn!(
-                "node has IPv6 addresses but {} does not work: IPv6 services not proxied",
-                v6.restore
-            );
+        match v6.check().await {
+            Ok(()) => {
+                health_v4.add_family(Family::V6);
+                families.push(FamilySync::new(v6));
+            }
+            Err(error) => tracing::warn!(
+                %error,
+                "node has IPv6 addresses but ip6tables does not work: IPv6 services not proxied"
+            ),
         }
     }
     let localhost_nodeports = settings

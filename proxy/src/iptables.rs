@@ -28,6 +28,8 @@ pub const DEFAULT_RESTORE_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Error)]
 pub enum IptablesError {
+    #[error("{program} is not installed (not found on PATH)")]
+    NotInstalled { program: String },
     #[error("{program}: cannot run: {source}")]
     Spawn { program: String, source: std::io::Error },
     #[error("{program} {args}: exit {code:?}: {stderr}")]
@@ -71,6 +73,20 @@ pub struct Output {
     pub stderr: String,
 }
 
+/// A missing binary is named as such: "not found" from spawn says nothing about netfilter.
+fn spawn_error(program: &str, source: std::io::Error) -> IptablesError {
+    if source.kind() == std::io::ErrorKind::NotFound {
+        IptablesError::NotInstalled {
+            program: program.to_string(),
+        }
+    } else {
+        IptablesError::Spawn {
+            program: program.to_string(),
+            source,
+        }
+    }
+}
+
 /// Runs `program args` with optional stdin, bounded by [`COMMAND_TIMEOUT`].
 pub async fn exec(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, IptablesError> {
     exec_within(program, args, stdin, COMMAND_TIMEOUT).await
@@ -93,10 +109,7 @@ pub async fn exec_within(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|source| IptablesError::Spawn {
-        program: program.to_string(),
-        source,
-    })?;
+    let mut child = cmd.spawn().map_err(|source| spawn_error(program, source))?;
     if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
         // A write error means the tool exited early; its exit status tells why.
         let _ = pipe.write_all(text.as_bytes()).await;
@@ -248,11 +261,15 @@ impl Iptables {
     }
 
     /// Whether this family's tools exist and work (ip6tables may be absent or the kernel may lack IPv6).
-    pub async fn usable(&self) -> bool {
-        on_path(&self.restore)
-            && exec(&self.save, &["-t", "nat"], None)
-                .await
-                .is_ok_and(|o| o.success)
+    /// Whether the tools are installed and the kernel answers them: a missing binary is named as
+    /// missing, a failing one with its own words.
+    pub async fn check(&self) -> Result<(), IptablesError> {
+        if !on_path(&self.restore) {
+            return Err(IptablesError::NotInstalled {
+                program: self.restore.clone(),
+            });
+        }
+        exec_ok(&self.save, &["-t", "nat"], None).await.map(drop)
     }
 
     /// `MASQUERADE --random-fully` needs iptables >= 1.6.2 (upstream checks the same version).
@@ -277,10 +294,7 @@ impl Iptables {
         keep: impl Fn(&str) -> bool,
     ) -> Result<BTreeSet<String>, IptablesError> {
         let program = self.save.as_str();
-        let spawn_err = |source| IptablesError::Spawn {
-            program: program.to_string(),
-            source,
-        };
+        let spawn_err = |source| spawn_error(program, source);
         let mut child = Command::new(program)
             .args(["-t", table])
             .stdin(Stdio::null())

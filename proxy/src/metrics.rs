@@ -60,6 +60,10 @@ pub struct Metrics {
     pub conntrack_duration: HistFamily,
     /// svcnet's own: full syncs by reason (start, failure, canary, hourly).
     pub full_syncs: Family<Labels, Counter>,
+    pub object_errors: Family<Labels, Counter>,
+    /// nfacct packet counts (registered only when the counters exist, see [`Metrics::register_nfacct`]).
+    pub ct_state_invalid_dropped: Counter,
+    pub localhost_nodeports_accepted: Counter,
 }
 
 pub fn family_labels(f: IpFamily) -> Labels {
@@ -94,6 +98,9 @@ impl Metrics {
             conntrack_deleted: Family::default(),
             conntrack_duration: HistFamily::new_with_constructor(sync_buckets),
             full_syncs: Family::default(),
+            object_errors: Family::default(),
+            ct_state_invalid_dropped: Counter::default(),
+            localhost_nodeports_accepted: Counter::default(),
         };
         let mut r = Registry::default();
         let p = "kubeproxy_";
@@ -197,7 +204,46 @@ impl Metrics {
             "Full syncs by reason (start, failure, canary, hourly, forced)",
             m.full_syncs.clone(),
         );
+        r.register(
+            "svcnet_proxy_object_field_errors",
+            "Fields of Services and EndpointSlices left out of the rules, by kind (counted once per change)",
+            m.object_errors.clone(),
+        );
         (Arc::new(m), r)
+    }
+}
+
+impl Metrics {
+    /// Exports the nfacct counters under upstream's names; only once they exist, since upstream emits
+    /// nothing for a counter it cannot read.
+    pub fn register_nfacct(&self, registry: &mut Registry) {
+        registry.register(
+            "kubeproxy_iptables_ct_state_invalid_dropped_packets",
+            "packets dropped by iptables to work around conntrack problems",
+            self.ct_state_invalid_dropped.clone(),
+        );
+        registry.register(
+            "kubeproxy_iptables_localhost_nodeports_accepted_packets",
+            "Number of packets accepted on nodeports of loopback interface",
+            self.localhost_nodeports_accepted.clone(),
+        );
+    }
+
+    /// Brings the nfacct counters up to the kernel's counts (they only grow; a counter recreated by
+    /// someone else starts lower and is left alone until it passes the exported value).
+    pub fn set_nfacct(&self, counts: &std::collections::BTreeMap<String, u64>) {
+        use crate::render::naming::{NFACCT_CT_STATE_INVALID_DROPPED, NFACCT_LOCALHOST_NODEPORTS};
+        for (name, counter) in [
+            (NFACCT_CT_STATE_INVALID_DROPPED, &self.ct_state_invalid_dropped),
+            (NFACCT_LOCALHOST_NODEPORTS, &self.localhost_nodeports_accepted),
+        ] {
+            if let Some(now) = counts.get(name) {
+                let seen = counter.get();
+                if *now > seen {
+                    counter.inc_by(now - seen);
+                }
+            }
+        }
     }
 }
 

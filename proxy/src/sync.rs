@@ -73,12 +73,22 @@ pub struct Settings {
     pub rules: RuleArgs,
     pub sync_period: Duration,
     pub random_fully: bool,
+    /// The nfacct counters exist (created at start).
+    pub nfacct: bool,
     pub tcp_liberal: bool,
     /// Debug: every payload written is also saved here as `NNNNNN-<family>-<full|partial>.rules`.
     pub payload_dir: Option<PathBuf>,
     pub conntrack: bool,
     /// Above this many chains a sync is written in several restore calls (see [`Payloads`]).
     pub restore_max_chains: usize,
+    /// Keep the hourly full resync in large clusters (kube-proxy 1.37 drops it there).
+    pub large_cluster_full_resync: bool,
+}
+
+/// Upstream's large-cluster mode: more than 1000 endpoints in the family. Its hourly "just in case"
+/// full resync rewrites every chain, which disrupts traffic at that size (kubernetes#138571).
+fn is_large(state: &ProxyState) -> bool {
+    state.endpoints.values().map(|e| e.len()).sum::<usize>() > crate::render::LARGE_CLUSTER_ENDPOINTS
 }
 
 impl Settings {
@@ -110,6 +120,8 @@ pub struct FamilySync {
     next_full: Option<FullReason>,
     last_full: Option<Instant>,
     last_canary_check: Instant,
+    /// UDP service addresses at the last conntrack reconciliation (to clear deleted services' flows).
+    udp_targets: conntrack::UdpTargets,
 }
 
 impl FamilySync {
@@ -121,6 +133,7 @@ impl FamilySync {
             next_full: Some(FullReason::Start),
             last_full: None,
             last_canary_check: Instant::now(),
+            udp_targets: conntrack::UdpTargets::default(),
         }
     }
 
@@ -138,7 +151,8 @@ impl FamilySync {
         if let Some(r) = self.next_full {
             return Some(r);
         }
-        if self.last_full.is_none_or(|t| t.elapsed() >= FULL_SYNC_PERIOD) {
+        let hour_passed = self.last_full.is_none_or(|t| t.elapsed() >= FULL_SYNC_PERIOD);
+        if hour_passed && (settings.large_cluster_full_resync || !is_large(self.model.state())) {
             return Some(FullReason::Hourly);
         }
         if self.last_canary_check.elapsed() >= settings.sync_period {
@@ -167,9 +181,6 @@ impl FamilySync {
         let family = self.family();
         let labels = family_labels(family);
         self.model.update(&snap.services, &snap.slices);
-        for e in &self.model.state().errors {
-            tracing::debug!(error = %e, "object skipped");
-        }
         let mut node = settings.node_facts(snap);
         if !settings.rules.nodeport_addresses.is_empty() {
             // CIDRs in --nodeport-addresses select among the live interface addresses.
@@ -184,6 +195,7 @@ impl FamilySync {
             .render_config(family, &node)
             .map_err(|e| SyncError::Config(format!("{e:#}")))?;
         cfg.random_fully = settings.random_fully;
+        cfg.nfacct = settings.nfacct;
         cfg.conntrack_tcp_liberal = settings.tcp_liberal;
         let full = self.full_reason(settings).await;
         let written = match self.apply(&node, &cfg, full, settings, seq).await {
@@ -232,7 +244,8 @@ impl FamilySync {
         metrics.last_timestamp.get_or_create(&labels).set(unix_now());
 
         if settings.conntrack {
-            reconcile_conntrack(metrics, family, self.model.state()).await;
+            let previous = std::mem::take(&mut self.udp_targets);
+            self.udp_targets = reconcile_conntrack(metrics, family, self.model.state(), previous).await;
         }
         let stats = written.done.stats.clone();
         // Success: remember what the kernel holds now.
@@ -378,21 +391,30 @@ fn record_rule_counts(metrics: &Metrics, family: Family, written: &Written) {
     }
 }
 
-async fn reconcile_conntrack(metrics: &Metrics, family: Family, state: &ProxyState) {
-    if !conntrack::worth_listing(state) {
-        return;
+/// Reconciles the family's UDP flows against `state`; returns the UDP targets to remember for the
+/// next sync (the old ones again when the listing failed, so a deleted service is retried).
+async fn reconcile_conntrack(
+    metrics: &Metrics,
+    family: Family,
+    state: &ProxyState,
+    previous: conntrack::UdpTargets,
+) -> conntrack::UdpTargets {
+    let now = conntrack::UdpTargets::of(state);
+    if !conntrack::worth_listing(&now, &previous) {
+        return now;
     }
     let started = Instant::now();
     let labels = family_labels(family);
     let result = match conntrack::list(family).await {
         Ok(flows) => {
-            let deletions = conntrack::stale_flows(state, &flows);
+            let deletions = conntrack::stale_flows(state, &previous, &flows);
             conntrack::delete(family, &deletions)
                 .await
                 .map(|n| (flows.len(), deletions.len(), n))
         }
         Err(err) => Err(err),
     };
+    let failed = result.is_err();
     match result {
         Ok((listed, filters, deleted)) => {
             tracing::debug!(listed, filters, deleted, "UDP conntrack entries reconciled");
@@ -404,4 +426,12 @@ async fn reconcile_conntrack(metrics: &Metrics, family: Family, state: &ProxySta
         .conntrack_duration
         .get_or_create(&labels)
         .observe(started.elapsed().as_secs_f64());
+    if failed {
+        // Keep what is still to be cleaned: deleted services would otherwise be forgotten.
+        let mut keep = now;
+        keep.vips.extend(previous.vips);
+        keep.node_ports.extend(previous.node_ports);
+        return keep;
+    }
+    now
 }

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::changes::{Changes, object_key};
 use crate::health::Health;
 use crate::metrics::{Metrics, family_labels, unix_now};
-use crate::model::{Interner, ServiceRecord, SliceRecord, parse_slice};
+use crate::model::{Interner, ModelError, ServiceRecord, SliceRecord, parse_slice};
 use crate::runner::Trigger;
 
 /// Upstream's label selector for the Service and EndpointSlice informers.
@@ -102,8 +102,11 @@ impl Source for Service {
         ServiceRecord::from_service(&self)
     }
 
-    fn changed(rec: &ServiceRecord, sink: &Sink, _deleted: bool) {
+    fn changed(rec: &ServiceRecord, sink: &Sink, deleted: bool) {
         sink.metrics.service_changes_total.inc();
+        if !deleted {
+            report_errors(sink, "Service", rec.errors());
+        }
         sink.record(|c| c.service_changed(object_key(&rec.meta)));
     }
 }
@@ -116,9 +119,24 @@ impl Source for EndpointSlice {
         parse_slice(&self, names)
     }
 
-    fn changed(rec: &SliceRecord, sink: &Sink, _deleted: bool) {
+    fn changed(rec: &SliceRecord, sink: &Sink, deleted: bool) {
         sink.metrics.endpoint_changes_total.inc();
+        if !deleted {
+            report_errors(sink, "EndpointSlice", rec.errors.iter());
+        }
         sink.record(|c| c.slice_changed(object_key(&rec.meta), rec.trigger_time));
+    }
+}
+
+/// Logs and counts each field an object change left out of the rules: once per change, since the
+/// record is built once per watch event (a sync only re-reads records).
+fn report_errors<'a>(sink: &Sink, kind: &'static str, errors: impl IntoIterator<Item = &'a ModelError>) {
+    for e in errors {
+        tracing::warn!(error = %e, "field left out of the rules");
+        sink.metrics
+            .object_errors
+            .get_or_create(&vec![("kind", kind.to_string())])
+            .inc();
     }
 }
 

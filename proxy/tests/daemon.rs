@@ -135,10 +135,10 @@ fn changes_reach_the_kernel_within_min_sync_period_and_partial_syncs_write_only_
     wait_for("web answered by pod1", Duration::from_secs(20), || {
         (answered_by(&request(pod3, "tcp", &web_addr, 1, None)) == ["pod1".to_string()].into()).then_some(())
     });
-    let web_svc = svc_chain("default/web:", "tcp");
-    let other_svc = svc_chain("default/other:", "tcp");
-    let sep1 = sep_chain("default/web:", "tcp", "10.244.1.10:8080");
-    let sep2 = sep_chain("default/web:", "tcp", "10.244.1.11:8080");
+    let web_svc = svc_chain("default/web", "tcp");
+    let other_svc = svc_chain("default/other", "tcp");
+    let sep1 = sep_chain("default/web", "tcp", "10.244.1.10:8080");
+    let sep2 = sep_chain("default/web", "tcp", "10.244.1.11:8080");
     // Margin over the 1 s min-sync-period: watch delivery, process start-up and a loaded CI machine.
     let budget = Duration::from_millis(1000 + 2500);
     // Let the runner go idle so the change is not held back by a sync that just happened.
@@ -686,7 +686,7 @@ fn apiserver_restart_keeps_rules_and_reflectors_resume() {
         (answered_by(&request(&lab.pod("pod2").ns, "tcp", &web_addr, 1, None)) == ["pod1".to_string()].into())
             .then_some(())
     });
-    let web_chain = svcnet_proxy::render::naming::svc_chain("default/web:", "tcp");
+    let web_chain = svcnet_proxy::render::naming::svc_chain("default/web", "tcp");
 
     lab.stop_apiserver();
     let syncs = lab.syncs();
@@ -869,7 +869,7 @@ fn nothing_is_written_before_the_caches_sync_and_a_draining_node_fails_healthz()
     let api = lab.api();
     api.service("web", web_spec());
     api.slice("web", TCP, &[local("10.244.1.10")]);
-    let web_chain = svcnet_proxy::render::naming::svc_chain("default/web:", "tcp");
+    let web_chain = svcnet_proxy::render::naming::svc_chain("default/web", "tcp");
     wait_for("web programmed", Duration::from_secs(10), || {
         lab.save().contains(&format!(":{web_chain} ")).then_some(())
     });
@@ -1180,4 +1180,108 @@ fn dual_stack_service_carries_ipv6_traffic_through_ip6tables() {
             assert!(lab.metric(&sample) > 0.0, "{sample} missing:\n{}", lab.metrics());
         }
     }
+}
+
+/// Sends `count` TCP segments with SYN and FIN both set from `ns` to `dst:port`: conntrack calls such a
+/// flag combination INVALID, so a forwarding node drops them in KUBE-FORWARD.
+fn send_invalid_tcp(ns: &lab::Netns, dst: &str, port: u16, count: usize) {
+    let script = format!(
+        r#"
+import socket, struct
+dst, port, n = "{dst}", {port}, {count}
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP)
+s.connect((dst, 0))
+src = s.getsockname()[0]
+def csum(b):
+    if len(b) % 2: b += b"\0"
+    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while t >> 16: t = (t & 0xffff) + (t >> 16)
+    return ~t & 0xffff
+for i in range(n):
+    hdr = struct.pack("!HHIIBBHHH", 40000 + i, port, 1000, 0, 5 << 4, 0x03, 64240, 0, 0)
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(hdr))
+    c = csum(pseudo + hdr)
+    s.send(hdr[:16] + struct.pack("!H", c) + hdr[18:])
+"#
+    );
+    let (ok, _, err) = ns.run(&["python3", "-c", &script]);
+    assert!(ok, "sending INVALID segments: {err}");
+}
+
+#[test]
+fn bad_port_is_reported_nfacct_counts_invalid_drops_and_conntrack_sysctls_follow_the_config() {
+    let cfg_dir = tempfile::tempdir().expect("tempdir");
+    let cfg = cfg_dir.path().join("kube-proxy.yaml");
+    std::fs::write(
+        &cfg,
+        "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\n\
+         conntrack:\n  maxPerCore: 0\n  tcpEstablishedTimeout: 2h\n  tcpCloseWaitTimeout: 30m\n  \
+         udpTimeout: 45s\n  udpStreamTimeout: 150s\n",
+    )
+    .expect("write config");
+    let opts = Opts {
+        extra_args: vec!["--config".into(), cfg.display().to_string()],
+        ..Opts::default()
+    };
+    let Some(lab) = Lab::start("nfacct", opts) else {
+        return;
+    };
+    // The node's (namespace's) conntrack sysctls now hold the file's values.
+    for (name, want) in [
+        ("nf_conntrack_tcp_timeout_established", "7200"),
+        ("nf_conntrack_tcp_timeout_close_wait", "1800"),
+        ("nf_conntrack_udp_timeout", "45"),
+        ("nf_conntrack_udp_timeout_stream", "150"),
+    ] {
+        let got = lab.node.ok(&["cat", &format!("/proc/sys/net/netfilter/{name}")]);
+        assert_eq!(got.trim(), want, "{name}");
+    }
+
+    // One port with a name no API server should have let through, one good port: the good one is
+    // programmed, the bad field is logged and counted once.
+    let api = lab.api();
+    let mixed = api.service(
+        "mixed",
+        json!({"ports": [
+            {"name": "Bad_Name", "port": 81, "targetPort": 8080, "protocol": "TCP"},
+            {"name": "good", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+    );
+    api.slice("mixed", &[("good", "TCP")], &[local("10.244.1.10")]);
+    let addr = format!("{}:80", cluster_ip(&mixed));
+    let pod2 = &lab.pod("pod2").ns;
+    wait_for("the good port answers", Duration::from_secs(20), || {
+        let r = request(pod2, "tcp", &addr, 1, None);
+        r[0].starts_with("pod1").then_some(())
+    });
+    let log = lab.log("proxy.log");
+    assert!(
+        log.contains("Service default/mixed: field spec.ports[0].name"),
+        "bad field not reported:\n{log}"
+    );
+    assert_eq!(
+        lab.metric("svcnet_proxy_object_field_errors_total{kind=\"Service\"}"),
+        1.0
+    );
+
+    // The INVALID drop rule carries the nfacct match and the counter counts real drops.
+    let filter = lab.node.ok(&["iptables-save", "-t", "filter"]);
+    assert!(
+        filter.contains("--ctstate INVALID -m nfacct --nfacct-name  ct_state_invalid_dropped_pkts -j DROP"),
+        "{filter}"
+    );
+    let metric = "kubeproxy_iptables_ct_state_invalid_dropped_packets_total";
+    let before = lab.metric(metric);
+    assert!(lab.metrics().contains(metric), "{}", lab.metrics());
+    send_invalid_tcp(&lab.client, "10.244.1.10", lab::POD_PORT, 5);
+    let after = wait_for("INVALID drops counted", Duration::from_secs(10), || {
+        let v = lab.metric(metric);
+        (v >= before + 5.0).then_some(v)
+    });
+    assert_eq!(after, before + 5.0);
+    assert!(
+        lab.metrics()
+            .contains("kubeproxy_iptables_localhost_nodeports_accepted_packets_total"),
+        "{}",
+        lab.metrics()
+    );
 }

@@ -71,7 +71,7 @@ fn flows_answered_by_a_gone_endpoint_are_stale_for_every_address() {
         flow("10.96.0.10", 53, "10.244.1.11"),    // still serving: kept
         flow("172.30.0.2", 30053, "10.244.1.12"), // still serving: kept
     ];
-    let d = stale_flows(&now, &flows);
+    let d = stale_flows(&now, &UdpTargets::default(), &flows);
     assert_eq!(
         d,
         vec![
@@ -99,7 +99,11 @@ fn flows_from_before_the_first_endpoint_are_stale() {
     // Created while packets were rejected (or before the rules existed): not DNATed, so the reply
     // comes from the service address itself.
     let now = state(Protocol::Udp, None, vec![ep("10.244.1.10", true)]);
-    let d = stale_flows(&now, &[flow("10.96.0.10", 53, "10.96.0.10")]);
+    let d = stale_flows(
+        &now,
+        &UdpTargets::default(),
+        &[flow("10.96.0.10", 53, "10.96.0.10")],
+    );
     assert_eq!(
         d,
         vec![Deletion {
@@ -111,19 +115,51 @@ fn flows_from_before_the_first_endpoint_are_stale() {
 }
 
 #[test]
-fn tcp_services_services_without_serving_endpoints_and_other_flows_are_left_alone() {
+fn tcp_services_and_other_flows_are_left_alone() {
+    let none = UdpTargets::default();
     let stale = [flow("10.96.0.10", 53, "10.244.1.10")];
     let tcp = state(Protocol::Tcp, None, vec![ep("10.244.1.11", true)]);
-    assert!(stale_flows(&tcp, &stale).is_empty());
-    assert!(!worth_listing(&tcp));
-    let none_serving = state(Protocol::Udp, None, vec![ep("10.244.1.11", false)]);
-    assert!(stale_flows(&none_serving, &stale).is_empty());
-    assert!(!worth_listing(&none_serving));
+    assert!(stale_flows(&tcp, &none, &stale).is_empty());
+    assert!(!worth_listing(&UdpTargets::of(&tcp), &none));
     let udp = state(Protocol::Udp, None, vec![ep("10.244.1.11", true)]);
-    assert!(worth_listing(&udp));
+    assert!(worth_listing(&UdpTargets::of(&udp), &none));
     // Another destination, or the service address on another port.
-    assert!(stale_flows(&udp, &[flow("10.96.0.11", 53, "10.244.1.10")]).is_empty());
-    assert!(stale_flows(&udp, &[flow("10.96.0.10", 54, "10.244.1.10")]).is_empty());
+    assert!(stale_flows(&udp, &none, &[flow("10.96.0.11", 53, "10.244.1.10")]).is_empty());
+    assert!(stale_flows(&udp, &none, &[flow("10.96.0.10", 54, "10.244.1.10")]).is_empty());
+}
+
+#[test]
+fn a_service_scaled_to_zero_loses_every_flow() {
+    // kubernetes#139629: one-way senders refresh the entry forever, DNATed to a deleted pod.
+    let none = UdpTargets::default();
+    let flows = [
+        flow("10.96.0.10", 53, "10.244.1.10"),
+        flow("172.30.0.2", 30053, "10.244.1.10"),
+    ];
+    for eps in [vec![], vec![ep("10.244.1.11", false)]] {
+        let zero = state(Protocol::Udp, Some(30053), eps);
+        assert!(worth_listing(&UdpTargets::of(&zero), &none));
+        let d = stale_flows(&zero, &none, &flows);
+        assert_eq!(d.len(), 2, "{d:?}");
+    }
+}
+
+#[test]
+fn a_deleted_service_loses_its_flows_unless_its_address_is_reused() {
+    // kubernetes#141371: the state no longer has the service, the previous sync did.
+    let before = UdpTargets::of(&state(Protocol::Udp, Some(30053), vec![ep("10.244.1.10", true)]));
+    let empty = ProxyState::default();
+    assert!(worth_listing(&UdpTargets::of(&empty), &before));
+    let flows = [
+        flow("10.96.0.10", 53, "10.244.1.10"),
+        flow("198.51.100.7", 53, "10.244.1.10"),
+        flow("172.30.0.2", 30053, "10.244.1.10"),
+        flow("10.96.0.99", 53, "10.244.1.10"),
+    ];
+    assert_eq!(stale_flows(&empty, &before, &flows).len(), 3);
+    // The same addresses now serve another service with that endpoint: its flows stay.
+    let reused = state(Protocol::Udp, Some(30053), vec![ep("10.244.1.10", true)]);
+    assert!(stale_flows(&reused, &before, &flows).is_empty());
 }
 
 #[test]
@@ -132,7 +168,14 @@ fn terminating_but_serving_endpoints_keep_their_flows() {
     e.serving = true;
     e.terminating = true;
     let now = state(Protocol::Udp, None, vec![e]);
-    assert!(stale_flows(&now, &[flow("10.96.0.10", 53, "10.244.1.10")]).is_empty());
+    assert!(
+        stale_flows(
+            &now,
+            &UdpTargets::default(),
+            &[flow("10.96.0.10", 53, "10.244.1.10")]
+        )
+        .is_empty()
+    );
 }
 
 #[test]
