@@ -2,7 +2,8 @@
 //! `tests/upstream/<case>/` holds `input.yaml` (the objects upstream's test creates), `flags` (one line
 //! of render flags matching upstream's NewFakeProxier and the test's settings), `expected.txt`
 //! (upstream's expected text, verbatim) and `SOURCE` (the upstream test). Both texts are normalized as
-//! upstream's `assertIPTablesRulesEqual` does (`upstream_norm`), then compared byte for byte.
+//! upstream's `assertIPTablesRulesEqual` does (`upstream_norm`), then compared byte for byte. A case
+//! with a `chain` file (`<table> <chain>`) compares only that chain, as `assertIPTablesChainEqual`.
 //! `tests/upstream_sort/` holds upstream's own examples for that normalization.
 
 mod upstream_norm;
@@ -10,7 +11,7 @@ mod upstream_norm;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use upstream_norm::{diff, normalize_pair, sort_rules};
+use upstream_norm::{chain_pair, diff, normalize_pair, sort_rules};
 
 fn dirs(under: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(under)
@@ -60,7 +61,17 @@ fn check(case: &Path) -> Option<String> {
         Ok(got) => got,
         Err(e) => return Some(e),
     };
-    let (want, got) = match normalize_pair(&expected, &got) {
+    let chain = std::fs::read_to_string(case.join("chain")).ok();
+    let pair = match chain
+        .as_deref()
+        .map(str::split_whitespace)
+        .map(|mut w| (w.next(), w.next()))
+    {
+        None => normalize_pair(&expected, &got),
+        Some((Some(table), Some(chain))) => chain_pair(&expected, &got, table, chain),
+        Some(_) => return Some("the chain file must read `<table> <chain>`".to_string()),
+    };
+    let (want, got) = match pair {
         Ok(pair) => pair,
         Err(e) => return Some(format!("normalizing the render output: {e}\n{got}")),
     };
@@ -105,7 +116,7 @@ fn upstream_expected_rulesets() {
 /// extraction of expected.txt and the normalizer against each other.)
 #[test]
 fn expected_texts_are_in_upstream_order() {
-    for case in cases() {
+    for case in cases().into_iter().filter(|c| !c.join("chain").exists()) {
         let expected = read(&case.join("expected.txt"));
         let sorted = sort_rules(&expected).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
         assert_eq!(sorted, expected, "{}", case.display());

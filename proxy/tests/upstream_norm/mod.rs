@@ -48,6 +48,25 @@ pub fn normalize_pair(expected: &str, result: &str) -> Result<(String, String), 
     Ok((expected, result))
 }
 
+/// What `assertIPTablesChainEqual` compares: `(expected, result)`, the result being the raw rules of
+/// one chain, a line each (empty when the table or chain is absent).
+pub fn chain_pair(
+    expected: &str,
+    result: &str,
+    table: &str,
+    chain: &str,
+) -> Result<(String, String), String> {
+    let dump = parse(trim_left(result))?;
+    let rules = dump
+        .tables
+        .iter()
+        .find(|t| t.name == table)
+        .and_then(|t| t.chains.iter().find(|c| c.name == chain))
+        .map(|c| c.rules.iter().map(|r| format!("{}\n", r.raw)).collect())
+        .unwrap_or_default();
+    Ok((trim_left(expected).to_string(), rules))
+}
+
 /// `strings.TrimLeft(s, " \t\n")`.
 pub fn trim_left(s: &str) -> &str {
     s.trim_start_matches([' ', '\t', '\n'])
