@@ -85,10 +85,8 @@ fn check(case: &Path) -> Option<String> {
     })
 }
 
-/// Ignored until `render` has `--random-fully=<bool>` and `--nfacct=<bool>` and parses addresses
-/// sloppily (issue 14); run with `cargo test -p svcnet-proxy --test upstream -- --ignored`.
+/// Every case's render output equals upstream's expected ruleset after upstream's normalization.
 #[test]
-#[ignore = "needs render --random-fully/--nfacct and sloppy IP parsing (issue 14)"]
 fn upstream_expected_rulesets() {
     let cases = cases();
     assert!(
