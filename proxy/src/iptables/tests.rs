@@ -55,3 +55,24 @@ fn tool_names_per_backend() {
     assert_eq!(Iptables::new(Family::V4, Backend::Plain).save, "iptables-save");
     assert_eq!(Iptables::new(Family::V4, Backend::Nft).cmd, "iptables-nft");
 }
+
+#[tokio::test]
+async fn a_missing_binary_is_named_as_not_installed() {
+    let err = exec("svcnet-test-no-such-binary", &["--version"], None)
+        .await
+        .expect_err("no such binary");
+    assert!(matches!(err, IptablesError::NotInstalled { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "svcnet-test-no-such-binary is not installed (not found on PATH)"
+    );
+    let ipt = Iptables {
+        restore: "svcnet-test-no-such-restore".into(),
+        ..Iptables::new(crate::model::Family::V4, Backend::Plain)
+    };
+    let err = ipt.check().await.expect_err("no restore binary");
+    assert_eq!(
+        err.to_string(),
+        "svcnet-test-no-such-restore is not installed (not found on PATH)"
+    );
+}
