@@ -15,7 +15,7 @@ use crate::cli::RunArgs;
 use crate::health::Health;
 use crate::iptables::{Iptables, IptablesError, detect_backend};
 use crate::metrics::{Metrics, family_labels};
-use crate::model::Family;
+use crate::model::{Family, NodeFacts};
 use crate::runner::Runner;
 use crate::service_health::{ServiceHealth, desired};
 use crate::sync::{FamilySync, Settings, Snapshot};
@@ -73,6 +73,10 @@ fn read_sysctl(path: &str) -> Option<String> {
 
 pub async fn run(mut args: RunArgs) -> Result<()> {
     args.apply_config_file()?;
+    // Bad rule flags end the process here, before any rule is written, not at every sync later.
+    args.rules
+        .render_config(Family::V4, &NodeFacts::default())
+        .context("invalid flags")?;
     svcnet_core::logging::init(&args.log)?;
     let shutdown = Shutdown::on_signal();
     let node = node_name(&args)?;

@@ -1285,3 +1285,40 @@ fn bad_port_is_reported_nfacct_counts_invalid_drops_and_conntrack_sysctls_follow
         lab.metrics()
     );
 }
+
+#[test]
+fn bad_flags_stop_the_proxy_before_it_touches_anything() {
+    let Some(ns) = svcnet_netns::netns_or_skip("badflags") else {
+        return;
+    };
+    let bin = lab::proxy_binary();
+    for (flags, want) in [
+        (["--detect-local-mode", "Bogus"], "--detect-local-mode \"Bogus\""),
+        (
+            ["--detect-local-mode", "BridgeInterface"],
+            "needs --pod-bridge-interface",
+        ),
+        (["--iptables-masquerade-bit", "40"], "40"),
+    ] {
+        let mut args = vec![
+            bin.to_str().expect("utf-8 path"),
+            "run",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "--hostname-override",
+            "node-a",
+        ];
+        args.extend(flags);
+        let out = ns.command(&args).output().expect("run the proxy");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flags:?} accepted:\n{stderr}");
+        assert!(
+            stderr.contains("invalid flags") && stderr.contains(want),
+            "{flags:?}:\n{stderr}"
+        );
+        // Nothing ran: no log line of the start, no rule in the namespace.
+        assert!(!stderr.contains("starting svcnet-proxy"), "{stderr}");
+        let (_, saved, _) = ns.run(&["iptables-save"]);
+        assert!(!saved.contains("KUBE-"), "{saved}");
+    }
+}
