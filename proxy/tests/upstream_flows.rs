@@ -214,6 +214,29 @@ fn upstream_terms(trace: &Trace) -> (BTreeSet<String>, bool) {
     (output, masq)
 }
 
+/// Upstream's tracer does not weigh branches, but kube-proxy picks every endpoint of a chain with the
+/// same probability; when a flow has no DROP/REJECT outcome its endpoints must be equally likely (this
+/// also checks the tree layout's KUBE-EPG groups). Some(description) when they are not.
+fn uneven_endpoints(trace: &Trace) -> Option<String> {
+    let summary = trace.summary();
+    if summary.iter().any(|(v, _, _)| !matches!(v, Verdict::Dnat(_))) {
+        return None;
+    }
+    let mut per_endpoint: Vec<(String, f64)> = Vec::new();
+    for (verdict, _, p) in &summary {
+        let key = format!("{verdict:?}");
+        match per_endpoint.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 += p,
+            None => per_endpoint.push((key, *p)),
+        }
+    }
+    let want = 1.0 / per_endpoint.len() as f64;
+    per_endpoint
+        .iter()
+        .any(|(_, p)| (p - want).abs() > 1e-9)
+        .then(|| format!("{per_endpoint:?}"))
+}
+
 fn show(output: &BTreeSet<String>) -> String {
     let items: Vec<&str> = output.iter().map(String::as_str).collect();
     format!("{:?}", items.join(", "))
@@ -223,7 +246,8 @@ fn show(output: &BTreeSet<String>) -> String {
 fn compare(rules: &Ruleset, flow: &Flow, node_ips: &[IpAddr]) -> Option<String> {
     let trace = trace_flow(rules, flow, node_ips);
     let (output, masq) = upstream_terms(&trace);
-    if output == flow.output && masq == flow.masq && trace.warnings.is_empty() {
+    let uneven = uneven_endpoints(&trace);
+    if output == flow.output && masq == flow.masq && trace.warnings.is_empty() && uneven.is_none() {
         return None;
     }
     let mut report = format!(
@@ -239,6 +263,9 @@ fn compare(rules: &Ruleset, flow: &Flow, node_ips: &[IpAddr]) -> Option<String> 
         show(&output),
         masq
     );
+    if let Some(uneven) = uneven {
+        report.push_str(&format!("\n    endpoints not equally likely: {uneven}"));
+    }
     for w in &trace.warnings {
         report.push_str(&format!("\n    tracer warning: {w}"));
     }
@@ -344,4 +371,25 @@ fn flow_table_parses_protocols_and_rejects_bad_lines() {
     assert_eq!(flows[0].output.len(), 2);
     assert!(parse_flows("x | 10.0.0.2 | 172.30.0.42 | 53 | | maybe\n").is_err());
     assert!(parse_flows("x | 10.0.0.2 | 53 | | false\n").is_err());
+}
+
+#[test]
+fn uneven_endpoint_weights_are_reported() {
+    let outcome = |p: f64, ep: &str| svcnet_proxy::trace::Outcome {
+        probability: p,
+        verdict: Verdict::Dnat(ep.parse().expect("socket address")),
+        masquerade: false,
+        steps: Vec::new(),
+        notes: Vec::new(),
+    };
+    let even = Trace {
+        outcomes: vec![outcome(0.5, "10.0.0.1:80"), outcome(0.5, "10.0.0.2:80")],
+        warnings: Vec::new(),
+    };
+    assert_eq!(uneven_endpoints(&even), None);
+    let uneven = Trace {
+        outcomes: vec![outcome(0.75, "10.0.0.1:80"), outcome(0.25, "10.0.0.2:80")],
+        warnings: Vec::new(),
+    };
+    assert!(uneven_endpoints(&uneven).is_some());
 }
