@@ -12,6 +12,7 @@ pub mod exec;
 pub mod observe;
 pub mod ops;
 pub mod ratelimit;
+pub mod request_id;
 
 /// GCE `networkTier` values as the API spells them.
 pub const TIER_PREMIUM: &str = "PREMIUM";
