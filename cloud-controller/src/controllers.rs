@@ -110,8 +110,6 @@ pub enum SyncError {
     Kube(#[from] kube::Error),
     #[error("{0}")]
     NotConverged(String),
-    #[error("finalizer: {0}")]
-    Finalizer(String),
 }
 
 impl SyncError {
@@ -120,7 +118,6 @@ impl SyncError {
             SyncError::Gce(e) => e.metric_label(),
             SyncError::Kube(_) => "kube",
             SyncError::NotConverged(_) => "not_converged",
-            SyncError::Finalizer(_) => "finalizer",
         }
     }
 }

@@ -99,6 +99,9 @@ pub struct ForwardingRule {
     /// Target pool URL.
     pub target: String,
     pub network_tier: String,
+    /// Backend service URL: set only on forwarding rules of backend-service load balancers
+    /// (another controller's; svcnet's point at a target pool). Read, never written.
+    pub backend_service: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
