@@ -6,7 +6,8 @@
 //! Per sync: observe GCE -> `lb::ensure::ensure` -> execute actions in order -> observe again
 //! until the plan is empty (a new LB needs two rounds: the reserved IP first). A no-op sync only
 //! reads. Events follow upstream's service controller. Which Services are ours, and the two
-//! finalizers (`load-balancer-cleanup`, upstream's `l4-netlb-v1`): `lb::ownership`.
+//! finalizers (`load-balancer-cleanup`, upstream's `l4-netlb-v1`): `lb::ownership`. After a start,
+//! converged load balancers are re-verified behind new and changed ones (`verify_queue`).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -23,6 +24,7 @@ use serde_json::json;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::controllers::node_watch::{NodeTriggers, changes};
+use crate::controllers::verify_queue::VerifyQueue;
 use crate::controllers::{Shared, SyncError, error_delay, lb_record};
 use crate::gce::exec::{Outcome, execute};
 use crate::gce::observe::{ObservedLb, Touched, forwarding_rule, observe_lb, observe_lb_again};
@@ -51,6 +53,8 @@ pub struct LbCtx {
     /// The shared node health check and its firewall as a sync last read them, and when: fresh
     /// Services starting within [`SHARED_SEEN_TTL`] take them from here instead of GETting them.
     shared_seen: Mutex<Option<(Instant, ObservedLb)>>,
+    /// Converged-looking Services waiting for their re-verification slot after a start.
+    verify: Mutex<VerifyQueue>,
 }
 
 /// How long a read of the shared node health check and firewall stands in for another one. Only
@@ -67,8 +71,28 @@ impl LbCtx {
             synced: Mutex::new(HashMap::new()),
             fresh: Mutex::new(std::collections::HashSet::new()),
             shared_seen: Mutex::new(None),
+            verify: Mutex::new(VerifyQueue::new(shared.tuning.verify_interval)),
             shared,
         }
+    }
+
+    /// How long a Service that looks converged and was not synced by this process yet waits for
+    /// its verification (see `verify_queue`); None = sync now.
+    fn verify_wait(&self, svc: &Service) -> Option<Duration> {
+        let k = key(svc);
+        let synced_here = self
+            .synced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&k);
+        if synced_here || !looks_converged(svc) {
+            return None;
+        }
+        let version = svc.metadata.resource_version.clone().unwrap_or_default();
+        self.verify
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .wait(&k, &version, Instant::now())
     }
 
     /// The shared objects of a recent read, as an observation holding only them.
@@ -158,6 +182,13 @@ impl LbCtx {
             .insert(key(svc), (fp, Instant::now()));
     }
 
+    fn forget_queued(&self, svc: &Service) {
+        self.verify
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .forget(&key(svc));
+    }
+
     fn forget_synced(&self, svc: &Service) {
         self.synced
             .lock()
@@ -178,6 +209,20 @@ impl LbCtx {
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
     }
+}
+
+/// Both finalizers, an ingress IP, not being deleted: what a load balancer the previous leader
+/// had finished looks like from the Service alone.
+fn looks_converged(svc: &Service) -> bool {
+    let has_ip = svc
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .is_some_and(|i| i.iter().any(|i| i.ip.as_deref().is_some_and(|ip| !ip.is_empty())));
+    has_ip
+        && svc.metadata.deletion_timestamp.is_none()
+        && lb::ownership::finalizers_with_ours(svc, true).is_none()
 }
 
 fn key(svc: &Service) -> String {
@@ -235,8 +280,14 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
                 .await
                 .map(|_| Requeue::await_change())
         }
-        Role::NotLoadBalancer => cleanup_and_release(&api, &svc, &ctx).await,
-        Role::Ours if deleting => cleanup_and_release(&api, &svc, &ctx).await,
+        Role::NotLoadBalancer => {
+            ctx.forget_queued(&svc);
+            cleanup_and_release(&api, &svc, &ctx).await
+        }
+        Role::Ours if deleting => {
+            ctx.forget_queued(&svc);
+            cleanup_and_release(&api, &svc, &ctx).await
+        }
         Role::Ours => {
             if lb::ownership::finalizers_with_ours(&svc, true).is_some() {
                 // Both finalizers go on before the first GCE object is made; the update's watch
@@ -256,7 +307,10 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
                     .map(|_| Requeue::await_change())
             } else if let Some(next) = ctx.recently_synced(&svc) {
                 return Ok(Requeue::requeue(next));
+            } else if let Some(wait) = ctx.verify_wait(&svc) {
+                return Ok(Requeue::requeue(wait));
             } else {
+                ctx.forget_queued(&svc);
                 let fp = ctx.input_fingerprint(&svc);
                 let r = ensure_lb(&svc, &ctx).await;
                 if r.is_ok() {
