@@ -146,7 +146,6 @@ fn in_use_and_membership_errors() {
     fake.mutate_ok("DELETE", &r("forwardingRules/fr"), &Value::Null);
     fake.mutate_ok("DELETE", &r("targetPools/tp"), &Value::Null);
     fake.mutate_ok("DELETE", &fake.api("global/httpHealthChecks/hc"), &Value::Null);
-    fake.mutate_ok("DELETE", &r("addresses/ip"), &Value::Null);
 }
 
 /// A health check shared by several target pools (the cloud controller's node health check)
