@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod c1;
 pub mod c2;
+pub mod c3;
 pub mod cluster;
 pub mod error;
 pub mod gcecalls;

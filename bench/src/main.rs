@@ -24,9 +24,12 @@ enum Part {
     /// Cloud controller: 1000 LoadBalancers, default vs --concurrency 1. Long (tens of minutes):
     /// only with --only c2 (or --quick).
     C2,
+    /// Cloud controller: a new Service's IP after a restart with 1000 converged LBs. Long (builds
+    /// them first): only with --only c3 (or --quick).
+    C3,
 }
 
-/// Parts run when --only is absent (C2 takes too long for the default run).
+/// Parts run when --only is absent (C2 and C3 take too long for the default run).
 const DEFAULT_PARTS: &[Part] = &[Part::P1, Part::P2, Part::P4, Part::C1];
 
 fn parse_size(s: &str) -> Result<(usize, usize), String> {
@@ -42,13 +45,13 @@ fn parse_size(s: &str) -> Result<(usize, usize), String> {
 #[derive(Parser)]
 #[command(
     name = "svcnet-bench",
-    about = "svcnet benchmarks (P1-P4, C1-C2): figures and ratios from one run"
+    about = "svcnet benchmarks (P1-P4, C1-C3): figures and ratios from one run"
 )]
 struct Cli {
     /// Small sizes and few repetitions: exercises every code path in seconds (CI smoke run).
     #[arg(long)]
     quick: bool,
-    /// Parts to run (P3 is computed from P1 and P2); default p1,p2,p4,c1 (c2 only when named).
+    /// Parts to run (P3 is computed from P1 and P2); default p1,p2,p4,c1 (c2, c3 only when named).
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Option<Vec<Part>>,
     /// iptables-restore binary used inside the namespaces (e.g. iptables-legacy-restore).
@@ -105,9 +108,15 @@ struct Cli {
     /// C2: extra controller flags of the "default" run, e.g. "--concurrency=20" (default: none).
     #[arg(long, allow_hyphen_values = true, value_delimiter = ' ')]
     c2_default_args: Vec<String>,
-    /// C2: give up a run after this many seconds.
+    /// C2, C3: give up a run after this many seconds.
     #[arg(long, default_value_t = 7200)]
     c2_limit_s: u64,
+    /// C3: converged LoadBalancers before the restart; default 1000 (quick: 12).
+    #[arg(long)]
+    c3_converged: Option<usize>,
+    /// C3: nodes; default 100 (quick: 3).
+    #[arg(long)]
+    c3_nodes: Option<usize>,
     /// P4 sizes SERVICESxENDPOINTS_PER_SERVICE, smallest first; default 1000x10,10000x10
     /// (quick: 50x2,200x5).
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
@@ -330,7 +339,7 @@ fn run_control_plane(
     if runs(Part::P4) {
         names.extend([procs::APISERVER, procs::PROXY]);
     }
-    if runs(Part::C1) || runs(Part::C2) {
+    if runs(Part::C1) || runs(Part::C2) || runs(Part::C3) {
         names.extend([procs::APISERVER, procs::FAKE_GCE, procs::CONTROLLER]);
     }
     names.dedup();
@@ -382,6 +391,16 @@ fn run_control_plane(
         };
         let r = svcnet_bench::c2::run(&bins, &params, progress)?;
         print!("{}", svcnet_bench::report_c::c2(&r));
+    }
+    if runs(Part::C3) {
+        let params = svcnet_bench::c3::C3Params {
+            converged: cli.c3_converged.unwrap_or(if q { 12 } else { 1000 }),
+            nodes: cli.c3_nodes.unwrap_or(if q { 3 } else { 100 }),
+            op_latency_ms,
+            limit: Duration::from_secs(cli.c2_limit_s),
+        };
+        let r = svcnet_bench::c3::run(&bins, &params, progress)?;
+        print!("{}", svcnet_bench::report_c::c3(&r));
     }
     Ok(())
 }

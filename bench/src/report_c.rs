@@ -1,16 +1,18 @@
-//! The printed tables of C1, C2 (cloud controller) and P4 (proxy memory), each with its target
+//! The printed tables of C1, C2, C3 (cloud controller) and P4 (proxy memory), each with its target
 //! and what it means for a user.
 
 use std::fmt::Write as _;
 
 use crate::c1::C1;
 use crate::c2::{C2, C2Run};
+use crate::c3::C3;
 use crate::gcecalls::Counts;
 use crate::p4::{P4Case, SyncState};
 
 pub const C1_NEW_LB_MUTATING_TARGET: usize = 8;
 pub const C1_DONE_TO_INGRESS_MS_TARGET: i64 = 1000;
 pub const C2_SPEEDUP_TARGET: f64 = 20.0;
+pub const C3_NEW_IP_S_TARGET: f64 = 10.0;
 pub const P4_RSS_KB_TARGET: u64 = 64 * 1024;
 
 fn verdict(ok: bool) -> &'static str {
@@ -143,6 +145,43 @@ pub fn c2(r: &C2) -> String {
     let _ = writeln!(
         s,
         "    means: how long a cluster waits for all its EXTERNAL-IPs after a controller (re)start or a mass creation."
+    );
+    s
+}
+
+pub fn c3(r: &C3) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nC3  restart with {} converged LoadBalancers x {} nodes, fake GCE operations take {} ms: new leader -> a new Service's IP",
+        r.converged, r.nodes, r.op_latency_ms
+    );
+    let _ = writeln!(
+        s,
+        "    {:<22} {:>6} {:>9} {:>6} {:>6} {:>6} {:>7}",
+        "GCE calls", "total", "mutating", "gets", "lists", "polls", "errors"
+    );
+    s.push_str(&counts_row("restart -> new IP", &r.calls));
+    let secs = r.new_ip.as_secs_f64();
+    let _ = writeln!(
+        s,
+        "    new Service's IP {secs:.1} s after the restarted controller became leader (target < {C3_NEW_IP_S_TARGET} s) {}",
+        verdict(secs < C3_NEW_IP_S_TARGET)
+    );
+    let _ = writeln!(
+        s,
+        "    before that: {:.1} s waiting for the killed leader's lease to expire (--leader-elect-lease-duration-seconds)",
+        r.lease_wait.as_secs_f64()
+    );
+    let _ = writeln!(
+        s,
+        "    setup: {} LBs built in {:.1} s with 0 ms operations and no client-side rate limit",
+        r.converged,
+        r.setup.as_secs_f64()
+    );
+    let _ = writeln!(
+        s,
+        "    means: how long a new Service waits for its EXTERNAL-IP right after a leader change in a large cluster."
     );
     s
 }

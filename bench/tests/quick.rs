@@ -47,7 +47,7 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
-    for part in ["\nP1 ", "\nP2 ", "\nP3 ", "\nP4 ", "\nC1 ", "\nC2 "] {
+    for part in ["\nP1 ", "\nP2 ", "\nP3 ", "\nP4 ", "\nC1 ", "\nC2 ", "\nC3 "] {
         assert!(stdout.contains(part), "missing {part:?}:\n{stdout}");
     }
     // P1: the flat walk to the last of 300 services is 300 rules; the tree's is far shorter.
@@ -72,8 +72,8 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         lines > 0.0 && lines * 20.0 < full,
         "partial {lines} vs full {full}"
     );
-    // C1: a new LB is created by 6 mutating calls (address, 2 firewalls, health check, pool,
-    // forwarding rule; budget 8); a no-op resync reads but never writes.
+    // C1: a new LB is created by 7 mutating calls (address, 2 firewalls, health check, pool,
+    // forwarding rule, address release; budget 8); a no-op resync reads but never writes.
     let c1 = |what: &str| {
         stdout
             .lines()
@@ -83,7 +83,7 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
     };
     let new_lb = c1("new LB  ");
     let mutating: usize = field(&new_lb, 3).parse().unwrap();
-    assert!((6..=8).contains(&mutating), "{new_lb}");
+    assert!((7..=8).contains(&mutating), "{new_lb}");
     let noop = c1("no-op resync  ");
     assert_eq!(field(&noop, 3), "0", "{noop}");
     assert!(
@@ -95,6 +95,14 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         stdout.contains("concurrency 1 was measured on 3 Services and is serial"),
         "{stdout}"
     );
+    // C3: the new Service was built after the restart (its mutating calls are in the row) and
+    // its time is reported against the target.
+    let restart = c1("restart -> new IP");
+    assert!(
+        field(&restart, 5).parse::<usize>().unwrap() >= 5,
+        "the new LB's calls: {restart}"
+    );
+    assert!(stdout.contains("new Service's IP "), "{stdout}");
     // P4: the proxy finished its first sync at the larger quick size and its memory was read.
     let p4 = stdout
         .lines()

@@ -7,6 +7,7 @@ pub mod node_watch;
 pub mod nodes;
 pub mod routes;
 pub mod service_lb;
+pub mod verify_queue;
 
 use std::time::Duration;
 
@@ -34,6 +35,9 @@ pub struct Tuning {
     /// Requeue delay after a failed sync: doubled per consecutive failure up to `error_max`.
     pub error_base: Duration,
     pub error_max: Duration,
+    /// Spacing of the re-verification of converged load balancers after a start
+    /// (`verify_queue`); zero = verify all at once.
+    pub verify_interval: Duration,
 }
 
 impl Default for Tuning {
@@ -46,6 +50,7 @@ impl Default for Tuning {
             retry: RetryPolicy::default(),
             error_base: Duration::from_secs(1),
             error_max: Duration::from_secs(300),
+            verify_interval: verify_queue::verify_interval(20.0),
         }
     }
 }
@@ -110,8 +115,6 @@ pub enum SyncError {
     Kube(#[from] kube::Error),
     #[error("{0}")]
     NotConverged(String),
-    #[error("finalizer: {0}")]
-    Finalizer(String),
 }
 
 impl SyncError {
@@ -120,7 +123,6 @@ impl SyncError {
             SyncError::Gce(e) => e.metric_label(),
             SyncError::Kube(_) => "kube",
             SyncError::NotConverged(_) => "not_converged",
-            SyncError::Finalizer(_) => "finalizer",
         }
     }
 }

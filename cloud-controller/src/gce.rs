@@ -12,6 +12,7 @@ pub mod exec;
 pub mod observe;
 pub mod ops;
 pub mod ratelimit;
+pub mod request_id;
 
 /// GCE `networkTier` values as the API spells them.
 pub const TIER_PREMIUM: &str = "PREMIUM";
@@ -98,6 +99,9 @@ pub struct ForwardingRule {
     /// Target pool URL.
     pub target: String,
     pub network_tier: String,
+    /// Backend service URL: set only on forwarding rules of backend-service load balancers
+    /// (another controller's; svcnet's point at a target pool). Read, never written.
+    pub backend_service: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

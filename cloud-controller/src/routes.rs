@@ -2,7 +2,7 @@
 //! route per node pod CIDR pointing at the node's instance, stale routes of our prefix deleted,
 //! and the NetworkUnavailable condition each node should then carry.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
@@ -67,16 +67,25 @@ pub struct RoutePlan {
     pub create: Vec<Route>,
     /// To write once the creates succeeded (only where the node's condition differs).
     pub conditions: Vec<NetworkCondition>,
-    /// Nodes that could not get a route (bad pod CIDR, no providerID, invalid name); the rest of
-    /// the plan is still valid.
+    /// Nodes that could not get a route (bad pod CIDR, no providerID and no instance of its name
+    /// in the cluster's zones, invalid name); the rest of the plan is still valid.
     pub errors: Vec<Error>,
 }
 
-/// The route a node should have. Upstream routes one pod CIDR per node; svcnet takes the first
-/// IPv4 one of spec.podCIDRs (else spec.podCIDR): GCE instance next-hop routes are IPv4.
-pub fn desired_route(node: &Node, cfg: &Config) -> Result<Option<Route>> {
-    let name = node.metadata.name.clone().unwrap_or_default();
-    let object = format!("Node {name}");
+/// Where the instances of nodes without a GCE providerID were found: node name -> zone. The
+/// I/O layer fills it for [`nodes_to_locate`] the way upstream's CreateRoute does
+/// (getInstanceByName in providers/gce/gce_instances.go: instances.get by name in each of the
+/// cluster's zones in turn, 404 = try the next).
+pub type Located = BTreeMap<String, String>;
+
+/// The GCE instance name for a node name: upstream's canonicalizeInstanceName cuts a
+/// `name.c.project.internal` hostname at the first dot.
+pub fn instance_name(node_name: &str) -> &str {
+    node_name.split_once('.').map_or(node_name, |(name, _)| name)
+}
+
+/// The node's pod CIDR to route (first IPv4 one), None when it has none.
+fn route_cidr(node: &Node, object: &str) -> Result<Option<IpNet>> {
     let spec = node.spec.clone().unwrap_or_default();
     let cidrs = spec
         .pod_cidrs
@@ -86,7 +95,7 @@ pub fn desired_route(node: &Node, cfg: &Config) -> Result<Option<Route>> {
     let mut v4 = None;
     for cidr in &cidrs {
         let net: IpNet = cidr.parse().map_err(|_| Error::InvalidPodCidr {
-            object: object.clone(),
+            object: object.to_owned(),
             field: "spec.podCIDRs".into(),
             value: cidr.clone(),
         })?;
@@ -94,14 +103,63 @@ pub fn desired_route(node: &Node, cfg: &Config) -> Result<Option<Route>> {
             v4 = Some(net.trunc());
         }
     }
-    let Some(dest) = v4 else { return Ok(None) };
-    let provider_id = spec.provider_id.unwrap_or_default();
-    let Some(id) = parse_provider_id(&provider_id) else {
-        return Err(Error::InvalidProviderId {
-            object,
-            field: "spec.providerID".into(),
-            value: provider_id,
-        });
+    Ok(v4)
+}
+
+/// Nodes that need a route but carry no (valid) providerID and whose route does not exist yet:
+/// their instance must be looked up by name (see [`Located`]). A node whose route already
+/// exists is not looked up again.
+pub fn nodes_to_locate(nodes: &[Node], existing: &[Route], cfg: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for node in nodes {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let has_id = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(parse_provider_id)
+            .is_some();
+        if has_id || name.is_empty() {
+            continue;
+        }
+        let Ok(Some(dest)) = route_cidr(node, &format!("Node {name}")) else {
+            continue;
+        };
+        let route_name = naming::route_name(&cfg.cluster_name, node.metadata.uid.as_deref().unwrap_or(""));
+        let present = existing
+            .iter()
+            .any(|r| r.name == route_name && normalize(&r.dest_range) == dest.to_string());
+        if !present {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// The route a node should have. Upstream routes one pod CIDR per node; svcnet takes the first
+/// IPv4 one of spec.podCIDRs (else spec.podCIDR): GCE instance next-hop routes are IPv4. The
+/// next hop is the instance of spec.providerID, else the one found by name (`located`).
+pub fn desired_route(node: &Node, cfg: &Config, located: &Located) -> Result<Option<Route>> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let object = format!("Node {name}");
+    let Some(dest) = route_cidr(node, &object)? else {
+        return Ok(None);
+    };
+    let provider_id = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.provider_id.clone())
+        .unwrap_or_default();
+    let (zone, instance) = match (parse_provider_id(&provider_id), located.get(&name)) {
+        (Some(id), _) => (id.zone, id.instance),
+        (None, Some(zone)) => (zone.clone(), instance_name(&name).to_owned()),
+        (None, None) => {
+            return Err(Error::InvalidProviderId {
+                object,
+                field: "spec.providerID".into(),
+                value: provider_id,
+            });
+        }
     };
     let uid = node.metadata.uid.clone().unwrap_or_default();
     let route_name = naming::route_name(&cfg.cluster_name, &uid);
@@ -110,10 +168,16 @@ pub fn desired_route(node: &Node, cfg: &Config) -> Result<Option<Route>> {
         name: route_name,
         description: ROUTE_DESCRIPTION.to_owned(),
         dest_range: dest.to_string(),
-        next_hop_instance: cfg.instance_url(&id.zone, &id.instance),
+        next_hop_instance: cfg.instance_url(&zone, &instance),
         network: cfg.network_url(),
         priority: ROUTE_PRIORITY,
     }))
+}
+
+/// The existing route named for `node` (a node without providerID, not looked up this time).
+fn existing_route_of(node: &Node, ours: &[&Route], cfg: &Config) -> Option<Route> {
+    let name = naming::route_name(&cfg.cluster_name, node.metadata.uid.as_deref()?);
+    ours.iter().find(|r| r.name == name).map(|r| (*r).clone())
 }
 
 fn same_route(a: &Route, b: &Route) -> bool {
@@ -147,8 +211,10 @@ fn has_route_created(node: &Node) -> bool {
 }
 
 /// `existing`: routes.list result; only routes with our prefix, our description and our network
-/// are considered ours (upstream's list filter), the rest are ignored.
-pub fn plan_routes(nodes: &[Node], existing: &[Route], cfg: &Config) -> RoutePlan {
+/// are considered ours (upstream's list filter), the rest are ignored. `located`: instances of
+/// nodes without providerID (see [`nodes_to_locate`]); such a node whose route exists already
+/// keeps it.
+pub fn plan_routes(nodes: &[Node], existing: &[Route], cfg: &Config, located: &Located) -> RoutePlan {
     let mut plan = RoutePlan::default();
     let prefix = naming::route_prefix(&cfg.cluster_name);
     let ours: Vec<&Route> = existing
@@ -161,8 +227,18 @@ pub fn plan_routes(nodes: &[Node], existing: &[Route], cfg: &Config) -> RoutePla
         .collect();
 
     let mut wanted: Vec<(&Node, Route)> = Vec::new();
+    let to_locate = nodes_to_locate(nodes, existing, cfg);
     for node in nodes {
-        match desired_route(node, cfg) {
+        let name = node.metadata.name.as_deref().unwrap_or("");
+        let route = match desired_route(node, cfg, located) {
+            // No providerID and not looked up because its route exists: keep that route (its
+            // next hop was found by name when it was created).
+            Err(e @ Error::InvalidProviderId { .. }) if !to_locate.iter().any(|n| n == name) => {
+                existing_route_of(node, &ours, cfg).ok_or(e).map(Some)
+            }
+            other => other,
+        };
+        match route {
             Ok(Some(route)) => wanted.push((node, route)),
             Ok(None) => {}
             Err(e) => plan.errors.push(e),

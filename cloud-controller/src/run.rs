@@ -82,6 +82,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             max_times: cli.gce_retries,
             ..RetryPolicy::default()
         },
+        verify_interval: crate::controllers::verify_queue::verify_interval(cli.gce_qps),
         ..Tuning::default()
     };
     let (nodes_store, triggers, node_task) = node_watch::spawn(client.clone());

@@ -33,7 +33,7 @@ fn inventory(gce: &FakeGce) -> Vec<String> {
 fn expected(lbs: &[String], cid: &str) -> Vec<String> {
     let mut out = Vec::new();
     for lb in lbs {
-        out.push(format!("addresses/{lb}"));
+        // No address: the reservation is released once the forwarding rule holds the IP.
         out.push(format!("firewalls/k8s-fw-{lb}"));
         out.push(format!("targetPools/{lb}"));
         out.push(format!("forwardingRules/{lb}"));

@@ -34,8 +34,18 @@ async fn load_balancer_created_resynced_and_deleted() {
     let lb = lb_name(&svc);
 
     // The objects of the seed article's picture.
-    let addr = gce.find("addresses", &lb).expect("address named like the LB");
-    assert_eq!(addr["address"], ip.as_str());
+    // The reservation held the IP while the forwarding rule was built and is released now that
+    // the rule holds it (upstream ensureExternalLoadBalancer's isSafeToReleaseIP).
+    assert!(gce.find("addresses", &lb).is_none(), "reservation not released");
+    let created_address = gce
+        .mutating_calls()
+        .iter()
+        .any(|c| c.starts_with("POST") && c.ends_with("/addresses"));
+    assert!(
+        created_address,
+        "the IP was reserved first: {:?}",
+        gce.mutating_calls()
+    );
     let fw = gce
         .find("firewalls", &format!("k8s-fw-{lb}"))
         .expect("traffic firewall");
@@ -115,7 +125,7 @@ async fn load_balancer_created_resynced_and_deleted() {
         "{reasons:?}"
     );
 
-    // Call budget for a new LB: address, 2 firewalls, health check, pool, forwarding rule.
+    // Call budget for a new LB: address, 2 firewalls, health check, pool, forwarding rule, release.
     let (_, mutating) = gce.calls();
     assert!(
         mutating <= 8,
@@ -123,7 +133,7 @@ async fn load_balancer_created_resynced_and_deleted() {
         gce.mutating_calls()
     );
     assert!(
-        mutating >= 6,
+        mutating >= 7,
         "every object was created by a call: {:?}",
         gce.mutating_calls()
     );

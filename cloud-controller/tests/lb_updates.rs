@@ -120,8 +120,18 @@ async fn pool_follows_nodes_ports_and_traffic_policy() {
     ports.sort();
     assert_eq!(ports, ["80", "8080"]);
     let fr = gce.find("forwardingRules", &lb).unwrap();
-    assert_eq!(fr["IPAddress"], ip.as_str(), "the reserved address kept the IP");
+    assert_eq!(fr["IPAddress"], ip.as_str(), "the IP survived the recreation");
+    eventually("reservation released after the recreation", WAIT, || async {
+        gce.find("addresses", &lb).is_none().then_some(())
+    })
+    .await;
     let muts = gce.mutating_calls();
+    // Promoted to a reservation before the forwarding rule was deleted, released after.
+    let addr_calls: Vec<&String> = muts.iter().filter(|c| c.contains("/addresses")).collect();
+    assert!(
+        addr_calls.len() == 2 && addr_calls[0].starts_with("POST") && addr_calls[1].starts_with("DELETE"),
+        "{muts:?}"
+    );
     assert!(
         muts.iter()
             .any(|c| c.starts_with("PATCH") && c.contains("/firewalls/")),

@@ -1,7 +1,8 @@
 //! Route controller: every `route_resync` and whenever node pod CIDRs/UIDs/instances change,
 //! list our routes, plan, delete stale ones and create missing ones (bounded concurrency), then
 //! set NetworkUnavailable=False (RouteCreated) on nodes whose route exists, or True
-//! (NoRouteCreated) where creating it failed.
+//! (NoRouteCreated) where creating it failed. Nodes without a providerID are routed to the
+//! instance of their name in the cluster's zones, as upstream.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -16,9 +17,9 @@ use tokio::sync::watch;
 use crate::controllers::Shared;
 use crate::gce::error::GceError;
 use crate::gce::exec::{create_route, delete_route};
-use crate::gce::observe::list_routes;
+use crate::gce::observe::{instance_facts, list_routes};
 use crate::naming;
-use crate::routes::{NetworkCondition, plan_routes};
+use crate::routes::{Located, NetworkCondition, instance_name, nodes_to_locate, plan_routes};
 
 /// Runs until `shutdown` fires.
 pub async fn run(
@@ -50,7 +51,9 @@ pub async fn sync(sh: &Shared) -> Result<(), GceError> {
     let prefix = naming::route_prefix(&sh.cfg.cluster_name);
     let existing = list_routes(&sh.gce, &sh.tuning.retry, &prefix).await?;
     let nodes = sh.node_list();
-    let plan = plan_routes(&nodes, &existing, &sh.cfg);
+    let to_locate = nodes_to_locate(&nodes, &existing, &sh.cfg);
+    let located = locate(sh, &to_locate).await;
+    let plan = plan_routes(&nodes, &existing, &sh.cfg, &located);
     tracing::debug!(
         existing = existing.len(),
         create = plan.create.len(),
@@ -110,7 +113,8 @@ pub async fn sync(sh: &Shared) -> Result<(), GceError> {
         let node = nodes
             .iter()
             .find(|n| n.metadata.name.as_deref() == Some(cond.node.as_str()));
-        let failed_here = node.is_some_and(|n| node_instance_key(n).is_some_and(|k| failed.contains(&k)));
+        let failed_here =
+            node.is_some_and(|n| node_instance_key(n, &located).is_some_and(|k| failed.contains(&k)));
         let cond = if failed_here {
             NetworkCondition::failed(&cond.node)
         } else {
@@ -121,10 +125,39 @@ pub async fn sync(sh: &Shared) -> Result<(), GceError> {
     Ok(())
 }
 
-fn node_instance_key(node: &Node) -> Option<String> {
-    let id = node.spec.as_ref()?.provider_id.as_deref()?;
-    let id = crate::nodes::parse_provider_id(id)?;
-    Some(format!("zones/{}/instances/{}", id.zone, id.instance))
+/// Upstream CreateRoute's getInstanceByName (providers/gce/gce_instances.go): for each node, GET
+/// the instance of its name in the cluster's zones in turn; the first zone that has it wins, 404
+/// tries the next. Any other error leaves the node out this time (upstream fails its route).
+async fn locate(sh: &Shared, nodes: &[String]) -> Located {
+    let mut out = Located::new();
+    for node in nodes {
+        let name = instance_name(node);
+        for zone in &sh.zones {
+            match instance_facts(&sh.gce, &sh.tuning.retry, zone, name).await {
+                Ok(Some(_)) => {
+                    out.insert(node.clone(), zone.clone());
+                    break;
+                }
+                Ok(None) => continue,
+                Err(err) => {
+                    tracing::warn!(node = %node, %zone, %err, "looking up the node's instance failed");
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn node_instance_key(node: &Node, located: &Located) -> Option<String> {
+    let name = node.metadata.name.as_deref()?;
+    let id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref());
+    match id.and_then(crate::nodes::parse_provider_id) {
+        Some(id) => Some(format!("zones/{}/instances/{}", id.zone, id.instance)),
+        None => located
+            .get(name)
+            .map(|zone| format!("zones/{zone}/instances/{}", instance_name(name))),
+    }
 }
 
 async fn set_condition(sh: &Shared, cond: &NetworkCondition, now: &str) {

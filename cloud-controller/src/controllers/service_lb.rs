@@ -1,11 +1,13 @@
 //! Service load balancer controller: a kube-runtime `Controller` over Services. Services of type
-//! LoadBalancer get the finalizer `service.kubernetes.io/load-balancer-cleanup` and an external
+//! LoadBalancer get our finalizers and an external
 //! target-pool load balancer; deleting the Service (or changing its type) tears it down and
 //! removes the finalizer. Node membership changes re-reconcile every Service.
 //!
 //! Per sync: observe GCE -> `lb::ensure::ensure` -> execute actions in order -> observe again
 //! until the plan is empty (a new LB needs two rounds: the reserved IP first). A no-op sync only
-//! reads. Events follow upstream's service controller.
+//! reads. Events follow upstream's service controller. Which Services are ours, and the two
+//! finalizers (`load-balancer-cleanup`, upstream's `l4-netlb-v1`): `lb::ownership`. After a start,
+//! converged load balancers are re-verified behind new and changed ones (`verify_queue`).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -16,20 +18,21 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action as Requeue, Controller};
-use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::controllers::node_watch::{NodeTriggers, changes};
+use crate::controllers::verify_queue::VerifyQueue;
 use crate::controllers::{Shared, SyncError, error_delay, lb_record};
 use crate::gce::exec::{Outcome, execute};
-use crate::gce::observe::{ObservedLb, Touched, observe_lb, observe_lb_again};
+use crate::gce::observe::{ObservedLb, Touched, forwarding_rule, observe_lb, observe_lb_again};
 use crate::lb::action::Action;
 use crate::lb::ensure::{EnsurePlan, ensure, lb_names};
+use crate::lb::ownership::{forwarding_rule_is_foreign, has_any_of_ours};
 use crate::lb::stages::stages;
-use crate::lb::{self, delete::plan_delete};
+use crate::lb::{self, Role, delete::plan_delete};
 use crate::naming::LbNames;
 
 /// Rounds of observe -> plan -> execute before a sync counts as not converging.
@@ -50,6 +53,8 @@ pub struct LbCtx {
     /// The shared node health check and its firewall as a sync last read them, and when: fresh
     /// Services starting within [`SHARED_SEEN_TTL`] take them from here instead of GETting them.
     shared_seen: Mutex<Option<(Instant, ObservedLb)>>,
+    /// Converged-looking Services waiting for their re-verification slot after a start.
+    verify: Mutex<VerifyQueue>,
 }
 
 /// How long a read of the shared node health check and firewall stands in for another one. Only
@@ -60,14 +65,34 @@ const SHARED_SEEN_TTL: Duration = Duration::from_secs(5);
 impl LbCtx {
     pub fn new(shared: Arc<Shared>, nodes: tokio::sync::watch::Receiver<String>) -> Self {
         LbCtx {
-            shared,
             shared_hc: AsyncMutex::new(()),
             failures: Mutex::new(HashMap::new()),
             nodes,
             synced: Mutex::new(HashMap::new()),
             fresh: Mutex::new(std::collections::HashSet::new()),
             shared_seen: Mutex::new(None),
+            verify: Mutex::new(VerifyQueue::new(shared.tuning.verify_interval)),
+            shared,
         }
+    }
+
+    /// How long a Service that looks converged and was not synced by this process yet waits for
+    /// its verification (see `verify_queue`); None = sync now.
+    fn verify_wait(&self, svc: &Service) -> Option<Duration> {
+        let k = key(svc);
+        let synced_here = self
+            .synced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&k);
+        if synced_here || !looks_converged(svc) {
+            return None;
+        }
+        let version = svc.metadata.resource_version.clone().unwrap_or_default();
+        self.verify
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .wait(&k, &version, Instant::now())
     }
 
     /// The shared objects of a recent read, as an observation holding only them.
@@ -157,6 +182,13 @@ impl LbCtx {
             .insert(key(svc), (fp, Instant::now()));
     }
 
+    fn forget_queued(&self, svc: &Service) {
+        self.verify
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .forget(&key(svc));
+    }
+
     fn forget_synced(&self, svc: &Service) {
         self.synced
             .lock()
@@ -179,8 +211,18 @@ impl LbCtx {
     }
 }
 
-fn has_finalizer(svc: &Service) -> bool {
-    svc.finalizers().iter().any(|f| f == lb::LB_CLEANUP_FINALIZER)
+/// Both finalizers, an ingress IP, not being deleted: what a load balancer the previous leader
+/// had finished looks like from the Service alone.
+fn looks_converged(svc: &Service) -> bool {
+    let has_ip = svc
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .is_some_and(|i| i.iter().any(|i| i.ip.as_deref().is_some_and(|ip| !ip.is_empty())));
+    has_ip
+        && svc.metadata.deletion_timestamp.is_none()
+        && lb::ownership::finalizers_with_ours(svc, true).is_none()
 }
 
 fn key(svc: &Service) -> String {
@@ -219,55 +261,64 @@ fn error_policy(svc: Arc<Service>, err: &SyncError, ctx: Arc<LbCtx>) -> Requeue 
 }
 
 pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, SyncError> {
-    let wants = lb::wants_load_balancer(&svc);
+    let role = lb::role(&svc);
     let deleting = svc.metadata.deletion_timestamp.is_some();
-    if !has_finalizer(&svc) && (!wants || deleting) {
+    let ours = has_any_of_ours(&svc);
+    if !ours && (role != Role::Ours || deleting) {
         return Ok(Requeue::await_change());
     }
     // Nodes must be listed before any membership decision.
     ctx.shared.wait_nodes_ready().await;
-    if wants
-        && !deleting
-        && has_finalizer(&svc)
-        && let Some(next) = ctx.recently_synced(&svc)
-    {
-        return Ok(Requeue::requeue(next));
-    }
-    if wants && !deleting && !has_finalizer(&svc) {
-        // The finalizer helper below adds it and returns; the next event syncs.
-        ctx.mark_fresh(&svc);
-    }
     let api: Api<Service> = Api::namespaced(ctx.shared.client.clone(), &svc.namespace().unwrap_or_default());
     let k = key(&svc);
-    let result = if !wants && !deleting {
-        // Type changed away from LoadBalancer: tear down, then drop the finalizer ourselves (the
-        // finalizer helper only cleans up on deletion).
-        match cleanup(&svc, &ctx).await {
-            Ok(()) => remove_finalizer(&api, &svc)
+    let result = match role {
+        Role::Foreign(reason) => {
+            // Upstream's ImplementedElsewhere: the service controller drops its finalizer and the
+            // GCE objects stay with the controller that owns them.
+            tracing::info!(service = %k, reason, "not ours: removing our finalizers, no GCE call");
+            patch_finalizers(&api, &svc, false)
                 .await
-                .map(|_| Requeue::await_change()),
-            Err(e) => Err(e),
+                .map(|_| Requeue::await_change())
         }
-    } else {
-        finalizer(&api, lb::LB_CLEANUP_FINALIZER, svc.clone(), |ev| async {
-            match ev {
-                Finalizer::Apply(svc) => {
-                    let fp = ctx.input_fingerprint(&svc);
-                    let r = ensure_lb(&svc, &ctx).await;
-                    if r.is_ok() {
-                        ctx.note_synced(&svc, fp);
+        Role::NotLoadBalancer => {
+            ctx.forget_queued(&svc);
+            cleanup_and_release(&api, &svc, &ctx).await
+        }
+        Role::Ours if deleting => {
+            ctx.forget_queued(&svc);
+            cleanup_and_release(&api, &svc, &ctx).await
+        }
+        Role::Ours => {
+            if lb::ownership::finalizers_with_ours(&svc, true).is_some() {
+                // Both finalizers go on before the first GCE object is made; the update's watch
+                // event starts the sync. A Service that had neither owns no GCE object yet, but a
+                // forwarding rule of its name may be a backend-service controller's (upstream reads
+                // it before adding its finalizer): then it gets none. One that carries upstream's
+                // netlb finalizer alone may own objects (it is adopted), so it is not fresh.
+                if !ours {
+                    match foreign_rule(&svc, &ctx).await {
+                        Ok(true) => return Ok(Requeue::requeue(ctx.shared.tuning.lb_resync)),
+                        Ok(false) => ctx.mark_fresh(&svc),
+                        Err(e) => return Err(e),
                     }
-                    r
                 }
-                Finalizer::Cleanup(svc) => cleanup(&svc, &ctx).await.map(|_| Requeue::await_change()),
+                patch_finalizers(&api, &svc, true)
+                    .await
+                    .map(|_| Requeue::await_change())
+            } else if let Some(next) = ctx.recently_synced(&svc) {
+                return Ok(Requeue::requeue(next));
+            } else if let Some(wait) = ctx.verify_wait(&svc) {
+                return Ok(Requeue::requeue(wait));
+            } else {
+                ctx.forget_queued(&svc);
+                let fp = ctx.input_fingerprint(&svc);
+                let r = ensure_lb(&svc, &ctx).await;
+                if r.is_ok() {
+                    ctx.note_synced(&svc, fp);
+                }
+                r
             }
-        })
-        .await
-        .map_err(|e| match e {
-            kube::runtime::finalizer::Error::ApplyFailed(e)
-            | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-            other => SyncError::Finalizer(other.to_string()),
-        })
+        }
     };
     let metrics = &ctx.shared.gce.metrics;
     match &result {
@@ -283,19 +334,40 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
     result
 }
 
-async fn remove_finalizer(api: &Api<Service>, svc: &Service) -> Result<(), SyncError> {
-    if !has_finalizer(svc) {
-        return Ok(());
+/// Whether the forwarding rule named like the Service's LB points at a backend service.
+async fn foreign_rule(svc: &Service, ctx: &LbCtx) -> Result<bool, SyncError> {
+    let sh = &ctx.shared;
+    let names = match lb_names(svc, &sh.cfg) {
+        Ok(n) => n,
+        // Invalid Services are reported by the sync (Warning event), which needs the finalizers.
+        Err(_) => return Ok(false),
+    };
+    let rule = forwarding_rule(&sh.gce, &sh.tuning.retry, &names.lb).await?;
+    let foreign = forwarding_rule_is_foreign(rule.as_ref());
+    if foreign {
+        tracing::info!(service = %key(svc), "forwarding rule points at a backend service: another controller's load balancer, left alone");
     }
-    let rest: Vec<&String> = svc
-        .finalizers()
-        .iter()
-        .filter(|f| *f != lb::LB_CLEANUP_FINALIZER)
-        .collect();
+    Ok(foreign)
+}
+
+/// Deletion, or the type changed away from LoadBalancer: tear down, then drop our finalizers
+/// (upstream removes the netlb one at the end of ensureExternalLoadBalancerDeleted, the service
+/// controller the cleanup one after it).
+async fn cleanup_and_release(api: &Api<Service>, svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
+    cleanup(svc, ctx).await?;
+    patch_finalizers(api, svc, false).await?;
+    Ok(Requeue::await_change())
+}
+
+/// Adds (`add`) or removes both of our finalizers in one patch, leaving every other entry.
+async fn patch_finalizers(api: &Api<Service>, svc: &Service, add: bool) -> Result<(), SyncError> {
+    let Some(next) = lb::ownership::finalizers_with_ours(svc, add) else {
+        return Ok(());
+    };
     // resourceVersion makes the merge patch conditional: a concurrent change of the list gets a
     // 409 and a retry instead of being overwritten.
     let patch = json!({ "metadata": {
-        "finalizers": rest,
+        "finalizers": next,
         "resourceVersion": svc.resource_version(),
     }});
     api.patch(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
@@ -345,7 +417,8 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
         .into()
     };
     // The previous round's observation and what its actions touched: the next round GETs only
-    // those. A fresh Service starts from "nothing of ours exists" (see `LbCtx::take_fresh`).
+    // those. A fresh Service starts from "nothing of ours exists" (see `LbCtx::take_fresh`; its
+    // forwarding rule was read before the finalizers went on).
     let mut last: Option<(ObservedLb, Touched)> = if ctx.take_fresh(svc) {
         Some(match ctx.recent_shared() {
             Some(shared) => (shared, Touched::new()),
@@ -374,6 +447,10 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
             Ok(p) => p,
             Err(e) => return Ok(invalid_service(svc, ctx, &e).await),
         };
+        if plan.implemented_elsewhere {
+            tracing::info!(service = %key(svc), "forwarding rule points at a backend service: another controller's load balancer, left alone");
+            return Ok(Requeue::await_change());
+        }
         if plan.actions.is_empty() && !plan.replan {
             done = Some((plan, obs));
             break;
@@ -577,6 +654,9 @@ async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
             Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e.into()).await),
         };
         obs.observed.nodes_health_check_used_elsewhere = shared_kept;
+        if forwarding_rule_is_foreign(obs.observed.forwarding_rule.as_ref()) {
+            tracing::info!(service = %key(svc), "forwarding rule points at a backend service: nothing deleted");
+        }
         let actions = plan_delete(&names, &obs.observed);
         if actions.is_empty() {
             converged = true;

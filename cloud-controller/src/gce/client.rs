@@ -19,6 +19,7 @@ use crate::gce::error::GceError;
 use crate::gce::exec::QuotaGroup;
 use crate::gce::ops::PollPacing;
 use crate::gce::ratelimit::RateLimiter;
+use crate::gce::request_id::PollTransientErrors;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum CredentialsMode {
@@ -96,12 +97,14 @@ pub struct Gce {
 }
 
 /// One builder call per client type, all configured alike. No polling backoff policy: only the
-/// client's `until_done()` uses it, and `ops::wait` runs its own loop with `poll_pacing`.
+/// client's `until_done()` uses it, and `ops::wait` runs its own loop with `poll_pacing`. The
+/// polling error policy keeps polling through transient errors (`request_id`).
 macro_rules! build {
     ($ty:ty, $opts:expr, $creds:expr) => {{
         let mut b = <$ty>::builder()
             .with_credentials($creds.clone())
-            .with_retry_policy(NeverRetry);
+            .with_retry_policy(NeverRetry)
+            .with_polling_error_policy(PollTransientErrors);
         if let Some(endpoint) = &$opts.endpoint {
             b = b.with_endpoint(endpoint.clone());
         }

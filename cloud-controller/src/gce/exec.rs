@@ -1,7 +1,9 @@
 //! Executes the domain's [`Action`]s with the official client: one call per action, waiting for
 //! its operation. 404 on a delete/remove and 409 on an insert count as done (someone, maybe our
-//! own earlier attempt, already did it); 400 resourceInUseByAnotherResource on a delete of the
-//! shared node health check counts as done-but-kept (another LB's pool uses it). Rate limits, quota, 429 and 5xx back off with backon and
+//! own earlier attempt, already did it), as does GCE's 400 for adding a pool member twice or
+//! removing a non-member; 400 resourceInUseByAnotherResource on a delete of the
+//! shared node health check counts as done-but-kept (another LB's pool uses it). Every mutating
+//! call carries a `requestId`, the same for all attempts of one action (`request_id`). Rate limits, quota, 429 and 5xx back off with backon and
 //! retry; every attempt first takes a token from the client-side rate limiter of its quota group.
 
 use std::time::Duration;
@@ -14,6 +16,7 @@ use crate::gce::client::Gce;
 use crate::gce::convert::to_model;
 use crate::gce::error::GceError;
 use crate::gce::ops::wait;
+use crate::gce::request_id::new_request_id;
 use crate::gce::{Firewall, Route};
 use crate::lb::action::Action;
 
@@ -102,7 +105,13 @@ where
 /// Executes one action (with retries). See the module docs for what counts as done.
 pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
     let call = format!("{} {}", action.label(), action.target_name());
-    let result = with_retries(gce, policy, QuotaGroup::Write, || call_once(gce, action, &call)).await;
+    // One id for every attempt: a retry after GCE already accepted the call gets its operation
+    // back instead of a second mutation (`request_id`).
+    let rid = new_request_id();
+    let result = with_retries(gce, policy, QuotaGroup::Write, || {
+        call_once(gce, action, &call, &rid)
+    })
+    .await;
     let outcome = outcome(action, result);
     match &outcome {
         Ok(Outcome::KeptInUse) => {
@@ -122,6 +131,7 @@ pub fn outcome(action: &Action, result: Result<(), GceError>) -> Result<Outcome,
         Err(e) if is_delete(action) && e.is_not_found() => Ok(Outcome::AlreadyDone),
         Err(e) if is_insert(action) && e.is_already_exists() => Ok(Outcome::AlreadyDone),
         Err(e) if keeps_if_in_use(action) && e.is_in_use() => Ok(Outcome::KeptInUse),
+        Err(e) if membership_already(action, &e) => Ok(Outcome::AlreadyDone),
         Err(e) => Err(e),
     }
 }
@@ -147,6 +157,25 @@ fn is_delete(action: &Action) -> bool {
             | Action::RemoveInstances { .. }
             | Action::RemoveHealthCheck { .. }
     )
+}
+
+/// GCE's 400 for adding a member a pool already has, or removing one it does not: the state is
+/// what the call wanted (a retry of a call that went through, or a pool changed meanwhile). A
+/// batch GCE refused that way changed nothing; the sync's next round sees the pool and plans
+/// what is still missing.
+fn membership_already(action: &Action, e: &GceError) -> bool {
+    if e.status != Some(400) && e.reason.as_deref() != Some("invalid") {
+        return false;
+    }
+    match action {
+        Action::AddInstances { .. } | Action::AddHealthCheck { .. } => {
+            e.message.contains("already a member of")
+        }
+        Action::RemoveInstances { .. } | Action::RemoveHealthCheck { .. } => {
+            e.message.contains("is not a member of")
+        }
+        _ => false,
+    }
 }
 
 fn keeps_if_in_use(action: &Action) -> bool {
@@ -184,7 +213,7 @@ fn patch_clears_nothing(fw: &Firewall) -> bool {
         && !fw.allowed.is_empty()
 }
 
-async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceError> {
+async fn call_once(gce: &Gce, action: &Action, call: &str, rid: &str) -> Result<(), GceError> {
     let (p, r) = (gce.project.as_str(), gce.region.as_str());
     match action {
         Action::CreateAddress(a) => {
@@ -193,7 +222,12 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
             wait(
                 gce,
                 call,
-                c.insert().set_project(p).set_region(r).set_body(m).poller(),
+                c.insert()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_body(m)
+                    .set_request_id(rid)
+                    .poller(),
             )
             .await?;
         }
@@ -202,34 +236,58 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
             wait(
                 gce,
                 call,
-                c.delete().set_project(p).set_region(r).set_address(name).poller(),
+                c.delete()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_address(name)
+                    .set_request_id(rid)
+                    .poller(),
             )
             .await?;
         }
         Action::CreateFirewall(f) => {
             let m: model::Firewall = to_model(call, f)?;
             let c = &gce.firewalls;
-            wait(gce, call, c.insert().set_project(p).set_body(m).poller()).await?;
+            wait(
+                gce,
+                call,
+                c.insert().set_project(p).set_body(m).set_request_id(rid).poller(),
+            )
+            .await?;
         }
         Action::PatchFirewall(f) => {
             let m: model::Firewall = to_model(call, f)?;
             let c = &gce.firewalls;
             if patch_clears_nothing(f) {
                 let req = c.patch().set_project(p).set_firewall(&f.name).set_body(m);
-                wait(gce, call, req.poller()).await?;
+                wait(gce, call, req.set_request_id(rid).poller()).await?;
             } else {
                 let req = c.update().set_project(p).set_firewall(&f.name).set_body(m);
-                wait(gce, call, req.poller()).await?;
+                wait(gce, call, req.set_request_id(rid).poller()).await?;
             }
         }
         Action::DeleteFirewall { name } => {
             let c = &gce.firewalls;
-            wait(gce, call, c.delete().set_project(p).set_firewall(name).poller()).await?;
+            wait(
+                gce,
+                call,
+                c.delete()
+                    .set_project(p)
+                    .set_firewall(name)
+                    .set_request_id(rid)
+                    .poller(),
+            )
+            .await?;
         }
         Action::CreateHealthCheck(h) => {
             let m: model::HttpHealthCheck = to_model(call, h)?;
             let c = &gce.http_health_checks;
-            wait(gce, call, c.insert().set_project(p).set_body(m).poller()).await?;
+            wait(
+                gce,
+                call,
+                c.insert().set_project(p).set_body(m).set_request_id(rid).poller(),
+            )
+            .await?;
         }
         Action::UpdateHealthCheck(h) => {
             let m: model::HttpHealthCheck = to_model(call, h)?;
@@ -239,12 +297,12 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_project(p)
                 .set_http_health_check(&h.name)
                 .set_body(m);
-            wait(gce, call, req.poller()).await?;
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
         Action::DeleteHealthCheck { name, .. } => {
             let c = &gce.http_health_checks;
             let req = c.delete().set_project(p).set_http_health_check(name);
-            wait(gce, call, req.poller()).await?;
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
         Action::CreateTargetPool(t) => {
             let m: model::TargetPool = to_model(call, t)?;
@@ -252,14 +310,19 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
             wait(
                 gce,
                 call,
-                c.insert().set_project(p).set_region(r).set_body(m).poller(),
+                c.insert()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_body(m)
+                    .set_request_id(rid)
+                    .poller(),
             )
             .await?;
         }
         Action::DeleteTargetPool { name } => {
             let c = &gce.target_pools;
             let req = c.delete().set_project(p).set_region(r).set_target_pool(name);
-            wait(gce, call, req.poller()).await?;
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
         Action::AddInstances { pool, instances } => {
             let refs: Vec<_> = instances.iter().map(|i| json!({ "instance": i })).collect();
@@ -271,7 +334,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_target_pool(pool)
                 .set_body(m);
-            wait(gce, call, req.poller()).await?;
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
         Action::RemoveInstances { pool, instances } => {
             let refs: Vec<_> = instances.iter().map(|i| json!({ "instance": i })).collect();
@@ -283,7 +346,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_target_pool(pool)
                 .set_body(m);
-            wait(gce, call, req.poller()).await?;
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
         Action::AddHealthCheck { pool, health_check } => {
             let m: model::TargetPoolsAddHealthCheckRequest =
@@ -295,7 +358,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_target_pool(pool)
                 .set_body(m);
-            wait(gce, call, req.poller()).await?;
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
         Action::RemoveHealthCheck { pool, health_check } => {
             let m: model::TargetPoolsRemoveHealthCheckRequest =
@@ -307,7 +370,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_target_pool(pool)
                 .set_body(m);
-            wait(gce, call, req.poller()).await?;
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
         Action::CreateForwardingRule(f) => {
             let m: model::ForwardingRule = to_model(call, f)?;
@@ -315,14 +378,19 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
             wait(
                 gce,
                 call,
-                c.insert().set_project(p).set_region(r).set_body(m).poller(),
+                c.insert()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_body(m)
+                    .set_request_id(rid)
+                    .poller(),
             )
             .await?;
         }
         Action::DeleteForwardingRule { name } => {
             let c = &gce.forwarding_rules;
             let req = c.delete().set_project(p).set_region(r).set_forwarding_rule(name);
-            wait(gce, call, req.poller()).await?;
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
         Action::SetTarget {
             forwarding_rule,
@@ -336,7 +404,7 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
                 .set_region(r)
                 .set_forwarding_rule(forwarding_rule)
                 .set_body(m);
-            wait(gce, call, req.poller()).await?;
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
     }
     Ok(())
@@ -345,10 +413,14 @@ async fn call_once(gce: &Gce, action: &Action, call: &str) -> Result<(), GceErro
 /// routes.insert (with retries; 409 = done).
 pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Result<Outcome, GceError> {
     let call = format!("create_route {}", route.name);
+    let rid = new_request_id();
+    let rid = rid.as_str();
     let result = with_retries(gce, policy, QuotaGroup::Write, || async {
         let m: model::Route = to_model(&call, route)?;
         let req = gce.routes.insert().set_project(&gce.project).set_body(m);
-        wait(gce, &call, req.poller()).await.map(|_| ())
+        wait(gce, &call, req.set_request_id(rid).poller())
+            .await
+            .map(|_| ())
     })
     .await;
     let outcome = match result {
@@ -363,9 +435,13 @@ pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Res
 /// routes.delete (with retries; 404 = done).
 pub async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result<Outcome, GceError> {
     let call = format!("delete_route {name}");
+    let rid = new_request_id();
+    let rid = rid.as_str();
     let result = with_retries(gce, policy, QuotaGroup::Write, || async {
         let req = gce.routes.delete().set_project(&gce.project).set_route(name);
-        wait(gce, &call, req.poller()).await.map(|_| ())
+        wait(gce, &call, req.set_request_id(rid).poller())
+            .await
+            .map(|_| ())
     })
     .await;
     let outcome = match result {

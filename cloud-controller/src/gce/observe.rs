@@ -282,6 +282,26 @@ pub async fn list_routes(gce: &Gce, policy: &RetryPolicy, prefix: &str) -> Resul
     items.iter().map(|m| from_model(call, m)).collect()
 }
 
+/// The forwarding rule named `name` alone (404 = None): whether a Service that carries none of
+/// our finalizers yet is another controller's (`lb::ownership::forwarding_rule_is_foreign`).
+pub async fn forwarding_rule(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    name: &str,
+) -> Result<Option<crate::gce::ForwardingRule>, GceError> {
+    let call = format!("get forwardingRules/{name}");
+    let m = get_opt(gce, policy, &call, || {
+        gce.forwarding_rules
+            .get()
+            .set_project(&gce.project)
+            .set_region(&gce.region)
+            .set_forwarding_rule(name)
+            .send()
+    })
+    .await?;
+    m.map(|m| from_model(&call, &m)).transpose()
+}
+
 /// instances.get in `zone`: facts for node initialisation, or NotFound.
 pub async fn instance_facts(
     gce: &Gce,

@@ -1,11 +1,9 @@
 //! Which IP the load balancer uses and who owns it (upstream's verifyUserRequestedIP +
-//! ensureStaticIP, without the per-sync reserve/release churn).
+//! ensureStaticIP in providers/gce/gce_loadbalancer_external.go).
 //!
-//! Divergence from upstream, on purpose: upstream reserves a static address on every sync and
-//! releases it again once the forwarding rule exists (the IP stays, demoted to ephemeral). That is
-//! two mutating calls per resync. svcnet keeps the address named like the LB reserved for the LB's
-//! lifetime and releases it in the delete plan, so a no-op resync makes zero calls and the IP
-//! survives forwarding rule recreation without a critical section.
+//! The IP is the forwarding rule's, else our reservation's (an interrupted creation), else a new
+//! reservation. Whether the reservation is kept is the plan's business (`lb::plan`): as upstream,
+//! only while the forwarding rule is (re)created.
 
 use crate::error::{Error, Result};
 use crate::lb::observed::Observed;

@@ -10,13 +10,20 @@
 //! ([`crate::gce::exec::Outcome::KeptInUse`]) and stops the plan there, and the I/O layer re-plans
 //! with `nodes_health_check_used_elsewhere` set, which keeps the check and its firewall. It comes
 //! last so that stop skips nothing but its firewall, which must stay while the check is used.
+//!
+//! A forwarding rule named like the LB that points at a backend service is another controller's
+//! ([`crate::lb::ownership::forwarding_rule_is_foreign`]): then nothing is deleted at all.
 
 use crate::lb::action::Action;
 use crate::lb::observed::Observed;
+use crate::lb::ownership::forwarding_rule_is_foreign;
 use crate::naming::LbNames;
 
 pub fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
     let mut actions = Vec::new();
+    if forwarding_rule_is_foreign(observed.forwarding_rule.as_ref()) {
+        return actions;
+    }
     if observed.forwarding_rule.is_some() {
         actions.push(Action::DeleteForwardingRule {
             name: names.lb.clone(),

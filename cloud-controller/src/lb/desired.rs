@@ -137,6 +137,7 @@ pub fn desired_lb(
         port_range: spec.port_range(),
         target: cfg.target_pool_url(&names.lb),
         network_tier: spec.network_tier.clone(),
+        backend_service: String::new(),
     };
 
     Ok(DesiredLb {

@@ -11,6 +11,7 @@ use crate::lb::address::{IpChoice, resolve_ip};
 use crate::lb::desired::{DesiredLb, desired_lb};
 use crate::lb::hosts::lb_hosts;
 use crate::lb::observed::Observed;
+use crate::lb::ownership::forwarding_rule_is_foreign;
 use crate::lb::plan::plan_ensure;
 use crate::lb::spec::LbSpec;
 use crate::naming::LbNames;
@@ -26,6 +27,9 @@ pub struct EnsurePlan {
     /// Eligible nodes without a GCE providerID yet (not initialised): not in the pool this round.
     pub skipped_nodes: Vec<String>,
     pub desired: Option<DesiredLb>,
+    /// The forwarding rule named like our LB points at a backend service: another controller's
+    /// load balancer (see [`crate::lb::ownership`]). No actions; the caller writes nothing.
+    pub implemented_elsewhere: bool,
 }
 
 impl EnsurePlan {
@@ -49,6 +53,16 @@ pub fn lb_names(service: &Service, cfg: &Config) -> Result<LbNames> {
 pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observed) -> Result<EnsurePlan> {
     let mut spec = LbSpec::from_service(service)?;
     let names = LbNames::new(&spec.uid, &cfg.cluster_id, &spec.object)?;
+    if forwarding_rule_is_foreign(observed.forwarding_rule.as_ref()) {
+        return Ok(EnsurePlan {
+            actions: Vec::new(),
+            replan: false,
+            ingress_ip: None,
+            skipped_nodes: Vec::new(),
+            desired: None,
+            implemented_elsewhere: true,
+        });
+    }
     if !spec.network_tier_annotated {
         // Without the annotation upstream leaves an existing LB in whatever tier it has. svcnet
         // goes one step further and *keeps* that tier for objects it (re)creates, so a forwarding
@@ -109,6 +123,7 @@ pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observ
                 ingress_ip: None,
                 skipped_nodes,
                 desired: None,
+                implemented_elsewhere: false,
             })
         }
         IpChoice::Known { ip, controller_owned } => {
@@ -120,6 +135,7 @@ pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observ
                 ingress_ip: Some(ip),
                 skipped_nodes,
                 desired: Some(desired),
+                implemented_elsewhere: false,
             })
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! Order (DESIGN "Ensure order"): address, traffic firewall, health check firewall + health check,
 //! [forwarding rule delete], target pool, forwarding rule, then clean-up of what is no longer
-//! referenced (old health check and its firewall, an address the LB stopped using). Pool and
+//! referenced (old health check and its firewall), and last the release of our address. Pool and
 //! forwarding rule are recreated only when GCE cannot change them in place:
 //! - forwarding rule: IP, port range or protocol changed (or its pool is recreated);
 //! - pool: session affinity changed, or (EtpTransition::Recreate, upstream's behaviour) it switches
@@ -27,20 +27,49 @@ pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Ve
     let mut cleanup = Vec::new();
     let names = &desired.names;
 
-    // 1. Address: ours must hold the IP; a user's address is never touched.
+    // Whether this plan (re)creates the forwarding rule; see step 4.
+    let pool = observed.target_pool.as_ref();
+    let fr = observed.forwarding_rule.as_ref();
+    let local = matches!(desired.health_check_kind(), HealthCheckKind::Local { .. });
+    let old_hc_name = if local {
+        &names.nodes_health_check
+    } else {
+        &names.local_health_check
+    };
+    let old_hc_in_pool =
+        pool.is_some_and(|p| p.health_checks.iter().any(|l| gce::link_name(l) == old_hc_name));
+    let pool_recreate = pool.is_some_and(|have| {
+        drift::affinity_changed(&desired.target_pool.session_affinity, &have.session_affinity)
+            || (cfg.etp_transition == EtpTransition::Recreate && old_hc_in_pool)
+    });
+    let fr_recreate =
+        fr.is_some_and(|have| drift::forwarding_rule_needs_recreate(&desired.forwarding_rule, have));
+    let creates_fr = fr.is_none() || fr_recreate || pool_recreate;
+
+    // 1. Address (upstream ensureExternalLoadBalancer): our reservation holds the IP only while
+    // the forwarding rule is being created or recreated, and is released (the IP stays, demoted
+    // to ephemeral) once the forwarding rule holds it, so LBs do not use up the static-address
+    // quota. Reserved before the forwarding rule is deleted and released after it is created:
+    // a crash in between leaves the reservation, from which the next sync takes the IP. A
+    // reservation found while the forwarding rule stays is one such leftover: released. A user's
+    // address is never touched.
     match (&desired.address, &observed.address) {
-        (Some(want), None) => actions.push(Action::CreateAddress(want.clone())),
-        (Some(want), Some(have)) if have.address != want.address => {
+        (Some(want), None) if creates_fr => actions.push(Action::CreateAddress(want.clone())),
+        (Some(want), Some(have)) if creates_fr && have.address != want.address => {
             actions.push(Action::DeleteAddress {
                 name: have.name.clone(),
             });
             actions.push(Action::CreateAddress(want.clone()));
         }
-        (None, Some(have)) => cleanup.push(Action::DeleteAddress {
-            name: have.name.clone(),
-        }),
         _ => {}
     }
+    let reserved = match &desired.address {
+        Some(_) => creates_fr || observed.address.is_some(),
+        None => observed.address.is_some(),
+    };
+    let release = reserved.then(|| Action::DeleteAddress {
+        name: names.lb.clone(),
+    });
 
     // 2. Traffic firewall (patchable in place).
     match &observed.firewall {
@@ -54,7 +83,6 @@ pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Ve
     }
 
     // 3. Health check firewall, then the health check (upstream order).
-    let local = matches!(desired.health_check_kind(), HealthCheckKind::Local { .. });
     let (have_hc, have_hc_fw) = if local {
         (
             &observed.local_health_check,
@@ -82,15 +110,6 @@ pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Ve
     }
 
     // The health check of the other kind: the pool may still reference it; remove it once not.
-    let pool = observed.target_pool.as_ref();
-    let pool_uses =
-        |name: &str| pool.is_some_and(|p| p.health_checks.iter().any(|l| gce::link_name(l) == name));
-    let old_hc_name = if local {
-        &names.nodes_health_check
-    } else {
-        &names.local_health_check
-    };
-    let old_hc_in_pool = pool_uses(old_hc_name);
     if local {
         // Our pool was a user of the shared check: try to delete it once the pool has moved to
         // ours (cleanup runs last). GCE keeps it while another pool uses it
@@ -116,12 +135,6 @@ pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Ve
     // 4. Target pool and forwarding rule.
     let want_pool = &desired.target_pool;
     let want_fr = &desired.forwarding_rule;
-    let pool_recreate = pool.is_some_and(|have| {
-        drift::affinity_changed(&want_pool.session_affinity, &have.session_affinity)
-            || (cfg.etp_transition == EtpTransition::Recreate && old_hc_in_pool)
-    });
-    let fr = observed.forwarding_rule.as_ref();
-    let fr_recreate = fr.is_some_and(|have| drift::forwarding_rule_needs_recreate(want_fr, have));
     if fr.is_some() && (fr_recreate || pool_recreate) {
         actions.push(Action::DeleteForwardingRule {
             name: names.lb.clone(),
@@ -149,7 +162,10 @@ pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Ve
         Some(_) => {}
     }
 
+    // The release runs after the forwarding rule's create is DONE (its own stage, last), so the
+    // IP is never unheld.
     actions.extend(cleanup);
+    actions.extend(release);
     actions
 }
 

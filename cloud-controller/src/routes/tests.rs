@@ -35,7 +35,7 @@ fn creates_one_route_per_node_cidr() {
         with_cidr("node-1", "us-central1-a", "10.64.1.0/24"),
         node("no-cidr", "us-central1-a"),
     ];
-    let plan = plan_routes(&nodes, &[], &cfg);
+    let plan = plan_routes(&nodes, &[], &cfg, &Located::new());
     assert_eq!(plan.delete, Vec::<String>::new());
     assert_eq!(
         plan.create,
@@ -71,8 +71,8 @@ fn settled_routes_plan_nothing() {
         "us-central1-a",
         "10.64.1.0/24",
     ))];
-    let existing = plan_routes(&nodes, &[], &cfg).create;
-    let plan = plan_routes(&nodes, &existing, &cfg);
+    let existing = plan_routes(&nodes, &[], &cfg, &Located::new()).create;
+    let plan = plan_routes(&nodes, &existing, &cfg, &Located::new());
     assert_eq!(plan, RoutePlan::default());
 }
 
@@ -109,7 +109,7 @@ fn stale_routes_are_deleted_and_foreign_ones_ignored() {
         mk("prod-uid-x", "10.64.7.0/24", "x", "k8s-node-route"),
         mk("svcnet-manual", "10.64.8.0/24", "x", "hand made"),
     ];
-    let plan = plan_routes(&nodes, &existing, &cfg);
+    let plan = plan_routes(&nodes, &existing, &cfg, &Located::new());
     assert_eq!(
         plan.delete,
         ["svcnet-uid-gone".to_string(), format!("{UID_PREFIX}node-1")],
@@ -130,7 +130,7 @@ fn bad_inputs_are_reported_per_node() {
         no_id,
         with_cidr("ok", "us-central1-a", "10.64.4.0/24"),
     ];
-    let plan = plan_routes(&nodes, &[], &cfg);
+    let plan = plan_routes(&nodes, &[], &cfg, &Located::new());
     assert_eq!(plan.create.len(), 1);
     let labels: Vec<_> = plan.errors.iter().map(|e| e.metric_label()).collect();
     assert_eq!(labels, ["invalid_pod_cidr", "invalid_provider_id"]);
@@ -143,7 +143,7 @@ fn ipv6_only_cidrs_get_no_route_and_dual_stack_routes_v4() {
     dual.spec.as_mut().unwrap().pod_cidrs = Some(vec!["fd00::/64".into(), "10.64.5.0/24".into()]);
     let mut v6 = node("v6", "us-central1-a");
     v6.spec.as_mut().unwrap().pod_cidrs = Some(vec!["fd00:1::/64".into()]);
-    let plan = plan_routes(&[dual, v6], &[], &cfg);
+    let plan = plan_routes(&[dual, v6], &[], &cfg, &Located::new());
     assert_eq!(plan.create.len(), 1);
     assert_eq!(plan.create[0].dest_range, "10.64.5.0/24");
 }
@@ -152,7 +152,47 @@ fn ipv6_only_cidrs_get_no_route_and_dual_stack_routes_v4() {
 fn invalid_cluster_name_is_an_error_not_a_gce_call() {
     let mut cfg = config();
     cfg.cluster_name = "My_Cluster".into();
-    let plan = plan_routes(&[with_cidr("node-1", "us-central1-a", "10.64.1.0/24")], &[], &cfg);
+    let plan = plan_routes(
+        &[with_cidr("node-1", "us-central1-a", "10.64.1.0/24")],
+        &[],
+        &cfg,
+        &Located::new(),
+    );
     assert!(plan.create.is_empty());
     assert_eq!(plan.errors[0].metric_label(), "invalid_name");
+}
+
+/// Upstream CreateRoute finds the next hop by node name (getInstanceByName) when no providerID
+/// is set: the node is to be looked up, then routed to the instance found, once.
+#[test]
+fn nodes_without_provider_id_are_routed_by_name() {
+    let cfg = config();
+    let mut n = with_cidr("node-7.c.proj.internal", "us-central1-a", "10.64.7.0/24");
+    n.spec.as_mut().unwrap().provider_id = None;
+    n.metadata.uid = Some("0f0e0d0c-node-7".into());
+    let nodes = vec![n, with_cidr("node-1", "us-central1-a", "10.64.1.0/24")];
+    assert_eq!(nodes_to_locate(&nodes, &[], &cfg), ["node-7.c.proj.internal"]);
+
+    // Not found in any zone: an error for that node only.
+    let plan = plan_routes(&nodes, &[], &cfg, &Located::new());
+    assert_eq!(plan.create.len(), 1);
+    assert_eq!(plan.errors.len(), 1);
+
+    let located: Located = [("node-7.c.proj.internal".to_owned(), "us-central1-c".to_owned())].into();
+    let plan = plan_routes(&nodes, &[], &cfg, &located);
+    assert!(plan.errors.is_empty(), "{:?}", plan.errors);
+    let hop = plan
+        .create
+        .iter()
+        .find(|r| r.dest_range == "10.64.7.0/24")
+        .map(|r| r.next_hop_instance.clone())
+        .expect("route for node-7");
+    assert!(hop.ends_with("zones/us-central1-c/instances/node-7"), "{hop}");
+
+    // Once its route exists the node is not looked up again, and the route is kept.
+    let existing = plan.create.clone();
+    assert!(nodes_to_locate(&nodes, &existing, &cfg).is_empty());
+    let again = plan_routes(&nodes, &existing, &cfg, &Located::new());
+    assert!(again.create.is_empty() && again.delete.is_empty(), "{again:?}");
+    assert!(again.errors.is_empty(), "{:?}", again.errors);
 }

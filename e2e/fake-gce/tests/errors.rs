@@ -101,7 +101,6 @@ fn in_use_and_membership_errors() {
     for (path, what) in [
         (r("targetPools/tp"), "targetPools/tp"),
         (fake.api("global/httpHealthChecks/hc"), "httpHealthChecks/hc"),
-        (r("addresses/ip"), "addresses/ip"),
     ] {
         let (s, v) = fake.call("DELETE", &path, None);
         assert_eq!(
@@ -111,6 +110,11 @@ fn in_use_and_membership_errors() {
         );
         assert!(v["error"]["message"].as_str().unwrap_or("").contains(what), "{v}");
     }
+    // An address in use is released, not refused: the rule keeps the IP, now ephemeral.
+    let (s, v) = fake.call("DELETE", &r("addresses/ip"), None);
+    assert_eq!(s, 200, "{v}");
+    let (_, fr) = fake.get(&r("forwardingRules/fr"));
+    assert_eq!(fr["IPAddress"], "203.0.113.50", "{fr}");
     // Same IP, same protocol, overlapping ports: conflict.
     let (s, v) = fake.post(
         &r("forwardingRules"),
@@ -142,7 +146,6 @@ fn in_use_and_membership_errors() {
     fake.mutate_ok("DELETE", &r("forwardingRules/fr"), &Value::Null);
     fake.mutate_ok("DELETE", &r("targetPools/tp"), &Value::Null);
     fake.mutate_ok("DELETE", &fake.api("global/httpHealthChecks/hc"), &Value::Null);
-    fake.mutate_ok("DELETE", &r("addresses/ip"), &Value::Null);
 }
 
 /// A health check shared by several target pools (the cloud controller's node health check)

@@ -46,20 +46,57 @@ fn foreign_health_check_on_pool_is_replaced_in_place() {
     );
 }
 
+fn leftover(desired: &DesiredLb, ip: &str) -> crate::gce::Address {
+    crate::gce::Address {
+        name: desired.names.lb.clone(),
+        address: Some(ip.into()),
+        ..Default::default()
+    }
+}
+
+/// A reservation an interrupted sync left while the forwarding rule holds the IP: released, and
+/// nothing else changes (upstream would keep it until the Service goes).
 #[test]
-fn address_holding_another_ip_is_replaced_before_use() {
+fn leftover_reservation_is_released_when_the_forwarding_rule_holds_the_ip() {
     let (s, gce, desired) = converged();
-    let mut observed = gce.observed(&s.names(), None);
-    observed.address.as_mut().unwrap().address = Some("203.0.113.200".into());
-    let actions = plan_ensure(&desired, &observed, &s.cfg);
-    assert_eq!(
-        actions[0],
-        Action::DeleteAddress {
-            name: desired.names.lb.clone()
-        }
-    );
+    for ip in [desired.ip.as_str(), "203.0.113.200"] {
+        let mut observed = gce.observed(&s.names(), None);
+        observed.address = Some(leftover(&desired, ip));
+        let actions = plan_ensure(&desired, &observed, &s.cfg);
+        assert_eq!(
+            actions,
+            [Action::DeleteAddress {
+                name: desired.names.lb.clone()
+            }]
+        );
+    }
+}
+
+/// The forwarding rule must be recreated while a reservation holds another IP: the reservation
+/// is moved to the rule's IP before the rule goes, and released after the new one exists.
+#[test]
+fn reservation_holding_another_ip_is_moved_before_a_recreate() {
+    let (s, gce, _) = converged();
+    let ported = s.ports("TCP", &[80, 81]);
+    let plan = ensure(
+        &ported.service,
+        &ported.nodes,
+        &ported.cfg,
+        &gce.observed(&ported.names(), None),
+    )
+    .unwrap();
+    let desired = plan.desired.unwrap();
+    let mut observed = gce.observed(&ported.names(), None);
+    observed.address = Some(leftover(&desired, "203.0.113.200"));
+    let actions = plan_ensure(&desired, &observed, &ported.cfg);
+    let lb = desired.names.lb.clone();
+    assert_eq!(actions[0], Action::DeleteAddress { name: lb.clone() });
     assert!(
         matches!(&actions[1], Action::CreateAddress(a) if a.address.as_deref() == Some(desired.ip.as_str()))
     );
-    assert_eq!(actions.len(), 2);
+    let fr_delete = actions
+        .iter()
+        .position(|a| matches!(a, Action::DeleteForwardingRule { .. }));
+    assert!(fr_delete.is_some_and(|i| i > 1), "{actions:?}");
+    assert_eq!(actions.last(), Some(&Action::DeleteAddress { name: lb }));
 }

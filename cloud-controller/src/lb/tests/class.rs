@@ -1,7 +1,93 @@
 //! Which Services this controller serves, and how a plan maps to events.
 
-use crate::lb::{LEGACY_EXTERNAL_LB_CLASS, wants_load_balancer};
+use crate::gce::ForwardingRule;
+use crate::lb::delete::plan_delete;
+use crate::lb::observed::Observed;
+use crate::lb::ownership::{
+    NETLB_FINALIZER, OUR_FINALIZERS, Role, finalizers_with_ours, forwarding_rule_is_foreign, role,
+};
+use crate::lb::{LB_CLEANUP_FINALIZER, LEGACY_EXTERNAL_LB_CLASS, wants_load_balancer};
 use crate::testutil::{MiniGce, Scenario};
+
+fn with_finalizers(mut s: Scenario, finalizers: &[&str]) -> Scenario {
+    s.service.metadata.finalizers = Some(finalizers.iter().map(|f| (*f).to_owned()).collect());
+    s
+}
+
+/// Skip conditions as upstream's shouldProcessNetLB / usesL4RBS (providers/gce/gce_util.go).
+#[test]
+fn backend_service_controllers_keep_their_services() {
+    let s = Scenario::new();
+    let rbs = s.clone().annotation("cloud.google.com/l4-rbs", "enabled");
+    assert!(matches!(role(&rbs.service), Role::Foreign(_)));
+    // Upstream compares the value exactly: anything else is not the RBS opt-in.
+    let other_value = s.clone().annotation("cloud.google.com/l4-rbs", "Enabled");
+    assert_eq!(role(&other_value.service), Role::Ours);
+    for f in [
+        "gke.networking.io/l4-netlb-v2",
+        "gke.networking.io/l4-netlb-v3",
+        "gke.networking.io/l4-ilb-v2",
+    ] {
+        let theirs = with_finalizers(s.clone(), &[f]);
+        assert!(matches!(role(&theirs.service), Role::Foreign(_)), "{f}");
+    }
+    let mut rbs_class = s.clone();
+    rbs_class.service.spec.as_mut().unwrap().load_balancer_class =
+        Some("networking.gke.io/l4-regional-external".into());
+    assert!(matches!(role(&rbs_class.service), Role::Foreign(_)));
+}
+
+#[test]
+fn upstream_netlb_finalizer_makes_a_service_ours() {
+    let s = Scenario::new().annotation("cloud.google.com/l4-rbs", "enabled");
+    let adopted = with_finalizers(s.clone(), &[NETLB_FINALIZER]);
+    assert_eq!(role(&adopted.service), Role::Ours);
+    // ... but never against a foreign class (checked first upstream).
+    let mut classed = adopted.clone();
+    classed.service.spec.as_mut().unwrap().load_balancer_class = Some("example.com/other".into());
+    assert!(matches!(role(&classed.service), Role::Foreign(_)));
+    // Type changed away: ours to delete.
+    let mut cluster_ip = adopted;
+    cluster_ip.service.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+    assert_eq!(role(&cluster_ip.service), Role::NotLoadBalancer);
+}
+
+#[test]
+fn both_finalizers_added_and_removed_leaving_others() {
+    let s = with_finalizers(Scenario::new(), &["example.com/keep", NETLB_FINALIZER]);
+    let added = finalizers_with_ours(&s.service, true).expect("cleanup finalizer missing");
+    assert_eq!(added, ["example.com/keep", NETLB_FINALIZER, LB_CLEANUP_FINALIZER]);
+    let removed = finalizers_with_ours(&s.service, false).expect("netlb finalizer present");
+    assert_eq!(removed, ["example.com/keep"]);
+    let full = with_finalizers(Scenario::new(), &OUR_FINALIZERS);
+    assert_eq!(finalizers_with_ours(&full.service, true), None);
+    let none = with_finalizers(Scenario::new(), &["example.com/keep"]);
+    assert_eq!(finalizers_with_ours(&none.service, false), None);
+}
+
+#[test]
+fn a_forwarding_rule_on_a_backend_service_is_never_planned_over_or_deleted() {
+    let s = Scenario::new();
+    let mut gce = MiniGce::default();
+    gce.converge(&s, 3).unwrap();
+    let mut observed = gce.observed(&s.names(), None);
+    assert!(!plan_delete(&s.names(), &observed).is_empty());
+    let rule = observed
+        .forwarding_rule
+        .get_or_insert_with(ForwardingRule::default);
+    rule.backend_service = "https://example.com/compute/v1/projects/p/regions/r/backendServices/x".into();
+    assert!(forwarding_rule_is_foreign(observed.forwarding_rule.as_ref()));
+    assert_eq!(plan_delete(&s.names(), &observed), []);
+    let plan = s.ensure(&observed).unwrap();
+    assert!(plan.implemented_elsewhere);
+    assert!(plan.actions.is_empty() && plan.ingress_ip.is_none());
+    // A brand-new Service whose name is taken that way gets no target pool either.
+    let fresh = Observed {
+        forwarding_rule: observed.forwarding_rule.clone(),
+        ..Observed::default()
+    };
+    assert!(s.ensure(&fresh).unwrap().actions.is_empty());
+}
 
 #[test]
 fn only_external_load_balancers_without_foreign_class() {

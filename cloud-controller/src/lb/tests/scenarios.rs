@@ -25,7 +25,7 @@ fn replan(gce: &MiniGce, s: &Scenario) -> Vec<Action> {
 }
 
 #[test]
-fn new_lb_takes_six_calls_in_design_order() {
+fn new_lb_takes_seven_calls_in_design_order() {
     let s = Scenario::new();
     let first = s.ensure(&Observed::default()).unwrap();
     assert!(first.replan, "the IP is unknown until the address exists");
@@ -40,12 +40,19 @@ fn new_lb_takes_six_calls_in_design_order() {
             "create_firewall",
             "create_health_check",
             "create_target_pool",
-            "create_forwarding_rule"
+            "create_forwarding_rule",
+            "delete_address"
         ]
     );
     assert!(applied.len() <= 8);
 
-    let ip = gce.addresses[LB].address.clone().unwrap();
+    // The reservation is released once the forwarding rule holds the IP (upstream's
+    // isSafeToReleaseIP in gce_loadbalancer_external.go): no static address quota is used.
+    assert!(gce.addresses.is_empty(), "{:?}", gce.addresses);
+    let Some(Action::CreateForwardingRule(created)) = applied.get(5) else {
+        panic!("{applied:?}");
+    };
+    let ip = created.ip_address.clone();
     let fr = &gce.forwarding_rules[LB];
     assert_eq!(fr.ip_address, ip);
     assert_eq!(
@@ -161,18 +168,27 @@ fn port_change_patches_firewall_and_recreates_only_the_forwarding_rule() {
     let actions = replan(&gce, &changed);
     assert_eq!(
         labels(&actions),
+        // The ephemeral IP is promoted to a reservation before the forwarding rule goes and
+        // released once the new one holds it (upstream's critical section).
         [
+            "create_address",
             "patch_firewall",
             "delete_forwarding_rule",
-            "create_forwarding_rule"
+            "create_forwarding_rule",
+            "delete_address"
         ]
     );
+    let Some(Action::CreateAddress(promoted)) = actions.first() else {
+        panic!("{actions:?}");
+    };
+    assert_eq!(promoted.address.as_deref(), Some(ip.as_str()));
     gce.apply_all(&actions).unwrap();
     assert_eq!(gce.forwarding_rules[LB].port_range, "80-443");
     assert_eq!(
         gce.forwarding_rules[LB].ip_address, ip,
-        "the reserved address keeps the IP"
+        "the reservation kept the IP"
     );
+    assert!(gce.addresses.is_empty());
     assert_eq!(
         gce.firewalls[&format!("k8s-fw-{LB}")].allowed[0].ports,
         ["80", "443"]
@@ -189,6 +205,7 @@ fn etp_cluster_to_local_swaps_health_check_by_recreating_pool_like_upstream() {
     assert_eq!(
         labels(&actions),
         [
+            "create_address",
             "create_firewall",
             "create_health_check",
             "delete_forwarding_rule",
@@ -196,7 +213,8 @@ fn etp_cluster_to_local_swaps_health_check_by_recreating_pool_like_upstream() {
             "create_target_pool",
             "create_forwarding_rule",
             "delete_health_check",
-            "delete_firewall"
+            "delete_firewall",
+            "delete_address"
         ]
     );
     gce.apply_all(&actions).unwrap();
@@ -289,14 +307,18 @@ fn affinity_change_recreates_pool_and_forwarding_rule_only() {
     assert_eq!(
         labels(&actions),
         [
+            "create_address",
             "delete_forwarding_rule",
             "delete_target_pool",
             "create_target_pool",
-            "create_forwarding_rule"
+            "create_forwarding_rule",
+            "delete_address"
         ]
     );
+    let ip = gce.forwarding_rules[LB].ip_address.clone();
     gce.apply_all(&actions).unwrap();
     assert_eq!(gce.pools[LB].session_affinity, AFFINITY_CLIENT_IP);
+    assert_eq!(gce.forwarding_rules[LB].ip_address, ip);
     assert_eq!(replan(&gce, &sticky), vec![]);
 }
 
@@ -332,7 +354,7 @@ fn delete_plan_order_and_idempotence() {
             Action::DeleteFirewall {
                 name: format!("k8s-fw-{LB}")
             },
-            Action::DeleteAddress { name: LB.into() },
+            // No address: released when the forwarding rule took the IP.
             // The shared check last (GCE may keep it), then its firewall.
             Action::DeleteHealthCheck {
                 name: NODE_HC.into(),
@@ -378,8 +400,11 @@ fn switching_to_user_ip_releases_our_address_after_moving() {
     gce.reserve_user_address("my-ip", "198.51.100.7", TIER_PREMIUM);
     let moved = s.load_balancer_ip("198.51.100.7");
     let actions = replan(&gce, &moved);
-    assert_eq!(labels(&actions).last(), Some(&"delete_address"));
+    // Our reservation was released when the LB was built: nothing of ours to release now.
+    assert!(!labels(&actions).contains(&"delete_address"), "{actions:?}");
+    assert_eq!(labels(&actions).last(), Some(&"create_forwarding_rule"));
     gce.apply_all(&actions).unwrap();
+    assert!(gce.addresses.contains_key("my-ip"));
     assert_eq!(gce.forwarding_rules[LB].ip_address, "198.51.100.7");
     assert!(!gce.addresses.contains_key(LB));
     assert_eq!(replan(&gce, &moved), vec![]);
@@ -405,24 +430,39 @@ fn tier_annotation_change_replaces_forwarding_rule_and_address() {
     let (mut gce, _) = built(&s);
     let standard = s.annotation(NETWORK_TIER_ANNOTATION, "Standard");
     let applied = gce.converge(&standard, 3).unwrap();
+    // The wrong-tier forwarding rule goes (upstream deleteWrongNetworkTieredResources); the IP of
+    // the other tier cannot move, so a new one is reserved in the right tier, and released again.
     assert_eq!(
-        labels(&applied)[..3],
-        ["delete_forwarding_rule", "delete_address", "create_address"]
+        labels(&applied)[..2],
+        ["delete_forwarding_rule", "create_address"]
     );
+    assert_eq!(labels(&applied).last(), Some(&"delete_address"));
+    let reserved = applied.iter().find_map(|a| match a {
+        Action::CreateAddress(a) => Some(a.network_tier.clone()),
+        _ => None,
+    });
+    assert_eq!(reserved.as_deref(), Some(TIER_STANDARD));
     assert_eq!(gce.forwarding_rules[LB].network_tier, TIER_STANDARD);
-    assert_eq!(gce.addresses[LB].network_tier, TIER_STANDARD);
+    assert!(gce.addresses.is_empty());
 }
 
 #[test]
 fn hostile_service_names_yield_valid_json_descriptions() {
     let hostile = "we\"b\n},{\"x\":\"\\";
     let s = Scenario::new().name("ns\"\u{7}", hostile);
-    let (gce, _) = built(&s);
+    let (gce, applied) = built(&s);
     let want = format!("ns\"\u{7}/{hostile}");
+    let address_description = applied
+        .iter()
+        .find_map(|a| match a {
+            Action::CreateAddress(a) => Some(a.description.clone()),
+            _ => None,
+        })
+        .expect("an address was reserved");
     for desc in [
         &gce.forwarding_rules[LB].description,
         &gce.pools[LB].description,
-        &gce.addresses[LB].description,
+        &address_description,
         &gce.firewalls[&format!("k8s-fw-{LB}")].description,
     ] {
         let v: serde_json::Value = serde_json::from_str(desc).unwrap_or_else(|e| panic!("{desc}: {e}"));

@@ -56,18 +56,6 @@ pub fn prepare(
     Ok(obj)
 }
 
-/// Forwarding rules (selfLinks) in the address's region that use its IP.
-pub fn users(res: &Resources, address: &Value) -> Vec<String> {
-    let Some(ip) = address["address"].as_str() else {
-        return Vec::new();
-    };
-    res.iter(Kind::ForwardingRule)
-        .map(|(_, fr)| fr)
-        .filter(|fr| fr["IPAddress"] == ip && fr["region"] == address["region"])
-        .filter_map(|fr| fr["selfLink"].as_str().map(str::to_string))
-        .collect()
-}
-
 pub fn refresh(res: &mut Resources) {
     // (region URL, IP) -> forwarding rules using it; built once so a refresh is linear.
     let mut by_ip: std::collections::HashMap<(String, String), Vec<String>> =

@@ -120,7 +120,10 @@ pub fn first_user(res: &Resources, kind: Kind, target: &Value) -> Option<String>
             .map(|(_, v)| v)
             .find(|tp| str_list(&tp["healthChecks"]).iter().any(|h| h == link))
             .and_then(link_of),
-        Kind::Address => addresses::users(res, target).into_iter().next(),
+        // An address a forwarding rule uses is not blocked: deleting it releases the reservation
+        // and the rule keeps the IP as ephemeral ("demotes" it). cloud-provider-gcp relies on this
+        // (gce_loadbalancer_external.go releases the static IP once the forwarding rule holds it;
+        // kubernetes/kubernetes#20662 "deleting it after it is attached demotes it").
         Kind::Network => networks::first_user(res, link),
         _ => None,
     }

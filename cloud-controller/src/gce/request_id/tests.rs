@@ -1,0 +1,44 @@
+//! requestId format and the poll error policy's classification.
+
+use std::collections::BTreeSet;
+
+use google_cloud_gax::error::Error;
+use google_cloud_gax::error::rpc::{Code, Status};
+use google_cloud_gax::polling_error_policy::PollingErrorPolicy;
+use google_cloud_gax::polling_state::PollingState;
+
+use super::{PollTransientErrors, new_request_id};
+
+#[test]
+fn request_ids_are_distinct_version_4_uuids() {
+    let ids: BTreeSet<String> = (0..1000).map(|_| new_request_id()).collect();
+    assert_eq!(ids.len(), 1000);
+    for id in &ids {
+        let parts: Vec<&str> = id.split('-').collect();
+        let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+        assert_eq!(lens, [8, 4, 4, 4, 12], "{id}");
+        assert!(id.chars().all(|c| c == '-' || c.is_ascii_hexdigit()), "{id}");
+        assert!(parts[2].starts_with('4'), "version nibble: {id}");
+        assert!(
+            matches!(parts[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'),
+            "variant: {id}"
+        );
+        assert_ne!(id, "00000000-0000-0000-0000-000000000000");
+    }
+}
+
+fn service_error(code: Code) -> Error {
+    Error::service(Status::default().set_code(code).set_message("x"))
+}
+
+#[test]
+fn transient_poll_errors_continue_others_stop() {
+    let p = PollTransientErrors;
+    let st = PollingState::default();
+    assert!(p.on_error(&st, service_error(Code::Unavailable)).is_continue());
+    assert!(p.on_error(&st, service_error(Code::NotFound)).is_permanent());
+    assert!(
+        p.on_error(&st, service_error(Code::InvalidArgument))
+            .is_permanent()
+    );
+}

@@ -1,0 +1,138 @@
+//! Which Services this controller serves, and the finalizers it keeps on them.
+//!
+//! Upstream decides in three places, all followed here: `EnsureLoadBalancer` ignores a foreign
+//! `spec.loadBalancerClass` (providers/gce/gce_loadbalancer.go), `getSvcScheme` sends Internal
+//! Services to the internal LB (out of svcnet's scope), and `shouldProcessNetLB` / `usesL4RBS`
+//! (providers/gce/gce_util.go) leave Services of the regional-backend-service controllers alone:
+//! the `cloud.google.com/l4-rbs: enabled` annotation, the NetLB v2/v3 finalizers, or a forwarding
+//! rule that points at a backend service. A Service carrying upstream's own
+//! `gke.networking.io/l4-netlb-v1` finalizer is served whatever else it carries (except a foreign
+//! class), so LBs built by cloud-provider-gcp are adopted.
+
+use k8s_openapi::api::core::v1::Service;
+
+use crate::gce::ForwardingRule;
+
+/// Finalizer the service controller puts on Services it built a load balancer for.
+pub const LB_CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+/// Upstream's NetLBFinalizerV1 (providers/gce/gce_util.go): added by ensureExternalLoadBalancer,
+/// removed at the end of ensureExternalLoadBalancerDeleted.
+pub const NETLB_FINALIZER: &str = "gke.networking.io/l4-netlb-v1";
+/// Both finalizers this controller adds and removes, in the order it adds them.
+pub const OUR_FINALIZERS: [&str; 2] = [LB_CLEANUP_FINALIZER, NETLB_FINALIZER];
+/// Finalizers of the controllers that build backend-service load balancers: NetLB v2 (RBS) and v3
+/// (NEG-based RBS) per gce_util.go's usesL4RBS, and ingress-gce's ILB subsetting finalizer
+/// `gke.networking.io/l4-ilb-v2` (ILBFinalizerV2 in gce_loadbalancer_internal.go).
+pub const FOREIGN_FINALIZERS: [&str; 3] = [
+    "gke.networking.io/l4-netlb-v2",
+    "gke.networking.io/l4-netlb-v3",
+    "gke.networking.io/l4-ilb-v2",
+];
+/// Upstream's RBSAnnotationKey / RBSEnabled: the Service asks for the RBS-based NetLB.
+pub const RBS_ANNOTATION: &str = "cloud.google.com/l4-rbs";
+pub const RBS_ENABLED: &str = "enabled";
+/// The only loadBalancerClass this controller serves besides none (upstream's legacy class).
+pub const LEGACY_EXTERNAL_LB_CLASS: &str = "networking.gke.io/l4-regional-external-legacy";
+const LB_TYPE_ANNOTATIONS: [&str; 2] = [
+    "networking.gke.io/load-balancer-type",
+    "cloud.google.com/load-balancer-type",
+];
+
+/// What the controller does with a Service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// An external target-pool load balancer of ours.
+    Ours,
+    /// Another controller's (upstream's ImplementedElsewhere): no GCE call, ever; our finalizers,
+    /// should it carry them, are removed without deleting anything.
+    Foreign(&'static str),
+    /// Not (or no longer) type LoadBalancer: whatever we built is deleted.
+    NotLoadBalancer,
+}
+
+pub fn role(service: &Service) -> Role {
+    if let Some(reason) = foreign_reason(service) {
+        return Role::Foreign(reason);
+    }
+    let is_lb = service
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.type_.as_deref() == Some("LoadBalancer"));
+    if is_lb { Role::Ours } else { Role::NotLoadBalancer }
+}
+
+/// Whether this controller builds an external target-pool LB for the Service.
+pub fn wants_load_balancer(service: &Service) -> bool {
+    role(service) == Role::Ours
+}
+
+pub fn has_finalizer(service: &Service, name: &str) -> bool {
+    service
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|x| x == name))
+}
+
+/// Whether the Service carries at least one of [`OUR_FINALIZERS`] (then it may own GCE objects).
+pub fn has_any_of_ours(service: &Service) -> bool {
+    OUR_FINALIZERS.iter().any(|f| has_finalizer(service, f))
+}
+
+/// The finalizer list with ours added (`add`) or removed, keeping every other entry in place;
+/// None when nothing changes.
+pub fn finalizers_with_ours(service: &Service, add: bool) -> Option<Vec<String>> {
+    let current = service.metadata.finalizers.clone().unwrap_or_default();
+    let next: Vec<String> = if add {
+        let mut next = current.clone();
+        for f in OUR_FINALIZERS {
+            if !next.iter().any(|x| x == f) {
+                next.push(f.to_owned());
+            }
+        }
+        next
+    } else {
+        current
+            .iter()
+            .filter(|x| !OUR_FINALIZERS.contains(&x.as_str()))
+            .cloned()
+            .collect()
+    };
+    (next != current).then_some(next)
+}
+
+/// A forwarding rule named like our LB that points at a backend service belongs to a
+/// backend-service load balancer (usesL4RBS's last check): never planned over, never deleted.
+pub fn forwarding_rule_is_foreign(rule: Option<&ForwardingRule>) -> bool {
+    rule.is_some_and(|r| !r.backend_service.is_empty())
+}
+
+fn foreign_reason(service: &Service) -> Option<&'static str> {
+    let class = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.load_balancer_class.as_deref());
+    if class.is_some_and(|c| c != LEGACY_EXTERNAL_LB_CLASS) {
+        return Some("loadBalancerClass of another controller");
+    }
+    let annotations = service.metadata.annotations.as_ref();
+    let annotation = |key: &str| annotations.and_then(|a| a.get(key));
+    if LB_TYPE_ANNOTATIONS
+        .iter()
+        .any(|key| annotation(key).is_some_and(|v| v.eq_ignore_ascii_case("internal")))
+    {
+        return Some("internal load balancer");
+    }
+    // The legacy class, or upstream's finalizer, settles it before the RBS markers (shouldProcessNetLB).
+    if class.is_some() || has_finalizer(service, NETLB_FINALIZER) {
+        return None;
+    }
+    // Upstream compares the annotation value exactly.
+    if annotation(RBS_ANNOTATION).is_some_and(|v| v == RBS_ENABLED) {
+        return Some("cloud.google.com/l4-rbs: enabled");
+    }
+    if FOREIGN_FINALIZERS.iter().any(|f| has_finalizer(service, f)) {
+        return Some("finalizer of a backend-service load balancer controller");
+    }
+    None
+}
