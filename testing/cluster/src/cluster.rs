@@ -11,8 +11,9 @@ use crate::binaries::{Binaries, binaries};
 use crate::certs::{self, Pki};
 use crate::flags::{self, Layout, Options};
 use crate::kubeconfig::{self, Credentials};
+use crate::kubectl::Kubectl;
 use crate::spawn::Proc;
-use crate::{ClusterError, kubectl, sweep};
+use crate::{ClusterError, sweep};
 
 /// How many log lines an error shows.
 const TAIL: usize = 30;
@@ -52,8 +53,16 @@ impl Cluster {
         let bins = binaries()?;
         let t0 = Instant::now();
         let dir = sweep::new_instance_dir()?;
-        let ip = unique_loopback()?;
-        let layout = Layout { dir, ip };
+        let ip = match (options.ip, &options.netns) {
+            (Some(ip), _) => ip,
+            (None, Some(_)) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            (None, None) => unique_loopback()?,
+        };
+        let layout = Layout {
+            dir,
+            ip,
+            netns: options.netns.clone(),
+        };
         let pki = certs::generate(&layout.dir, &[ip])?;
         let admin = layout.path("admin.kubeconfig");
         kubeconfig::write(
@@ -68,21 +77,20 @@ impl Cluster {
         )?;
         let pidfile = layout.path("pids");
 
-        let mut etcd = Proc::start(
-            "etcd",
-            &bins.etcd(),
-            flags::etcd(&layout),
-            layout.path("etcd.log"),
-            &pidfile,
-        )?;
-        let etcd_addr = SocketAddr::new(ip, flags::ETCD_CLIENT_PORT);
-        wait(&mut etcd, Duration::from_secs(30), || Ok(listening(etcd_addr)))?;
+        let (program, args) = layout.wrap(&bins.etcd(), flags::etcd(&layout));
+        let mut etcd = Proc::start("etcd", &program, args, layout.path("etcd.log"), &pidfile)?;
+        // Inside a namespace this process cannot connect; the API server's readiness covers etcd there.
+        if layout.netns.is_none() {
+            let etcd_addr = SocketAddr::new(ip, flags::ETCD_CLIENT_PORT);
+            wait(&mut etcd, Duration::from_secs(30), || Ok(listening(etcd_addr)))?;
+        }
         let t_etcd = t0.elapsed();
 
+        let (program, args) = layout.wrap(&bins.kube_apiserver(), flags::apiserver(&layout, &pki, &options));
         let apiserver = Proc::start(
             "kube-apiserver",
-            &bins.kube_apiserver(),
-            flags::apiserver(&layout, &pki, &options),
+            &program,
+            args,
             layout.path("kube-apiserver.log"),
             &pidfile,
         )?;
@@ -132,24 +140,25 @@ impl Cluster {
                 key_pem: &self.pki.controller_manager.key_pem,
             },
         )?;
-        let mut kcm = Proc::start(
-            "kube-controller-manager",
+        let (program, args) = self.layout.wrap(
             &bins.kube_controller_manager(),
             flags::controller_manager(&self.layout, &self.pki, &self.options),
+        );
+        let mut kcm = Proc::start(
+            "kube-controller-manager",
+            &program,
+            args,
             self.layout.path("kube-controller-manager.log"),
             &self.layout.path("pids"),
         )?;
         // The serviceaccount controller creating `default` shows the controllers run with their
         // credentials; Pods are not admitted in a namespace before it exists.
-        let (admin, state) = (self.admin.clone(), self.layout.dir.clone());
+        let admin = self.admin_kubectl();
         wait(&mut kcm, Duration::from_secs(90), || {
-            Ok(kubectl::run(
-                &admin,
-                &state,
-                &["get", "serviceaccount", "default", "-n", "default"],
-            )?
-            .status
-            .success())
+            Ok(admin
+                .run(&["get", "serviceaccount", "default", "-n", "default"])?
+                .status
+                .success())
         })?;
         self.controller_manager = Some(kcm);
         Ok(())
@@ -157,12 +166,12 @@ impl Cluster {
 
     fn wait_apiserver_ready(&mut self) -> Result<(), ClusterError> {
         let addr = SocketAddr::new(self.layout.ip, flags::APISERVER_PORT);
-        let (admin, state) = (self.admin.clone(), self.layout.dir.clone());
+        // Connecting first spares a kubectl run per poll while nothing listens (not possible from here
+        // into a namespace).
+        let probe = self.layout.netns.is_none();
+        let admin = self.admin_kubectl();
         wait(&mut self.apiserver, Duration::from_secs(120), || {
-            Ok(listening(addr)
-                && kubectl::run(&admin, &state, &["get", "--raw", "/readyz"])?
-                    .status
-                    .success())
+            Ok((!probe || listening(addr)) && admin.run(&["get", "--raw", "/readyz"])?.status.success())
         })
     }
 
@@ -196,21 +205,33 @@ impl Cluster {
         &self.pki.ca.cert_pem
     }
 
+    /// kubectl as admin (inside the instance's namespace, if any).
+    pub fn admin_kubectl(&self) -> Kubectl {
+        self.kubectl_with(&self.admin)
+    }
+
+    /// kubectl with another kubeconfig (a component's), same cache dir and namespace.
+    pub fn kubectl_with(&self, kubeconfig: &Path) -> Kubectl {
+        Kubectl {
+            kubeconfig: kubeconfig.to_path_buf(),
+            state: self.layout.dir.clone(),
+            netns: self.layout.netns.clone(),
+        }
+    }
+
     /// The real kubectl as admin; the raw output (the caller decides what failure means).
     pub fn kubectl(&self, args: &[&str]) -> Result<Output, ClusterError> {
-        kubectl::run(&self.admin, &self.layout.dir, args)
+        self.admin_kubectl().run(args)
     }
 
     /// The real kubectl as admin; stdout, or an error with kubectl's stderr.
     pub fn kubectl_ok(&self, args: &[&str]) -> Result<String, ClusterError> {
-        kubectl::ok(&self.admin, &self.layout.dir, args)
+        self.admin_kubectl().ok(args)
     }
 
     /// `kubectl apply -f -` of `yaml` as admin (server-side apply: the server owns the merge).
     pub fn apply(&self, yaml: &str) -> Result<String, ClusterError> {
-        kubectl::ok_stdin(
-            &self.admin,
-            &self.layout.dir,
+        self.admin_kubectl().ok_stdin(
             &["apply", "--server-side", "--field-manager=svcnet-test", "-f", "-"],
             yaml,
         )
@@ -218,7 +239,7 @@ impl Cluster {
 
     /// The real kubectl with another kubeconfig (a component's), same cache dir.
     pub fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Result<Output, ClusterError> {
-        kubectl::run(kubeconfig, &self.layout.dir, args)
+        self.kubectl_with(kubeconfig).run(args)
     }
 
     /// The pids of the processes it runs (for tests of their lifetime).

@@ -45,6 +45,12 @@ pub struct Options {
     /// Start kube-controller-manager (false: only etcd + kube-apiserver, a faster start for tests that
     /// need no controllers).
     pub controller_manager: bool,
+    /// Run every process inside this network namespace (`ip netns exec`), as the lab does with its `vpc`
+    /// namespace; None: the machine's own namespace.
+    pub netns: Option<String>,
+    /// The address to listen on. None: a random unused 127.a.b.c outside a namespace, 127.0.0.1 inside
+    /// one (the namespace's loopback is its own).
+    pub ip: Option<IpAddr>,
 }
 
 impl Default for Options {
@@ -56,6 +62,8 @@ impl Default for Options {
             cluster_cidr: "10.64.0.0/14".into(),
             node_cidr_mask_size: 24,
             controller_manager: true,
+            netns: None,
+            ip: None,
         }
     }
 }
@@ -65,9 +73,22 @@ impl Default for Options {
 pub struct Layout {
     pub dir: PathBuf,
     pub ip: IpAddr,
+    pub netns: Option<String>,
 }
 
 impl Layout {
+    /// `program args` as started: behind `ip netns exec <ns>` when the instance has a namespace.
+    pub fn wrap(&self, program: &Path, args: Vec<String>) -> (PathBuf, Vec<String>) {
+        match &self.netns {
+            Some(ns) => {
+                let mut all = vec!["netns".to_owned(), "exec".to_owned(), ns.clone(), p(program)];
+                all.extend(args);
+                (PathBuf::from("ip"), all)
+            }
+            None => (program.to_path_buf(), args),
+        }
+    }
+
     pub fn etcd_url(&self) -> String {
         url("http", self.ip, ETCD_CLIENT_PORT)
     }

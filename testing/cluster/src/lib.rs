@@ -34,4 +34,5 @@ pub use cluster::Cluster;
 pub use components::{Component, NAMESPACE, manifests_dir};
 pub use error::ClusterError;
 pub use flags::{CONTROLLERS, Options};
+pub use kubectl::Kubectl;
 pub use sweep::sweep_dead;
