@@ -136,6 +136,25 @@ pub fn bins() -> &'static Bins {
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
+        // cargo test gives this process the variables of the crate under test (CARGO_MANIFEST_DIR, ...);
+        // build scripts that watch them (ring's does) would see a change and rebuild the TLS stack and
+        // everything above it on every run, and again on the next plain cargo build.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if [
+                "CARGO_MANIFEST_",
+                "CARGO_PKG_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+                "CARGO_PRIMARY_",
+                "CARGO_TARGET_TMPDIR",
+            ]
+            .iter()
+            .any(|p| key.starts_with(p))
+            {
+                cmd.env_remove(key.as_ref());
+            }
+        }
         let st = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
         assert!(st.success(), "building the binaries failed");
         let b = Bins {
