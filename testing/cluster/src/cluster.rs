@@ -13,7 +13,7 @@ use crate::flags::{self, Layout, Options};
 use crate::kubeconfig::{self, Credentials};
 use crate::kubectl::Kubectl;
 use crate::spawn::Proc;
-use crate::{ClusterError, sweep};
+use crate::{ClusterError, etcd, sweep};
 
 /// How many log lines an error shows.
 const TAIL: usize = 30;
@@ -260,6 +260,27 @@ impl Cluster {
     pub fn restart_apiserver(&mut self) -> Result<(), ClusterError> {
         self.apiserver.restart(&self.layout.path("pids"))?;
         self.wait_apiserver_ready()
+    }
+
+    /// Compacts etcd's history up to its current revision and returns that revision: watchers (through
+    /// the API server) can no longer resume from before it once the API server's watch cache does not
+    /// hold it either (after [`Cluster::restart_apiserver`], or once it has moved on). Needs the instance
+    /// outside a network namespace (this process talks to etcd directly).
+    pub fn compact_etcd(&self) -> Result<i64, ClusterError> {
+        if let Some(ns) = &self.layout.netns {
+            return Err(ClusterError::Api(format!(
+                "compact_etcd: etcd is inside namespace {ns}, out of this process's reach"
+            )));
+        }
+        let addr = SocketAddr::new(self.layout.ip, flags::ETCD_CLIENT_PORT);
+        let rev = etcd::revision(addr)?;
+        etcd::compact(addr, rev)?;
+        Ok(rev)
+    }
+
+    /// Compacts etcd up to `rev` (an error when `rev` is already compacted or in the future).
+    pub fn compact_etcd_to(&self, rev: i64) -> Result<(), ClusterError> {
+        etcd::compact(SocketAddr::new(self.layout.ip, flags::ETCD_CLIENT_PORT), rev)
     }
 
     /// The last lines of each process's log, for a test's failure message.

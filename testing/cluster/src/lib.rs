@@ -23,6 +23,7 @@ mod certs;
 mod cluster;
 mod components;
 mod error;
+mod etcd;
 mod flags;
 mod kubeconfig;
 mod kubectl;
