@@ -3,15 +3,14 @@
 
 use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use crate::binaries::{Binaries, binaries};
-use crate::certs::{self, Pki};
-use crate::flags::{self, Layout, Options};
-use crate::kubeconfig::{self, Credentials};
+use crate::binaries::binaries;
+use crate::flags::{self, Options};
 use crate::kubectl::Kubectl;
+use crate::plan::{Launch, Plan};
 use crate::spawn::Proc;
 use crate::{ClusterError, etcd, sweep};
 
@@ -22,10 +21,7 @@ const TAIL: usize = 30;
 /// `setpriv --pdeathsig`, when the test process dies).
 #[derive(Debug)]
 pub struct Cluster {
-    layout: Layout,
-    options: Options,
-    pki: Pki,
-    admin: PathBuf,
+    plan: Plan,
     // Dropped last to first: controller manager, API server, etcd.
     etcd: Proc,
     apiserver: Proc,
@@ -58,47 +54,20 @@ impl Cluster {
             (None, Some(_)) => IpAddr::V4(Ipv4Addr::LOCALHOST),
             (None, None) => unique_loopback()?,
         };
-        let layout = Layout {
-            dir,
-            ip,
-            netns: options.netns.clone(),
-        };
-        let pki = certs::generate(&layout.dir, &[ip])?;
-        let admin = layout.path("admin.kubeconfig");
-        kubeconfig::write(
-            &admin,
-            &layout.server(),
-            &pki.ca.cert_pem,
-            "svcnet-test-admin",
-            &Credentials::Cert {
-                cert_pem: &pki.admin.cert_pem,
-                key_pem: &pki.admin.key_pem,
-            },
-        )?;
-        let pidfile = layout.path("pids");
+        let plan = Plan::prepare(&bins, &dir, ip, options)?;
+        let pidfile = plan.layout.path("pids");
 
-        let (program, args) = layout.wrap(&bins.etcd(), flags::etcd(&layout));
-        let mut etcd = Proc::start("etcd", &program, args, layout.path("etcd.log"), &pidfile)?;
+        let mut etcd = start(&plan, &plan.etcd, &pidfile)?;
         // Inside a namespace this process cannot connect; the API server's readiness covers etcd there.
-        if layout.netns.is_none() {
+        if plan.layout.netns.is_none() {
             let etcd_addr = SocketAddr::new(ip, flags::ETCD_CLIENT_PORT);
             wait(&mut etcd, Duration::from_secs(30), || Ok(listening(etcd_addr)))?;
         }
         let t_etcd = t0.elapsed();
 
-        let (program, args) = layout.wrap(&bins.kube_apiserver(), flags::apiserver(&layout, &pki, &options));
-        let apiserver = Proc::start(
-            "kube-apiserver",
-            &program,
-            args,
-            layout.path("kube-apiserver.log"),
-            &pidfile,
-        )?;
+        let apiserver = start(&plan, &plan.apiserver, &pidfile)?;
         let mut cluster = Cluster {
-            layout,
-            options,
-            pki,
-            admin,
+            plan,
             etcd,
             apiserver,
             controller_manager: None,
@@ -106,9 +75,7 @@ impl Cluster {
         cluster.wait_apiserver_ready()?;
         let t_api = t0.elapsed();
 
-        if cluster.options.controller_manager {
-            cluster.start_controller_manager(&bins)?;
-        }
+        cluster.start_controller_manager()?;
         eprintln!(
             "svcnet-testcluster: control plane at {} ready in {:.1} s (etcd {:.1} s, kube-apiserver {:.1} s{}); state in {}",
             cluster.server(),
@@ -123,34 +90,16 @@ impl Cluster {
             } else {
                 String::new()
             },
-            cluster.layout.dir.display(),
+            cluster.plan.dir().display(),
         );
         Ok(cluster)
     }
 
-    fn start_controller_manager(&mut self, bins: &Binaries) -> Result<(), ClusterError> {
-        let kc = self.layout.path("controller-manager.kubeconfig");
-        kubeconfig::write(
-            &kc,
-            &self.layout.server(),
-            &self.pki.ca.cert_pem,
-            "system:kube-controller-manager",
-            &Credentials::Cert {
-                cert_pem: &self.pki.controller_manager.cert_pem,
-                key_pem: &self.pki.controller_manager.key_pem,
-            },
-        )?;
-        let (program, args) = self.layout.wrap(
-            &bins.kube_controller_manager(),
-            flags::controller_manager(&self.layout, &self.pki, &self.options),
-        );
-        let mut kcm = Proc::start(
-            "kube-controller-manager",
-            &program,
-            args,
-            self.layout.path("kube-controller-manager.log"),
-            &self.layout.path("pids"),
-        )?;
+    fn start_controller_manager(&mut self) -> Result<(), ClusterError> {
+        let Some(launch) = self.plan.controller_manager.clone() else {
+            return Ok(());
+        };
+        let mut kcm = start(&self.plan, &launch, &self.plan.layout.path("pids"))?;
         // The serviceaccount controller creating `default` shows the controllers run with their
         // credentials; Pods are not admitted in a namespace before it exists.
         let admin = self.admin_kubectl();
@@ -165,10 +114,10 @@ impl Cluster {
     }
 
     fn wait_apiserver_ready(&mut self) -> Result<(), ClusterError> {
-        let addr = SocketAddr::new(self.layout.ip, flags::APISERVER_PORT);
+        let addr = SocketAddr::new(self.plan.layout.ip, flags::APISERVER_PORT);
         // Connecting first spares a kubectl run per poll while nothing listens (not possible from here
         // into a namespace).
-        let probe = self.layout.netns.is_none();
+        let probe = self.plan.layout.netns.is_none();
         let admin = self.admin_kubectl();
         wait(&mut self.apiserver, Duration::from_secs(120), || {
             Ok((!probe || listening(addr)) && admin.run(&["get", "--raw", "/readyz"])?.status.success())
@@ -177,46 +126,42 @@ impl Cluster {
 
     /// `https://<ip>:6443`.
     pub fn server(&self) -> String {
-        self.layout.server()
+        self.plan.layout.server()
     }
 
     /// The address every component of this instance listens on.
     pub fn ip(&self) -> IpAddr {
-        self.layout.ip
+        self.plan.layout.ip
     }
 
     /// A kubeconfig with cluster-admin rights (a client certificate in group system:masters).
     pub fn admin_kubeconfig(&self) -> &Path {
-        &self.admin
+        &self.plan.admin_kubeconfig
     }
 
     /// The instance's directory (certificates, logs, kubeconfigs); deleted on drop unless the test panics.
     pub fn dir(&self) -> &Path {
-        &self.layout.dir
+        &self.plan.layout.dir
     }
 
     /// The options it was started with.
     pub fn options(&self) -> &Options {
-        &self.options
+        &self.plan.options
     }
 
     /// The CA that signed the serving certificate (PEM), for clients built by hand.
     pub fn ca_pem(&self) -> &str {
-        &self.pki.ca.cert_pem
+        self.plan.ca_pem()
     }
 
     /// kubectl as admin (inside the instance's namespace, if any).
     pub fn admin_kubectl(&self) -> Kubectl {
-        self.kubectl_with(&self.admin)
+        self.plan.admin_kubectl()
     }
 
     /// kubectl with another kubeconfig (a component's), same cache dir and namespace.
     pub fn kubectl_with(&self, kubeconfig: &Path) -> Kubectl {
-        Kubectl {
-            kubeconfig: kubeconfig.to_path_buf(),
-            state: self.layout.dir.clone(),
-            netns: self.layout.netns.clone(),
-        }
+        self.plan.kubectl_with(kubeconfig)
     }
 
     /// The real kubectl as admin; the raw output (the caller decides what failure means).
@@ -258,7 +203,7 @@ impl Cluster {
     /// Kills kube-apiserver and starts it again on the same address and etcd (state survives, watches
     /// break), returning once it is ready.
     pub fn restart_apiserver(&mut self) -> Result<(), ClusterError> {
-        self.apiserver.restart(&self.layout.path("pids"))?;
+        self.apiserver.restart(&self.plan.layout.path("pids"))?;
         self.wait_apiserver_ready()
     }
 
@@ -267,12 +212,12 @@ impl Cluster {
     /// hold it either (after [`Cluster::restart_apiserver`], or once it has moved on). Needs the instance
     /// outside a network namespace (this process talks to etcd directly).
     pub fn compact_etcd(&self) -> Result<i64, ClusterError> {
-        if let Some(ns) = &self.layout.netns {
+        if let Some(ns) = &self.plan.layout.netns {
             return Err(ClusterError::Api(format!(
                 "compact_etcd: etcd is inside namespace {ns}, out of this process's reach"
             )));
         }
-        let addr = SocketAddr::new(self.layout.ip, flags::ETCD_CLIENT_PORT);
+        let addr = SocketAddr::new(self.plan.layout.ip, flags::ETCD_CLIENT_PORT);
         let rev = etcd::revision(addr)?;
         etcd::compact(addr, rev)?;
         Ok(rev)
@@ -280,7 +225,7 @@ impl Cluster {
 
     /// Compacts etcd up to `rev` (an error when `rev` is already compacted or in the future).
     pub fn compact_etcd_to(&self, rev: i64) -> Result<(), ClusterError> {
-        etcd::compact(SocketAddr::new(self.layout.ip, flags::ETCD_CLIENT_PORT), rev)
+        etcd::compact(SocketAddr::new(self.plan.layout.ip, flags::ETCD_CLIENT_PORT), rev)
     }
 
     /// The last lines of each process's log, for a test's failure message.
@@ -313,12 +258,25 @@ impl Drop for Cluster {
             // Kept for the reader of the failure; the next instance's sweep removes it.
             eprintln!(
                 "svcnet-testcluster: keeping {} (logs) after a panic",
-                self.layout.dir.display()
+                self.plan.layout.dir.display()
             );
             return;
         }
-        sweep::kill_recorded(&self.layout.dir);
-        let _ = std::fs::remove_dir_all(&self.layout.dir);
+        sweep::kill_recorded(&self.plan.layout.dir);
+        let _ = std::fs::remove_dir_all(&self.plan.layout.dir);
+    }
+}
+
+/// Starts one process of the plan under the test's lifetime rules ([`Proc`]).
+fn start(plan: &Plan, launch: &Launch, pidfile: &Path) -> Result<Proc, ClusterError> {
+    let (program, args) = plan.command_line(launch);
+    Proc::start(launch.name, &program, args, launch.log.clone(), pidfile)
+}
+
+/// The instance's plan (its files, command lines and kubectl).
+impl AsRef<Plan> for Cluster {
+    fn as_ref(&self) -> &Plan {
+        &self.plan
     }
 }
 

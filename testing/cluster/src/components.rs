@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::kubeconfig::{self, Credentials};
-use crate::{Cluster, ClusterError};
+use crate::{Cluster, ClusterError, Plan};
 
 /// A svcnet binary with an identity in `manifests/base`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,22 +39,26 @@ pub fn manifests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests")
 }
 
-impl Cluster {
-    /// Applies the component's ServiceAccount and RBAC from `manifests/base/<component>/` and returns a
-    /// kubeconfig holding a token for that ServiceAccount, minted by the TokenRequest API.
+impl Plan {
+    /// Applies the component's ServiceAccount and RBAC from `manifests/base/<component>/` (as admin, to
+    /// the running API server) and returns a kubeconfig holding a token for that ServiceAccount, minted
+    /// by the TokenRequest API.
     pub fn component_kubeconfig(&self, c: Component) -> Result<PathBuf, ClusterError> {
         let base = manifests_dir().join("base").join(c.folder());
         let sa = base.join("serviceaccount.yaml");
         let rbac = base.join("rbac.yaml");
         let (sa, rbac) = (sa.to_string_lossy(), rbac.to_string_lossy());
-        self.kubectl_ok(&["apply", "-n", NAMESPACE, "-f", &sa, "-f", &rbac])?;
+        self.admin_kubectl()
+            .ok(&["apply", "-n", NAMESPACE, "-f", &sa, "-f", &rbac])?;
         self.service_account_kubeconfig(NAMESPACE, c.name())
     }
 
     /// A kubeconfig authenticating as ServiceAccount `namespace/name` (which must exist) with a token
-    /// valid for a day, written into the instance dir.
+    /// valid for a day, written into the plan's dir.
     pub fn service_account_kubeconfig(&self, namespace: &str, name: &str) -> Result<PathBuf, ClusterError> {
-        let token = self.kubectl_ok(&["create", "token", name, "-n", namespace, "--duration=24h"])?;
+        let token = self
+            .admin_kubectl()
+            .ok(&["create", "token", name, "-n", namespace, "--duration=24h"])?;
         let token = token.trim();
         if token.is_empty() {
             return Err(ClusterError::Api(format!("empty token for {namespace}/{name}")));
@@ -68,5 +72,17 @@ impl Cluster {
             &Credentials::Token(token),
         )?;
         Ok(path)
+    }
+}
+
+impl Cluster {
+    /// See [`Plan::component_kubeconfig`].
+    pub fn component_kubeconfig(&self, c: Component) -> Result<PathBuf, ClusterError> {
+        self.as_ref().component_kubeconfig(c)
+    }
+
+    /// See [`Plan::service_account_kubeconfig`].
+    pub fn service_account_kubeconfig(&self, namespace: &str, name: &str) -> Result<PathBuf, ClusterError> {
+        self.as_ref().service_account_kubeconfig(namespace, name)
     }
 }

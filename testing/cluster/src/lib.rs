@@ -27,6 +27,7 @@ mod etcd;
 mod flags;
 mod kubeconfig;
 mod kubectl;
+mod plan;
 mod spawn;
 mod sweep;
 
@@ -36,4 +37,5 @@ pub use components::{Component, NAMESPACE, manifests_dir};
 pub use error::ClusterError;
 pub use flags::{CONTROLLERS, Options};
 pub use kubectl::Kubectl;
+pub use plan::{Launch, Plan};
 pub use sweep::sweep_dead;
