@@ -187,6 +187,11 @@ impl Cluster {
         self.kubectl_with(kubeconfig).run(args)
     }
 
+    /// kube-apiserver's pid (for resource figures: `/proc/<pid>/status`).
+    pub fn apiserver_pid(&self) -> u32 {
+        self.apiserver.pid()
+    }
+
     /// The pids of the processes it runs (for tests of their lifetime).
     pub fn pids(&self) -> Vec<u32> {
         [
