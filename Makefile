@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: build test lint fmt bench demo e2e crds crds-check manifests manifests-check images golden
+.PHONY: build test lint fmt bench demo e2e crds crds-check manifests manifests-check images golden k8s
 
 build:
 	$(CARGO) build --workspace --locked
@@ -10,6 +10,12 @@ build:
 # The test command (README.md and .ci/run call exactly this).
 test:
 	$(CARGO) test --workspace --locked
+
+# The real control plane (etcd, kube-apiserver, kube-controller-manager, kube-proxy) from the pinned Go
+# recipe in testing/k8s, built once per machine into a cache outside the repo (SVCNET_K8S_CACHE, default
+# /var/cache/svcnet). Tests that need it call the same script lazily, so `make test` works without this.
+k8s:
+	bash testing/k8s/build.sh
 
 # Regenerate the proxy's golden payloads after an intended rule change; review the diff before committing.
 golden:
@@ -48,10 +54,10 @@ crds-check:
 
 manifests: crds
 
-# Render every overlay, validate it offline against the Kubernetes schemas, apply the lab overlay to
-# svcnet-apiserver with kubectl, and cross-check RBAC and flags (also part of `make test`).
+# Render every overlay, validate it offline against the Kubernetes schemas, apply every overlay to the real
+# kube-apiserver with kubectl (testing/k8s), and cross-check RBAC and flags (also part of `make test`).
 manifests-check:
-	$(CARGO) test -p svcnet-crds --test manifests_valid --locked
+	$(CARGO) test -p svcnet-crds --test manifests_valid --test manifests_apply --locked
 
 # Container images (needs a Docker engine; not available on the development machines).
 IMAGE_PREFIX ?= svcnet

@@ -1,7 +1,8 @@
-//! The cloud controller's world as real processes on 127.0.0.1:0: `svcnet-apiserver` (the API
-//! stand-in), `svcnet-fake-gce` (the Compute API test double) and `svcnet-cloud-controller`,
-//! started the way its own end-to-end tests start them (`cloud-controller/tests/common`). Every
-//! process is killed when the [`Cluster`] drops; logs go to a temporary directory.
+//! The cloud controller's world as real processes: the real etcd + kube-apiserver (svcnet-testcluster,
+//! on a loopback address of its own; the bench's own requests go through `kubectl proxy`, plain HTTP on
+//! 127.0.0.1:0), `svcnet-fake-gce` (the Compute API test double) and `svcnet-cloud-controller` under its
+//! ServiceAccount's RBAC. Every process is killed when the [`Cluster`] drops; logs go to a temporary
+//! directory.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -13,7 +14,8 @@ use serde_json::{Value, json};
 
 use crate::error::BenchError;
 use crate::http::{self, get_json, request};
-use crate::procs::{self, Bins, Proc};
+use crate::procs::{self, Bins, Proc, spawn_kubectl_proxy};
+use svcnet_testcluster::{Cluster as ControlPlane, Component, Options};
 
 pub const PROJECT: &str = "svcnet-bench";
 pub const REGION: &str = "us-central1";
@@ -24,7 +26,11 @@ pub const NODE_TAG: &str = "svcnet-bench-node";
 pub struct Cluster {
     // Drop order: controller first, so it never sees its API or GCE vanish mid-call.
     pub controller: Option<Proc>,
-    pub apiserver: Proc,
+    /// `kubectl proxy` in front of the API server (`api`); held so that it dies with the cluster.
+    _api_proxy: Proc,
+    pub control_plane: ControlPlane,
+    /// The controller's kubeconfig: its ServiceAccount, the manifests' RBAC.
+    controller_kubeconfig: PathBuf,
     pub fake_gce: Proc,
     pub api: String,
     pub gce: String,
@@ -35,22 +41,26 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Starts the API stand-in and the fake GCE (operations take `op_latency_ms`).
+    /// Starts the real control plane (no controller manager: the bench writes what it needs) and the
+    /// fake GCE (operations take `op_latency_ms`).
     pub fn start(bins: &Bins, op_latency_ms: u64) -> Result<Cluster, BenchError> {
         let tmp = tempfile::Builder::new()
             .prefix("svcnet-bench-cluster-")
             .tempdir()
             .map_err(|e| BenchError::io("tempdir", e))?;
         let dir = tmp.path();
-        let (log, _) = procs::log_file(dir, "apiserver")?;
-        let (apiserver, api) = Proc::spawn_listening(
-            procs::APISERVER,
-            Command::new(bins.path(procs::APISERVER))
-                .args(["--listen", "127.0.0.1:0", "--bookmark-interval-ms", "5000"])
-                .arg("--kubeconfig-out")
-                .arg(dir.join("kubeconfig"))
-                .stderr(log),
-        )?;
+        let control_plane = ControlPlane::start_with(Options {
+            controller_manager: false,
+            ..Options::default()
+        })
+        .map_err(|e| BenchError::Check(format!("control plane: {e}")))?;
+        let controller_kubeconfig = control_plane
+            .component_kubeconfig(Component::CloudController)
+            .map_err(|e| BenchError::Check(format!("controller kubeconfig: {e}")))?;
+        let mut cmd = control_plane
+            .admin_kubectl()
+            .command(&["proxy", "--address=127.0.0.1", "--port=0"]);
+        let (api_proxy, api) = spawn_kubectl_proxy(&mut cmd)?;
         let (log, _) = procs::log_file(dir, "fake-gce")?;
         let (fake_gce, gce) = Proc::spawn_listening(
             procs::FAKE_GCE,
@@ -71,7 +81,9 @@ impl Cluster {
         )?;
         Ok(Cluster {
             controller: None,
-            apiserver,
+            _api_proxy: api_proxy,
+            control_plane,
+            controller_kubeconfig,
             fake_gce,
             api,
             gce,
@@ -103,7 +115,7 @@ impl Cluster {
             .args(["--controllers", "service"])
             .args(["--metrics-addr", &format!("127.0.0.1:{port}")])
             .arg("--kubeconfig")
-            .arg(self.dir.join("kubeconfig"))
+            .arg(&self.controller_kubeconfig)
             .args(extra)
             .env("SVCNET_LOG", "info,kube=warn")
             .stdout(Stdio::null())
@@ -215,8 +227,8 @@ impl Cluster {
                 ));
                 last_report = Instant::now();
             }
-            // Listing 1000 Services every 200 ms would load the (debug-built) stand-in the
-            // controller talks to; poll large runs once a second (the figures are minutes).
+            // Listing 1000 Services every 200 ms would load the API server the controller talks to;
+            // poll large runs once a second (the figures are minutes).
             std::thread::sleep(Duration::from_millis(if want > 100 { 1000 } else { 200 }));
         }
     }

@@ -17,7 +17,7 @@ use svcnet_proxy::render::{self, FullOptions};
 enum Part {
     P1,
     P2,
-    /// Proxy memory at scale (real proxy in a namespace, fed through the API stand-in).
+    /// Proxy memory at scale (real proxy in a namespace, fed through the real kube-apiserver).
     P4,
     /// Cloud controller: calls and latency of one new LoadBalancer.
     C1,
@@ -86,7 +86,7 @@ struct Cli {
     /// reported as a lower bound (the daemon's own limit is `--iptables-restore-timeout`, 2 min).
     #[arg(long, default_value_t = 300)]
     full_sync_limit_s: u64,
-    /// Directory holding svcnet-apiserver, svcnet-fake-gce, svcnet-cloud-controller and
+    /// Directory holding svcnet-fake-gce, svcnet-cloud-controller and
     /// svcnet-proxy (default: next to this binary, built there first when run through cargo).
     #[arg(long)]
     bin_dir: Option<std::path::PathBuf>,
@@ -151,7 +151,7 @@ enum Cmd {
         #[arg(long, default_value_t = 5)]
         reps: usize,
     },
-    /// Internal: load Services + EndpointSlices into an API stand-in (P4 runs it inside its namespace).
+    /// Internal: load Services + EndpointSlices into an API server over plain HTTP (P4 runs it inside its namespace, through kubectl proxy).
     #[command(hide = true)]
     LoadApi {
         #[arg(long)]
@@ -337,10 +337,11 @@ fn run_control_plane(
     let q = cli.quick;
     let mut names = vec![];
     if runs(Part::P4) {
-        names.extend([procs::APISERVER, procs::PROXY]);
+        // The API server of P4 is the real one (svcnet-testcluster).
+        names.push(procs::PROXY);
     }
     if runs(Part::C1) || runs(Part::C2) || runs(Part::C3) {
-        names.extend([procs::APISERVER, procs::FAKE_GCE, procs::CONTROLLER]);
+        names.extend([procs::FAKE_GCE, procs::CONTROLLER]);
     }
     names.dedup();
     if names.is_empty() {

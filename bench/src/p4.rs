@@ -1,9 +1,9 @@
 //! P4: resident memory of the real `svcnet-proxy run` holding S Services / E endpoints fed through
-//! the API stand-in.
+//! the real kube-apiserver.
 //!
-//! Everything runs inside one throwaway namespace (see [`crate::netns`]): `svcnet-apiserver` on the
-//! namespace's loopback, the loader (`svcnet-bench load-api`, parallel POSTs: the stand-in has no
-//! bulk path besides its state file, whose format is its own business), then the proxy, whose
+//! Everything runs inside one throwaway namespace (see [`crate::netns`]): etcd and kube-apiserver
+//! (svcnet-testcluster) on the namespace's loopback, the loader (`svcnet-bench load-api`, parallel
+//! POSTs through `kubectl proxy`), then the proxy under its ServiceAccount's RBAC, whose
 //! iptables writes land in that namespace only. The bench samples `/proc/<pid>/status` (VmRSS,
 //! VmHWM) of the proxy until its log says `synced` (first full sync done), it logs a failed sync,
 //! or the limit passes; the figure is reported with which of those happened.
@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 use crate::error::BenchError;
 use crate::http::request;
 use crate::netns::{self, Netns};
-use crate::procs::{self, Bins, Proc};
+use crate::procs::{self, Bins, Proc, spawn_kubectl_proxy};
+use svcnet_testcluster::{Cluster, Component, Options};
 
 pub const NODE: &str = "bench-node";
 
@@ -220,15 +221,25 @@ fn one_case(
         .tempdir()
         .map_err(|e| BenchError::io("tempdir", e))?;
     let ns = Netns::create_lab("p4")?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    let (log, _) = procs::log_file(dir.path(), "apiserver")?;
-    let apiserver_bin = bins.path(procs::APISERVER);
-    let mut cmd = ns.command(&apiserver_bin.to_string_lossy());
-    cmd.args(["--listen", "127.0.0.1:0", "--bookmark-interval-ms", "60000"])
-        .arg("--kubeconfig-out")
-        .arg(&kubeconfig)
-        .stderr(log);
-    let (apiserver, api) = Proc::spawn_listening(procs::APISERVER, &mut cmd)?;
+    // The real control plane on the namespace's loopback, without controllers: the loader writes the
+    // EndpointSlices itself (an endpointslice controller would find no Pods and fight it).
+    let cluster = Cluster::start_with(Options {
+        netns: Some(ns.name.clone()),
+        service_cidr: netns::SERVICE_CIDR.into(),
+        controller_manager: false,
+        ..Options::default()
+    })
+    .map_err(|e| BenchError::Check(format!("control plane: {e}")))?;
+    // The proxy runs as its ServiceAccount under the manifests' RBAC, as in a cluster.
+    let kubeconfig = cluster
+        .component_kubeconfig(Component::Proxy)
+        .map_err(|e| BenchError::Check(format!("svcnet-proxy kubeconfig: {e}")))?;
+    // The loader speaks plain HTTP; `kubectl proxy` (as admin, inside the namespace) adds TLS and
+    // credentials in front of the API server.
+    let mut cmd = cluster
+        .admin_kubectl()
+        .command(&["proxy", "--address=127.0.0.1", "--port=0"]);
+    let (api_proxy, api) = spawn_kubectl_proxy(&mut cmd)?;
     // The loader is this binary, inside the namespace (the API listens on the namespace's lo).
     let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
     let out = ns
@@ -323,9 +334,10 @@ fn one_case(
             crate::cluster::tail(&text, 15)
         ));
     }
-    let apiserver_rss_kb = read_mem(apiserver.pid()).map_or(0, |m| m.rss_kb);
+    let apiserver_rss_kb = read_mem(cluster.apiserver_pid()).map_or(0, |m| m.rss_kb);
     drop(proxy);
-    drop(apiserver);
+    drop(api_proxy);
+    drop(cluster);
     drop(ns);
     if std::env::var_os("SVCNET_BENCH_KEEP").is_some() {
         progress(&format!("  kept {}", dir.keep().display()));

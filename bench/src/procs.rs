@@ -12,7 +12,6 @@ use std::process::{Child, Command, Stdio};
 
 use crate::error::BenchError;
 
-pub const APISERVER: &str = "svcnet-apiserver";
 pub const FAKE_GCE: &str = "svcnet-fake-gce";
 pub const CONTROLLER: &str = "svcnet-cloud-controller";
 pub const PROXY: &str = "svcnet-proxy";
@@ -51,6 +50,26 @@ impl Bins {
             }
             if let Some(target) = d.parent() {
                 cmd.env("CARGO_TARGET_DIR", target);
+            }
+            // Under cargo test this process (or its parent) has the variables of the crate under test
+            // (CARGO_MANIFEST_DIR, ...); ring's build script watches CARGO_MANIFEST_DIR, so passing them
+            // on would rebuild the TLS stack and everything above it here and again in the next plain
+            // cargo build.
+            for (key, _) in std::env::vars_os() {
+                let key = key.to_string_lossy();
+                if [
+                    "CARGO_MANIFEST_",
+                    "CARGO_PKG_",
+                    "CARGO_CRATE_",
+                    "CARGO_BIN_",
+                    "CARGO_PRIMARY_",
+                    "CARGO_TARGET_TMPDIR",
+                ]
+                .iter()
+                .any(|p| key.starts_with(p))
+                {
+                    cmd.env_remove(key.as_ref());
+                }
             }
             eprintln!(
                 "building {} ({:?} profile)",
@@ -141,4 +160,23 @@ pub fn log_file(dir: &Path, name: &str) -> Result<(std::fs::File, PathBuf), Benc
     let f =
         std::fs::File::create(&path).map_err(|e| BenchError::io(format!("create {}", path.display()), e))?;
     Ok((f, path))
+}
+
+/// Starts `kubectl proxy` and reads the address from its first line (`Starting to serve on ADDR`).
+pub fn spawn_kubectl_proxy(cmd: &mut Command) -> Result<(Proc, String), BenchError> {
+    cmd.stdout(Stdio::piped()).stdin(Stdio::null());
+    let mut p = Proc::spawn("kubectl-proxy", cmd)?;
+    let Some(out) = p.child.stdout.take() else {
+        return Err(BenchError::Check("kubectl proxy: no stdout".into()));
+    };
+    let mut line = String::new();
+    BufReader::new(out)
+        .read_line(&mut line)
+        .map_err(|e| BenchError::io("kubectl proxy: first line", e))?;
+    match line.trim().strip_prefix("Starting to serve on ") {
+        Some(addr) => Ok((p, addr.to_owned())),
+        None => Err(BenchError::Check(format!(
+            "kubectl proxy: unexpected first line {line:?}"
+        ))),
+    }
 }

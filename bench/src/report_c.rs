@@ -190,7 +190,7 @@ pub fn p4(cases: &[P4Case]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nP4  svcnet-proxy memory, objects fed through svcnet-apiserver, proxy in a throwaway namespace"
+        "\nP4  svcnet-proxy memory, objects fed through the real kube-apiserver, proxy as its ServiceAccount in a throwaway namespace"
     );
     let _ = writeln!(
         s,

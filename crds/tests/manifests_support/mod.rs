@@ -1,16 +1,16 @@
-//! Support for tests/manifests_valid.rs: rendering with the real kubectl, the cached validator venv,
-//! locating the binaries, and a svcnet-apiserver instance.
+//! Support for tests/manifests_valid.rs and manifests_apply.rs: rendering with the real kubectl, the
+//! cached validator venv, locating the binaries, and a real kube-apiserver instance.
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod subset;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde_json::Value;
+use svcnet_testcluster::{Cluster, Options};
 
 /// `manifests/` of this repository.
 pub fn manifests_dir() -> PathBuf {
@@ -120,7 +120,6 @@ pub fn validator() -> Option<PathBuf> {
 }
 
 pub struct Bins {
-    pub apiserver: PathBuf,
     pub proxy: PathBuf,
     pub controller: PathBuf,
 }
@@ -133,26 +132,36 @@ pub fn bins() -> &'static Bins {
         let exe = std::env::current_exe().unwrap();
         let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.args([
-            "build",
-            "-p",
-            "svcnet-apiserver",
-            "-p",
-            "svcnet-proxy",
-            "-p",
-            "svcnet-cloud-controller",
-        ]);
+        cmd.args(["build", "-p", "svcnet-proxy", "-p", "svcnet-cloud-controller"]);
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
+        }
+        // cargo test gives this process the variables of the crate under test (CARGO_MANIFEST_DIR, ...);
+        // build scripts that watch them (ring's does) would see a change and rebuild the TLS stack and
+        // everything above it on every run, and again on the next plain cargo build.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if [
+                "CARGO_MANIFEST_",
+                "CARGO_PKG_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+                "CARGO_PRIMARY_",
+                "CARGO_TARGET_TMPDIR",
+            ]
+            .iter()
+            .any(|p| key.starts_with(p))
+            {
+                cmd.env_remove(key.as_ref());
+            }
         }
         let st = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
         assert!(st.success(), "building the binaries failed");
         let b = Bins {
-            apiserver: dir.join("svcnet-apiserver"),
             proxy: dir.join("svcnet-proxy"),
             controller: dir.join("svcnet-cloud-controller"),
         };
-        for p in [&b.apiserver, &b.proxy, &b.controller] {
+        for p in [&b.proxy, &b.controller] {
             assert!(p.exists(), "missing {}", p.display());
         }
         b
@@ -173,52 +182,31 @@ pub fn need(out: &Output, _: Need, what: &str) {
     );
 }
 
-/// The real svcnet-apiserver on a free loopback port, killed on drop.
+/// The real control plane (etcd + kube-apiserver from testing/k8s; storing and serving manifests needs no
+/// controllers, so kube-controller-manager is not started), stopped on drop.
 pub struct ApiServer {
-    child: Child,
-    pub dir: tempfile::TempDir,
+    pub cluster: Cluster,
 }
 
 impl ApiServer {
-    pub fn start(bin: &Path) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(bin)
-            .args(["--listen", "127.0.0.1:0", "--kubeconfig-out"])
-            .arg(dir.path().join("kubeconfig"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(
-            line.starts_with("listening on "),
-            "unexpected first line {line:?}"
-        );
-        ApiServer { child, dir }
+    pub fn start() -> Self {
+        let cluster = Cluster::start_with(Options {
+            controller_manager: false,
+            ..Options::default()
+        })
+        .unwrap_or_else(|e| panic!("starting the control plane: {e}"));
+        ApiServer { cluster }
     }
 
-    pub fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("kubeconfig")
+    /// The instance's directory (scratch files of a test go there too).
+    pub fn dir(&self) -> &Path {
+        self.cluster.dir()
     }
 
-    /// The real kubectl with this server's kubeconfig and its own discovery cache and HOME.
+    /// The real kubectl as cluster admin, with the instance's own discovery cache and HOME.
     pub fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", self.dir.path().join("kubeconfig"))
-            .env("KUBECACHEDIR", self.dir.path().join("kube-cache"))
-            .env("HOME", self.dir.path())
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for ApiServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.cluster
+            .kubectl(args)
+            .unwrap_or_else(|e| panic!("running kubectl: {e}"))
     }
 }
