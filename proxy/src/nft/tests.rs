@@ -1,0 +1,1 @@
+//! Unit tests of the nftables renderer, one rule family at a time.
