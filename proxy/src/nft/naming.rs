@@ -76,16 +76,21 @@ pub fn service_base(name: &ServicePortName) -> String {
     ))
 }
 
-/// `HASH-ns/name/proto/port__ip/port`, colons of an IPv6 address turned into dots.
+/// `HASH-ns/name/proto/port__ip/port` of an endpoint, its address printed canonically (as upstream's
+/// endpoint cache prints it before naming).
 pub fn endpoint_base(name: &ServicePortName, ep: &Endpoint) -> String {
-    let ip = ep.ip.to_string().replace(':', ".");
+    endpoint_base_of(name, &ep.ip.to_string(), ep.port)
+}
+
+/// `HASH-ns/name/proto/port__ip/port` for an address as text, colons of IPv6 turned into dots.
+pub fn endpoint_base_of(name: &ServicePortName, ip: &str, port: u16) -> String {
+    let ip = ip.replace(':', ".");
     hash_and_truncate(&format!(
-        "{}/{}/{}/{}__{ip}/{}",
+        "{}/{}/{}/{}__{ip}/{port}",
         name.namespace,
         name.name,
         name.protocol.as_str(),
         name.port,
-        ep.port
     ))
 }
 
