@@ -76,6 +76,10 @@ pub struct RuleArgs {
     /// Node IP(s); added to those of the Node object.
     #[arg(long, value_parser = ip_arg)]
     pub node_ip: Vec<IpAddr>,
+    /// The cluster's service CIDRs (what ServiceCIDR objects say); nftables mode drops traffic to
+    /// cluster IPs in them that no Service holds.
+    #[arg(long, value_delimiter = ',', value_parser = cidr_arg)]
+    pub service_cidr: Vec<IpNet>,
 }
 
 /// Flags read addresses as upstream's sloppy parsers do (leading zeros allowed).
@@ -115,6 +119,7 @@ impl RuleArgs {
             masquerade_bit: self.iptables_masquerade_bit,
             nodeport_addresses: NodePortAddresses::parse(&self.nodeport_addresses)?,
             localhost_nodeports: self.iptables_localhost_nodeports,
+            service_cidrs: self.service_cidr.clone(),
             ..RenderConfig::default()
         };
         cfg.validate()?;
@@ -160,9 +165,12 @@ pub struct RenderArgs {
     /// Multi-document YAML with Services, EndpointSlices and optionally Nodes ("-" for stdin).
     #[arg(short = 'f', long = "filename")]
     pub file: PathBuf,
-    /// Render the IPv6 (ip6tables) payload instead of IPv4.
+    /// Render the IPv6 (ip6tables / `ip6` table) ruleset instead of IPv4.
     #[arg(long)]
     pub ipv6: bool,
+    /// iptables: the iptables-restore payload; nftables: the `kube-proxy` table as `nft -f` input.
+    #[arg(long, value_enum, default_value_t = ProxyMode::Iptables)]
+    pub proxy_mode: ProxyMode,
     /// Omit the jump rules from built-in chains (the daemon ensures those separately).
     #[arg(long)]
     pub no_jumps: bool,
@@ -237,9 +245,20 @@ pub fn load(
     Ok((objects, node, state, cfg))
 }
 
+/// `--proxy-mode`: which ruleset `render` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProxyMode {
+    #[default]
+    Iptables,
+    Nftables,
+}
+
 pub fn run_render(args: &RenderArgs) -> Result<String> {
     let family = if args.ipv6 { Family::V6 } else { Family::V4 };
     let (_, node, state, cfg) = load(&args.file, &args.rules, args.caps, family)?;
+    if args.proxy_mode == ProxyMode::Nftables {
+        return Ok(crate::nft::render(&state, &node, &cfg).text());
+    }
     let rendered = render(&state, &node, &cfg);
     let opts = FullOptions {
         jumps: !args.no_jumps,

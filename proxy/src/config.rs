@@ -129,6 +129,9 @@ pub struct RenderConfig {
     pub conntrack_tcp_liberal: bool,
     /// Leaf size of the dispatch tree (tree layout).
     pub tree_leaf_max: usize,
+    /// The cluster's service CIDRs (ServiceCIDR objects); nftables mode drops traffic to unallocated
+    /// cluster IPs in them. Unused by the iptables rules.
+    pub service_cidrs: Vec<IpNet>,
 }
 
 impl Default for RenderConfig {
@@ -146,6 +149,7 @@ impl Default for RenderConfig {
             nfacct: false,
             conntrack_tcp_liberal: false,
             tree_leaf_max: 8,
+            service_cidrs: Vec::new(),
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod iptables;
 pub mod metrics;
 pub mod model;
 pub mod nfacct;
+pub mod nft;
 pub mod render;
 pub mod runner;
 pub mod service_health;

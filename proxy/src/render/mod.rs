@@ -13,7 +13,7 @@ mod payload;
 mod service;
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod tests;
 
