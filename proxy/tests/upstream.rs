@@ -6,10 +6,10 @@
 //! with a `chain` file (`<table> <chain>`) compares only that chain, as `assertIPTablesChainEqual`.
 //! `tests/upstream_sort/` holds upstream's own examples for that normalization.
 
+mod common;
 mod upstream_norm;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use upstream_norm::{chain_pair, diff, normalize_pair, sort_rules};
 
@@ -33,25 +33,9 @@ fn cases() -> Vec<PathBuf> {
     cases
 }
 
-/// `svcnet-proxy render -f input.yaml <flags>`; Err carries the exit status and stderr.
+/// `svcnet-proxy render -f input.yaml <flags>`.
 fn render(case: &Path) -> Result<String, String> {
-    let flags = read(&case.join("flags"));
-    let out = Command::new(env!("CARGO_BIN_EXE_svcnet-proxy"))
-        .arg("render")
-        .arg("-f")
-        .arg(case.join("input.yaml"))
-        .args(flags.split_whitespace())
-        .output()
-        .expect("run svcnet-proxy");
-    if !out.status.success() {
-        return Err(format!(
-            "svcnet-proxy render {} failed ({}):\n{}",
-            flags.trim(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    String::from_utf8(out.stdout).map_err(|e| format!("render output is not UTF-8: {e}"))
+    common::render_with_flags_file(&case.join("input.yaml"), &case.join("flags"), &[])
 }
 
 /// None when the case passes, else what to print.

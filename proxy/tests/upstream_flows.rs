@@ -16,10 +16,10 @@
 //! verdicts, ACCEPT when a KUBE-* chain accepted the packet, and masq when any outcome is masqueraded
 //! (upstream records KUBE-MARK-MASQ on any path).
 
+mod common;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use svcnet_proxy::trace::{self, Hook, Packet, Proto, Ruleset, Trace, TraceOptions, Verdict};
 
@@ -138,24 +138,7 @@ fn steps(case: &Path) -> Vec<(PathBuf, PathBuf)> {
 /// `svcnet-proxy render -f <input> <flags> --layout <layout>` (built-in jumps included, as the tracer
 /// needs them).
 fn render(case: &Path, input: &Path, layout: &str) -> Result<String, String> {
-    let flags = read(&case.join("flags"));
-    let out = Command::new(env!("CARGO_BIN_EXE_svcnet-proxy"))
-        .arg("render")
-        .arg("-f")
-        .arg(input)
-        .args(flags.split_whitespace())
-        .args(["--layout", layout])
-        .output()
-        .expect("run svcnet-proxy");
-    if !out.status.success() {
-        return Err(format!(
-            "svcnet-proxy render {} --layout {layout} failed ({}):\n{}",
-            flags.trim(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    String::from_utf8(out.stdout).map_err(|e| format!("render output is not UTF-8: {e}"))
+    common::render_with_flags_file(input, &case.join("flags"), &["--layout", layout])
 }
 
 fn node_ips() -> Vec<IpAddr> {

@@ -5,12 +5,12 @@
 //! normalized as upstream's `assertNFTablesTransactionEqual` does (`upstream_nft_norm`), then compared
 //! byte for byte. `tests/upstream_nft_sort/` holds upstream's own example for that normalization.
 
+mod common;
 #[path = "upstream_norm/diff.rs"]
 mod diff;
 mod upstream_nft_norm;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use upstream_nft_norm::{normalize_pair, sort_transaction};
 
@@ -59,25 +59,9 @@ fn name(case: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// `svcnet-proxy render -f input.yaml <flags>`; Err carries the exit status and stderr.
+/// `svcnet-proxy render -f input.yaml <flags>`.
 fn render(case: &Path) -> Result<String, String> {
-    let flags = read(&case.join("flags"));
-    let out = Command::new(env!("CARGO_BIN_EXE_svcnet-proxy"))
-        .arg("render")
-        .arg("-f")
-        .arg(case.join("input.yaml"))
-        .args(flags.split_whitespace())
-        .output()
-        .expect("run svcnet-proxy");
-    if !out.status.success() {
-        return Err(format!(
-            "svcnet-proxy render {} failed ({}):\n{}",
-            flags.trim(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    String::from_utf8(out.stdout).map_err(|e| format!("render output is not UTF-8: {e}"))
+    common::render_with_flags_file(&case.join("input.yaml"), &case.join("flags"), &[])
 }
 
 /// None when the case passes, else what to print.

@@ -46,3 +46,28 @@ pub fn netns_with_nfacct(tag: &str) -> Option<svcnet_netns::Netns> {
     }
     Some(ns)
 }
+
+/// `svcnet-proxy render -f <input> <words of flags_file> <extra>`, the real binary; Err carries the
+/// exit status and stderr. Shared by the tests that hold upstream's expectations.
+pub fn render_with_flags_file(input: &Path, flags_file: &Path, extra: &[&str]) -> Result<String, String> {
+    let flags =
+        std::fs::read_to_string(flags_file).unwrap_or_else(|e| panic!("{}: {e}", flags_file.display()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_svcnet-proxy"))
+        .arg("render")
+        .arg("-f")
+        .arg(input)
+        .args(flags.split_whitespace())
+        .args(extra)
+        .output()
+        .expect("run svcnet-proxy");
+    if !out.status.success() {
+        return Err(format!(
+            "svcnet-proxy render {} {} failed ({}):\n{}",
+            flags.trim(),
+            extra.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|e| format!("render output is not UTF-8: {e}"))
+}
