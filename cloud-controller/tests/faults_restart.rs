@@ -154,7 +154,7 @@ async fn faults_and_restarts_converge_without_leaks() {
 
 async fn wait_ingress_long(client: &kube::Client, name: &str) -> (Service, String) {
     let api: Api<Service> = Api::namespaced(client.clone(), "default");
-    eventually(&format!("ingress IP of {name}"), Duration::from_secs(180), || {
+    eventually(&format!("ingress IP of {name}"), Duration::from_secs(360), || {
         let api = api.clone();
         async move {
             let s = api.get(name).await.ok()?;
