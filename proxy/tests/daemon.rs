@@ -1338,7 +1338,8 @@ for i in range(n):
 }
 
 #[test]
-fn bad_port_is_reported_nfacct_counts_invalid_drops_and_conntrack_sysctls_follow_the_config() {
+fn bad_port_is_refused_admitted_objects_raise_no_field_error_nfacct_counts_invalid_drops_and_conntrack_sysctls_follow_the_config()
+ {
     let cfg_dir = tempfile::tempdir().expect("tempdir");
     let cfg = cfg_dir.path().join("kube-proxy.yaml");
     std::fs::write(
