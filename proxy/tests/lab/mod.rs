@@ -2,37 +2,39 @@
 //!
 //! ```text
 //!  client netns (172.30.0.10, .11) ──veth── node netns (eth0 172.30.0.2, br0 10.244.1.1/24)
-//!                                            ├── svcnet-apiserver on 127.0.0.1:6443 (state file)
-//!                                            ├── svcnet-proxy run (the real binary)
+//!                                            ├── etcd + kube-apiserver on 127.0.0.1 (svcnet-testcluster)
+//!                                            ├── svcnet-proxy run (the real binary, as its ServiceAccount)
 //!                                            └── br0 ──veth── pod netns pod1 10.244.1.10, pod2 .11, ...
 //! ```
 //!
 //! With [`Opts::ipv6`] the lab is dual-stack: the same links also carry ULA IPv6 addresses (client
 //! fd00:172:30::10, node fd00:172:30::2, br0 fd00:10:244:1::1/64, pods fd00:10:244:1::10, ::11, ...), the
-//! Node lists both InternalIPs and podCIDRs, the API stand-in allocates from an IPv4 and an IPv6 service
-//! range and the proxy gets both cluster CIDRs.
+//! Node lists both InternalIPs and podCIDRs, kube-apiserver gets an IPv4 and an IPv6 service range and
+//! the proxy gets both cluster CIDRs.
 //!
-//! Nothing is connected to the root namespace: the API stand-in runs inside the node namespace and the
-//! test talks to it through a helper process run there. Pods and the client run this test binary itself in helper
-//! mode (see [`helper`]): pods serve "<name> <peer ip>" over TCP and UDP port 8080; the client connects
-//! and prints what it got. Every process is killed and every namespace deleted on drop, also when a
-//! test fails.
+//! The control plane is the real one (v1.34, `svcnet-testcluster`), one per test, inside the node
+//! namespace on its loopback: the proxy reaches it there, and nothing is connected to the root
+//! namespace, which is why the test's writes go through the real kubectl run in the namespace (as admin,
+//! [`api`]). No kube-controller-manager: the tests write EndpointSlices by hand for selector-less
+//! Services (the EndpointSlice controller leaves those alone) and nothing needs Pods. The proxy runs with
+//! the kubeconfig of `Component::Proxy`, so the RBAC in `manifests/base/proxy/rbac.yaml` is what it gets.
 //!
-//! The API stand-in binary is built with `$CARGO build -p svcnet-apiserver` (cargo sets `CARGO` for
-//! tests; a nested build of another package does not deadlock) and found next to this test's `deps/`
-//! directory, i.e. in the same target dir and profile.
+//! Pods and the client run this test binary itself in helper mode (see [`helper`]): pods serve "<name>
+//! <peer ip>" over TCP and UDP port 8080; the client connects and prints what it got. Every process is
+//! killed and every namespace deleted on drop, also when a test fails.
 #![allow(dead_code)]
 
 pub mod api;
 pub mod helper;
 pub mod net;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub use svcnet_netns::Netns;
+use svcnet_testcluster::{Cluster, Component, Options};
 
 pub const NODE: &str = "node-a";
 pub const NODE_IP: &str = "172.30.0.2";
@@ -44,8 +46,9 @@ pub const CLIENT_IP6: &str = "fd00:172:30::10";
 pub const BRIDGE_IP6: &str = "fd00:10:244:1::1";
 /// Service ranges of a dual-stack lab (IPv4 first, the cluster's default family).
 pub const SERVICE_CIDRS_DUAL: &str = "10.96.0.0/16,fd00:10:96::/108";
-pub const API_PORT: u16 = 6443;
 pub const POD_PORT: u16 = 8080;
+/// etcd's client port on the node's loopback (svcnet-testcluster's layout), for compaction.
+const ETCD_URL: &str = "http://127.0.0.1:2379";
 
 /// A child process killed (SIGKILL) and reaped on drop.
 pub struct Proc {
@@ -109,49 +112,17 @@ impl Default for Opts {
 /// The whole lab. Field order matters: processes are dropped (killed) before the namespaces.
 pub struct Lab {
     pub proxy: Option<Proc>,
-    pub apiserver: Option<Proc>,
+    pub cluster: Cluster,
     pub servers: Vec<Proc>,
     pub pods: Vec<Pod>,
     pub client: Netns,
     pub node: Netns,
     pub dir: tempfile::TempDir,
     pub opts: Opts,
-}
-
-fn apiserver_binary() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current exe");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test binary lives in <target>/<profile>/deps")
-            .to_path_buf();
-        if let Ok(cargo) = std::env::var("CARGO") {
-            // Same target dir and profile as this test binary, whatever flags built it.
-            let mut build = Command::new(cargo);
-            build.args(["build", "-q", "-p", "svcnet-apiserver"]);
-            if let Some(target_dir) = profile_dir.parent() {
-                build.arg("--target-dir").arg(target_dir);
-            }
-            if profile_dir.file_name().is_some_and(|n| n == "release") {
-                build.arg("--release");
-            }
-            let status = build
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("run cargo build -p svcnet-apiserver");
-            assert!(status.success(), "cargo build -p svcnet-apiserver failed");
-        }
-        let bin = profile_dir.join("svcnet-apiserver");
-        assert!(
-            bin.exists(),
-            "{} missing (build it: cargo build -p svcnet-apiserver)",
-            bin.display()
-        );
-        bin
-    })
-    .clone()
+    /// The proxy's ServiceAccount kubeconfig.
+    kubeconfig: PathBuf,
+    /// kube-apiserver was killed by [`Lab::stop_apiserver`] and not started again yet.
+    apiserver_down: bool,
 }
 
 pub fn proxy_binary() -> PathBuf {
@@ -185,28 +156,43 @@ fn sweep_leftovers_once() {
 }
 
 impl Lab {
-    /// Builds the namespaces, starts pods, the API stand-in, creates the Node, and starts the proxy
+    /// Builds the namespaces, starts pods and the control plane, creates the Node, and starts the proxy
     /// (waiting for its first sync). `None` (with a SKIPPED line) when namespaces are unavailable
     /// outside CI.
     pub fn start(tag: &str, opts: Opts) -> Option<Lab> {
         sweep_leftovers_once();
         let node = svcnet_netns::netns_or_skip(&format!("{tag}-n"))?;
         let client = Netns::new(&format!("{tag}-c")).expect("client netns");
-        let dir = tempfile::tempdir().expect("tempdir");
+        net::wire_node_and_client(&node, &client);
+        if opts.ipv6 {
+            net::wire_node_and_client_v6(&node, &client);
+        }
+        let cluster = Cluster::start_with(Options {
+            netns: Some(node.name().to_owned()),
+            controller_manager: false,
+            service_cidr: if opts.ipv6 {
+                SERVICE_CIDRS_DUAL.into()
+            } else {
+                Options::default().service_cidr
+            },
+            ..Options::default()
+        })
+        .expect("control plane in the node namespace");
+        let kubeconfig = cluster
+            .component_kubeconfig(Component::Proxy)
+            .expect("the proxy's ServiceAccount kubeconfig");
         let mut lab = Lab {
             proxy: None,
-            apiserver: None,
+            cluster,
             servers: vec![],
             pods: vec![],
             client,
             node,
-            dir,
+            dir: tempfile::tempdir().expect("tempdir"),
             opts: opts.clone(),
+            kubeconfig,
+            apiserver_down: false,
         };
-        net::wire_node_and_client(&lab.node, &lab.client);
-        if opts.ipv6 {
-            net::wire_node_and_client_v6(&lab.node, &lab.client);
-        }
         for i in 0..opts.pods {
             let name = format!("pod{}", i + 1);
             let ip = format!("10.244.1.{}", 10 + i);
@@ -222,7 +208,6 @@ impl Lab {
             lab.pods.push(Pod { name, ip, ip6, ns });
         }
         std::fs::create_dir_all(lab.payload_dir()).expect("payload dir");
-        lab.start_apiserver();
         if opts.ipv6 {
             lab.api().create_dual_stack_node(NODE, NODE_IP, NODE_IP6);
         } else {
@@ -241,59 +226,61 @@ impl Lab {
         self.dir.path().join("payloads")
     }
 
-    pub fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("kubeconfig")
+    /// The kubeconfig the proxy runs with (its ServiceAccount's token).
+    pub fn kubeconfig(&self) -> &std::path::Path {
+        &self.kubeconfig
     }
 
-    pub fn start_apiserver(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join("apiserver.log"))
-            .expect("log");
-        let mut child = self
-            .node
-            .command(&[apiserver_binary().to_str().expect("utf-8 path")])
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{API_PORT}"),
-                "--kubeconfig-out",
-                self.kubeconfig().to_str().expect("utf-8"),
-                "--state-file",
-                self.dir.path().join("state.json").to_str().expect("utf-8"),
-                "--bookmark-interval-ms",
-                "1000",
-            ])
-            .args(if self.opts.ipv6 {
-                &["--service-cidr", SERVICE_CIDRS_DUAL][..]
-            } else {
-                &[]
-            })
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("spawn svcnet-apiserver");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut proc = Proc {
-            name: "apiserver".into(),
-            child,
-        };
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
-            .expect("read ready line");
-        assert!(
-            line.starts_with("listening on"),
-            "apiserver did not start: {line:?}; log:\n{}",
-            self.log("apiserver.log")
-        );
-        assert!(proc.alive());
-        self.apiserver = Some(proc);
-    }
-
+    /// Kills kube-apiserver (SIGKILL, by its pid; etcd keeps the state) until
+    /// [`Lab::start_apiserver`]: watches break and nothing answers on 6443.
     pub fn stop_apiserver(&mut self) {
-        if let Some(mut p) = self.apiserver.take() {
-            p.kill();
-        }
+        let pid = self.cluster.apiserver_pid().to_string();
+        let out = std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .output()
+            .expect("run kill");
+        assert!(out.status.success(), "kill {pid}: {out:?}");
+        self.apiserver_down = true;
+    }
+
+    /// Starts kube-apiserver again (after [`Lab::stop_apiserver`], or a plain restart) on the same
+    /// etcd; returns once it is ready. Its watch cache starts afresh at etcd's current revision.
+    pub fn start_apiserver(&mut self) {
+        self.cluster
+            .restart_apiserver()
+            .unwrap_or_else(|e| panic!("restarting kube-apiserver: {e}\n{}", self.cluster.log_tails(20)));
+        self.apiserver_down = false;
+    }
+
+    /// Compacts etcd's history up to its current revision (physically) and returns that revision.
+    /// `Cluster::compact_etcd` talks to etcd from this process, which cannot reach into the node
+    /// namespace; this does the same through etcd's JSON gateway from inside it.
+    pub fn compact_etcd(&self) -> i64 {
+        let etcd = |path: &str, body: serde_json::Value| -> serde_json::Value {
+            let (code, reply) = helper::http(
+                &self.node,
+                "POST",
+                &format!("{ETCD_URL}{path}"),
+                "application/json",
+                &body.to_string(),
+            );
+            assert_eq!(code, 200, "etcd {path}: {reply}");
+            serde_json::from_str(&reply).unwrap_or_else(|e| panic!("etcd {path}: {e}: {reply}"))
+        };
+        // Any range request answers with the header; "Lw==" is the key "/".
+        let head = etcd(
+            "/v3/kv/range",
+            serde_json::json!({"key": "Lw==", "count_only": true}),
+        );
+        let rev: i64 = head["header"]["revision"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| panic!("no header.revision in {head}"));
+        etcd(
+            "/v3/kv/compaction",
+            serde_json::json!({"revision": rev.to_string(), "physical": true}),
+        );
+        rev
     }
 
     pub fn start_proxy(&mut self) {
@@ -307,7 +294,7 @@ impl Lab {
             .command(&[proxy_binary().to_str().expect("utf-8 path"), "run"]);
         cmd.args([
             "--kubeconfig",
-            self.kubeconfig().to_str().expect("utf-8"),
+            self.kubeconfig.to_str().expect("utf-8"),
             "--hostname-override",
             NODE,
             "--cluster-cidr",
@@ -374,8 +361,12 @@ impl Lab {
         }
     }
 
-    pub fn api(&self) -> api::Api<'_> {
-        api::Api { ns: &self.node }
+    /// Writes as admin (kubectl in the node namespace).
+    pub fn api(&self) -> api::Api {
+        assert!(!self.apiserver_down, "kube-apiserver is stopped");
+        api::Api {
+            kubectl: self.cluster.admin_kubectl(),
+        }
     }
 
     /// iptables-save of the node (all tables).
@@ -433,12 +424,7 @@ impl Drop for Lab {
     fn drop(&mut self) {
         if std::thread::panicking() {
             eprintln!("---- proxy.log ----\n{}", self.log("proxy.log"));
-            eprintln!("---- apiserver.log (tail) ----");
-            let a = self.log("apiserver.log");
-            let lines: Vec<&str> = a.lines().collect();
-            for l in &lines[lines.len().saturating_sub(30)..] {
-                eprintln!("{l}");
-            }
+            eprintln!("---- control plane (tails) ----\n{}", self.cluster.log_tails(30));
         }
     }
 }
