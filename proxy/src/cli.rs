@@ -363,6 +363,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub hostname_override: Option<String>,
     /// Minimum time between two syncs (changes arriving sooner are batched).
+    /// iptables (KUBE-* chains through iptables-restore) or nftables (upstream's `kube-proxy` table).
+    #[arg(long, value_enum, default_value_t = ProxyMode::Iptables)]
+    pub proxy_mode: ProxyMode,
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub iptables_min_sync_period: Duration,
     /// Maximum time between two syncs (periodic resync and canary check).
@@ -440,7 +443,27 @@ impl RunArgs {
             c.apply_to(&mut self.conntrack)
                 .map_err(|e| anyhow::anyhow!("{}: conntrack.{e}", path.display()))?;
         }
-        if let Some(i) = f.iptables {
+        if let Some(m) = f.mode.as_deref() {
+            self.proxy_mode = match m {
+                "nftables" => ProxyMode::Nftables,
+                _ => ProxyMode::Iptables,
+            };
+        }
+        if let Some(n) = f.nftables.filter(|_| self.proxy_mode == ProxyMode::Nftables) {
+            if let Some(v) = n.masquerade_all {
+                self.rules.masquerade_all = v;
+            }
+            if let Some(v) = n.masquerade_bit {
+                self.rules.iptables_masquerade_bit = v;
+            }
+            if let Some(v) = n.min_sync_period {
+                self.iptables_min_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
+            }
+            if let Some(v) = n.sync_period {
+                self.iptables_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
+            }
+        }
+        if let Some(i) = f.iptables.filter(|_| self.proxy_mode == ProxyMode::Iptables) {
             if let Some(v) = i.masquerade_all {
                 self.rules.masquerade_all = v;
             }
@@ -501,6 +524,17 @@ pub fn run_cleanup(args: &CleanupArgs) -> Result<String> {
             ));
             for c in removed.chains {
                 out.push_str(&format!("  {c}\n"));
+            }
+        }
+        // Both modes' rules go, as `kube-proxy --cleanup` does.
+        for family in [Family::V4, Family::V6] {
+            match crate::nft_sync::cleanup(family).await {
+                Ok(true) => out.push_str(&format!(
+                    "{}: removed the nftables kube-proxy table\n",
+                    family.label()
+                )),
+                Ok(false) => {}
+                Err(e) => out.push_str(&format!("{e}: nftables skipped\n")),
             }
         }
         Ok(out)

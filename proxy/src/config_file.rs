@@ -1,6 +1,6 @@
 //! `--config FILE`: the subset of kube-proxy's `KubeProxyConfiguration` (kubeproxy.config.k8s.io/v1alpha1)
 //! that svcnet understands. As with kube-proxy, values from the file win over command-line flags.
-//! Unknown fields are ignored (so upstream files load); `mode` must be empty or `iptables`.
+//! Unknown fields are ignored (so upstream files load); `mode` must be empty, `iptables` or `nftables`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -46,6 +46,16 @@ pub struct IptablesCfg {
     pub min_sync_period: Option<String>,
     pub sync_period: Option<String>,
     pub localhost_node_ports: Option<bool>,
+}
+
+/// `nftables`: read in nftables mode, as `iptables` is in iptables mode.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NftablesCfg {
+    pub masquerade_all: Option<bool>,
+    pub masquerade_bit: Option<u32>,
+    pub min_sync_period: Option<String>,
+    pub sync_period: Option<String>,
 }
 
 /// `conntrack`: durations in Go syntax; a field left out keeps the flag's value.
@@ -112,6 +122,7 @@ pub struct KubeProxyConfiguration {
     pub detect_local_mode: Option<String>,
     pub detect_local: Option<DetectLocalCfg>,
     pub iptables: Option<IptablesCfg>,
+    pub nftables: Option<NftablesCfg>,
     pub conntrack: Option<ConntrackCfg>,
     pub node_port_addresses: Option<Vec<String>>,
     pub healthz_bind_address: Option<String>,
@@ -140,16 +151,30 @@ impl KubeProxyConfiguration {
                 format!("{kind:?}, expected KubeProxyConfiguration"),
             ));
         }
-        if let Some(mode) = cfg.mode.as_deref().filter(|m| !m.is_empty() && *m != "iptables") {
+        if let Some(mode) = cfg
+            .mode
+            .as_deref()
+            .filter(|m| !["", "iptables", "nftables"].contains(m))
+        {
             return Err(invalid(
                 "mode",
-                format!("{mode:?}: svcnet only implements iptables"),
+                format!("{mode:?}: svcnet implements iptables and nftables"),
             ));
         }
         if let Some(ipt) = &cfg.iptables {
             for (field, v) in [
                 ("iptables.minSyncPeriod", &ipt.min_sync_period),
                 ("iptables.syncPeriod", &ipt.sync_period),
+            ] {
+                if let Some(v) = v {
+                    parse_duration(v).map_err(|e| invalid(field, e))?;
+                }
+            }
+        }
+        if let Some(nft) = &cfg.nftables {
+            for (field, v) in [
+                ("nftables.minSyncPeriod", &nft.min_sync_period),
+                ("nftables.syncPeriod", &nft.sync_period),
             ] {
                 if let Some(v) = v {
                     parse_duration(v).map_err(|e| invalid(field, e))?;

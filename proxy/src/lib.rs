@@ -24,6 +24,8 @@ pub mod metrics;
 pub mod model;
 pub mod nfacct;
 pub mod nft;
+pub mod nft_sync;
+pub mod nftables;
 pub mod render;
 pub mod runner;
 pub mod service_health;
