@@ -293,6 +293,7 @@ fn main() -> anyhow::Result<()> {
             endpoints_per_service: cli.p2_endpoints.unwrap_or(if q { 3 } else { 10 }),
             changes: cli.p2_changes.unwrap_or(if q { 3 } else { 11 }),
             layouts: vec![Layout::Tree, Layout::Flat],
+            nftables: true,
             full_sync: cli.p2_full_sync.clone().unwrap_or(if q {
                 vec![Layout::Tree, Layout::Flat]
             } else {
@@ -305,12 +306,13 @@ fn main() -> anyhow::Result<()> {
         };
         let r = p2::run(&params, &mut progress)?;
         print!("{}", report::p2(&r));
-        for l in &r.layouts {
+        // P3 is about iptables-restore; the nftables row's full sync is in P2's table.
+        for l in r.layouts.iter().filter(|l| l.name != "nft") {
             if let Some(f) = &l.full {
                 p3_rows.push(P3Row {
                     what: format!(
                         "{} x {} svc / {} ep (full sync)",
-                        p1::layout_name(l.layout),
+                        l.name,
                         r.services,
                         r.endpoints
                     ),
