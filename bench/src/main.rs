@@ -310,12 +310,7 @@ fn main() -> anyhow::Result<()> {
         for l in r.layouts.iter().filter(|l| l.name != "nft") {
             if let Some(f) = &l.full {
                 p3_rows.push(P3Row {
-                    what: format!(
-                        "{} x {} svc / {} ep (full sync)",
-                        l.name,
-                        r.services,
-                        r.endpoints
-                    ),
+                    what: format!("{} x {} svc / {} ep (full sync)", l.name, r.services, r.endpoints),
                     render: f.render + f.payload,
                     restore: f.restore,
                     killed: f.killed,

@@ -290,7 +290,9 @@ fn nft_sync(
     };
     let payload = t.elapsed();
     if tx.text.is_empty() {
-        return Err(BenchError::Check("a change produced no nftables transaction".into()));
+        return Err(BenchError::Check(
+            "a change produced no nftables transaction".into(),
+        ));
     }
     let restore = lab.agent.restore("nft", &tx.text)?;
     let lines = tx.text.lines().count();

@@ -270,7 +270,6 @@ pub fn run_render(args: &RenderArgs) -> Result<String> {
 
 pub fn run_trace(args: &TraceArgs) -> Result<String> {
     let text = read(&args.rules)?;
-    let ruleset = trace::parse(&text).with_context(|| format!("parsing {}", args.rules.display()))?;
     let proto: trace::Proto = args
         .proto
         .parse()
@@ -290,7 +289,15 @@ pub fn run_trace(args: &TraceArgs) -> Result<String> {
             trace::Hook::Prerouting
         },
     };
-    let t = trace::trace(&ruleset, &packet, &opts);
+    // Either mode's rules: an nftables table (render output or `nft list table`) or iptables-save text.
+    let t = if trace::nft::is_nft(&text) {
+        let ruleset =
+            trace::nft::parse(&text).with_context(|| format!("parsing {}", args.rules.display()))?;
+        trace::nft::trace(&ruleset, &packet, &opts)
+    } else {
+        let ruleset = trace::parse(&text).with_context(|| format!("parsing {}", args.rules.display()))?;
+        trace::trace(&ruleset, &packet, &opts)
+    };
     Ok(format!(
         "packet {} {}:{} -> {}:{}\n{t}",
         args.proto, args.src, "*", args.dst, args.dport
