@@ -398,7 +398,8 @@ pub struct RunArgs {
     /// chains in one call). 0 writes every sync in one call, like kube-proxy.
     #[arg(long, default_value_t = DEFAULT_RESTORE_MAX_CHAINS)]
     pub iptables_restore_max_chains: usize,
-    /// Debug: also write every restore payload to DIR as NNNNNN-<ipv4|ipv6>-<full|partial>.rules.
+    /// Debug: also write every restore payload to DIR as NNNNNN-<ipv4|ipv6>-<full|partial>.rules
+    /// (nftables mode: every transaction, as .nft).
     #[arg(long, value_name = "DIR")]
     pub write_payloads: Option<PathBuf>,
     #[command(flatten)]

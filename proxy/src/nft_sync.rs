@@ -76,11 +76,14 @@ impl NftFamilySync {
         snap: &Snapshot,
         settings: &Settings,
         metrics: &Metrics,
-        _seq: u64,
+        seq: u64,
     ) -> Result<Outcome, SyncError> {
         let started = Instant::now();
         let family = self.family();
         let labels = family_labels(family);
+        // The series exists from the first sync on, at 0, so rate() works before any failure.
+        let _ = metrics.nft_sync_failures.get_or_create(&labels);
+        let _ = metrics.nft_cleanup_failures.get_or_create(&labels);
         self.model.update(&snap.services, &snap.slices);
         let node = settings.live_node_facts(snap).await;
         let mut cfg = settings
@@ -112,6 +115,20 @@ impl NftFamilySync {
             None => nft::partial(&self.applied, next),
         };
         let payload_len = tx.text.len();
+        if let Some(dir) = &settings.payload_dir
+            && !tx.text.is_empty()
+        {
+            // Debug: every transaction as `NNNNNN-<family>-<full|partial>.nft`.
+            let kind = if full.is_some() { "full" } else { "partial" };
+            let fam = match family {
+                Family::V4 => "ipv4",
+                Family::V6 => "ipv6",
+            };
+            let path = dir.join(format!("{seq:06}-{fam}-{kind}.nft"));
+            if let Err(err) = std::fs::write(&path, &tx.text) {
+                tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
+            }
+        }
         if !tx.text.is_empty()
             && let Err(err) = self.nft.apply(&tx.text).await
         {
