@@ -211,6 +211,9 @@ pub struct ExplainArgs {
     /// namespace/name of the Service.
     #[arg(long)]
     pub service: String,
+    /// Which mode's rules to explain.
+    #[arg(long, value_enum, default_value_t = ProxyMode::Iptables)]
+    pub proxy_mode: ProxyMode,
     #[command(flatten)]
     pub rules: RuleArgs,
     #[command(flatten)]
@@ -305,7 +308,7 @@ pub fn run_trace(args: &TraceArgs) -> Result<String> {
 }
 
 pub fn run_explain(args: &ExplainArgs) -> Result<String> {
-    crate::explain::explain(&args.file, &args.service, &args.rules, args.caps)
+    crate::explain::explain(&args.file, &args.service, &args.rules, args.caps, args.proxy_mode)
 }
 
 pub fn main() -> Result<()> {
