@@ -262,7 +262,7 @@ fn main() -> anyhow::Result<()> {
             rounds: cli.rounds.unwrap_or(if q { 2 } else { 30 }),
             per_round: cli.per_round.unwrap_or(if q { 10 } else { 100 }),
             restore_program: restore.clone(),
-            max_chains: svcnet_proxy::cli::DEFAULT_RESTORE_MAX_CHAINS,
+            max_chains: svcnet_proxy::render::DEFAULT_RESTORE_MAX_CHAINS,
             endpoint_sizes: cli
                 .p1_endpoints
                 .clone()
@@ -301,7 +301,7 @@ fn main() -> anyhow::Result<()> {
             }),
             save_program: restore.replace("restore", "save"),
             restore_program: restore.clone(),
-            max_chains: svcnet_proxy::cli::DEFAULT_RESTORE_MAX_CHAINS,
+            max_chains: svcnet_proxy::render::DEFAULT_RESTORE_MAX_CHAINS,
             full_sync_limit: Duration::from_secs(cli.full_sync_limit_s),
         };
         let r = p2::run(&params, &mut progress)?;

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-use crate::cli::{NodeCaps, ProxyMode, RuleArgs, load};
+use crate::cli::{NodeCaps, ProxyMode, RuleArgs};
 use crate::model::{Family, NodeFacts, ServicePort, categorize, topology::Topology};
+use crate::offline::load;
 use crate::render::{FullOptions, naming, render};
 use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
 

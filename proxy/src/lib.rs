@@ -26,6 +26,7 @@ pub mod nfacct;
 pub mod nft;
 pub mod nft_sync;
 pub mod nftables;
+pub mod offline;
 pub mod render;
 pub mod runner;
 pub mod service_health;

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use thiserror::Error;
 
 use crate::apply::{ensure_jumps, restore};
-use crate::cli::{FRESH_TABLE_MAX_CHAINS, RuleArgs};
+use crate::cli::RuleArgs;
 use crate::config::RenderConfig;
 use crate::conntrack;
 use crate::input::Objects;
@@ -25,7 +25,7 @@ use crate::iptables::{Iptables, IptablesError};
 use crate::metrics::{Metrics, family_labels, table_labels, unix_now};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
 use crate::render::naming::is_service_chain;
-use crate::render::{Done, PayloadStats, RenderStats, Renderer, UNBATCHED, jumps};
+use crate::render::{Done, FRESH_TABLE_MAX_CHAINS, PayloadStats, RenderStats, Renderer, UNBATCHED, jumps};
 
 /// Upstream forces a full sync at least this often, to repair anything partial syncs missed.
 pub const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use clap::Parser;
-use svcnet_proxy::cli::{Cli, Command, run_explain};
+use svcnet_proxy::cli::{Cli, Command};
+use svcnet_proxy::offline::run_explain;
 
 fn explain(mode: &str) -> String {
     let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/hostnames/input.yaml");
