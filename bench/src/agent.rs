@@ -7,7 +7,7 @@
 //! - `connect <ip:port> <n>`: n new TCP connections, each timed from connect() to its return (SYN
 //!   out through nat OUTPUT, SYN-ACK back); answers the times in nanoseconds.
 //! - `restore <program> <file> [<limit ms>]`: pipes the file into `<program> --noflush -w 5` (as
-//!   the daemon does); answers the wall time in nanoseconds, or `killed <ns>` when it ran past the
+//!   the daemon does; `nft -f -` when the program is `nft`); answers the wall time in nanoseconds, or `killed <ns>` when it ran past the
 //!   limit and was killed (nft transactions are atomic: nothing of it is applied).
 //! - `save <program>`: runs `<program> -t nat` (the daemon's full sync reads the nat table first to
 //!   find stale chains); answers the wall time in nanoseconds.
@@ -93,8 +93,14 @@ fn restore_request(program: &str, file: &str, limit_ms: Option<&str>) -> Result<
     };
     let payload = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
     let t = Instant::now();
+    // nft reads one transaction from stdin; the iptables tools add to the tables as the daemon does.
+    let args: &[&str] = if program == "nft" {
+        &["-f", "-"]
+    } else {
+        &["--noflush", "-w", "5"]
+    };
     let mut child = Command::new(program)
-        .args(["--noflush", "-w", "5"])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

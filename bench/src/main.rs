@@ -262,7 +262,7 @@ fn main() -> anyhow::Result<()> {
             rounds: cli.rounds.unwrap_or(if q { 2 } else { 30 }),
             per_round: cli.per_round.unwrap_or(if q { 10 } else { 100 }),
             restore_program: restore.clone(),
-            max_chains: svcnet_proxy::cli::DEFAULT_RESTORE_MAX_CHAINS,
+            max_chains: svcnet_proxy::render::DEFAULT_RESTORE_MAX_CHAINS,
             endpoint_sizes: cli
                 .p1_endpoints
                 .clone()
@@ -293,6 +293,7 @@ fn main() -> anyhow::Result<()> {
             endpoints_per_service: cli.p2_endpoints.unwrap_or(if q { 3 } else { 10 }),
             changes: cli.p2_changes.unwrap_or(if q { 3 } else { 11 }),
             layouts: vec![Layout::Tree, Layout::Flat],
+            nftables: true,
             full_sync: cli.p2_full_sync.clone().unwrap_or(if q {
                 vec![Layout::Tree, Layout::Flat]
             } else {
@@ -300,20 +301,16 @@ fn main() -> anyhow::Result<()> {
             }),
             save_program: restore.replace("restore", "save"),
             restore_program: restore.clone(),
-            max_chains: svcnet_proxy::cli::DEFAULT_RESTORE_MAX_CHAINS,
+            max_chains: svcnet_proxy::render::DEFAULT_RESTORE_MAX_CHAINS,
             full_sync_limit: Duration::from_secs(cli.full_sync_limit_s),
         };
         let r = p2::run(&params, &mut progress)?;
         print!("{}", report::p2(&r));
-        for l in &r.layouts {
+        // P3 is about iptables-restore; the nftables row's full sync is in P2's table.
+        for l in r.layouts.iter().filter(|l| l.name != "nft") {
             if let Some(f) = &l.full {
                 p3_rows.push(P3Row {
-                    what: format!(
-                        "{} x {} svc / {} ep (full sync)",
-                        p1::layout_name(l.layout),
-                        r.services,
-                        r.endpoints
-                    ),
+                    what: format!("{} x {} svc / {} ep (full sync)", l.name, r.services, r.endpoints),
                     render: f.render + f.payload,
                     restore: f.restore,
                     killed: f.killed,

@@ -11,6 +11,10 @@
 //!
 //! A full sync of the same state (render from scratch + full payload + `iptables-save -t nat` + the
 //! batched restores, as the daemon's full sync does) is timed in the same run for the ratio.
+//!
+//! The nftables mode gets the same changes in the same run ([`run_nftables`]), with its daemon's code:
+//! render of the changed ports only (`render_reusing`), the transaction of what changed, `nft -f`.
+//! Its full sync is the first load (render + full transaction + `nft -f`), timed.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -18,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{Layout, RenderConfig};
 use svcnet_proxy::model::ProxyState;
+use svcnet_proxy::nft::{self, Applied, Existing};
 use svcnet_proxy::render::{self, FullOptions, Renderer};
 
 use crate::agent::Restored;
@@ -33,6 +38,8 @@ pub struct P2Params {
     /// Timed changes of each kind.
     pub changes: usize,
     pub layouts: Vec<Layout>,
+    /// Also run the nftables mode (needs `nft`).
+    pub nftables: bool,
     /// Layouts that also get a timed full sync (minutes each at 10k x 100k with iptables-nft).
     pub full_sync: Vec<Layout>,
     pub restore_program: String,
@@ -65,7 +72,8 @@ impl Sync {
 
 #[derive(Debug)]
 pub struct P2Layout {
-    pub layout: Layout,
+    /// `tree`, `flat` (iptables mode) or `nft` (nftables mode).
+    pub name: &'static str,
     /// Lines of the full payload the daemon would write for this state.
     pub full_lines: usize,
     pub initial_load: Duration,
@@ -217,7 +225,7 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
         parts.len()
     ));
     let mut out = P2Layout {
-        layout,
+        name: layout_name(layout),
         full_lines: 0,
         initial_load,
         initial_chunks: parts.len(),
@@ -263,10 +271,89 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
     Ok(out)
 }
 
+/// One nftables sync of `state` on top of what `applied` says the kernel holds.
+fn nft_sync(
+    lab: &mut Lab,
+    state: &ProxyState,
+    prev: Option<&ProxyState>,
+    cfg: &RenderConfig,
+    applied: &mut Applied,
+) -> Result<Sync, BenchError> {
+    let node = synth::node();
+    let t = Instant::now();
+    let next = nft::render_reusing(state, &node, cfg, prev.map(|s| (s, applied.ruleset())));
+    let render = t.elapsed();
+    let t = Instant::now();
+    let tx = match prev {
+        Some(_) => nft::partial(applied, next),
+        None => nft::full(next, &Existing::default(), false),
+    };
+    let payload = t.elapsed();
+    if tx.text.is_empty() {
+        return Err(BenchError::Check(
+            "a change produced no nftables transaction".into(),
+        ));
+    }
+    let restore = lab.agent.restore("nft", &tx.text)?;
+    let lines = tx.text.lines().count();
+    applied.commit(tx);
+    Ok(Sync {
+        render,
+        payload,
+        save: Duration::ZERO,
+        restore,
+        killed: false,
+        lines,
+    })
+}
+
+/// The nftables mode on the same state and changes as [`run_layout`].
+fn run_nftables(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layout, BenchError> {
+    let n = p.services;
+    let all_ips = synth::cluster_ips(n + p.changes, 0x5eed);
+    let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
+    let cfg = RenderConfig::default();
+    let mut lab = Lab::start("p2-nft")?;
+    let mut applied = Applied::default();
+    let full = nft_sync(&mut lab, &state, None, &cfg, &mut applied)?;
+    progress(&format!(
+        "P2 nft: loaded {n} services / {} endpoints in {:.1} s (one transaction)",
+        n * p.endpoints_per_service,
+        full.total().as_secs_f64()
+    ));
+    let mut out = P2Layout {
+        name: "nft",
+        full_lines: full.lines,
+        initial_load: full.total(),
+        initial_chunks: 1,
+        endpoint_change: vec![],
+        service_added: vec![],
+        full: Some(full),
+    };
+    for k in 0..p.changes {
+        let i = (k * 7919) % n.max(1);
+        let prev = state.clone();
+        replace_endpoint(&mut state, i, k);
+        out.endpoint_change
+            .push(nft_sync(&mut lab, &state, Some(&prev), &cfg, &mut applied)?);
+    }
+    for k in 0..p.changes {
+        let prev = state.clone();
+        add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
+        out.service_added
+            .push(nft_sync(&mut lab, &state, Some(&prev), &cfg, &mut applied)?);
+    }
+    progress(&format!("P2 nft: {} partial syncs done", 2 * p.changes));
+    Ok(out)
+}
+
 pub fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2, BenchError> {
     let mut layouts = Vec::new();
     for &layout in &p.layouts {
         layouts.push(run_layout(layout, p, progress)?);
+    }
+    if p.nftables {
+        layouts.push(run_nftables(p, progress)?);
     }
     Ok(P2 {
         services: p.services,

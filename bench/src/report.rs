@@ -191,7 +191,7 @@ pub fn p2(r: &P2) -> String {
         "total ms"
     );
     for l in &r.layouts {
-        let name = layout_name(l.layout);
+        let name = l.name;
         sync_row(
             &mut s,
             name,
@@ -205,7 +205,7 @@ pub fn p2(r: &P2) -> String {
         }
     }
     for l in &r.layouts {
-        let name = layout_name(l.layout);
+        let name = l.name;
         let worst = med(&l.service_added, Sync::total).max(med(&l.endpoint_change, Sync::total));
         let lines = med_lines(&l.service_added).max(med_lines(&l.endpoint_change));
         let _ = write!(

@@ -3,8 +3,12 @@
 
 use std::collections::BTreeSet;
 
+use anyhow::Context as _;
+
+use crate::cli::CleanupArgs;
 use crate::config::RenderConfig;
 use crate::iptables::{Iptables, IptablesError, saved_chains};
+use crate::model::Family;
 use crate::render::jumps;
 use crate::render::naming::*;
 
@@ -90,6 +94,49 @@ pub async fn cleanup(ipt: &Iptables) -> Result<Removed, IptablesError> {
         }
     }
     Ok(removed)
+}
+
+/// `svcnet-proxy cleanup`: both modes' rules, both families.
+pub fn run(args: &CleanupArgs) -> anyhow::Result<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async {
+        let backend = crate::iptables::detect_backend(args.iptables_backend.forced()).await;
+        let mut out = String::new();
+        for family in [Family::V4, Family::V6] {
+            let ipt = crate::iptables::Iptables::new(family, backend);
+            if let Err(e) = ipt.check().await {
+                out.push_str(&format!("{e}: skipped\n"));
+                continue;
+            }
+            let removed = crate::cleanup::cleanup(&ipt)
+                .await
+                .with_context(|| format!("cleaning up {}", family.label()))?;
+            out.push_str(&format!(
+                "{}: removed {} jump rules and {} chains\n",
+                family.label(),
+                removed.jumps,
+                removed.chains.len()
+            ));
+            for c in removed.chains {
+                out.push_str(&format!("  {c}\n"));
+            }
+        }
+        // Both modes' rules go, as `kube-proxy --cleanup` does.
+        for family in [Family::V4, Family::V6] {
+            match crate::nft_sync::cleanup(family).await {
+                Ok(true) => out.push_str(&format!(
+                    "{}: removed the nftables kube-proxy table\n",
+                    family.label()
+                )),
+                Ok(false) => {}
+                Err(e) => out.push_str(&format!("{e}: nftables skipped\n")),
+            }
+        }
+        Ok(out)
+    })
 }
 
 #[cfg(test)]

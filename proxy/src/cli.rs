@@ -1,5 +1,6 @@
-//! Command line: the node agent (`run`), `cleanup`, and offline debugging subcommands (`render`,
-//! `trace`, `explain`). Flag names follow kube-proxy where the concept exists.
+//! Command-line flags: the node agent (`run`), `cleanup`, and the offline debugging subcommands
+//! (`render`, `trace`, `explain`, in [`crate::offline`]). Flag names follow kube-proxy where the
+//! concept exists; `--config` files are laid over them by [`crate::config_file`].
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -10,11 +11,10 @@ use clap::{Args, Parser, Subcommand};
 use ipnet::IpNet;
 
 use crate::config::{DetectLocal, Layout, NodePortAddresses, RenderConfig};
-use crate::input::{Objects, node_facts, parse_objects};
+use crate::input::{Objects, node_facts};
 use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
-use crate::model::{Family, NodeFacts, ProxyState};
-use crate::render::{FullOptions, render};
-use crate::trace;
+use crate::model::{Family, NodeFacts};
+use crate::render::DEFAULT_RESTORE_MAX_CHAINS;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -211,38 +211,13 @@ pub struct ExplainArgs {
     /// namespace/name of the Service.
     #[arg(long)]
     pub service: String,
+    /// Which mode's rules to explain.
+    #[arg(long, value_enum, default_value_t = ProxyMode::Iptables)]
+    pub proxy_mode: ProxyMode,
     #[command(flatten)]
     pub rules: RuleArgs,
     #[command(flatten)]
     pub caps: NodeCaps,
-}
-
-fn read(path: &PathBuf) -> Result<String> {
-    if path.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-        return Ok(s);
-    }
-    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-}
-
-/// Loads objects and builds the model for one family; model errors are printed as warnings.
-pub fn load(
-    file: &PathBuf,
-    rules: &RuleArgs,
-    caps: NodeCaps,
-    family: Family,
-) -> Result<(Objects, NodeFacts, ProxyState, RenderConfig)> {
-    let objects = parse_objects(&read(file)?).with_context(|| format!("parsing {}", file.display()))?;
-    let node = rules.node_facts(&objects);
-    let mut cfg = rules.render_config(family, &node)?;
-    cfg.random_fully = caps.random_fully;
-    cfg.nfacct = caps.nfacct;
-    let state = ProxyState::from_k8s(&objects.services, &objects.slices, family);
-    for e in &state.errors {
-        eprintln!("warning: {e}");
-    }
-    Ok((objects, node, state, cfg))
 }
 
 /// `--proxy-mode`: which ruleset `render` prints.
@@ -251,67 +226,6 @@ pub enum ProxyMode {
     #[default]
     Iptables,
     Nftables,
-}
-
-pub fn run_render(args: &RenderArgs) -> Result<String> {
-    let family = if args.ipv6 { Family::V6 } else { Family::V4 };
-    let (_, node, state, cfg) = load(&args.file, &args.rules, args.caps, family)?;
-    if args.proxy_mode == ProxyMode::Nftables {
-        return Ok(crate::nft::render(&state, &node, &cfg).text());
-    }
-    let rendered = render(&state, &node, &cfg);
-    let opts = FullOptions {
-        jumps: !args.no_jumps,
-        canaries: false,
-        ..Default::default()
-    };
-    Ok(rendered.payload(&opts, &cfg).0)
-}
-
-pub fn run_trace(args: &TraceArgs) -> Result<String> {
-    let text = read(&args.rules)?;
-    let ruleset = trace::parse(&text).with_context(|| format!("parsing {}", args.rules.display()))?;
-    let proto: trace::Proto = args
-        .proto
-        .parse()
-        .map_err(|e: trace::UnknownProto| anyhow::anyhow!("--proto: {}", e.0))?;
-    let packet = trace::Packet {
-        src: args.src,
-        dst: args.dst,
-        dport: args.dport,
-        proto,
-        in_iface: args.in_iface.clone(),
-    };
-    let opts = trace::TraceOptions {
-        node_ips: args.node_ip.clone(),
-        hook: if args.from_node {
-            trace::Hook::Output
-        } else {
-            trace::Hook::Prerouting
-        },
-    };
-    let t = trace::trace(&ruleset, &packet, &opts);
-    Ok(format!(
-        "packet {} {}:{} -> {}:{}\n{t}",
-        args.proto, args.src, "*", args.dst, args.dport
-    ))
-}
-
-pub fn run_explain(args: &ExplainArgs) -> Result<String> {
-    crate::explain::explain(&args.file, &args.service, &args.rules, args.caps)
-}
-
-pub fn main() -> Result<()> {
-    let cli = Cli::parse();
-    let out = match &cli.command {
-        Command::Run(a) => return crate::daemon::main(a.clone()),
-        Command::Cleanup(a) => run_cleanup(a)?,
-        Command::Render(a) => run_render(a)?,
-        Command::Trace(a) => run_trace(a)?,
-        Command::Explain(a) => run_explain(a)?,
-    };
-    print!("{out}");
-    Ok(())
 }
 
 /// `--iptables-backend`.
@@ -334,22 +248,9 @@ impl BackendArg {
     }
 }
 
-fn duration_arg(s: &str) -> Result<Duration, String> {
+pub(crate) fn duration_arg(s: &str) -> Result<Duration, String> {
     crate::config_file::parse_duration(s)
 }
-
-/// `--iptables-restore-max-chains` default: one call stays near 0.35 s with iptables-nft 1.8.9 (5k
-/// chains with jumps, measured in a netns; 10k took 1 s, 20k 3.6 s). Into a table that already holds a
-/// large ruleset every call also pays a fixed cost (the restore's chain cache and the kernel's validation
-/// of the whole table, ~0.3 s each at 10k services), so fewer, larger calls win there: a full sync over
-/// 10k services / 100k endpoints restored in 29.6 s with 5000 chains per call, 40.8 s with 1000.
-pub const DEFAULT_RESTORE_MAX_CHAINS: usize = 5000;
-
-/// Batch size of a full sync into a table svcnet has not written yet (no KUBE-PROXY-CANARY: a fresh node):
-/// new chains are unreferenced until the last call, so calls are cheap and only the quadratic cost per
-/// call counts. First sync at 10k services / 100k endpoints (svcnet-bench P4): 250 chains per call 12.7 s,
-/// 500 10.0 s, 1000 9.8 s, 2000 11.8 s, 5000 16-20 s.
-pub const FRESH_TABLE_MAX_CHAINS: usize = 1000;
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
@@ -363,6 +264,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub hostname_override: Option<String>,
     /// Minimum time between two syncs (changes arriving sooner are batched).
+    /// iptables (KUBE-* chains through iptables-restore) or nftables (upstream's `kube-proxy` table).
+    #[arg(long, value_enum, default_value_t = ProxyMode::Iptables)]
+    pub proxy_mode: ProxyMode,
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub iptables_min_sync_period: Duration,
     /// Maximum time between two syncs (periodic resync and canary check).
@@ -388,7 +292,8 @@ pub struct RunArgs {
     /// chains in one call). 0 writes every sync in one call, like kube-proxy.
     #[arg(long, default_value_t = DEFAULT_RESTORE_MAX_CHAINS)]
     pub iptables_restore_max_chains: usize,
-    /// Debug: also write every restore payload to DIR as NNNNNN-<ipv4|ipv6>-<full|partial>.rules.
+    /// Debug: also write every restore payload to DIR as NNNNNN-<ipv4|ipv6>-<full|partial>.rules
+    /// (nftables mode: every transaction, as .nft).
     #[arg(long, value_name = "DIR")]
     pub write_payloads: Option<PathBuf>,
     #[command(flatten)]
@@ -399,110 +304,8 @@ pub struct RunArgs {
     pub large_cluster_full_resync: bool,
 }
 
-impl RunArgs {
-    /// Applies `--config` over the flags (kube-proxy: the file wins).
-    pub fn apply_config_file(&mut self) -> Result<()> {
-        let Some(path) = self.config.clone() else {
-            return Ok(());
-        };
-        let f = crate::config_file::KubeProxyConfiguration::load(&path)?;
-        if let Some(k) = f
-            .client_connection
-            .and_then(|c| c.kubeconfig)
-            .filter(|k| !k.is_empty())
-        {
-            self.kube.kubeconfig = Some(PathBuf::from(k));
-        }
-        if let Some(h) = f.hostname_override.filter(|h| !h.is_empty()) {
-            self.hostname_override = Some(h);
-        }
-        if let Some(c) = f.cluster_cidr.filter(|c| !c.is_empty()) {
-            self.rules.cluster_cidr = c
-                .split(',')
-                .map(|c| {
-                    parse_cidr_sloppy(c.trim())
-                        .with_context(|| format!("{}: clusterCIDR {c:?} is not a CIDR", path.display()))
-                })
-                .collect::<Result<_>>()?;
-        }
-        if let Some(m) = f.detect_local_mode.filter(|m| !m.is_empty()) {
-            self.rules.detect_local_mode = m;
-        }
-        if let Some(d) = f.detect_local {
-            if let Some(b) = d.bridge_interface.filter(|b| !b.is_empty()) {
-                self.rules.pod_bridge_interface = Some(b);
-            }
-            if let Some(p) = d.interface_name_prefix.filter(|p| !p.is_empty()) {
-                self.rules.pod_interface_name_prefix = Some(p);
-            }
-        }
-        if let Some(c) = f.conntrack {
-            c.apply_to(&mut self.conntrack)
-                .map_err(|e| anyhow::anyhow!("{}: conntrack.{e}", path.display()))?;
-        }
-        if let Some(i) = f.iptables {
-            if let Some(v) = i.masquerade_all {
-                self.rules.masquerade_all = v;
-            }
-            if let Some(v) = i.masquerade_bit {
-                self.rules.iptables_masquerade_bit = v;
-            }
-            if let Some(v) = i.localhost_node_ports {
-                self.rules.iptables_localhost_nodeports = v;
-            }
-            if let Some(v) = i.min_sync_period {
-                self.iptables_min_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
-            }
-            if let Some(v) = i.sync_period {
-                self.iptables_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
-            }
-        }
-        if let Some(n) = f.node_port_addresses {
-            self.rules.nodeport_addresses = n;
-        }
-        if let Some(a) = f.healthz_bind_address {
-            self.healthz_bind_address = a;
-        }
-        if let Some(a) = f.metrics_bind_address {
-            self.metrics_bind_address = a;
-        }
-        Ok(())
-    }
-}
-
 #[derive(Args, Debug, Clone)]
 pub struct CleanupArgs {
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub iptables_backend: BackendArg,
-}
-
-pub fn run_cleanup(args: &CleanupArgs) -> Result<String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(async {
-        let backend = crate::iptables::detect_backend(args.iptables_backend.forced()).await;
-        let mut out = String::new();
-        for family in [Family::V4, Family::V6] {
-            let ipt = crate::iptables::Iptables::new(family, backend);
-            if let Err(e) = ipt.check().await {
-                out.push_str(&format!("{e}: skipped\n"));
-                continue;
-            }
-            let removed = crate::cleanup::cleanup(&ipt)
-                .await
-                .with_context(|| format!("cleaning up {}", family.label()))?;
-            out.push_str(&format!(
-                "{}: removed {} jump rules and {} chains\n",
-                family.label(),
-                removed.jumps,
-                removed.chains.len()
-            ));
-            for c in removed.chains {
-                out.push_str(&format!("  {c}\n"));
-            }
-        }
-        Ok(out)
-    })
 }

@@ -1,11 +1,15 @@
 //! `--config FILE`: the subset of kube-proxy's `KubeProxyConfiguration` (kubeproxy.config.k8s.io/v1alpha1)
 //! that svcnet understands. As with kube-proxy, values from the file win over command-line flags.
-//! Unknown fields are ignored (so upstream files load); `mode` must be empty or `iptables`.
+//! Unknown fields are ignored (so upstream files load); `mode` must be empty, `iptables` or `nftables`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use anyhow::Context as _;
 use serde::Deserialize;
+
+use crate::cli::{ProxyMode, RunArgs, duration_arg};
+use crate::model::ip::parse_cidr_sloppy;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -46,6 +50,16 @@ pub struct IptablesCfg {
     pub min_sync_period: Option<String>,
     pub sync_period: Option<String>,
     pub localhost_node_ports: Option<bool>,
+}
+
+/// `nftables`: read in nftables mode, as `iptables` is in iptables mode.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NftablesCfg {
+    pub masquerade_all: Option<bool>,
+    pub masquerade_bit: Option<u32>,
+    pub min_sync_period: Option<String>,
+    pub sync_period: Option<String>,
 }
 
 /// `conntrack`: durations in Go syntax; a field left out keeps the flag's value.
@@ -112,6 +126,7 @@ pub struct KubeProxyConfiguration {
     pub detect_local_mode: Option<String>,
     pub detect_local: Option<DetectLocalCfg>,
     pub iptables: Option<IptablesCfg>,
+    pub nftables: Option<NftablesCfg>,
     pub conntrack: Option<ConntrackCfg>,
     pub node_port_addresses: Option<Vec<String>>,
     pub healthz_bind_address: Option<String>,
@@ -140,16 +155,30 @@ impl KubeProxyConfiguration {
                 format!("{kind:?}, expected KubeProxyConfiguration"),
             ));
         }
-        if let Some(mode) = cfg.mode.as_deref().filter(|m| !m.is_empty() && *m != "iptables") {
+        if let Some(mode) = cfg
+            .mode
+            .as_deref()
+            .filter(|m| !["", "iptables", "nftables"].contains(m))
+        {
             return Err(invalid(
                 "mode",
-                format!("{mode:?}: svcnet only implements iptables"),
+                format!("{mode:?}: svcnet implements iptables and nftables"),
             ));
         }
         if let Some(ipt) = &cfg.iptables {
             for (field, v) in [
                 ("iptables.minSyncPeriod", &ipt.min_sync_period),
                 ("iptables.syncPeriod", &ipt.sync_period),
+            ] {
+                if let Some(v) = v {
+                    parse_duration(v).map_err(|e| invalid(field, e))?;
+                }
+            }
+        }
+        if let Some(nft) = &cfg.nftables {
+            for (field, v) in [
+                ("nftables.minSyncPeriod", &nft.min_sync_period),
+                ("nftables.syncPeriod", &nft.sync_period),
             ] {
                 if let Some(v) = v {
                     parse_duration(v).map_err(|e| invalid(field, e))?;
@@ -198,3 +227,95 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests;
+
+/// `--config` laid over the flags.
+impl RunArgs {
+    /// Applies `--config` over the flags (kube-proxy: the file wins).
+    pub fn apply_config_file(&mut self) -> anyhow::Result<()> {
+        let Some(path) = self.config.clone() else {
+            return Ok(());
+        };
+        let f = crate::config_file::KubeProxyConfiguration::load(&path)?;
+        if let Some(k) = f
+            .client_connection
+            .and_then(|c| c.kubeconfig)
+            .filter(|k| !k.is_empty())
+        {
+            self.kube.kubeconfig = Some(PathBuf::from(k));
+        }
+        if let Some(h) = f.hostname_override.filter(|h| !h.is_empty()) {
+            self.hostname_override = Some(h);
+        }
+        if let Some(c) = f.cluster_cidr.filter(|c| !c.is_empty()) {
+            self.rules.cluster_cidr = c
+                .split(',')
+                .map(|c| {
+                    parse_cidr_sloppy(c.trim())
+                        .with_context(|| format!("{}: clusterCIDR {c:?} is not a CIDR", path.display()))
+                })
+                .collect::<anyhow::Result<_>>()?;
+        }
+        if let Some(m) = f.detect_local_mode.filter(|m| !m.is_empty()) {
+            self.rules.detect_local_mode = m;
+        }
+        if let Some(d) = f.detect_local {
+            if let Some(b) = d.bridge_interface.filter(|b| !b.is_empty()) {
+                self.rules.pod_bridge_interface = Some(b);
+            }
+            if let Some(p) = d.interface_name_prefix.filter(|p| !p.is_empty()) {
+                self.rules.pod_interface_name_prefix = Some(p);
+            }
+        }
+        if let Some(c) = f.conntrack {
+            c.apply_to(&mut self.conntrack)
+                .map_err(|e| anyhow::anyhow!("{}: conntrack.{e}", path.display()))?;
+        }
+        if let Some(m) = f.mode.as_deref() {
+            self.proxy_mode = match m {
+                "nftables" => ProxyMode::Nftables,
+                _ => ProxyMode::Iptables,
+            };
+        }
+        if let Some(n) = f.nftables.filter(|_| self.proxy_mode == ProxyMode::Nftables) {
+            if let Some(v) = n.masquerade_all {
+                self.rules.masquerade_all = v;
+            }
+            if let Some(v) = n.masquerade_bit {
+                self.rules.iptables_masquerade_bit = v;
+            }
+            if let Some(v) = n.min_sync_period {
+                self.iptables_min_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
+            }
+            if let Some(v) = n.sync_period {
+                self.iptables_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
+            }
+        }
+        if let Some(i) = f.iptables.filter(|_| self.proxy_mode == ProxyMode::Iptables) {
+            if let Some(v) = i.masquerade_all {
+                self.rules.masquerade_all = v;
+            }
+            if let Some(v) = i.masquerade_bit {
+                self.rules.iptables_masquerade_bit = v;
+            }
+            if let Some(v) = i.localhost_node_ports {
+                self.rules.iptables_localhost_nodeports = v;
+            }
+            if let Some(v) = i.min_sync_period {
+                self.iptables_min_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
+            }
+            if let Some(v) = i.sync_period {
+                self.iptables_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
+            }
+        }
+        if let Some(n) = f.node_port_addresses {
+            self.rules.nodeport_addresses = n;
+        }
+        if let Some(a) = f.healthz_bind_address {
+            self.healthz_bind_address = a;
+        }
+        if let Some(a) = f.metrics_bind_address {
+            self.metrics_bind_address = a;
+        }
+        Ok(())
+    }
+}

@@ -1,6 +1,6 @@
 //! `svcnet-proxy run`: the node agent. Wiring only; each step lives in its own module:
-//! watch (caches) -> changes (bookkeeping) -> runner (when) -> sync (render, full/partial, apply,
-//! conntrack) -> health, service_health, metrics.
+//! watch (caches) -> changes (bookkeeping) -> runner (when) -> sync (iptables mode) or nft_sync
+//! (nftables mode) (render, full/partial, apply, conntrack) -> health, service_health, metrics.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,14 +11,16 @@ use anyhow::{Context as _, Result, bail};
 use svcnet_core::shutdown::Shutdown;
 
 use crate::changes::Changes;
-use crate::cli::RunArgs;
+use crate::cli::{ProxyMode, RunArgs};
 use crate::health::Health;
 use crate::iptables::{Iptables, IptablesError, detect_backend};
 use crate::metrics::{Metrics, family_labels};
-use crate::model::{Family, NodeFacts};
+use crate::model::{Family, NodeFacts, ProxyState};
+use crate::nft_sync::NftFamilySync;
+use crate::nftables::Nft;
 use crate::runner::Runner;
 use crate::service_health::{ServiceHealth, desired};
-use crate::sync::{FamilySync, Settings, Snapshot};
+use crate::sync::{FamilySync, Outcome, Settings, Snapshot, SyncError};
 use crate::watch::{self, Sink, Stores};
 
 /// Everything the sync loop needs.
@@ -28,9 +30,79 @@ struct Context {
     health: Arc<Health>,
     changes: Arc<Mutex<Changes>>,
     stores: Stores,
-    families: Vec<FamilySync>,
+    families: Vec<Syncer>,
     service_health: ServiceHealth,
     seq: u64,
+}
+
+/// One family's sync in the configured mode.
+#[derive(Debug)]
+enum Syncer {
+    Iptables(Box<FamilySync>),
+    Nftables(Box<NftFamilySync>),
+}
+
+impl Syncer {
+    fn family(&self) -> Family {
+        match self {
+            Syncer::Iptables(f) => f.family(),
+            Syncer::Nftables(f) => f.family(),
+        }
+    }
+
+    fn state(&self) -> &ProxyState {
+        match self {
+            Syncer::Iptables(f) => f.state(),
+            Syncer::Nftables(f) => f.state(),
+        }
+    }
+
+    async fn sync(
+        &mut self,
+        snap: &Snapshot,
+        settings: &Settings,
+        metrics: &Metrics,
+        seq: u64,
+    ) -> Result<Outcome, SyncError> {
+        match self {
+            Syncer::Iptables(f) => f.sync(snap, settings, metrics, seq).await,
+            Syncer::Nftables(f) => f.sync(snap, settings, metrics, seq).await,
+        }
+    }
+}
+
+/// Removes what the other mode left on this node (a node switched between modes), best effort: the
+/// other mode's tool may well be missing.
+async fn clean_other_mode(mode: ProxyMode, ipt: &[&Iptables]) {
+    match mode {
+        ProxyMode::Iptables => {
+            for family in [Family::V4, Family::V6] {
+                match crate::nft_sync::cleanup(family).await {
+                    Ok(true) => tracing::info!(
+                        family = family.label(),
+                        "removed the nftables mode's kube-proxy table"
+                    ),
+                    Ok(false) | Err(IptablesError::NotInstalled { .. }) => {}
+                    Err(error) => tracing::warn!(%error, "removing the nftables mode's table"),
+                }
+            }
+        }
+        ProxyMode::Nftables => {
+            for ipt in ipt {
+                if ipt.check().await.is_err() {
+                    continue;
+                }
+                match crate::cleanup::cleanup(ipt).await {
+                    Ok(removed) => tracing::info!(
+                        family = ipt.family.label(),
+                        ?removed,
+                        "removed the iptables mode's chains"
+                    ),
+                    Err(error) => tracing::warn!(%error, "removing the iptables mode's chains"),
+                }
+            }
+        }
+    }
 }
 
 /// `""` disables a server; a bare IP gets the default port.
@@ -83,40 +155,64 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
     args.rules.node_name = node.clone();
     let min_sync = args.iptables_min_sync_period;
     let sync_period = args.iptables_sync_period;
-    tracing::info!(node, ?min_sync, ?sync_period, "starting svcnet-proxy");
+    let mode = args.proxy_mode;
+    tracing::info!(node, ?mode, ?min_sync, ?sync_period, "starting svcnet-proxy");
 
     let backend = detect_backend(args.iptables_backend.forced()).await;
     let v4 = Iptables {
         restore_timeout: args.iptables_restore_timeout,
         ..Iptables::new(Family::V4, backend)
     };
-    match v4.check().await {
+    let v6_ipt = Iptables {
+        restore_timeout: args.iptables_restore_timeout,
+        ..Iptables::new(Family::V6, backend)
+    };
+    let checked = match mode {
+        ProxyMode::Iptables => v4.check().await,
+        ProxyMode::Nftables => Nft::new(Family::V4).check().await,
+    };
+    match checked {
         Ok(()) => {}
-        Err(e @ IptablesError::NotInstalled { .. }) => bail!("{e}: install iptables"),
+        Err(e @ IptablesError::NotInstalled { .. }) => bail!(
+            "{e}: install {}",
+            match mode {
+                ProxyMode::Iptables => "iptables",
+                ProxyMode::Nftables => "nftables",
+            }
+        ),
         Err(e) => bail!("{e} (is this a network namespace with netfilter?)"),
     }
+    clean_other_mode(mode, &[&v4, &v6_ipt]).await;
     if let Err(e @ IptablesError::NotInstalled { .. }) = crate::conntrack::check().await {
         // Only UDP needs it; TCP services still work, so say so loudly and go on.
         tracing::error!(error = %e, "install conntrack-tools: stale UDP flows cannot be cleared without it");
     }
     crate::sysctls::apply(&args.conntrack);
-    let random_fully = v4.supports_random_fully().await;
+    // nft's masquerade always takes fully-random.
+    let random_fully = mode == ProxyMode::Nftables || v4.supports_random_fully().await;
     let tcp_liberal =
         read_sysctl("/proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal").as_deref() == Some("1");
-    tracing::info!(?backend, random_fully, tcp_liberal, "iptables detected");
+    if mode == ProxyMode::Iptables {
+        tracing::info!(?backend, random_fully, tcp_liberal, "iptables detected");
+    }
 
-    let nfacct = match crate::nfacct::ensure().await {
-        Ok(()) => true,
-        Err(error) => {
-            tracing::warn!(%error, "nfacct counters unavailable: the rules carry no nfacct matches and /metrics has no nfacct counts");
-            false
-        }
-    };
+    // The nfacct matches belong to the iptables rules only.
+    let nfacct = mode == ProxyMode::Iptables
+        && match crate::nfacct::ensure().await {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!(%error, "nfacct counters unavailable: the rules carry no nfacct matches and /metrics has no nfacct counts");
+                false
+            }
+        };
 
     let client = svcnet_core::kube_client::client(&args.kube).await?;
     let (metrics, mut registry) = Metrics::new();
     if nfacct {
         metrics.register_nfacct(&mut registry);
+    }
+    if mode == ProxyMode::Nftables {
+        metrics.register_nftables(&mut registry);
     }
     let changes = Arc::new(Mutex::new(Changes::default()));
     let mut runner = Runner::new(min_sync, sync_period, shutdown.clone());
@@ -175,7 +271,10 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
     let node_obj = stores.node.state().first().map(|n| (**n).clone());
     health_v4.set_node(node_obj.as_ref());
 
-    let mut families = vec![FamilySync::new(v4)];
+    let mut families = vec![match mode {
+        ProxyMode::Iptables => Syncer::Iptables(Box::new(FamilySync::new(v4))),
+        ProxyMode::Nftables => Syncer::Nftables(Box::new(NftFamilySync::new(Nft::new(Family::V4)))),
+    }];
     let settings = Settings {
         rules: args.rules.clone(),
         sync_period,
@@ -195,18 +294,27 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
         ..Default::default()
     });
     if facts.ips.iter().any(|ip| ip.is_ipv6()) {
-        let v6 = Iptables {
-            restore_timeout: args.iptables_restore_timeout,
-            ..Iptables::new(Family::V6, backend)
+        let (checked, syncer) = match mode {
+            ProxyMode::Iptables => (
+                v6_ipt.check().await,
+                Syncer::Iptables(Box::new(FamilySync::new(v6_ipt))),
+            ),
+            ProxyMode::Nftables => {
+                let nft = Nft::new(Family::V6);
+                (
+                    nft.check().await,
+                    Syncer::Nftables(Box::new(NftFamilySync::new(nft))),
+                )
+            }
         };
-        match v6.check().await {
+        match checked {
             Ok(()) => {
                 health_v4.add_family(Family::V6);
-                families.push(FamilySync::new(v6));
+                families.push(syncer);
             }
             Err(error) => tracing::warn!(
                 %error,
-                "node has IPv6 addresses but ip6tables does not work: IPv6 services not proxied"
+                "node has IPv6 addresses but IPv6 rules cannot be written: IPv6 services not proxied"
             ),
         }
     }
@@ -214,7 +322,7 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
         .rules
         .render_config(Family::V4, &facts)
         .is_ok_and(|cfg| cfg.effective_localhost_nodeports());
-    if localhost_nodeports {
+    if localhost_nodeports && mode == ProxyMode::Iptables {
         // Upstream sets this so DNAT to pods works for connections to 127.0.0.1:nodePort.
         if let Err(err) = std::fs::write("/proc/sys/net/ipv4/conf/all/route_localnet", "1") {
             tracing::warn!(%err, "cannot set route_localnet: localhost NodePorts will not work");
@@ -300,7 +408,7 @@ impl Context {
                 .families
                 .iter()
                 .filter(|f| synced.contains(&f.family()))
-                .map(FamilySync::state)
+                .map(Syncer::state)
                 .collect();
             let want = desired(&refs, &self.settings.rules.node_name);
             self.service_health.sync(&want).await;

@@ -1,6 +1,6 @@
-//! `explain`: where packets to one Service go, in words. It renders the ruleset, then traces
-//! representative packets through it with [`crate::trace`], so the explanation is exactly what the
-//! kernel would do with these rules.
+//! `explain`: where packets to one Service go, in words. It renders the ruleset (iptables or, with
+//! `--proxy-mode nftables`, the `kube-proxy` table), then traces representative packets through it
+//! with [`crate::trace`], so the explanation is exactly what the kernel would do with these rules.
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -8,15 +8,37 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-use crate::cli::{NodeCaps, RuleArgs, load};
+use crate::cli::{NodeCaps, ProxyMode, RuleArgs};
 use crate::model::{Family, NodeFacts, ServicePort, categorize, topology::Topology};
+use crate::offline::load;
 use crate::render::{FullOptions, naming, render};
 use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
 
 const OUTSIDE_V4: IpAddr = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 10));
 const OUTSIDE_V6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x10));
 
-pub fn explain(file: &PathBuf, service: &str, rules: &RuleArgs, caps: NodeCaps) -> Result<String> {
+/// The rendered rules of one mode, ready to trace.
+enum Rules {
+    Iptables(trace::Ruleset),
+    Nftables(trace::nft::NftRuleset),
+}
+
+impl Rules {
+    fn trace(&self, packet: &Packet, opts: &TraceOptions) -> trace::Trace {
+        match self {
+            Rules::Iptables(r) => trace::trace(r, packet, opts),
+            Rules::Nftables(r) => trace::nft::trace(r, packet, opts),
+        }
+    }
+}
+
+pub fn explain(
+    file: &PathBuf,
+    service: &str,
+    rules: &RuleArgs,
+    caps: NodeCaps,
+    mode: ProxyMode,
+) -> Result<String> {
     let Some((ns, name)) = service.split_once('/') else {
         bail!("--service {service:?}: expected namespace/name");
     };
@@ -46,26 +68,49 @@ pub fn explain(file: &PathBuf, service: &str, rules: &RuleArgs, caps: NodeCaps) 
             continue;
         }
         found = true;
-        let rendered = render(&state, &node, &cfg);
-        let text = rendered
-            .payload(
-                &FullOptions {
-                    jumps: true,
-                    ..Default::default()
-                },
-                &cfg,
-            )
-            .0;
-        let ruleset = trace::parse(&text)?;
+        let (ruleset, owners, what) = match mode {
+            ProxyMode::Iptables => {
+                let rendered = render(&state, &node, &cfg);
+                let text = rendered
+                    .payload(
+                        &FullOptions {
+                            jumps: true,
+                            ..Default::default()
+                        },
+                        &cfg,
+                    )
+                    .0;
+                (
+                    Rules::Iptables(trace::parse(&text)?),
+                    rendered.owners(),
+                    format!("layout {:?}", cfg.layout),
+                )
+            }
+            ProxyMode::Nftables => {
+                let rendered = crate::nft::render(&state, &node, &cfg);
+                let owners = rendered
+                    .services
+                    .iter()
+                    .map(|(k, o)| (k.clone(), o.chains.iter().map(|c| c.name.clone()).collect()))
+                    .collect();
+                (
+                    Rules::Nftables(trace::nft::parse(&rendered.text())?),
+                    owners,
+                    "nftables mode".to_string(),
+                )
+            }
+        };
         let _ = writeln!(
             out,
-            "Service {service} ({}, node {:?}, layout {:?})",
+            "Service {service} ({}, node {:?}, {what})",
             family.label(),
             node.name,
-            cfg.layout
         );
         for p in ports {
-            let owned = rendered.owned_chains(&p.name);
+            let owned: Vec<&str> = owners
+                .get(&p.name)
+                .map(|c| c.iter().map(String::as_str).collect())
+                .unwrap_or_default();
             explain_port(&mut out, p, &owned, &state, &node, &ruleset, family, &cfg);
         }
     }
@@ -85,7 +130,7 @@ fn explain_port(
     owned: &[&str],
     state: &crate::model::ProxyState,
     node: &NodeFacts,
-    ruleset: &trace::Ruleset,
+    ruleset: &Rules,
     family: Family,
     cfg: &crate::config::RenderConfig,
 ) {
@@ -103,7 +148,7 @@ fn explain_port(
         proto.as_str().to_uppercase()
     );
     if owned.is_empty() {
-        let _ = writeln!(out, "  chains: none in nat (no usable endpoints)");
+        let _ = writeln!(out, "  chains: none of its own (no usable endpoints)");
     } else {
         let _ = writeln!(out, "  chains: {}", owned.join(", "));
     }
@@ -148,7 +193,10 @@ fn explain_port(
             if e.terminating { ", terminating" } else { "" },
             if !e.ready && e.serving { ", serving" } else { "" },
             e.node_name.as_deref().unwrap_or("?"),
-            naming::sep_chain(&key, proto.as_str(), &e.addr()),
+            match ruleset {
+                Rules::Iptables(_) => naming::sep_chain(&key, proto.as_str(), &e.addr()),
+                Rules::Nftables(_) => crate::nft::naming::endpoint_names(&p.name, e).0,
+            },
         );
     }
     match cat.topology {
@@ -277,8 +325,7 @@ fn explain_port(
             proto: tproto,
             in_iface: None,
         };
-        let t = trace::trace(
-            ruleset,
+        let t = ruleset.trace(
             &packet,
             &TraceOptions {
                 node_ips: node.ips.clone(),

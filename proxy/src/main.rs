@@ -1,5 +1,10 @@
-//! svcnet-proxy binary: see `svcnet_proxy::cli`.
+//! svcnet-proxy binary: flags in `svcnet_proxy::cli`, the agent in `daemon`, the offline commands in
+//! `offline`.
 #![forbid(unsafe_code)]
+
+use clap::Parser;
+use svcnet_proxy::cli::{Cli, Command};
+use svcnet_proxy::{cleanup, daemon, offline};
 
 /// jemalloc, configured in .cargo/config.toml to return freed pages at once: a node's proxy keeps
 /// ~40 MiB of live heap at 10k Services / 100k endpoints, and with glibc malloc another ~35 MiB of
@@ -8,5 +13,14 @@
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> anyhow::Result<()> {
-    svcnet_proxy::cli::main()
+    let cli = Cli::parse();
+    let out = match &cli.command {
+        Command::Run(a) => return daemon::main(a.clone()),
+        Command::Cleanup(a) => cleanup::run(a)?,
+        Command::Render(a) => offline::run_render(a)?,
+        Command::Trace(a) => offline::run_trace(a)?,
+        Command::Explain(a) => offline::run_explain(a)?,
+    };
+    print!("{out}");
+    Ok(())
 }

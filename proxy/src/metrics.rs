@@ -60,6 +60,8 @@ pub struct Metrics {
     pub conntrack_duration: HistFamily,
     /// svcnet's own: full syncs by reason (start, failure, canary, hourly).
     pub full_syncs: Family<Labels, Counter>,
+    pub nft_sync_failures: Family<Labels, Counter>,
+    pub nft_cleanup_failures: Family<Labels, Counter>,
     pub object_errors: Family<Labels, Counter>,
     /// nfacct packet counts (registered only when the counters exist, see [`Metrics::register_nfacct`]).
     pub ct_state_invalid_dropped: Counter,
@@ -98,6 +100,8 @@ impl Metrics {
             conntrack_deleted: Family::default(),
             conntrack_duration: HistFamily::new_with_constructor(sync_buckets),
             full_syncs: Family::default(),
+            nft_sync_failures: Family::default(),
+            nft_cleanup_failures: Family::default(),
             object_errors: Family::default(),
             ct_state_invalid_dropped: Counter::default(),
             localhost_nodeports_accepted: Counter::default(),
@@ -214,6 +218,20 @@ impl Metrics {
 }
 
 impl Metrics {
+    /// Exports the nftables mode's failure counters (upstream registers them in that mode only).
+    pub fn register_nftables(&self, registry: &mut Registry) {
+        registry.register(
+            "kubeproxy_sync_proxy_rules_nftables_sync_failures",
+            "Cumulative proxy nftables sync failures",
+            self.nft_sync_failures.clone(),
+        );
+        registry.register(
+            "kubeproxy_sync_proxy_rules_nftables_cleanup_failures",
+            "Cumulative proxy nftables cleanup failures",
+            self.nft_cleanup_failures.clone(),
+        );
+    }
+
     /// Exports the nfacct counters under upstream's names; only once they exist, since upstream emits
     /// nothing for a counter it cannot read.
     pub fn register_nfacct(&self, registry: &mut Registry) {

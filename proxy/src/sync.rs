@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use thiserror::Error;
 
 use crate::apply::{ensure_jumps, restore};
-use crate::cli::{FRESH_TABLE_MAX_CHAINS, RuleArgs};
+use crate::cli::RuleArgs;
 use crate::config::RenderConfig;
 use crate::conntrack;
 use crate::input::Objects;
@@ -25,7 +25,7 @@ use crate::iptables::{Iptables, IptablesError};
 use crate::metrics::{Metrics, family_labels, table_labels, unix_now};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
 use crate::render::naming::is_service_chain;
-use crate::render::{Done, PayloadStats, RenderStats, Renderer, UNBATCHED, jumps};
+use crate::render::{Done, FRESH_TABLE_MAX_CHAINS, PayloadStats, RenderStats, Renderer, UNBATCHED, jumps};
 
 /// Upstream forces a full sync at least this often, to repair anything partial syncs missed.
 pub const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
@@ -87,7 +87,7 @@ pub struct Settings {
 
 /// Upstream's large-cluster mode: more than 1000 endpoints in the family. Its hourly "just in case"
 /// full resync rewrites every chain, which disrupts traffic at that size (kubernetes#138571).
-fn is_large(state: &ProxyState) -> bool {
+pub(crate) fn is_large(state: &ProxyState) -> bool {
     state.endpoints.values().map(|e| e.len()).sum::<usize>() > crate::render::LARGE_CLUSTER_ENDPOINTS
 }
 
@@ -98,6 +98,20 @@ impl Settings {
             ..Default::default()
         };
         self.rules.node_facts(&objects)
+    }
+
+    /// [`Settings::node_facts`] plus, with `--nodeport-addresses`, the live interface addresses its
+    /// CIDRs select among.
+    pub async fn live_node_facts(&self, snap: &Snapshot) -> NodeFacts {
+        let mut node = self.node_facts(snap);
+        if !self.rules.nodeport_addresses.is_empty() {
+            for ip in crate::addresses::local_addresses().await {
+                if !node.interface_ips.contains(&ip) {
+                    node.interface_ips.push(ip);
+                }
+            }
+        }
+        node
     }
 }
 
@@ -181,15 +195,7 @@ impl FamilySync {
         let family = self.family();
         let labels = family_labels(family);
         self.model.update(&snap.services, &snap.slices);
-        let mut node = settings.node_facts(snap);
-        if !settings.rules.nodeport_addresses.is_empty() {
-            // CIDRs in --nodeport-addresses select among the live interface addresses.
-            for ip in crate::addresses::local_addresses().await {
-                if !node.interface_ips.contains(&ip) {
-                    node.interface_ips.push(ip);
-                }
-            }
-        }
+        let node = settings.live_node_facts(snap).await;
         let mut cfg = settings
             .rules
             .render_config(family, &node)
@@ -393,7 +399,7 @@ fn record_rule_counts(metrics: &Metrics, family: Family, written: &Written) {
 
 /// Reconciles the family's UDP flows against `state`; returns the UDP targets to remember for the
 /// next sync (the old ones again when the listing failed, so a deleted service is retried).
-async fn reconcile_conntrack(
+pub(crate) async fn reconcile_conntrack(
     metrics: &Metrics,
     family: Family,
     state: &ProxyState,

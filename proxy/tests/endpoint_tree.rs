@@ -9,10 +9,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::Command;
 
 use clap::Parser;
-use svcnet_proxy::cli::{Cli, Command as Sub, run_render};
+use svcnet_proxy::cli::{Cli, Command as Sub};
 use svcnet_proxy::config::{DetectLocal, Layout, RenderConfig};
 use svcnet_proxy::input::parse_objects;
 use svcnet_proxy::model::{NodeFacts, ProxyState};
+use svcnet_proxy::offline::run_render;
 use svcnet_proxy::render::{FullOptions, Rendered, render};
 use svcnet_proxy::trace::{self, Hook, Packet, Proto, Ruleset, TraceOptions, Verdict};
 

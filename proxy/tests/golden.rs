@@ -6,7 +6,8 @@
 mod common;
 
 use clap::Parser;
-use svcnet_proxy::cli::{Cli, Command, run_render};
+use svcnet_proxy::cli::{Cli, Command};
+use svcnet_proxy::offline::run_render;
 
 #[test]
 fn golden_payloads() {

@@ -8,7 +8,8 @@ mod common;
 use std::path::Path;
 
 use clap::Parser;
-use svcnet_proxy::cli::{Cli, Command, run_render};
+use svcnet_proxy::cli::{Cli, Command};
+use svcnet_proxy::offline::run_render;
 
 fn render(argv: Vec<String>) -> String {
     let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));

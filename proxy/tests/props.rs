@@ -2,7 +2,8 @@
 //! annotations). For every generated cluster:
 //! - the payload parses (our tracer, and the real iptables-restore --test in a throwaway namespace);
 //! - no hostile input text appears in the payload and every rule's quotes are balanced;
-//! - `trace` gives the same outcomes on the flat and the tree layout for packets to every address.
+//! - `trace` gives the same outcomes on the flat and the tree layout for packets to every address,
+//!   and on the nftables mode's table (issue 18: the two modes treat every packet alike).
 
 mod common;
 
@@ -236,6 +237,16 @@ fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseE
         parsed.push(rs);
     }
 
+    let nft_text = svcnet_proxy::nft::render(&state, &node, &base).text();
+    for h in HOSTILE {
+        prop_assert!(
+            !nft_text.contains(h),
+            "hostile text {h:?} reached the nftables table"
+        );
+    }
+    let nft_rules =
+        trace::nft::parse(&nft_text).map_err(|e| TestCaseError::fail(format!("{e}\n{nft_text}")))?;
+
     let outside: IpAddr = "203.0.113.10".parse().expect("literal address");
     let pod: IpAddr = "10.76.1.200".parse().expect("literal address");
     let allowed: IpAddr = "192.168.1.1".parse().expect("literal address");
@@ -270,10 +281,35 @@ fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseE
                     flat.same_outcomes(&tree, 1e-9),
                     "flat vs tree for {src} -> {dst}:{dport}\nflat:\n{flat}\ntree:\n{tree}"
                 );
+                let nft = trace::nft::trace(&nft_rules, &p, &o);
+                prop_assert!(
+                    nft.warnings.is_empty(),
+                    "nftables tracer warnings: {:?}\n{nft_text}",
+                    nft.warnings
+                );
+                prop_assert!(
+                    flat.same_outcomes(&nft, 1e-9) || upstream_mode_delta(&flat, &nft),
+                    "iptables vs nftables for {src} -> {dst}:{dport}\niptables:\n{flat}\nnftables:\n{nft}"
+                );
             }
         }
     }
     Ok(())
+}
+
+/// Where upstream's two modes differ on purpose (each case read in pkg/proxy/nftables/proxier.go):
+/// the nftables mode checks loadBalancerSourceRanges at `filter-prerouting-pre-dnat`, before anything
+/// else, so a disallowed client of a Service without endpoints is dropped there, where the iptables
+/// mode rejects it for having no endpoints.
+fn upstream_mode_delta(iptables: &trace::Trace, nft: &trace::Trace) -> bool {
+    let only =
+        |t: &trace::Trace, v: trace::Verdict| t.summary().len() == 1 && t.probability_of(v) > 1.0 - 1e-9;
+    only(iptables, trace::Verdict::Reject)
+        && only(nft, trace::Verdict::Drop)
+        && nft.outcomes[0]
+            .steps
+            .iter()
+            .any(|s| s.chain.starts_with("firewall-") && s.chain.contains('/'))
 }
 
 #[test]

@@ -136,8 +136,10 @@ impl ServicePort {
     pub fn externally_accessible(&self) -> bool {
         self.node_port.is_some() || !self.load_balancer_vips.is_empty() || !self.external_ips.is_empty()
     }
+    /// Upstream's `UsesClusterEndpoints`: also for external traffic with a Local policy, whose
+    /// short circuit for pod and node sources goes to the cluster endpoints.
     pub fn uses_cluster_endpoints(&self) -> bool {
-        !self.internal_policy_local || (self.externally_accessible() && !self.external_policy_local)
+        !self.internal_policy_local || self.externally_accessible()
     }
     pub fn uses_local_endpoints(&self) -> bool {
         self.internal_policy_local || (self.externally_accessible() && self.external_policy_local)

@@ -242,6 +242,26 @@ fn categorize_policies_and_fallback() {
     assert!(c.has_any);
 }
 
+/// Upstream's UsesClusterEndpoints: a NodePort with both policies Local still has cluster endpoints,
+/// which its external chain's short circuit for pod and node sources uses.
+#[test]
+fn both_policies_local_still_use_cluster_endpoints_for_the_short_circuit() {
+    let node = NodeFacts {
+        name: "n1".into(),
+        ..Default::default()
+    };
+    let both_local = port(true, true);
+    assert!(both_local.uses_cluster_endpoints());
+    let eps = vec![ep("10.0.1.1", true, "n1"), ep("10.0.2.1", true, "n2")];
+    let c = categorize(&eps, &both_local, &node);
+    assert_eq!(c.cluster.len(), 2);
+    assert_eq!(c.local.len(), 1);
+    // A ClusterIP-only service with internal Local policy does not.
+    let mut internal_only = port(false, true);
+    internal_only.node_port = None;
+    assert!(!internal_only.uses_cluster_endpoints());
+}
+
 #[test]
 fn topology_hints() {
     let mut node = NodeFacts {

@@ -11,6 +11,7 @@ mod base;
 pub mod naming;
 mod service;
 mod text;
+mod transaction;
 
 #[cfg(test)]
 mod tests;
@@ -23,6 +24,7 @@ use crate::model::{Family, NodeFacts, ProxyState, ServicePortName};
 
 pub use service::ServiceObjects;
 pub use text::{COMMENT_MAX, quote};
+pub use transaction::{Applied, Existing, Stats, Transaction, full, partial};
 
 /// How a base chain hooks into netfilter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,13 +170,38 @@ pub fn addr_type(family: Family) -> &'static str {
 
 /// Renders the whole table from scratch.
 pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Ruleset {
+    render_reusing(state, node, cfg, None)
+}
+
+/// Renders the table, taking a service port's objects from `prev` (rendered from `prev_state` with
+/// the same node facts and config) when its Service and endpoints are the very same records: a sync
+/// renders only what changed.
+pub fn render_reusing(
+    state: &ProxyState,
+    node: &NodeFacts,
+    cfg: &RenderConfig,
+    prev: Option<(&ProxyState, &Ruleset)>,
+) -> Ruleset {
     let ctx = service::Ctx::new(node, cfg);
     let services = state
         .services
         .iter()
         .map(|(name, svc)| {
-            let eps = state.endpoints.get(name).map_or(&[][..], |e| &e[..]);
-            (name.clone(), Arc::new(ctx.render(svc, eps)))
+            let eps = state.endpoints.get(name);
+            let reused = prev.and_then(|(old_state, old)| {
+                let same_svc = old_state.services.get(name).is_some_and(|s| Arc::ptr_eq(s, svc));
+                let same_eps = match (old_state.endpoints.get(name), eps) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    _ => false,
+                };
+                (same_svc && same_eps)
+                    .then(|| old.services.get(name).cloned())
+                    .flatten()
+            });
+            let objects =
+                reused.unwrap_or_else(|| Arc::new(ctx.render(svc, eps.map_or(&[][..], |e| &e[..]))));
+            (name.clone(), objects)
         })
         .collect();
     Ruleset {

@@ -512,3 +512,124 @@ fn text_declares_before_use() {
     assert!(last("add rule ") < first("add element "));
     assert!(text.contains("timeout 10800s"));
 }
+
+/// Two ClusterIP services, `b` with the given endpoint list.
+fn two_services(b_eps: &[(&str, &str, &str)]) -> Ruleset {
+    let yaml = [
+        svc("a", "{clusterIP: 172.30.0.41, ports: [{port: 80}]}"),
+        eps("a", "IPv4", &[("10.180.0.1", "node1", READY)], 80),
+        svc("b", "{clusterIP: 172.30.0.42, ports: [{port: 80}]}"),
+        eps("b", "IPv4", b_eps, 80),
+    ]
+    .concat();
+    render_yaml(&yaml, &cfg())
+}
+
+fn applied(r: &Ruleset) -> Applied {
+    let mut a = Applied::default();
+    a.commit(full(r.clone(), &Existing::default(), false));
+    a
+}
+
+#[test]
+fn a_partial_transaction_without_changes_is_empty() {
+    let r = two_services(&[("10.180.0.2", "node1", READY)]);
+    let tx = partial(&applied(&r), r.clone());
+    assert_eq!(tx.text, "");
+    assert_eq!(tx.stats, Stats::default());
+}
+
+#[test]
+fn a_partial_transaction_touches_only_the_changed_service() {
+    let before = two_services(&[("10.180.0.2", "node1", READY)]);
+    let after = two_services(&[("10.180.0.3", "node1", READY)]);
+    let names = |r: &Ruleset| -> Vec<String> { r.chains().iter().map(|c| c.name.clone()).collect() };
+    let (was, is) = (names(&before), names(&after));
+    let only = |a: &[String], b: &[String]| -> String {
+        let v: Vec<&String> = a.iter().filter(|c| !b.contains(c)).collect();
+        assert_eq!(v.len(), 1, "{v:?}");
+        v[0].clone()
+    };
+    let (old_ep, new_ep) = (only(&was, &is), only(&is, &was));
+    assert!(old_ep.starts_with("endpoint-") && new_ep.starts_with("endpoint-"));
+    let tx = partial(&applied(&before), after);
+    let b = chain_names("b");
+    let lines: Vec<&str> = tx.text.lines().collect();
+    // New endpoint chain declared first, service chain rewritten, old endpoint chain emptied and removed.
+    assert_eq!(lines[0], format!("add chain ip kube-proxy {new_ep}"));
+    assert!(lines.contains(&format!("flush chain ip kube-proxy {}", b.cluster).as_str()));
+    let flush_old = format!("flush chain ip kube-proxy {old_ep}");
+    let delete_old = format!("delete chain ip kube-proxy {old_ep}");
+    let pos = |l: &str| {
+        lines
+            .iter()
+            .position(|x| *x == l)
+            .unwrap_or_else(|| panic!("no {l:?} in\n{}", tx.text))
+    };
+    assert!(pos(&flush_old) < pos(&delete_old));
+    assert!(!tx.text.contains("/a/"), "service a is untouched:\n{}", tx.text);
+    assert!(!tx.text.contains("element"), "no element changes:\n{}", tx.text);
+}
+
+#[test]
+fn an_element_shared_by_two_ports_stays_until_its_last_port_goes() {
+    let two_ports = [svc(
+        "m",
+        "{clusterIP: 172.30.0.50, ports: [{name: p, port: 80}, {name: q, port: 81}]}",
+    )]
+    .concat();
+    let one_port = svc("m", "{clusterIP: 172.30.0.50, ports: [{name: p, port: 80}]}");
+    let before = render_yaml(&two_ports, &cfg());
+    let after = render_yaml(&one_port, &cfg());
+    let tx = partial(&applied(&before), after.clone());
+    assert!(
+        !tx.text.contains("delete element ip kube-proxy cluster-ips"),
+        "port p still needs the cluster IP:\n{}",
+        tx.text
+    );
+    let mut a = applied(&before);
+    a.commit(tx);
+    let gone = partial(&a, render_yaml("", &cfg()));
+    assert!(
+        gone.text
+            .contains("delete element ip kube-proxy cluster-ips { 172.30.0.50 }\n"),
+        "{}",
+        gone.text
+    );
+}
+
+#[test]
+fn a_full_transaction_removes_stale_chains_and_sets_after_emptying_them() {
+    let r = two_services(&[("10.180.0.2", "node1", READY)]);
+    let existing = Existing {
+        chains: [
+            "services".to_string(),
+            "service-OLD-default/gone/tcp/".to_string(),
+        ]
+        .into(),
+        sets: ["affinity-OLD".to_string()].into(),
+    };
+    let tx = full(r, &existing, false);
+    let lines: Vec<&str> = tx.text.lines().collect();
+    let pos = |l: &str| {
+        lines
+            .iter()
+            .position(|x| *x == l)
+            .unwrap_or_else(|| panic!("no {l:?} in\n{}", tx.text))
+    };
+    assert!(
+        pos("flush chain ip kube-proxy service-OLD-default/gone/tcp/")
+            < pos("delete chain ip kube-proxy service-OLD-default/gone/tcp/")
+    );
+    assert!(
+        pos("delete chain ip kube-proxy service-OLD-default/gone/tcp/")
+            < pos("delete set ip kube-proxy affinity-OLD")
+    );
+    assert!(!tx.text.contains("delete chain ip kube-proxy services\n"));
+    let recreated = full(two_services(&[]), &existing, true);
+    assert!(recreated.text.contains("delete table ip kube-proxy\n"));
+    assert!(
+        !recreated.text.contains("flush "),
+        "a new table has nothing to empty"
+    );
+}

@@ -79,7 +79,7 @@ impl Ruleset {
     }
 }
 
-fn write_chain(out: &mut String, fam: &str, c: &Chain) {
+pub(super) fn write_chain(out: &mut String, fam: &str, c: &Chain) {
     let _ = write!(out, "add chain {fam} {TABLE} {}", c.name);
     if c.hook.is_some() || c.comment.is_some() {
         out.push_str(" {");
@@ -94,7 +94,7 @@ fn write_chain(out: &mut String, fam: &str, c: &Chain) {
     out.push('\n');
 }
 
-fn write_set(out: &mut String, fam: &str, s: &Set) {
+pub(super) fn write_set(out: &mut String, fam: &str, s: &Set) {
     let kind = if s.is_map { "map" } else { "set" };
     let _ = write!(out, "add {kind} {fam} {TABLE} {} {{ type {} ;", s.name, s.type_);
     if !s.flags.is_empty() {
@@ -109,7 +109,7 @@ fn write_set(out: &mut String, fam: &str, s: &Set) {
     out.push_str(" }\n");
 }
 
-fn element_line(fam: &str, e: &Element) -> String {
+pub(super) fn element_line(fam: &str, e: &Element) -> String {
     let mut l = format!(
         "add element {fam} {TABLE} {} {{ {}",
         e.container,

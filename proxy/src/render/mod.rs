@@ -21,7 +21,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use cache::{Done, Pass, Renderer, Summary};
-pub use payload::{ChainDigests, FullOptions, Jump, PayloadStats, Payloads, UNBATCHED, jumps};
+pub use payload::{
+    ChainDigests, DEFAULT_RESTORE_MAX_CHAINS, FRESH_TABLE_MAX_CHAINS, FullOptions, Jump, PayloadStats,
+    Payloads, UNBATCHED, jumps,
+};
 pub use service::ServiceRules;
 
 use crate::config::RenderConfig;

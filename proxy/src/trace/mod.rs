@@ -9,6 +9,7 @@
 mod jumps;
 mod lex;
 mod matcher;
+pub mod nft;
 mod parse;
 mod parse_rule;
 mod report;

@@ -1,0 +1,404 @@
+//! The `nft -f` transaction that takes the kernel from what it holds to the next [`Ruleset`].
+//!
+//! A full transaction (first sync, after a failure, hourly) declares everything, empties what it
+//! declares (affinity sets excepted: their elements are live client state) and removes the table's
+//! chains and sets the ruleset no longer has. A partial one writes only what changed since the last
+//! successful transaction: the changed service ports' chains, rules and sets, and the changed map and
+//! set elements. Each is one nft transaction, so the kernel switches atomically or not at all.
+//!
+//! Several service ports may add the same element (the cluster IP of a multi-port Service is in
+//! `cluster-ips` once per port), so elements are kept with a contributor count ([`ElementIndex`]) and
+//! leave the kernel only with their last contributor.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::naming::TABLE;
+use super::text::{element_line, quote, write_chain, write_set};
+use super::{Chain, Element, Ruleset, ServiceObjects, Set, family_word};
+
+/// (container, key parts).
+type ElementKey = (&'static str, Vec<String>);
+/// (verdict, comment).
+type ElementValue = (Option<String>, Option<String>);
+
+/// Every element the ruleset holds, with how many objects (base, service ports) add it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct ElementIndex(BTreeMap<ElementKey, BTreeMap<ElementValue, usize>>);
+
+impl ElementIndex {
+    fn of(ruleset: &Ruleset) -> ElementIndex {
+        let mut index = ElementIndex::default();
+        for e in all_elements(ruleset) {
+            *index
+                .0
+                .entry((e.container, e.key.clone()))
+                .or_default()
+                .entry((e.value.clone(), e.comment.clone()))
+                .or_default() += 1;
+        }
+        index
+    }
+
+    fn apply(&mut self, delta: &Delta) {
+        for (key, changes) in delta {
+            let values = self.0.entry(key.clone()).or_default();
+            for (value, n) in changes {
+                let count = values.get(value).copied().unwrap_or(0);
+                let next = count.saturating_add_signed(*n);
+                if next == 0 {
+                    values.remove(value);
+                } else {
+                    values.insert(value.clone(), next);
+                }
+            }
+            if values.is_empty() {
+                self.0.remove(key);
+            }
+        }
+    }
+}
+
+/// Contributor count changes per element.
+type Delta = BTreeMap<ElementKey, BTreeMap<ElementValue, isize>>;
+
+/// The element the kernel holds for a key: one value wins when contributors disagree (an invalid
+/// state, e.g. two Services claiming one IP for a moment), deterministically the smallest.
+fn effective(values: &BTreeMap<ElementValue, usize>) -> Option<&ElementValue> {
+    values.iter().find(|(_, n)| **n > 0).map(|(v, _)| v)
+}
+
+fn all_elements(r: &Ruleset) -> impl Iterator<Item = &Element> {
+    r.base
+        .elements
+        .iter()
+        .chain(r.services.values().flat_map(|s| s.elements.iter()))
+}
+
+/// What the kernel holds after the last successful transaction.
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    ruleset: Ruleset,
+    index: ElementIndex,
+}
+
+impl Applied {
+    pub fn ruleset(&self) -> &Ruleset {
+        &self.ruleset
+    }
+
+    /// The transaction succeeded: the kernel now holds its ruleset.
+    pub fn commit(&mut self, tx: Transaction) {
+        match tx.index {
+            IndexChange::Replace(index) => self.index = index,
+            IndexChange::Delta(delta) => self.index.apply(&delta),
+        }
+        self.ruleset = tx.next;
+    }
+}
+
+#[derive(Debug)]
+enum IndexChange {
+    Replace(ElementIndex),
+    Delta(Delta),
+}
+
+/// One transaction: its text (empty when nothing changed) and what the kernel holds once it succeeds.
+#[derive(Debug)]
+pub struct Transaction {
+    pub text: String,
+    pub stats: Stats,
+    next: Ruleset,
+    index: IndexChange,
+}
+
+/// What a transaction writes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub chains_written: usize,
+    pub chains_deleted: usize,
+    pub rules_written: usize,
+    pub elements_added: usize,
+    pub elements_deleted: usize,
+}
+
+/// The chain and set names the kernel's table has now (from a listing, read before a full sync).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Existing {
+    pub chains: BTreeSet<String>,
+    pub sets: BTreeSet<String>,
+}
+
+/// Everything, from whatever the kernel holds. `recreate` deletes the table first (in the same
+/// transaction, so no packet sees it missing): the way out when an object exists with a definition
+/// nft cannot change in place (a set's type, a chain's hook).
+pub fn full(next: Ruleset, existing: &Existing, recreate: bool) -> Transaction {
+    let fam = family_word(next.family);
+    let mut out = String::new();
+    let mut stats = Stats::default();
+    let table = format!(
+        "add table {fam} {TABLE} {{ comment {} ; }}\n",
+        quote("rules for kube-proxy")
+    );
+    out.push_str(&table);
+    if recreate {
+        let _ = writeln!(out, "delete table {fam} {TABLE}");
+        out.push_str(&table);
+    }
+    let chains = next.chains();
+    let sets = next.sets();
+    let wanted_chains: BTreeSet<&str> = chains.iter().map(|c| c.name.as_str()).collect();
+    let wanted_sets: BTreeSet<&str> = sets.iter().map(|s| s.name.as_str()).collect();
+    let (stale_chains, stale_sets): (Vec<&String>, Vec<&String>) = if recreate {
+        (Vec::new(), Vec::new())
+    } else {
+        (
+            existing
+                .chains
+                .iter()
+                .filter(|c| !wanted_chains.contains(c.as_str()))
+                .collect(),
+            existing
+                .sets
+                .iter()
+                .filter(|s| !wanted_sets.contains(s.as_str()))
+                .collect(),
+        )
+    };
+    for c in &chains {
+        write_chain(&mut out, fam, c);
+    }
+    for s in &sets {
+        write_set(&mut out, fam, s);
+    }
+    if !recreate {
+        // Empty what is rewritten below, and whatever goes, so nothing refers to a stale chain.
+        for c in chains.iter().map(|c| &c.name).chain(stale_chains.iter().copied()) {
+            let _ = writeln!(out, "flush chain {fam} {TABLE} {c}");
+        }
+        for s in sets.iter().filter(|s| s.timeout.is_none()) {
+            let kind = if s.is_map { "map" } else { "set" };
+            let _ = writeln!(out, "flush {kind} {fam} {TABLE} {}", s.name);
+        }
+        for s in &stale_sets {
+            let _ = writeln!(out, "flush set {fam} {TABLE} {s}");
+        }
+        for c in &stale_chains {
+            let _ = writeln!(out, "delete chain {fam} {TABLE} {c}");
+        }
+        for s in &stale_sets {
+            let _ = writeln!(out, "delete set {fam} {TABLE} {s}");
+        }
+    }
+    stats.chains_deleted = stale_chains.len();
+    for c in &chains {
+        write_rules(&mut out, fam, c, &mut stats);
+    }
+    stats.chains_written = chains.len();
+    let index = ElementIndex::of(&next);
+    for (key, values) in &index.0 {
+        if let Some(v) = effective(values) {
+            out.push_str(&element_line(fam, &element(key, v)));
+            stats.elements_added += 1;
+        }
+    }
+    Transaction {
+        text: out,
+        stats,
+        next,
+        index: IndexChange::Replace(index),
+    }
+}
+
+/// Only what changed since `prev` (which the kernel holds).
+pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
+    let fam = family_word(next.family);
+    let mut stats = Stats::default();
+    let mut delta = Delta::new();
+    // Chains and sets of the changed parts, before and after.
+    let mut old_chains: BTreeMap<&str, &Chain> = BTreeMap::new();
+    let mut new_chains: BTreeMap<&str, &Chain> = BTreeMap::new();
+    let mut old_sets: BTreeMap<&str, &Set> = BTreeMap::new();
+    let mut new_sets: BTreeMap<&str, &Set> = BTreeMap::new();
+    // Chains to rewrite even if unchanged: they use a set that is redefined.
+    let mut force: BTreeSet<&str> = BTreeSet::new();
+
+    let mut changed: Vec<(Option<Part<'_>>, Option<Part<'_>>)> = Vec::new();
+    if prev.ruleset.base != next.base {
+        changed.push((Some(Part::base(&prev.ruleset)), Some(Part::base(&next))));
+    }
+    let mut names: BTreeSet<_> = prev.ruleset.services.keys().collect();
+    names.extend(next.services.keys());
+    for name in names {
+        let (a, b) = (prev.ruleset.services.get(name), next.services.get(name));
+        if let (Some(a), Some(b)) = (a, b)
+            && (Arc::ptr_eq(a, b) || a == b)
+        {
+            continue;
+        }
+        changed.push((a.map(|a| Part::service(a)), b.map(|b| Part::service(b))));
+    }
+    for (a, b) in &changed {
+        for (part, sign) in [(a, -1isize), (b, 1)] {
+            for e in part.iter().flat_map(|p| p.elements) {
+                *delta
+                    .entry((e.container, e.key.clone()))
+                    .or_default()
+                    .entry((e.value.clone(), e.comment.clone()))
+                    .or_default() += sign;
+            }
+        }
+        for c in a.iter().flat_map(|p| p.chains) {
+            old_chains.insert(&c.name, c);
+        }
+        for c in b.iter().flat_map(|p| p.chains) {
+            new_chains.insert(&c.name, c);
+        }
+        for s in a.iter().flat_map(|p| p.sets) {
+            old_sets.insert(&s.name, s);
+        }
+        for s in b.iter().flat_map(|p| p.sets) {
+            new_sets.insert(&s.name, s);
+        }
+        let redefined = b
+            .iter()
+            .flat_map(|p| p.sets)
+            .any(|s| old_sets.get(s.name.as_str()).is_some_and(|old| *old != s));
+        if redefined {
+            force.extend(b.iter().flat_map(|p| p.chains).map(|c| c.name.as_str()));
+        }
+    }
+
+    let mut out = String::new();
+    // New chains exist before anything jumps to them; changed and vanished ones are emptied first.
+    for (name, c) in &new_chains {
+        if !old_chains.contains_key(name) {
+            write_chain(&mut out, fam, c);
+        }
+    }
+    let rewrite: Vec<&Chain> = new_chains
+        .iter()
+        .filter(|(name, c)| old_chains.get(*name) != Some(*c) || force.contains(*name))
+        .map(|(_, c)| *c)
+        .collect();
+    for c in &rewrite {
+        if old_chains.contains_key(c.name.as_str()) {
+            let _ = writeln!(out, "flush chain {fam} {TABLE} {}", c.name);
+        }
+    }
+    let gone_chains: Vec<&str> = old_chains
+        .keys()
+        .filter(|n| !new_chains.contains_key(*n))
+        .copied()
+        .collect();
+    for c in &gone_chains {
+        let _ = writeln!(out, "flush chain {fam} {TABLE} {c}");
+    }
+    // Elements leave before the chains their verdicts name.
+    let mut adds = String::new();
+    for (key, changes) in &delta {
+        let before_values = prev.index.0.get(key);
+        let before = before_values.and_then(effective);
+        let mut after_values = before_values.cloned().unwrap_or_default();
+        for (value, n) in changes {
+            let count = after_values.get(value).copied().unwrap_or(0);
+            let next = count.saturating_add_signed(*n);
+            if next == 0 {
+                after_values.remove(value);
+            } else {
+                after_values.insert(value.clone(), next);
+            }
+        }
+        let after = effective(&after_values);
+        if before == after {
+            continue;
+        }
+        if let Some(v) = before {
+            let e = element(key, v);
+            let _ = writeln!(
+                out,
+                "delete element {fam} {TABLE} {} {{ {} }}",
+                e.container,
+                e.key.join(" . ")
+            );
+            stats.elements_deleted += 1;
+        }
+        if let Some(v) = after {
+            adds.push_str(&element_line(fam, &element(key, v)));
+            stats.elements_added += 1;
+        }
+    }
+    for c in &gone_chains {
+        let _ = writeln!(out, "delete chain {fam} {TABLE} {c}");
+    }
+    stats.chains_deleted = gone_chains.len();
+    for (name, s) in &old_sets {
+        let keep = new_sets.get(name).is_some_and(|n| n == s);
+        if !keep {
+            let kind = if s.is_map { "map" } else { "set" };
+            let _ = writeln!(out, "delete {kind} {fam} {TABLE} {name}");
+        }
+    }
+    for (name, s) in &new_sets {
+        if old_sets.get(name) != Some(s) {
+            write_set(&mut out, fam, s);
+        }
+    }
+    for c in &rewrite {
+        write_rules(&mut out, fam, c, &mut stats);
+    }
+    stats.chains_written = rewrite.len();
+    out.push_str(&adds);
+    Transaction {
+        text: out,
+        stats,
+        next,
+        index: IndexChange::Delta(delta),
+    }
+}
+
+/// The base or one service port's objects: the diff treats them alike.
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    chains: &'a [Chain],
+    sets: &'a [Set],
+    elements: &'a [Element],
+}
+
+impl<'a> Part<'a> {
+    fn base(r: &'a Ruleset) -> Part<'a> {
+        Part {
+            chains: &r.base.chains,
+            sets: &r.base.sets,
+            elements: &r.base.elements,
+        }
+    }
+    fn service(s: &'a ServiceObjects) -> Part<'a> {
+        Part {
+            chains: &s.chains,
+            sets: &s.sets,
+            elements: &s.elements,
+        }
+    }
+}
+
+fn write_rules(out: &mut String, fam: &str, c: &Chain, stats: &mut Stats) {
+    for r in &c.rules {
+        let _ = write!(out, "add rule {fam} {TABLE} {} {}", c.name, r.text);
+        if let Some(comment) = &r.comment {
+            let _ = write!(out, " comment {}", quote(comment));
+        }
+        out.push('\n');
+        stats.rules_written += 1;
+    }
+}
+
+fn element(key: &ElementKey, value: &ElementValue) -> Element {
+    Element {
+        container: key.0,
+        key: key.1.clone(),
+        value: value.0.clone(),
+        comment: value.1.clone(),
+    }
+}

@@ -1,0 +1,201 @@
+//! One sync of one IP family in nftables mode: model -> render (only changed service ports) ->
+//! transaction (only what changed) -> `nft -f` -> conntrack.
+//!
+//! Full, as upstream's nftables proxier: the first sync, the sync after a failure and one per hour
+//! (not in large clusters, as the iptables mode) declare everything and remove the table's stale
+//! chains and sets. A failed full transaction makes the next one recreate the table (in the same
+//! transaction, so there is no moment without rules): an object whose definition nft cannot change in
+//! place then stops blocking every sync. Every other sync writes only what changed.
+
+use std::time::Instant;
+
+use crate::conntrack;
+use crate::iptables::IptablesError;
+use crate::metrics::{Metrics, family_labels, unix_now};
+use crate::model::{Family, ModelCache, NodeFacts, ProxyState};
+use crate::nft::{self, Applied};
+use crate::nftables::Nft;
+use crate::render::RenderStats;
+use crate::sync::{FULL_SYNC_PERIOD, FullReason, Outcome, Settings, Snapshot, SyncError, is_large};
+
+/// Per-family sync state.
+#[derive(Debug)]
+pub struct NftFamilySync {
+    pub nft: Nft,
+    model: ModelCache,
+    /// What the kernel holds: updated only by a successful transaction.
+    applied: Applied,
+    /// The model and render inputs `applied` was rendered from (to reuse unchanged service ports).
+    rendered_from: Option<(ProxyState, NodeFacts, crate::config::RenderConfig)>,
+    next_full: Option<FullReason>,
+    /// The last full transaction failed: the next one deletes and recreates the table.
+    recreate: bool,
+    last_full: Option<Instant>,
+    udp_targets: conntrack::UdpTargets,
+}
+
+impl NftFamilySync {
+    pub fn new(nft: Nft) -> NftFamilySync {
+        NftFamilySync {
+            model: ModelCache::new(nft.family),
+            nft,
+            applied: Applied::default(),
+            rendered_from: None,
+            next_full: Some(FullReason::Start),
+            recreate: false,
+            last_full: None,
+            udp_targets: conntrack::UdpTargets::default(),
+        }
+    }
+
+    pub fn family(&self) -> Family {
+        self.nft.family
+    }
+
+    pub fn state(&self) -> &ProxyState {
+        self.model.state()
+    }
+
+    /// What the kernel holds (as of the last successful sync).
+    pub fn ruleset(&self) -> &nft::Ruleset {
+        self.applied.ruleset()
+    }
+
+    fn full_reason(&self, settings: &Settings) -> Option<FullReason> {
+        if let Some(r) = self.next_full {
+            return Some(r);
+        }
+        let hour_passed = self.last_full.is_none_or(|t| t.elapsed() >= FULL_SYNC_PERIOD);
+        (hour_passed && (settings.large_cluster_full_resync || !is_large(self.model.state())))
+            .then_some(FullReason::Hourly)
+    }
+
+    /// One sync. On failure the next one is full; the kernel keeps the previous ruleset.
+    pub async fn sync(
+        &mut self,
+        snap: &Snapshot,
+        settings: &Settings,
+        metrics: &Metrics,
+        seq: u64,
+    ) -> Result<Outcome, SyncError> {
+        let started = Instant::now();
+        let family = self.family();
+        let labels = family_labels(family);
+        // The series exists from the first sync on, at 0, so rate() works before any failure.
+        let _ = metrics.nft_sync_failures.get_or_create(&labels);
+        let _ = metrics.nft_cleanup_failures.get_or_create(&labels);
+        self.model.update(&snap.services, &snap.slices);
+        let node = settings.live_node_facts(snap).await;
+        let mut cfg = settings
+            .rules
+            .render_config(family, &node)
+            .map_err(|e| SyncError::Config(format!("{e:#}")))?;
+        cfg.random_fully = settings.random_fully;
+        let full = self.full_reason(settings);
+
+        let state = self.model.state();
+        let prev = self
+            .rendered_from
+            .as_ref()
+            .filter(|(_, n, c)| *n == node && *c == cfg)
+            .map(|(s, _, _)| (s, self.applied.ruleset()));
+        let next = nft::render_reusing(state, &node, &cfg, prev);
+        let stats = render_stats(&next, state);
+        let tx = match full {
+            Some(_) => {
+                let existing = if self.recreate {
+                    nft::Existing::default()
+                } else {
+                    self.nft.existing().await.inspect_err(|_| {
+                        metrics.nft_sync_failures.get_or_create(&labels).inc();
+                    })?
+                };
+                nft::full(next, &existing, self.recreate)
+            }
+            None => nft::partial(&self.applied, next),
+        };
+        let payload_len = tx.text.len();
+        if let Some(dir) = &settings.payload_dir
+            && !tx.text.is_empty()
+        {
+            // Debug: every transaction as `NNNNNN-<family>-<full|partial>.nft`.
+            let kind = if full.is_some() { "full" } else { "partial" };
+            let fam = match family {
+                Family::V4 => "ipv4",
+                Family::V6 => "ipv6",
+            };
+            let path = dir.join(format!("{seq:06}-{fam}-{kind}.nft"));
+            if let Err(err) = std::fs::write(&path, &tx.text) {
+                tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
+            }
+        }
+        if !tx.text.is_empty()
+            && let Err(err) = self.nft.apply(&tx.text).await
+        {
+            metrics.nft_sync_failures.get_or_create(&labels).inc();
+            self.recreate = full.is_some();
+            self.next_full = Some(FullReason::Failure);
+            return Err(SyncError::Iptables(err));
+        }
+        tracing::debug!(family = family.label(), stats = ?tx.stats, "nftables transaction applied");
+        self.applied.commit(tx);
+        self.rendered_from = Some((state.clone(), node, cfg));
+        if let Some(r) = full {
+            self.next_full = None;
+            self.recreate = false;
+            self.last_full = Some(Instant::now());
+            metrics
+                .full_syncs
+                .get_or_create(&vec![
+                    ("ip_family", family.label().to_string()),
+                    ("reason", r.as_str().to_string()),
+                ])
+                .inc();
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        metrics.sync_duration.get_or_create(&labels).observe(elapsed);
+        let by_kind = if full.is_some() {
+            &metrics.sync_full_duration
+        } else {
+            &metrics.sync_partial_duration
+        };
+        by_kind.get_or_create(&labels).observe(elapsed);
+        for (policy, n) in [
+            ("internal", stats.no_local_internal),
+            ("external", stats.no_local_external),
+        ] {
+            metrics
+                .no_local_endpoints
+                .get_or_create(&vec![
+                    ("ip_family", family.label().to_string()),
+                    ("traffic_policy", policy.to_string()),
+                ])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        metrics.last_timestamp.get_or_create(&labels).set(unix_now());
+        if settings.conntrack {
+            let previous = std::mem::take(&mut self.udp_targets);
+            self.udp_targets =
+                crate::sync::reconcile_conntrack(metrics, family, self.model.state(), previous).await;
+        }
+        Ok(Outcome {
+            full,
+            payload_len,
+            stats,
+        })
+    }
+}
+
+fn render_stats(r: &nft::Ruleset, state: &ProxyState) -> RenderStats {
+    RenderStats {
+        services: r.services.len(),
+        endpoints: state.endpoints.values().map(|e| e.len()).sum(),
+        no_local_internal: r.services.values().filter(|s| s.no_local_internal).count(),
+        no_local_external: r.services.values().filter(|s| s.no_local_external).count(),
+    }
+}
+
+/// Deletes the `kube-proxy` table of `family` (switching the node to the iptables mode).
+pub async fn cleanup(family: Family) -> Result<bool, IptablesError> {
+    Nft::new(family).delete_table().await
+}

@@ -1,0 +1,142 @@
+//! The `nft` binary for one family's `kube-proxy` table: apply a transaction, list what the table has,
+//! delete it. Only this table is ever named, so foreign tables are never touched.
+
+use std::time::Duration;
+
+use crate::iptables::{IptablesError, exec_within};
+use crate::model::Family;
+use crate::nft::naming::TABLE;
+use crate::nft::{Existing, family_word};
+
+/// nft's time grows with the transaction, like iptables-restore's.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+const PROGRAM: &str = "nft";
+
+#[derive(Clone, Debug)]
+pub struct Nft {
+    pub family: Family,
+    pub timeout: Duration,
+}
+
+impl Nft {
+    pub fn new(family: Family) -> Nft {
+        Nft {
+            family,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    fn fam(&self) -> &'static str {
+        family_word(self.family)
+    }
+
+    /// nft runs and this namespace has nf_tables (a table can be checked for).
+    pub async fn check(&self) -> Result<(), IptablesError> {
+        exec_ok(&["--version"], None, self.timeout).await?;
+        exec_ok(
+            &["-c", "-f", "-"],
+            Some(&format!("add table {} {TABLE}\n", self.fam())),
+            self.timeout,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// One `nft -f -` transaction: all of it or nothing.
+    pub async fn apply(&self, text: &str) -> Result<(), IptablesError> {
+        exec_ok(&["-f", "-"], Some(text), self.timeout).await.map(|_| ())
+    }
+
+    /// The chains and sets (maps too) the table has now; none when it does not exist. The listing is
+    /// terse (`-t`: no elements), so its cost does not grow with the endpoints.
+    pub async fn existing(&self) -> Result<Existing, IptablesError> {
+        let out = exec_within(
+            PROGRAM,
+            &["-t", "list", "table", self.fam(), TABLE],
+            None,
+            self.timeout,
+        )
+        .await?;
+        if !out.success {
+            if out.stderr.contains("No such file or directory") {
+                return Ok(Existing::default());
+            }
+            return Err(failed(
+                &["-t", "list", "table", self.fam(), TABLE],
+                out.code,
+                &out.stderr,
+            ));
+        }
+        Ok(parse_listing(&out.stdout))
+    }
+
+    /// Deletes the table (switching a node to the iptables mode); `Ok(false)` when there was none.
+    pub async fn delete_table(&self) -> Result<bool, IptablesError> {
+        let args = ["delete", "table", self.fam(), TABLE];
+        let out = exec_within(PROGRAM, &args, None, self.timeout).await?;
+        if out.success {
+            return Ok(true);
+        }
+        if out.stderr.contains("No such file or directory") {
+            return Ok(false);
+        }
+        Err(failed(&args, out.code, &out.stderr))
+    }
+}
+
+async fn exec_ok(args: &[&str], stdin: Option<&str>, limit: Duration) -> Result<String, IptablesError> {
+    let out = exec_within(PROGRAM, args, stdin, limit).await?;
+    if !out.success {
+        return Err(failed(args, out.code, &out.stderr));
+    }
+    Ok(out.stdout)
+}
+
+fn failed(args: &[&str], code: Option<i32>, stderr: &str) -> IptablesError {
+    IptablesError::Failed {
+        program: PROGRAM.to_string(),
+        args: args.join(" "),
+        code,
+        stderr: stderr.trim().to_string(),
+    }
+}
+
+/// Chain, set and map names of a `nft list table` listing.
+pub fn parse_listing(text: &str) -> Existing {
+    let mut existing = Existing::default();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(kind), Some(name), Some("{")) = (words.next(), words.next(), words.next()) else {
+            continue;
+        };
+        match kind {
+            "chain" => {
+                existing.chains.insert(name.to_string());
+            }
+            "set" | "map" => {
+                existing.sets.insert(name.to_string());
+            }
+            _ => {}
+        }
+    }
+    existing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_names_chains_sets_and_maps_only() {
+        let text = "table ip kube-proxy {\n\tcomment \"rules for kube-proxy\"\n\tset cluster-ips {\n\t\ttype ipv4_addr\n\t}\n\n\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n\t}\n\tchain nat-output {\n\t\ttype nat hook output priority dstnat; policy accept;\n\t\tjump services\n\t}\n\tchain service-ULMVA6XW-ns1/svc1/tcp/p80 {\n\t}\n}\n";
+        let e = parse_listing(text);
+        assert_eq!(
+            e.chains.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["nat-output", "service-ULMVA6XW-ns1/svc1/tcp/p80"]
+        );
+        assert_eq!(
+            e.sets.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["cluster-ips", "service-ips"]
+        );
+    }
+}
