@@ -138,9 +138,7 @@ impl ApiServer {
 
     /// Restarts kube-apiserver (same etcd, same address): every watch breaks.
     pub fn restart(&mut self) {
-        self.cluster
-            .restart_apiserver()
-            .expect("restart kube-apiserver");
+        self.cluster.restart_apiserver().expect("restart kube-apiserver");
     }
 
     /// Compacts etcd to its current revision: a watch resuming from before it gets 410 Gone.
