@@ -164,3 +164,69 @@ async fn wait_ingress_long(client: &kube::Client, name: &str) -> (Service, Strin
     })
     .await
 }
+
+/// An operation that ends DONE with an error is retried at once with a new requestId: GCE (and the
+/// fake) answers the old id with that same failed operation, so the executor's retries used to
+/// replay the failure with growing backoff (12 retries: over 100 s) before the sync gave up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_operation_is_retried_with_a_new_request_id() {
+    let api_server = ApiServer::start();
+    let gce = FakeGce::start(&[]);
+    let client = api_server.client().await;
+    install_crd(&client).await;
+    add_node(&client, &gce, "node-0", ZONE, None).await;
+    gce.admin(
+        "POST",
+        "faults",
+        Some(
+            &json!({"count": 1, "status": 503, "mode": "operation", "method": "POST",
+            "pathRegex": "/forwardingRules$"}),
+        ),
+    );
+    let _ctl = Controller::start(
+        &api_server,
+        &gce,
+        &["--controllers", "service", "--gce-retries", "12"],
+    );
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    services
+        .create(&PostParams::default(), &lb_service("svc", &[80]))
+        .await
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let (svc, ip) = eventually(
+        "ingress IP despite a failed operation",
+        Duration::from_secs(20),
+        || {
+            let services = services.clone();
+            async move {
+                let s = services.get("svc").await.ok()?;
+                let ip = ingress_ip(&s)?;
+                Some((s, ip))
+            }
+        },
+    )
+    .await;
+    eprintln!("ingress after {:.1} s", t0.elapsed().as_secs_f64());
+    let fr = gce.find("forwardingRules", &lb_name(&svc)).unwrap();
+    assert_eq!(fr["IPAddress"], ip.as_str());
+    let calls = gce.admin("GET", "calls", None);
+    let ids: Vec<String> = calls["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["method"] == "POST" && c["path"].as_str().unwrap().ends_with("/forwardingRules"))
+        .filter_map(|c| {
+            c["query"]
+                .as_str()?
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("requestId="))
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(ids.len(), 2, "one failed insert, one retry: {calls}");
+    assert_ne!(
+        ids[0], ids[1],
+        "the retry reused the failed operation's requestId"
+    );
+}
