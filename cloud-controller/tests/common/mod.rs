@@ -277,46 +277,46 @@ pub struct Controller {
 }
 
 impl Controller {
+    /// The harness's flags (fast periods, short lease) plus `extra`; a flag given in `extra`
+    /// replaces the harness's value (clap refuses a flag given twice).
     pub fn start(api: &ApiServer, gce: &FakeGce, extra: &[&str]) -> Self {
-        let mut args: Vec<String> = [
-            "--project",
-            PROJECT,
-            "--region",
-            REGION,
-            "--zones",
-            &format!("{ZONE},{ZONE_C}"),
-            "--network",
-            "default",
-            "--cluster-name",
-            CLUSTER,
-            "--node-tags",
-            NODE_TAG,
-            "--gce-endpoint",
-            &gce.endpoint(),
-            "--gce-poll-ms",
-            "50",
-            "--route-resync-seconds",
-            "2",
-            "--node-monitor-seconds",
-            "1",
-            "--leader-elect-lease-duration-seconds",
-            "3",
-            "--leader-elect-grace-seconds",
-            "1",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let zones = format!("{ZONE},{ZONE_C}");
+        let endpoint = gce.endpoint();
+        let defaults: [(&str, &str); 13] = [
+            ("--project", PROJECT),
+            ("--region", REGION),
+            ("--zones", &zones),
+            ("--network", "default"),
+            ("--cluster-name", CLUSTER),
+            ("--node-tags", NODE_TAG),
+            ("--gce-endpoint", &endpoint),
+            ("--gce-poll-ms", "50"),
+            ("--route-resync-seconds", "2"),
+            ("--node-monitor-seconds", "1"),
+            ("--leader-elect-lease-duration-seconds", "3"),
+            ("--leader-elect-grace-seconds", "1"),
+            ("--metrics-addr", ""),
+        ];
+        let mut args: Vec<String> = Vec::new();
+        for (flag, value) in defaults {
+            if extra.contains(&flag) {
+                continue;
+            }
+            args.push(flag.into());
+            if flag == "--metrics-addr" {
+                // A free port for /metrics (bound and released: a tiny race, fine on loopback).
+                let port = std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port();
+                args.push(format!("127.0.0.1:{port}"));
+            } else {
+                args.push(value.into());
+            }
+        }
         args.push("--kubeconfig".into());
         args.push(api.kubeconfig().display().to_string());
-        // A free port for /metrics (bound and released: a tiny race, fine on loopback).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        args.push("--metrics-addr".into());
-        args.push(format!("127.0.0.1:{port}"));
         args.extend(extra.iter().map(|s| s.to_string()));
         Self::start_raw(args, &[])
     }
