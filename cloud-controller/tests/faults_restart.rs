@@ -74,6 +74,7 @@ async fn faults_and_restarts_converge_without_leaks() {
     }
 
     let mut ctl = Controller::start(&api_server, &gce, &["--gce-retries", "12"]);
+    let t0 = std::time::Instant::now();
     let cid = cluster_id(&client).await;
     let services: Api<Service> = Api::namespaced(client.clone(), "default");
     let mut names = Vec::new();
@@ -93,12 +94,13 @@ async fn faults_and_restarts_converge_without_leaks() {
     }
     let mut lbs = Vec::new();
     for name in &names {
-        let (svc, ip) = wait_ingress_long(&client, name).await;
+        let (svc, ip) = wait_ingress_faulty(&client, name).await;
         let lb = lb_name(&svc);
         let fr = gce.find("forwardingRules", &lb).expect("forwarding rule");
         assert_eq!(fr["IPAddress"], ip.as_str());
         lbs.push(lb);
     }
+    eprintln!("three ingress IPs after {:.1} s", t0.elapsed().as_secs_f64());
     lbs.sort();
     eventually(
         "exactly the objects of three LBs",
@@ -110,6 +112,7 @@ async fn faults_and_restarts_converge_without_leaks() {
         let pool = gce.find("targetPools", lb).unwrap();
         assert_eq!(pool["instances"].as_array().unwrap().len(), 3, "{pool}");
     }
+    eprintln!("three LBs exactly after {:.1} s", t0.elapsed().as_secs_f64());
     let hits: u64 = gce.admin("GET", "faults", None)["faults"]
         .as_array()
         .unwrap()
@@ -150,11 +153,16 @@ async fn faults_and_restarts_converge_without_leaks() {
         inventory(&gce).is_empty().then_some(())
     })
     .await;
+    eprintln!("all torn down after {:.1} s", t0.elapsed().as_secs_f64());
 }
 
-async fn wait_ingress_long(client: &kube::Client, name: &str) -> (Service, String) {
+/// Waits for the ingress IP under faults. Every call fails with p = 0.35 here, so a chain of ~20
+/// calls per LB meets a few streaks of 3-5 failures, each backing off 2-15 s; convergence takes
+/// 20-40 s on a loaded 2-core machine. The 120 s bound holds because a failed operation is retried
+/// with a new requestId (see the test below) instead of being replayed until --gce-retries run out.
+async fn wait_ingress_faulty(client: &kube::Client, name: &str) -> (Service, String) {
     let api: Api<Service> = Api::namespaced(client.clone(), "default");
-    eventually(&format!("ingress IP of {name}"), Duration::from_secs(360), || {
+    eventually(&format!("ingress IP of {name}"), Duration::from_secs(120), || {
         let api = api.clone();
         async move {
             let s = api.get(name).await.ok()?;
@@ -163,4 +171,70 @@ async fn wait_ingress_long(client: &kube::Client, name: &str) -> (Service, Strin
         }
     })
     .await
+}
+
+/// An operation that ends DONE with an error is retried at once with a new requestId: GCE (and the
+/// fake) answers the old id with that same failed operation, so the executor's retries used to
+/// replay the failure with growing backoff (12 retries: over 100 s) before the sync gave up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_operation_is_retried_with_a_new_request_id() {
+    let api_server = ApiServer::start();
+    let gce = FakeGce::start(&[]);
+    let client = api_server.client().await;
+    install_crd(&client).await;
+    add_node(&client, &gce, "node-0", ZONE, None).await;
+    gce.admin(
+        "POST",
+        "faults",
+        Some(
+            &json!({"count": 1, "status": 503, "mode": "operation", "method": "POST",
+            "pathRegex": "/forwardingRules$"}),
+        ),
+    );
+    let _ctl = Controller::start(
+        &api_server,
+        &gce,
+        &["--controllers", "service", "--gce-retries", "12"],
+    );
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    services
+        .create(&PostParams::default(), &lb_service("svc", &[80]))
+        .await
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let (svc, ip) = eventually(
+        "ingress IP despite a failed operation",
+        Duration::from_secs(20),
+        || {
+            let services = services.clone();
+            async move {
+                let s = services.get("svc").await.ok()?;
+                let ip = ingress_ip(&s)?;
+                Some((s, ip))
+            }
+        },
+    )
+    .await;
+    eprintln!("ingress after {:.1} s", t0.elapsed().as_secs_f64());
+    let fr = gce.find("forwardingRules", &lb_name(&svc)).unwrap();
+    assert_eq!(fr["IPAddress"], ip.as_str());
+    let calls = gce.admin("GET", "calls", None);
+    let ids: Vec<String> = calls["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["method"] == "POST" && c["path"].as_str().unwrap().ends_with("/forwardingRules"))
+        .filter_map(|c| {
+            c["query"]
+                .as_str()?
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("requestId="))
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(ids.len(), 2, "one failed insert, one retry: {calls}");
+    assert_ne!(
+        ids[0], ids[1],
+        "the retry reused the failed operation's requestId"
+    );
 }

@@ -1,4 +1,4 @@
-//! A LoadBalancer Service end to end against the real svcnet-apiserver and svcnet-fake-gce:
+//! A LoadBalancer Service end to end against the real control plane and svcnet-fake-gce:
 //! creation (objects, ingress IP, finalizer, events, record, call budget), a no-op resync that
 //! makes no mutating call, and deletion (every object gone, finalizer removed).
 #![allow(clippy::unwrap_used)]

@@ -1,4 +1,5 @@
-//! Service options end to end: an invalid source range is a Warning event and never a GCE call;
+//! Service options end to end: an invalid Service (a network tier upstream does not know) is a
+//! Warning event and never a GCE call, and an invalid source range never reaches the controller;
 //! source ranges, ClientIP affinity and the Standard network tier reach the GCE objects; a
 //! user-reserved static IP (spec.loadBalancerIP) is used and survives the Service.
 #![allow(clippy::unwrap_used)]
@@ -24,17 +25,27 @@ async fn invalid_ranges_options_and_user_owned_ip() {
     cluster_id(&client).await;
     let services: Api<Service> = Api::namespaced(client.clone(), "default");
 
-    // 1. A bad CIDR in the annotation: Warning event, record with the error, no GCE mutation.
+    // 1. An invalid Service: Warning event, record with the error, no GCE call. The API server
+    // itself rejects a bad CIDR (in spec.loadBalancerSourceRanges and, without it, in the
+    // annotation), so the controller's own range check is defence only; the network tier is
+    // not validated by the server (upstream's controller compares it case-sensitively).
     tokio::time::sleep(Duration::from_millis(300)).await;
     gce.clear_calls();
-    let mut bad = lb_service("bad", &[80]);
-    bad.metadata.annotations = Some(
+    let mut bad_cidr = lb_service("bad-cidr", &[80]);
+    bad_cidr.metadata.annotations = Some(
         [(
             "service.beta.kubernetes.io/load-balancer-source-ranges".to_owned(),
             "10.0.0.0/33".to_owned(),
         )]
         .into(),
     );
+    match services.create(&PostParams::default(), &bad_cidr).await {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 422, "{e:?}"),
+        other => panic!("the API server accepted a bad source range: {other:?}"),
+    }
+    let mut bad = lb_service("bad", &[80]);
+    bad.metadata.annotations =
+        Some([("cloud.google.com/network-tier".to_owned(), "premium".to_owned())].into());
     services.create(&PostParams::default(), &bad).await.unwrap();
     eventually("SyncLoadBalancerFailed event", WAIT, || {
         let client = client.clone();
@@ -52,7 +63,7 @@ async fn invalid_ranges_options_and_user_owned_ip() {
         async move { clbs.get_opt("bad").await.ok()??.status?.last_error }
     })
     .await;
-    assert!(err.contains("10.0.0.0/33"), "{err}");
+    assert!(err.contains("premium"), "{err}");
     assert_eq!(
         gce.calls(),
         (0, 0),
@@ -89,14 +100,13 @@ async fn invalid_ranges_options_and_user_owned_ip() {
     // The IP was reserved in the Standard tier, and released once the forwarding rule held it.
     assert!(gce.find("addresses", &lb).is_none());
 
-    // 2b. The Service turns invalid (bad range) and is then deleted: the LB still goes away.
-    let bad_ranges = json!({"spec": {"loadBalancerSourceRanges": null},
-        "metadata": {"annotations": {"service.beta.kubernetes.io/load-balancer-source-ranges": "bogus"}}});
+    // 2b. The Service turns invalid (unknown tier) and is then deleted: the LB still goes away.
+    let bad_tier = json!({"metadata": {"annotations": {"cloud.google.com/network-tier": "bogus"}}});
     services
         .patch(
             "opts",
             &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&bad_ranges),
+            &kube::api::Patch::Merge(&bad_tier),
         )
         .await
         .unwrap();

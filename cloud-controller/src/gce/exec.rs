@@ -3,8 +3,9 @@
 //! own earlier attempt, already did it), as does GCE's 400 for adding a pool member twice or
 //! removing a non-member; 400 resourceInUseByAnotherResource on a delete of the
 //! shared node health check counts as done-but-kept (another LB's pool uses it). Every mutating
-//! call carries a `requestId`, the same for all attempts of one action (`request_id`). Rate limits, quota, 429 and 5xx back off with backon and
-//! retry; every attempt first takes a token from the client-side rate limiter of its quota group.
+//! call carries a `requestId`, the same for all attempts of one action until its operation ends
+//! DONE with an error (`request_id::MutationId`). Rate limits, quota, 429 and 5xx back off with
+//! backon and retry; every attempt first takes a token from the client-side rate limiter of its quota group.
 
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use crate::gce::client::Gce;
 use crate::gce::convert::to_model;
 use crate::gce::error::GceError;
 use crate::gce::ops::wait;
-use crate::gce::request_id::new_request_id;
+use crate::gce::request_id::MutationId;
 use crate::gce::{Firewall, Route};
 use crate::lb::action::Action;
 
@@ -102,14 +103,39 @@ where
         .await
 }
 
+/// [`with_retries`] for one mutation: the attempts share a requestId, so a retry after GCE already
+/// accepted the call gets its operation back instead of a second mutation; an operation that ended
+/// DONE with an error gets a new id for the next attempt ([`MutationId`]).
+pub async fn with_mutation_retries<T, F, Fut>(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    mut op: F,
+) -> Result<T, GceError>
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = Result<T, GceError>>,
+{
+    let id = MutationId::default();
+    let id = &id;
+    with_retries(gce, policy, QuotaGroup::Write, || {
+        let fut = op(id.current());
+        async move {
+            let result = fut.await;
+            if let Err(e) = &result {
+                id.failed(e);
+            }
+            result
+        }
+    })
+    .await
+}
+
 /// Executes one action (with retries). See the module docs for what counts as done.
 pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
     let call = format!("{} {}", action.label(), action.target_name());
-    // One id for every attempt: a retry after GCE already accepted the call gets its operation
-    // back instead of a second mutation (`request_id`).
-    let rid = new_request_id();
-    let result = with_retries(gce, policy, QuotaGroup::Write, || {
-        call_once(gce, action, &call, &rid)
+    let call_ref = call.as_str();
+    let result = with_mutation_retries(gce, policy, |rid| async move {
+        call_once(gce, action, call_ref, &rid).await
     })
     .await;
     let outcome = outcome(action, result);
@@ -413,12 +439,11 @@ async fn call_once(gce: &Gce, action: &Action, call: &str, rid: &str) -> Result<
 /// routes.insert (with retries; 409 = done).
 pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Result<Outcome, GceError> {
     let call = format!("create_route {}", route.name);
-    let rid = new_request_id();
-    let rid = rid.as_str();
-    let result = with_retries(gce, policy, QuotaGroup::Write, || async {
-        let m: model::Route = to_model(&call, route)?;
+    let call_ref = call.as_str();
+    let result = with_mutation_retries(gce, policy, |rid| async move {
+        let m: model::Route = to_model(call_ref, route)?;
         let req = gce.routes.insert().set_project(&gce.project).set_body(m);
-        wait(gce, &call, req.set_request_id(rid).poller())
+        wait(gce, call_ref, req.set_request_id(rid).poller())
             .await
             .map(|_| ())
     })
@@ -435,11 +460,10 @@ pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Res
 /// routes.delete (with retries; 404 = done).
 pub async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result<Outcome, GceError> {
     let call = format!("delete_route {name}");
-    let rid = new_request_id();
-    let rid = rid.as_str();
-    let result = with_retries(gce, policy, QuotaGroup::Write, || async {
+    let call_ref = call.as_str();
+    let result = with_mutation_retries(gce, policy, |rid| async move {
         let req = gce.routes.delete().set_project(&gce.project).set_route(name);
-        wait(gce, &call, req.set_request_id(rid).poller())
+        wait(gce, call_ref, req.set_request_id(rid).poller())
             .await
             .map(|_| ())
     })

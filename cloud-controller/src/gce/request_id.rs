@@ -5,10 +5,12 @@
 //! answers a repeat with the same id, within its window, with the first call's operation instead
 //! of mutating again. The executor draws one per action and sends it with every attempt, so a
 //! retry after an ambiguous failure (a reset connection, a 503 after GCE accepted the call) is
-//! harmless. Failures while *waiting* are retried by polling the operation again
+//! harmless; only an operation that ended DONE with an error makes it draw a new one
+//! ([`MutationId`]). Failures while *waiting* are retried by polling the operation again
 //! ([`PollTransientErrors`]), not by calling again.
 
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use google_cloud_gax::error::Error;
@@ -49,6 +51,42 @@ pub fn new_request_id() -> String {
         lo >> 48,
         lo & 0xffff_ffff_ffff
     )
+}
+
+/// The requestId of one mutation across its attempts. Kept after an ambiguous failure (GCE may
+/// have accepted the call: the same id gets that operation back). Renewed after the operation
+/// ended DONE with an error: GCE answers the old id with that same failed operation for as long as
+/// it remembers the id, so retrying with it only replays the failure (each replay after a longer
+/// backoff), while the failed operation changed nothing and a new id is a safe new attempt.
+#[derive(Debug)]
+pub struct MutationId(Mutex<String>);
+
+impl Default for MutationId {
+    fn default() -> Self {
+        MutationId(Mutex::new(new_request_id()))
+    }
+}
+
+impl MutationId {
+    /// The id the next attempt sends.
+    pub fn current(&self) -> String {
+        match self.0.lock() {
+            Ok(id) => id.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Takes note of an attempt's failure (see the type's docs).
+    pub fn failed(&self, err: &GceError) {
+        if !err.from_operation {
+            return;
+        }
+        let fresh = new_request_id();
+        match self.0.lock() {
+            Ok(mut id) => *id = fresh,
+            Err(poisoned) => *poisoned.into_inner() = fresh,
+        }
+    }
 }
 
 /// Keeps polling an operation after a poll failed with an error worth retrying (429, 5xx, rate

@@ -1,12 +1,12 @@
-//! End-to-end harness: the REAL binaries of svcnet-apiserver, svcnet-fake-gce and
-//! svcnet-cloud-controller on 127.0.0.1:0.
+//! End-to-end harness: the real Kubernetes control plane (etcd + kube-apiserver from the pinned
+//! build, through `svcnet_testcluster`), the REAL binary of svcnet-fake-gce on 127.0.0.1:0, and
+//! svcnet-cloud-controller under its manifests' ServiceAccount and RBAC.
 //!
-//! The two test doubles live in other packages, so Cargo does not build them for this package's
-//! tests. [`bins`] runs `cargo build -p svcnet-apiserver -p svcnet-fake-gce` once per test
-//! process (through `env!("CARGO")`, same target directory: Cargo releases its lock before it runs
-//! tests) and takes the binaries from the directory this test executable lives in
-//! (`<target>/debug/deps/..` -> `<target>/debug/`). The controller itself is
-//! `env!("CARGO_BIN_EXE_svcnet-cloud-controller")`.
+//! The fake GCE lives in another package, so Cargo does not build it for this package's tests.
+//! [`bins`] runs `cargo build -p svcnet-fake-gce` once per test process (through `env!("CARGO")`,
+//! same target directory: Cargo releases its lock before it runs tests) and takes the binary from
+//! the directory this test executable lives in (`<target>/debug/deps/..` -> `<target>/debug/`).
+//! The controller itself is `env!("CARGO_BIN_EXE_svcnet-cloud-controller")`.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
+use svcnet_testcluster::{Cluster, Component, Options};
 
 pub const PROJECT: &str = "svcnet-e2e";
 pub const REGION: &str = "us-central1";
@@ -29,24 +30,23 @@ pub const CLUSTER: &str = "svcnet-e2e";
 pub const NODE_TAG: &str = "svcnet-node";
 
 pub struct Bins {
-    pub apiserver: PathBuf,
     pub fake_gce: PathBuf,
 }
 
-/// Builds (once per process) and locates the test doubles.
+/// Builds (once per process) and locates the fake GCE.
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| {
         let exe = std::env::current_exe().expect("test executable");
-        // <target>/<profile>/deps/<test> -> <target>/<profile>; build the doubles with the
-        // same profile so they land next to this test's own binaries.
+        // <target>/<profile>/deps/<test> -> <target>/<profile>; build the fake with the same
+        // profile so it lands next to this test's own binaries.
         let dir = exe
             .parent()
             .and_then(Path::parent)
             .expect("target dir")
             .to_path_buf();
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "svcnet-apiserver", "-p", "svcnet-fake-gce"]);
+        cmd.args(["build", "-p", "svcnet-fake-gce"]);
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
@@ -56,15 +56,10 @@ pub fn bins() -> &'static Bins {
             .stderr(Stdio::inherit())
             .status()
             .expect("run cargo build");
-        assert!(
-            out.success(),
-            "building svcnet-apiserver and svcnet-fake-gce failed"
-        );
+        assert!(out.success(), "building svcnet-fake-gce failed");
         let b = Bins {
-            apiserver: dir.join("svcnet-apiserver"),
             fake_gce: dir.join("svcnet-fake-gce"),
         };
-        assert!(b.apiserver.exists(), "missing {}", b.apiserver.display());
         assert!(b.fake_gce.exists(), "missing {}", b.fake_gce.display());
         b
     })
@@ -90,47 +85,75 @@ fn spawn_listening(mut cmd: Command) -> (Child, String) {
     (child, addr)
 }
 
+/// The real control plane of one test: etcd and kube-apiserver with RBAC on.
+///
+/// No kube-controller-manager: nothing here needs its controllers, and its node IPAM would hand
+/// out podCIDRs the tests did not ask for (a node created without one must stay without one, and
+/// so without a route). Tests set podCIDRs explicitly, as node IPAM would.
 pub struct ApiServer {
-    child: Child,
+    pub cluster: Cluster,
+    /// `https://<ip>:6443`.
     pub addr: String,
-    pub dir: tempfile::TempDir,
+    /// The controller's identity: ServiceAccount kube-system/svcnet-cloud-controller with the
+    /// ClusterRole and Role of `manifests/base/cloud-controller/rbac.yaml`.
+    controller_kubeconfig: PathBuf,
 }
 
 impl ApiServer {
     pub fn start() -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut cmd = Command::new(&bins().apiserver);
-        cmd.args([
-            "--listen",
-            "127.0.0.1:0",
-            "--bookmark-interval-ms",
-            "2000",
-            "--kubeconfig-out",
-        ])
-        .arg(dir.path().join("kubeconfig"));
-        let (child, addr) = spawn_listening(cmd);
-        ApiServer { child, addr, dir }
+        let cluster = Cluster::start_with(Options {
+            controller_manager: false,
+            ..Options::default()
+        })
+        .expect("start the control plane");
+        let controller_kubeconfig = cluster
+            .component_kubeconfig(Component::CloudController)
+            .expect("svcnet-cloud-controller kubeconfig");
+        ApiServer {
+            addr: cluster.server(),
+            cluster,
+            controller_kubeconfig,
+        }
     }
 
+    /// The kubeconfig the controller under test runs with (its manifests' RBAC, not admin).
     pub fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("kubeconfig")
+        self.controller_kubeconfig.clone()
     }
 
+    /// Cluster-admin, for the test's own reads and writes.
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        self.cluster.admin_kubeconfig().to_path_buf()
+    }
+
+    /// A client as cluster-admin.
     pub async fn client(&self) -> kube::Client {
-        svcnet_core::tls::install_crypto_provider();
-        let kc = kube::config::Kubeconfig::read_from(self.kubeconfig()).expect("kubeconfig");
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .expect("config");
-        kube::Client::try_from(cfg).expect("client")
+        kube_client(&self.admin_kubeconfig()).await
+    }
+
+    /// A client with the controller's identity (to check what its RBAC allows).
+    pub async fn controller_client(&self) -> kube::Client {
+        kube_client(&self.controller_kubeconfig).await
+    }
+
+    /// Restarts kube-apiserver (same etcd, same address): every watch breaks.
+    pub fn restart(&mut self) {
+        self.cluster.restart_apiserver().expect("restart kube-apiserver");
+    }
+
+    /// Compacts etcd to its current revision: a watch resuming from before it gets 410 Gone.
+    pub fn compact(&self) -> i64 {
+        self.cluster.compact_etcd().expect("compact etcd")
     }
 }
 
-impl Drop for ApiServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+async fn kube_client(kubeconfig: &Path) -> kube::Client {
+    svcnet_core::tls::install_crypto_provider();
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("config");
+    kube::Client::try_from(cfg).expect("client")
 }
 
 pub struct FakeGce {
@@ -254,46 +277,46 @@ pub struct Controller {
 }
 
 impl Controller {
+    /// The harness's flags (fast periods, short lease) plus `extra`; a flag given in `extra`
+    /// replaces the harness's value (clap refuses a flag given twice).
     pub fn start(api: &ApiServer, gce: &FakeGce, extra: &[&str]) -> Self {
-        let mut args: Vec<String> = [
-            "--project",
-            PROJECT,
-            "--region",
-            REGION,
-            "--zones",
-            &format!("{ZONE},{ZONE_C}"),
-            "--network",
-            "default",
-            "--cluster-name",
-            CLUSTER,
-            "--node-tags",
-            NODE_TAG,
-            "--gce-endpoint",
-            &gce.endpoint(),
-            "--gce-poll-ms",
-            "50",
-            "--route-resync-seconds",
-            "2",
-            "--node-monitor-seconds",
-            "1",
-            "--leader-elect-lease-duration-seconds",
-            "3",
-            "--leader-elect-grace-seconds",
-            "1",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let zones = format!("{ZONE},{ZONE_C}");
+        let endpoint = gce.endpoint();
+        let defaults: [(&str, &str); 13] = [
+            ("--project", PROJECT),
+            ("--region", REGION),
+            ("--zones", &zones),
+            ("--network", "default"),
+            ("--cluster-name", CLUSTER),
+            ("--node-tags", NODE_TAG),
+            ("--gce-endpoint", &endpoint),
+            ("--gce-poll-ms", "50"),
+            ("--route-resync-seconds", "2"),
+            ("--node-monitor-seconds", "1"),
+            ("--leader-elect-lease-duration-seconds", "3"),
+            ("--leader-elect-grace-seconds", "1"),
+            ("--metrics-addr", ""),
+        ];
+        let mut args: Vec<String> = Vec::new();
+        for (flag, value) in defaults {
+            if extra.contains(&flag) {
+                continue;
+            }
+            args.push(flag.into());
+            if flag == "--metrics-addr" {
+                // A free port for /metrics (bound and released: a tiny race, fine on loopback).
+                let port = std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port();
+                args.push(format!("127.0.0.1:{port}"));
+            } else {
+                args.push(value.into());
+            }
+        }
         args.push("--kubeconfig".into());
         args.push(api.kubeconfig().display().to_string());
-        // A free port for /metrics (bound and released: a tiny race, fine on loopback).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        args.push("--metrics-addr".into());
-        args.push(format!("127.0.0.1:{port}"));
         args.extend(extra.iter().map(|s| s.to_string()));
         Self::start_raw(args, &[])
     }
@@ -432,13 +455,29 @@ where
 
 pub const WAIT: Duration = Duration::from_secs(60);
 
-/// The CloudLoadBalancer CRD, so the controller can write its records.
+/// The CloudLoadBalancer CRD, so the controller can write its records; returns once the server
+/// reports it Established (before that its resources are not served).
 pub async fn install_crd(client: &kube::Client) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    api.create(&PostParams::default(), &svcnet_crds::CloudLoadBalancer::crd())
+    let crd = svcnet_crds::CloudLoadBalancer::crd();
+    let name = crd.metadata.name.clone().expect("CRD name");
+    api.create(&PostParams::default(), &crd)
         .await
         .expect("create CRD");
+    eventually("CloudLoadBalancer CRD Established", WAIT, || {
+        let api = api.clone();
+        let name = name.clone();
+        async move {
+            let crd = api.get(&name).await.ok()?;
+            crd.status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+                .then_some(())
+        }
+    })
+    .await;
 }
 
 /// A Node object as kubelet + node controller leave it: providerID, Ready, optional pod CIDR.

@@ -7,7 +7,8 @@ use google_cloud_gax::error::rpc::{Code, Status};
 use google_cloud_gax::polling_error_policy::PollingErrorPolicy;
 use google_cloud_gax::polling_state::PollingState;
 
-use super::{PollTransientErrors, new_request_id};
+use super::{MutationId, PollTransientErrors, new_request_id};
+use crate::gce::error::GceError;
 
 #[test]
 fn request_ids_are_distinct_version_4_uuids() {
@@ -25,6 +26,28 @@ fn request_ids_are_distinct_version_4_uuids() {
         );
         assert_ne!(id, "00000000-0000-0000-0000-000000000000");
     }
+}
+
+#[test]
+fn mutation_id_is_kept_across_call_failures_and_renewed_after_a_failed_operation() {
+    let id = MutationId::default();
+    let first = id.current();
+    assert_eq!(id.current(), first);
+    // The call failed (503, 429, transport): GCE may have accepted it, so the retry repeats the id.
+    let mut call_failed = GceError::new("create_firewall k8s-fw-a", "backendError");
+    call_failed.status = Some(503);
+    id.failed(&call_failed);
+    call_failed.transport = true;
+    id.failed(&call_failed);
+    assert_eq!(id.current(), first);
+    // The operation ended DONE with an error: the old id would only get that operation back.
+    let mut op_failed = GceError::new("create_firewall k8s-fw-a", "backendError");
+    op_failed.status = Some(503);
+    op_failed.from_operation = true;
+    id.failed(&op_failed);
+    let second = id.current();
+    assert_ne!(second, first);
+    assert_eq!(id.current(), second);
 }
 
 fn service_error(code: Code) -> Error {
