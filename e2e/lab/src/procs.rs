@@ -84,10 +84,11 @@ pub fn kill(pid: u32) {
     signal(pid, "KILL");
 }
 
-/// Sends `sig` (`KILL`, `TERM`) to a recorded pid if it still runs one of our programs.
+/// Sends `sig` (`KILL`, `TERM`) to a recorded pid if it still runs one of our programs (svcnet's
+/// binaries, or the control plane's from the svcnet build cache).
 pub fn signal(pid: u32, sig: &str) {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    if String::from_utf8_lossy(&cmdline).contains("svcnet-") {
+    if String::from_utf8_lossy(&cmdline).contains("svcnet") {
         let _ = Command::new("kill")
             .args([&format!("-{sig}"), &pid.to_string()])
             .status();

@@ -35,7 +35,7 @@ pub use binaries::{Binaries, binaries, build_script, kubectl_program};
 pub use cluster::Cluster;
 pub use components::{Component, NAMESPACE, manifests_dir};
 pub use error::ClusterError;
-pub use flags::{CONTROLLERS, Options};
+pub use flags::{CONTROLLERS, NODE_LIFECYCLE, Options};
 pub use kubectl::Kubectl;
 pub use plan::{Launch, Plan};
 pub use sweep::sweep_dead;
