@@ -34,7 +34,7 @@ bench:
 # The local lab (needs root: network namespaces). `make demo` replays the GKE Service walkthrough and tears
 # the lab down at the end (LAB_DIR holds its state; `svcnet-lab --dir $(LAB_DIR) down` cleans up after a crash).
 LAB_DIR ?= /tmp/svcnet-lab
-LAB_BINS = -p svcnet-lab -p svcnet-apiserver -p svcnet-fake-gce -p svcnet-proxy -p svcnet-cloud-controller
+LAB_BINS = -p svcnet-lab -p svcnet-fake-gce -p svcnet-proxy -p svcnet-cloud-controller
 LAB = $(CARGO) run -q --locked -p svcnet-lab -- --dir $(LAB_DIR)
 demo:
 	$(CARGO) build --locked $(LAB_BINS)
