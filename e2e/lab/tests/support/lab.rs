@@ -14,12 +14,15 @@ pub fn lab_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_svcnet-lab"))
 }
 
-/// Builds the other binaries into this test's target dir (same profile), next to svcnet-lab.
+/// Builds the other binaries into this test's target dir (same profile), next to svcnet-lab. The
+/// package set is `make demo`'s (and `make e2e`'s first build), so features unify the same way and
+/// this build finds everything fresh instead of rebuilding the binaries with other features.
 pub fn build_siblings() {
     let profile_dir = lab_bin().parent().unwrap().to_path_buf();
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["build", "-q"]);
     for p in [
+        "svcnet-lab",
         "svcnet-fake-gce",
         "svcnet-proxy",
         "svcnet-cloud-controller",
