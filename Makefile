@@ -49,7 +49,7 @@ demo: deps
 # compaction, GCE faults and a leak check (e2e/lab/README.md).
 e2e: deps
 	$(CARGO) build --locked $(LAB_BINS)
-	CI=true $(CARGO) test --locked -p svcnet-lab --test lab -- --nocapture
+	CI=true SVCNET_LAB_PREBUILT=1 $(CARGO) test --locked -p svcnet-lab --test lab -- --nocapture
 
 # Regenerate manifests/crds from the Rust types (CI fails on stale YAML via crds/tests).
 crds:

@@ -18,6 +18,11 @@ pub fn lab_bin() -> PathBuf {
 /// package set is `make demo`'s (and `make e2e`'s first build), so features unify the same way and
 /// this build finds everything fresh instead of rebuilding the binaries with other features.
 pub fn build_siblings() {
+    // `make e2e` has just built them (same package set, same profile) and says so: a cargo run from
+    // inside a test inherits cargo's test environment, which makes it rebuild several dependencies.
+    if std::env::var_os("SVCNET_LAB_PREBUILT").is_some() {
+        return;
+    }
     let profile_dir = lab_bin().parent().unwrap().to_path_buf();
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["build", "-q"]);
