@@ -105,7 +105,7 @@ pub fn stop(dir: &Path, name: &str, graceful: bool) -> Result<()> {
     };
     procs::signal(p.pid, if graceful { "TERM" } else { "KILL" });
     let start = Instant::now();
-    while procs::alive(p.pid) {
+    while !procs::gone(p.pid) {
         if start.elapsed() > Duration::from_secs(15) {
             bail!("{name} (pid {}) still running", p.pid);
         }

@@ -72,6 +72,16 @@ pub fn wait_log(
     }
 }
 
+/// Whether `pid` has fully exited: gone, or a zombie whose threads are all gone too. A Go program's
+/// main thread can be a zombie while its other threads still exit and hold its sockets, so "not alive"
+/// is not yet "its port is free".
+pub fn gone(pid: u32) -> bool {
+    if alive(pid) {
+        return false;
+    }
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |tasks| tasks.count() <= 1)
+}
+
 pub fn alive(pid: u32) -> bool {
     // A zombie (exited, not yet reaped by us) has state Z.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
