@@ -107,7 +107,13 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
         kube::kubectl_ok(
             dir,
             st,
-            &["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"],
+            &[
+                "wait",
+                "--for=condition=Established",
+                "crd",
+                "--all",
+                "--timeout=60s",
+            ],
         )?;
     }
     let mut registered = Vec::new();
@@ -220,8 +226,8 @@ fn start_control_plane(dir: &Path, st: &mut State) -> Result<()> {
 /// The ConfigMap files with `kubeconfig.conf` replaced by the component's ServiceAccount kubeconfig:
 /// what a pod gets from its ServiceAccount token mount, so the binary runs under its manifests' RBAC.
 pub fn with_identity(files: Vec<(PathBuf, String)>, kubeconfig: &Path) -> Result<Vec<(PathBuf, String)>> {
-    let identity = std::fs::read_to_string(kubeconfig)
-        .with_context(|| format!("read {}", kubeconfig.display()))?;
+    let identity =
+        std::fs::read_to_string(kubeconfig).with_context(|| format!("read {}", kubeconfig.display()))?;
     Ok(files
         .into_iter()
         .map(|(path, content)| {

@@ -37,7 +37,11 @@ pub fn print(dir: &Path, st: &State) {
     eprintln!("---- fake GCE faults ----");
     eprintln!("{}", get_in_vpc(st, &cluster::gce_url("/_fake/faults")));
     eprintln!("---- services, pods, endpointslices, nodes (kubectl get -A -o wide) ----");
-    match kube::kubectl_ok(dir, st, &["get", "svc,pods,endpointslices,nodes", "-A", "-o", "wide"]) {
+    match kube::kubectl_ok(
+        dir,
+        st,
+        &["get", "svc,pods,endpointslices,nodes", "-A", "-o", "wide"],
+    ) {
         Ok(out) => eprintln!("{out}"),
         Err(e) => eprintln!("(unavailable: {e:#})"),
     }
@@ -50,9 +54,9 @@ pub fn print(dir: &Path, st: &State) {
         "cloud-controller",
         "vpc-agent",
     ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     names.extend(st.nodes.iter().map(|n| format!("proxy-{}", n.name)));
     for name in names {
         let text = std::fs::read_to_string(procs::log_path(dir, &name)).unwrap_or_default();

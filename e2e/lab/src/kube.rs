@@ -38,7 +38,11 @@ impl Api {
 
     /// One JSON call that must succeed (2xx); PATCH bodies are merge patches.
     pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-        let ct = if method == "PATCH" { MERGE } else { "application/json" };
+        let ct = if method == "PATCH" {
+            MERGE
+        } else {
+            "application/json"
+        };
         self.call_as(method, path, ct, body)
     }
 

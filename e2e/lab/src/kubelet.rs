@@ -31,8 +31,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::kube::{Api, STRATEGIC};
-use crate::state::{Node, State};
 use crate::pods;
+use crate::state::{Node, State};
 
 /// The most a terminating pod keeps serving.
 pub const DRAIN: Duration = Duration::from_secs(2);
@@ -233,7 +233,12 @@ impl Kubelet {
                 .unwrap_or(&stamp)
                 .to_owned();
             let patch = json!({"status": {"conditions": [ready_condition(&stamp, &since)]}});
-            if let Err(e) = api.call_as("PATCH", &format!("/api/v1/nodes/{name}/status"), STRATEGIC, Some(&patch)) {
+            if let Err(e) = api.call_as(
+                "PATCH",
+                &format!("/api/v1/nodes/{name}/status"),
+                STRATEGIC,
+                Some(&patch),
+            ) {
                 eprintln!("kubelet: Ready of {name}: {e:#}");
             }
         }
@@ -374,7 +379,11 @@ fn report(api: &Api, p: &Value, r: &RunningPod, node: &Node) -> Result<()> {
     let c = &p["spec"]["containers"][0];
     let started = s(p, &["metadata", "creationTimestamp"]);
     let status = running_status(r, s(c, &["name"]), s(c, &["image"]), &node.ip, started);
-    api.call("PATCH", &pod_path(p, "/status"), Some(&json!({ "status": status })))?;
+    api.call(
+        "PATCH",
+        &pod_path(p, "/status"),
+        Some(&json!({ "status": status })),
+    )?;
     Ok(())
 }
 
@@ -399,9 +408,11 @@ fn schedule(st: &State, nodes: &[Value], pods: &[Value], api: &Api) {
                 s(o, &["metadata", "name"]) == n.name
                     && o["metadata"]["deletionTimestamp"].is_null()
                     && !s(o, &["spec", "podCIDR"]).is_empty()
-                    && !o["spec"]["taints"].as_array().into_iter().flatten().any(|t| {
-                        t["effect"] == "NoSchedule" || t["effect"] == "NoExecute"
-                    })
+                    && !o["spec"]["taints"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|t| t["effect"] == "NoSchedule" || t["effect"] == "NoExecute")
             })
         })
         .map(|n| n.name.as_str())

@@ -10,8 +10,8 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use crate::components::{self, Started};
-use crate::state::{self, NODE_TAG, Node, State, VPC_IP, ZONE};
 use crate::kube::{self, Api};
+use crate::state::{self, NODE_TAG, Node, State, VPC_IP, ZONE};
 use crate::{cluster, kubelet, manifest, netns, procs};
 
 /// Creates node `index` (1-based) and links it to the VPC router over `n<index>`.

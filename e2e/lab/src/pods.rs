@@ -14,7 +14,15 @@ use crate::{netns, procs};
 
 /// Creates the pod's namespace `ns` on `node`'s bridge with `ip` and starts the hostname server
 /// answering `name` on `port`; link `link` is the bridge side.
-pub fn start(dir: &Path, node: &Node, ns: &str, link: &str, ip: Ipv4Addr, name: &str, port: u16) -> Result<()> {
+pub fn start(
+    dir: &Path,
+    node: &Node,
+    ns: &str,
+    link: &str,
+    ip: Ipv4Addr,
+    name: &str,
+    port: u16,
+) -> Result<()> {
     let (Some(gw), Some(prefix)) = (node.bridge_ip(), node.pod_cidr.split('/').nth(1)) else {
         bail!("node {} has no podCIDR yet", node.name);
     };

@@ -17,8 +17,8 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State, VPC_IP};
 use crate::kube::Api;
+use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State, VPC_IP};
 use crate::{cluster, firewall, http, kubelet, lb_health, netns};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.

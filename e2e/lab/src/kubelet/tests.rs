@@ -63,7 +63,13 @@ fn running_status_reads_as_ready_and_running() {
         port: 9376,
         terminating: false,
     };
-    let st = running_status(&p, "serve-hostname", "serve_hostname", "10.128.0.2", "2026-01-01T00:00:00Z");
+    let st = running_status(
+        &p,
+        "serve-hostname",
+        "serve_hostname",
+        "10.128.0.2",
+        "2026-01-01T00:00:00Z",
+    );
     assert_eq!(st["phase"], "Running");
     assert_eq!(st["podIP"], "10.64.0.2");
     assert_eq!(st["hostIP"], "10.128.0.2");

@@ -257,7 +257,10 @@ pub fn apiserver_restart_and_compaction(c: &dyn Cluster, hostnames_ip: &str) {
         );
         wait_answer(c, from, &format!("http://{cip}:8080/"));
         let seen = wait_all_answer(c, from, &format!("http://{cip_c}/"), 3);
-        assert_eq!(seen, three, "churn-c on {node} answers from other pods than the 3 running");
+        assert_eq!(
+            seen, three,
+            "churn-c on {node} answers from other pods than the 3 running"
+        );
     }
     let ip = lb_ip(c, "after-restart");
     wait_answer(c, From::Client, &format!("http://{ip}:8080/"));
@@ -269,7 +272,11 @@ pub fn apiserver_restart_and_compaction(c: &dyn Cluster, hostnames_ip: &str) {
         wait_for(
             &format!("churn-c on {node} answering only from the 2 pods left"),
             Duration::from_secs(30),
-            || answers(c, From::Node(&node), &url, 8).is_subset(&two).then_some(()),
+            || {
+                answers(c, From::Node(&node), &url, 8)
+                    .is_subset(&two)
+                    .then_some(())
+            },
         );
     }
     for name in ["churn-a", "churn-c"] {

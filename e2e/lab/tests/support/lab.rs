@@ -232,8 +232,16 @@ impl Cluster for Lab {
     fn run_pods(&self, app: &str, replicas: usize, port: u16) {
         let (image, port) = (format!("--image={IMAGE}"), format!("--port={port}"));
         let replicas_flag = format!("--replicas={replicas}");
-        let args = ["create", "deployment", app, image.as_str(), port.as_str(), &replicas_flag];
-        self.kubectl(&args).unwrap_or_else(|e| panic!("kubectl {args:?}: {e}"));
+        let args = [
+            "create",
+            "deployment",
+            app,
+            image.as_str(),
+            port.as_str(),
+            &replicas_flag,
+        ];
+        self.kubectl(&args)
+            .unwrap_or_else(|e| panic!("kubectl {args:?}: {e}"));
         self.wait_running(app, replicas);
     }
 
