@@ -21,6 +21,10 @@ fn services_load_balancers_and_failures_end_to_end() {
     let mut s = Scenario::new(cluster);
     println!("cluster: {}", s.c.kind());
 
+    s.step(
+        "identities: the proxy and the controller run as their ServiceAccounts under their RBAC",
+        basics::identities,
+    );
     let h = s.step(
         "ClusterIP: node-1 reaches both pods, one via the GCE route",
         |c| basics::cluster_ip_across_nodes(c),

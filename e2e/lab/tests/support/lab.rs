@@ -218,6 +218,27 @@ impl Cluster for Lab {
         }
     }
 
+    fn kubectl_as(&self, component: &str, args: &[&str]) -> (bool, String) {
+        // The ConfigMap volume the lab wrote for the workload: the file its command line names.
+        let kubeconfig = self
+            .dir
+            .join("config")
+            .join(component)
+            .join("config/kubeconfig.conf");
+        assert!(kubeconfig.exists(), "{} missing", kubeconfig.display());
+        let kubectl = svcnet_testcluster::kubectl_program();
+        let out = svcnet_netns::command(&self.vpc(), &[kubectl.to_str().unwrap(), "--kubeconfig"])
+            .arg(kubeconfig)
+            .args(args)
+            .env("KUBECACHEDIR", self.dir.join("kubecache"))
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        )
+    }
+
     fn get(&self, from: From<'_>, url: &str) -> Option<String> {
         match http_in(&self.ns(from), "GET", url, None) {
             Some((200, body)) => Some(body),

@@ -55,6 +55,9 @@ pub trait Cluster {
     fn gce(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
     /// The real kubectl (the server's release) against the cluster's API, as cluster-admin.
     fn kubectl(&self, args: &[&str]) -> Result<String, String>;
+    /// kubectl with the kubeconfig the running `component` (`svcnet-proxy`, `svcnet-cloud-controller`)
+    /// reads: (exit success, stdout).
+    fn kubectl_as(&self, component: &str, args: &[&str]) -> (bool, String);
     /// HTTP GET; the body (trimmed) on 200, None otherwise (timeouts included).
     fn get(&self, from: From<'_>, url: &str) -> Option<String>;
     /// One UDP datagram to `addr` (`ip:port`); the reply (trimmed) or None.
