@@ -279,6 +279,15 @@ pub fn apiserver_restart_and_compaction(c: &dyn Cluster, hostnames_ip: &str) {
             },
         );
     }
+    // The faults did what they are for: every proxy's watches were refused with 410 (resumed from a
+    // resourceVersion the restarted API server no longer serves) and had to relist.
+    for (node, _) in c.nodes() {
+        let log = c.log(&format!("proxy-{node}"));
+        assert!(
+            log.contains("too old resource version"),
+            "proxy on {node} never got 410 Gone: the step did not exercise a relist"
+        );
+    }
     for name in ["churn-a", "churn-c"] {
         crate::support::api(c, "DELETE", &svc_path(name), None);
     }

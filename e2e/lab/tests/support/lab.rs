@@ -328,6 +328,10 @@ impl Cluster for Lab {
         self.lab(&["start", Self::component(c)]);
     }
 
+    fn log(&self, component: &str) -> String {
+        std::fs::read_to_string(self.dir.join("logs").join(format!("{component}.log"))).unwrap_or_default()
+    }
+
     fn compact_etcd(&self) -> i64 {
         self.lab(&["compact-etcd"]).trim().parse().unwrap()
     }

@@ -81,6 +81,8 @@ pub trait Cluster {
     fn start(&self, c: Component);
     /// Compacts etcd up to its current revision (returned): a watch resuming from before it gets 410.
     fn compact_etcd(&self) -> i64;
+    /// Everything a component (`proxy-<node>`, `cloud-controller`, ...) has logged so far.
+    fn log(&self, component: &str) -> String;
     /// The node IPs the network currently sends `lb_ip` to (the healthy target pool members).
     fn lb_backends(&self, lb_ip: &str) -> Vec<String>;
     /// Source addresses of [`From::Client`] and [`From::Client2`].
