@@ -264,7 +264,28 @@ pub fn apiserver_restart_and_compaction(c: &dyn Cluster, hostnames_ip: &str) {
     }
     let ip = lb_ip(c, "after-restart");
     wait_answer(c, From::Client, &format!("http://{ip}:8080/"));
-    // Endpoints removed after the faults reach the nodes too.
+    // Endpoints removed after the faults reach the nodes too. The pod scaled away first drains: the
+    // EndpointSlice controller lists it as terminating (serving, not ready) while the agent keeps it up.
+    c.kubectl(&["scale", "deployment", "hostnames", "--replicas", "2"])
+        .unwrap_or_else(|e| panic!("kubectl scale: {e}"));
+    let slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io/service-name%3Dchurn-c";
+    let draining = wait_for(
+        "a terminating, serving, not ready endpoint of churn-c",
+        Duration::from_secs(5),
+        || {
+            let list = c.api("GET", slices, None).ok()?;
+            list["items"]
+                .as_array()?
+                .iter()
+                .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+                .find(|e| {
+                    let cond = &e["conditions"];
+                    cond["terminating"] == true && cond["serving"] == true && cond["ready"] == false
+                })
+                .and_then(|e| e["targetRef"]["name"].as_str().map(str::to_owned))
+        },
+    );
+    assert!(three.contains(&draining), "{draining} was not one of {three:?}");
     c.scale("hostnames", 2);
     let two: BTreeSet<String> = c.pods("hostnames").into_iter().map(|p| p.0).collect();
     for (node, _) in c.nodes() {
