@@ -219,7 +219,7 @@ pub fn udp(c: &dyn Cluster, h: &Hostnames) {
 }
 
 /// sessionAffinity ClientIP: the pool gets CLIENT_IP and one client keeps getting the same pod, through
-/// the ClusterIP and through the LB IP (without affinity, step 1 saw both pods from node-1).
+/// the ClusterIP and through the LB IP (without affinity, the ClusterIP step saw both pods from node-1).
 pub fn session_affinity(c: &dyn Cluster, h: &Hostnames, ip: &str) {
     patch_svc(c, "hostnames", json!({"spec": {"sessionAffinity": "ClientIP"}}));
     let lb = lb_name(c, "hostnames");
