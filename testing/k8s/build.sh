@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the pinned upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-proxy) from
+# Builds the pinned upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-proxy) and the
+# kubectl of the same release (the machine's may be outside the version skew policy) from
 # go.mod/go.sum beside this script into a cache outside the repository, keyed by the pinned versions and
 # this recipe, and prints the bin directory as the last line of stdout. A second call reuses the cache.
 #
@@ -29,7 +30,7 @@ export CGO_ENABLED=0
 key="$(cat "$here/go.mod" "$here/go.sum" "$here/build.sh" | sha256sum | cut -c1-12)"
 root="${SVCNET_K8S_CACHE:-/var/cache/svcnet}"
 dir="$root/k8s-$k8s_version-etcd-$etcd_version-$key"
-bins=(etcd kube-apiserver kube-controller-manager kube-proxy)
+bins=(etcd kube-apiserver kube-controller-manager kube-proxy kubectl)
 
 complete() {
   for b in "${bins[@]}"; do [ -x "$dir/bin/$b" ] || return 1; done
@@ -71,12 +72,13 @@ tmp="$dir.tmp.$$"
 rm -rf "$tmp"
 mkdir -p "$tmp/bin"
 trap 'rm -rf "$tmp"' EXIT
-# One go build for all four: shared packages compile once.
+# One go build for all five: shared packages compile once.
 go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/" \
   go.etcd.io/etcd/server/v3 \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-proxy
+  k8s.io/kubernetes/cmd/kube-proxy \
+  k8s.io/kubernetes/cmd/kubectl
 # The etcd main package is the module root go.etcd.io/etcd/server/v3; go build names a /vN path after the
 # element before it.
 mv "$tmp/bin/server" "$tmp/bin/etcd"

@@ -1,34 +1,30 @@
-//! `up` and `down`: namespaces, the control plane (svcnet-fake-gce, svcnet-apiserver,
-//! svcnet-cloud-controller, all in the `vpc` namespace on 10.128.0.1, reachable from the nodes), instances
-//! and tainted Nodes, a proxy per node, and the VPC agent.
+//! `up` and `down`: namespaces; the real control plane (etcd, kube-apiserver, kube-controller-manager
+//! from `svcnet-testcluster`'s plan) with `kubectl proxy`, svcnet-fake-gce and svcnet-cloud-controller,
+//! all in the `vpc` namespace on 10.128.0.1 (reachable from the nodes); GCE instances and Nodes; a
+//! proxy per node; and the VPC agent (which also plays the kubelets and the scheduler).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+use svcnet_testcluster::{Component, Options, Plan};
 
+use crate::kube::{self, Api};
 use crate::state::{self, *};
 use crate::{components, http, manifest, netns, nodes, procs, vpc};
-
-pub fn api_url(path: &str) -> String {
-    format!("http://{VPC_IP}:{API_PORT}{path}")
-}
 
 pub fn gce_url(path: &str) -> String {
     format!("http://{VPC_IP}:{GCE_PORT}{path}")
 }
 
-/// A JSON call to the API stand-in (made from the `vpc` namespace).
+/// A JSON call to the Kubernetes API as admin (made from the `vpc` namespace, through `kubectl proxy`);
+/// PATCH is a merge patch.
 pub fn api(st: &State, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-    let ct = if method == "PATCH" {
-        "application/merge-patch+json"
-    } else {
-        "application/json"
-    };
-    http::json_in(&st.vpc(), method, &api_url(path), ct, body)
+    Api::outside(st).call(method, path, body)
 }
 
 /// A JSON call to the fake GCE (made from the `vpc` namespace).
@@ -65,6 +61,7 @@ fn strings(v: &[&str]) -> Vec<String> {
 }
 
 fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
+    let t0 = Instant::now();
     // Read first: a broken overlay fails before anything is made.
     let docs = manifest::render(&st.overlay)?;
     vpc::create(st)?;
@@ -74,6 +71,9 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
         state::save(dir, st)?;
     }
     let vpc_ns = st.vpc();
+    start_control_plane(dir, st)?;
+    let t_cp = t0.elapsed();
+
     let gce_args = strings(&[
         "--listen",
         &format!("{VPC_IP}:{GCE_PORT}"),
@@ -91,43 +91,49 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
     let bin = procs::sibling("svcnet-fake-gce")?;
     components::launch(dir, st, "fake-gce", &vpc_ns, bin, gce_args)?.wait(dir, Duration::from_secs(20))?;
 
-    // The state file lets the stand-in restart with its objects (the apiserver-restart scenario).
-    let api_args = strings(&[
-        "--listen",
-        &format!("{VPC_IP}:{API_PORT}"),
-        "--kubeconfig-out",
-        &dir.join("kubeconfig").display().to_string(),
-        "--state-file",
-        &dir.join("apiserver-state.json").display().to_string(),
-        "--bookmark-interval-ms",
-        "2000",
-    ]);
-    let bin = procs::sibling("svcnet-apiserver")?;
-    components::launch(dir, st, "apiserver", &vpc_ns, bin, api_args)?.wait(dir, Duration::from_secs(20))?;
-
     // The CRDs as the overlay renders them (what `kubectl apply -k` would create).
-    for crd in docs.iter().filter(|d| d["kind"] == "CustomResourceDefinition") {
-        api(
+    let crds: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "CustomResourceDefinition")
+        .collect();
+    if !crds.is_empty() {
+        let file = dir.join("crds.json");
+        std::fs::write(
+            &file,
+            serde_json::to_vec(&serde_json::json!({"apiVersion": "v1", "kind": "List", "items": crds}))?,
+        )?;
+        let file = file.display().to_string();
+        kube::kubectl_ok(dir, st, &["apply", "--server-side", "-f", &file])?;
+        kube::kubectl_ok(
+            dir,
             st,
-            "POST",
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            Some(crd),
+            &[
+                "wait",
+                "--for=condition=Established",
+                "crd",
+                "--all",
+                "--timeout=60s",
+            ],
         )?;
     }
+    let mut registered = Vec::new();
     for node in &st.nodes {
-        nodes::register(st, node)?;
+        registered.push(nodes::register(st, node)?);
     }
+    st.nodes = registered;
+    state::save(dir, st)?;
+
+    // The agent plays the kubelets (Leases, Pods) and runs the VPC.
+    let me = std::env::current_exe()?;
+    let agent_args = strings(&["agent", "--dir", &dir.display().to_string()]);
+    components::launch(dir, st, "vpc-agent", &vpc_ns, me, agent_args)?;
 
     // The controller as the lab overlay's Deployment runs it (one replica: see README.md).
     let fields = BTreeMap::from([("metadata.name", "svcnet-cloud-controller-lab".to_owned())]);
     let cc = manifest::launch(&docs, manifest::CONTROLLER, &dir.join("config"), &fields)?;
-    write_files(&cc.files)?;
+    write_files(&with_identity(cc.files, &st.controller_kubeconfig)?)?;
     let bin = procs::sibling(&cc.bin)?;
     let cc = components::launch(dir, st, "cloud-controller", &vpc_ns, bin, cc.args)?;
-
-    let me = std::env::current_exe()?;
-    let agent_args = strings(&["agent", "--dir", &dir.display().to_string()]);
-    components::launch(dir, st, "vpc-agent", &vpc_ns, me, agent_args)?;
 
     let nodes = st.nodes.clone();
     let mut proxies = Vec::new();
@@ -140,12 +146,98 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
     cc.wait(dir, Duration::from_secs(60))?;
     wait_initialised(st)?;
     println!(
-        "lab {} is up: {} node(s); state in {}",
+        "lab {} is up: {} node(s), control plane {:.1} s, all {:.1} s; state in {}",
         st.prefix,
         n,
+        t_cp.as_secs_f64(),
+        t0.elapsed().as_secs_f64(),
         dir.display()
     );
     Ok(())
+}
+
+/// etcd, kube-apiserver and kube-controller-manager as `svcnet-testcluster` plans them (TLS, RBAC, node
+/// IPAM on [`CLUSTER_CIDR`]) but started as lab components, so they outlive `up` and `stop`/`start`
+/// work on them; then the components' ServiceAccounts with their manifests' RBAC, and `kubectl proxy`.
+fn start_control_plane(dir: &Path, st: &mut State) -> Result<()> {
+    let vpc_ns = st.vpc();
+    let bins = svcnet_testcluster::binaries()?;
+    let kdir = dir.join("k8s");
+    std::fs::create_dir_all(&kdir)?;
+    let ip: IpAddr = VPC_IP.parse()?;
+    let plan = Plan::prepare(
+        &bins,
+        &kdir,
+        ip,
+        Options {
+            netns: Some(vpc_ns.clone()),
+            ip: Some(ip),
+            cluster_cidr: CLUSTER_CIDR.into(),
+            // The agent plays the kubelets: their Leases and Ready conditions are judged as in a cluster.
+            node_lifecycle: true,
+            ..Options::default()
+        },
+    )?;
+    st.admin_kubeconfig = plan.admin_kubeconfig.clone();
+    std::fs::copy(&plan.admin_kubeconfig, dir.join("kubeconfig"))?;
+    state::save(dir, st)?;
+    let (etcd, apiserver) = (plan.etcd.clone(), plan.apiserver.clone());
+    components::launch(dir, st, "etcd", &vpc_ns, etcd.program, etcd.args)?;
+    components::launch(dir, st, "apiserver", &vpc_ns, apiserver.program, apiserver.args)?
+        .wait(dir, Duration::from_secs(120))?;
+    let Some(kcm) = plan.controller_manager.clone() else {
+        bail!("the control plane's plan has no kube-controller-manager");
+    };
+    let kcm = components::launch(dir, st, "controller-manager", &vpc_ns, kcm.program, kcm.args)?;
+    // The serviceaccount controller making `default` shows the controllers run with their credentials;
+    // Pods are not admitted in a namespace before it exists.
+    let admin = kube::kubectl(dir, st);
+    let start = Instant::now();
+    while !admin
+        .run(&["get", "serviceaccount", "default", "-n", "default"])?
+        .status
+        .success()
+    {
+        if !procs::alive(kcm.pid) || start.elapsed() > Duration::from_secs(90) {
+            bail!(
+                "kube-controller-manager not ready; log:\n{}",
+                procs::tail(
+                    &std::fs::read_to_string(procs::log_path(dir, "controller-manager")).unwrap_or_default(),
+                    30
+                )
+            );
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    st.proxy_kubeconfig = plan.component_kubeconfig(Component::Proxy)?;
+    st.controller_kubeconfig = plan.component_kubeconfig(Component::CloudController)?;
+    state::save(dir, st)?;
+    let kubectl = svcnet_testcluster::kubectl_program();
+    let args = vec![
+        "proxy".to_owned(),
+        format!("--kubeconfig={}", st.admin_kubeconfig.display()),
+        "--address=127.0.0.1".to_owned(),
+        format!("--port={}", API_PROXY.rsplit(':').next().unwrap_or("8001")),
+    ];
+    components::launch(dir, st, "api-proxy", &vpc_ns, kubectl, args)?.wait(dir, Duration::from_secs(20))?;
+    Ok(())
+}
+
+/// The ConfigMap files with `kubeconfig.conf` replaced by the component's ServiceAccount kubeconfig:
+/// what a pod gets from its ServiceAccount token mount, so the binary runs under its manifests' RBAC.
+pub fn with_identity(files: Vec<(PathBuf, String)>, kubeconfig: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let identity =
+        std::fs::read_to_string(kubeconfig).with_context(|| format!("read {}", kubeconfig.display()))?;
+    Ok(files
+        .into_iter()
+        .map(|(path, content)| {
+            if path.file_name().is_some_and(|f| f == "kubeconfig.conf") {
+                (path, identity.clone())
+            } else {
+                (path, content)
+            }
+        })
+        .collect())
 }
 
 /// Writes the ConfigMap files a launch reads.
@@ -181,7 +273,7 @@ pub fn wait_initialised(st: &State) -> Result<()> {
         let unrouted: Vec<String> = st
             .nodes
             .iter()
-            .map(Node::pod_cidr)
+            .map(|n| n.pod_cidr.clone())
             .filter(|c| !routed.contains(&c.as_str()))
             .collect();
         if !tainted && unrouted.is_empty() {

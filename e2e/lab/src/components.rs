@@ -1,4 +1,5 @@
-//! Named lab components (control plane, VPC agent, proxies): started with their command line recorded in
+//! Named lab components (etcd, apiserver, controller-manager, api-proxy, fake-gce, cloud-controller,
+//! vpc-agent, proxy-<node>): started with their command line recorded in
 //! the state file, so `svcnet-lab stop NAME` can kill one (SIGKILL, like a crash; `--graceful`: SIGTERM)
 //! and `svcnet-lab start NAME` relaunch it exactly as before. The restart scenarios of `make e2e` use
 //! them; logs are appended to, so one file tells a component's whole life.
@@ -8,16 +9,29 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use crate::procs;
-use crate::state::{self, Proc, State};
+use serde_json::json;
 
-/// What a component prints once it serves (none: it is ready when started).
-fn ready_needle(name: &str) -> Option<&'static str> {
+use crate::state::{self, Proc, State};
+use crate::{http, kube, procs};
+
+/// How to tell a component is ready.
+enum Ready {
+    /// It prints this once it serves.
+    Log(&'static str),
+    /// kube-apiserver: `/readyz` answers ok (asked with the admin kubeconfig).
+    ApiServer,
+    /// Ready when started (etcd: the API server's readiness covers it).
+    Started,
+}
+
+fn ready(name: &str) -> Ready {
     match name {
-        "fake-gce" | "apiserver" => Some("listening on"),
-        "cloud-controller" => Some("became leader"),
-        n if n.starts_with("proxy-") => Some("synced"),
-        _ => None,
+        "fake-gce" => Ready::Log("listening on"),
+        "api-proxy" => Ready::Log("Starting to serve on"),
+        "apiserver" => Ready::ApiServer,
+        "cloud-controller" => Ready::Log("became leader"),
+        n if n.starts_with("proxy-") => Ready::Log("synced"),
+        _ => Ready::Started,
     }
 }
 
@@ -30,9 +44,24 @@ pub struct Started {
 
 impl Started {
     pub fn wait(&self, dir: &Path, timeout: Duration) -> Result<()> {
-        match ready_needle(&self.name) {
-            Some(needle) => procs::wait_log(dir, &self.name, self.from, self.pid, needle, timeout),
-            None => Ok(()),
+        match ready(&self.name) {
+            Ready::Log(needle) => procs::wait_log(dir, &self.name, self.from, self.pid, needle, timeout),
+            Ready::ApiServer => {
+                let kubectl = kube::kubectl(dir, &state::load(dir)?);
+                let start = Instant::now();
+                loop {
+                    if kubectl.run(&["get", "--raw", "/readyz"])?.status.success() {
+                        return Ok(());
+                    }
+                    if !procs::alive(self.pid) || start.elapsed() > timeout {
+                        let log =
+                            std::fs::read_to_string(procs::log_path(dir, &self.name)).unwrap_or_default();
+                        bail!("{} not ready; log:\n{}", self.name, procs::tail(&log, 40));
+                    }
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+            }
+            Ready::Started => Ok(()),
         }
     }
 }
@@ -77,7 +106,7 @@ pub fn stop(dir: &Path, name: &str, graceful: bool) -> Result<()> {
     };
     procs::signal(p.pid, if graceful { "TERM" } else { "KILL" });
     let start = Instant::now();
-    while procs::alive(p.pid) {
+    while !procs::gone(p.pid) {
         if start.elapsed() > Duration::from_secs(15) {
             bail!("{name} (pid {}) still running", p.pid);
         }
@@ -99,5 +128,37 @@ pub fn start(dir: &Path, name: &str) -> Result<()> {
     let started = launch(dir, &mut st, name, &p.ns, p.bin, p.args)?;
     started.wait(dir, Duration::from_secs(60))?;
     println!("{name} started (pid {})", started.pid);
+    Ok(())
+}
+
+/// `svcnet-lab compact-etcd`: compacts etcd (through its JSON gateway, from the `vpc` namespace) up to
+/// its current revision, so a watch resuming from an older resourceVersion, once the API server's watch
+/// cache no longer holds it (after an API server restart), gets 410 Gone and must list again.
+pub fn compact_etcd(dir: &Path) -> Result<()> {
+    let st = state::load(dir)?;
+    let url = |p: &str| format!("http://{}:2379{p}", state::VPC_IP);
+    // Any range request answers with the header; "Lw==" is the key "/" in base64.
+    let range = http::json_in(
+        &st.vpc(),
+        "POST",
+        &url("/v3/kv/range"),
+        "application/json",
+        Some(&json!({"key": "Lw==", "count_only": true})),
+    )?;
+    let Some(rev) = range["header"]["revision"].as_str() else {
+        bail!("etcd range: no header.revision in {range}");
+    };
+    let (code, body) = http::request_in(
+        &st.vpc(),
+        "POST",
+        &url("/v3/kv/compaction"),
+        "application/json",
+        &json!({"revision": rev, "physical": true}).to_string(),
+    )?;
+    // Nothing written since the last compaction: etcd refuses to compact the same revision twice.
+    if code != 200 && !body.contains("required revision has been compacted") {
+        bail!("etcd compaction at {rev}: {code} {body}");
+    }
+    println!("{rev}");
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `make demo`: the GKE Service walkthrough (shared/reference/gke-service-walkthrough.md) replayed on the
-//! lab, step by step with the real kubectl and gcloud (pointed at the stand-in and the fake GCE from the
-//! `vpc` namespace). On failure it prints the node's iptables-save, the fake's state and the control-plane
+//! lab, step by step with the article's own commands: kubectl (the pinned v1.34 build, as cluster-admin,
+//! against the real kube-apiserver) and gcloud (pointed at the fake GCE), run in the `vpc` namespace. On failure it prints the node's iptables-save, the fake's state and the control-plane
 //! logs; the lab is always torn down unless `--keep`, also when the demo is interrupted (Ctrl-C, SIGTERM,
 //! SIGHUP), so running it without `make` leaves nothing behind either.
 
@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::state::{self, CLIENT_IP, CLUSTER_CIDR, NODE_TAG, PROJECT, State};
-use crate::{cluster, http, netns, pods, procs};
+use crate::{cluster, http, kube, netns, procs};
+
+/// The walkthrough's image; the lab's agent runs its hostname server for it (`crate::kubelet`).
+pub const IMAGE: &str = "gcr.io/google_containers/serve_hostname";
 
 /// KUBE-SVC- + base32(sha256("default/hostnames" + "tcp")): today's kube-proxy name for the unnamed port.
 const SVC_CHAIN: &str = "KUBE-SVC-YN5D6RYVEVZOH44Q";
@@ -112,6 +115,7 @@ fn show(ns: &str, shown: &str, args: &[&str], env: &[(String, String)]) -> Resul
 struct Tools {
     vpc: String,
     kubeconfig: String,
+    kubectl: svcnet_testcluster::Kubectl,
     gcloud_env: Vec<(String, String)>,
 }
 
@@ -135,14 +139,24 @@ impl Tools {
         Ok(Tools {
             vpc: st.vpc(),
             kubeconfig: dir.join("kubeconfig").display().to_string(),
+            kubectl: kube::kubectl(dir, st),
             gcloud_env: env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
         })
     }
 
     fn kubectl(&self, args: &[&str]) -> Result<String> {
-        let mut v = vec!["kubectl", "--kubeconfig", &self.kubeconfig];
-        v.extend_from_slice(args);
-        show(&self.vpc, &format!("kubectl {}", args.join(" ")), &v, &[])
+        println!("$ kubectl {}", args.join(" "));
+        let out = self.kubectl.run(args)?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        print!("{text}");
+        if !out.status.success() {
+            bail!(
+                "`kubectl {}` failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(text)
     }
 
     /// The walkthrough's way to make the Service: from the Deployment, port 80 to the pods' 9376.
@@ -211,7 +225,8 @@ fn wait(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> R
     }
 }
 
-/// Waits until `n` Pods of hostnames are Running with an IP (the VPC agent writes them every 500 ms).
+/// Waits until exactly `n` Pods of hostnames exist, all Running with an IP (the ReplicaSet controller
+/// makes them, the agent schedules and runs them).
 fn wait_pods_running(st: &State, n: usize) -> Result<()> {
     wait("the hostnames Pods", Duration::from_secs(30), || {
         let pods = cluster::api(
@@ -227,14 +242,6 @@ fn wait_pods_running(st: &State, n: usize) -> Result<()> {
                     && p["status"]["podIP"].is_string()
                     && p["metadata"]["deletionTimestamp"].is_null()
             }))
-    })
-}
-
-/// Waits until the agent mirrored the hostnames Deployment (`kubectl expose deployment` reads it).
-fn wait_deployment(st: &State) -> Result<()> {
-    wait("the hostnames Deployment", Duration::from_secs(30), || {
-        let path = "/apis/apps/v1/namespaces/default/deployments/hostnames";
-        Ok(cluster::api(st, "GET", path, None)?["status"]["readyReplicas"].as_u64() > Some(0))
     })
 }
 
@@ -255,23 +262,13 @@ fn wait_endpoints(st: &State, n: usize) -> Result<()> {
 /// `svcnet-proxy explain` on the objects the API holds, as node `node`'s proxy sees them: the rules it
 /// renders for hostnames and representative packets traced through them. Offline: it reads a file and
 /// touches no netfilter, so it runs here, outside the lab's namespaces.
-fn explain(dir: &Path, st: &State, t: &Tools, node: &str) -> Result<()> {
+fn explain(dir: &Path, t: &Tools, node: &str) -> Result<()> {
     let objects = dir.join("objects.yaml");
     println!("$ kubectl get svc,endpointslices,nodes -o yaml > objects.yaml");
-    let out = svcnet_netns::command(
-        &st.vpc(),
-        &[
-            "kubectl",
-            "--kubeconfig",
-            &t.kubeconfig,
-            "get",
-            "svc,endpointslices,nodes",
-            "-o",
-            "yaml",
-        ],
-    )
-    .output()
-    .context("kubectl get -o yaml")?;
+    let out = t
+        .kubectl
+        .run(&["get", "svc,endpointslices,nodes", "-o", "yaml"])
+        .context("kubectl get -o yaml")?;
     if !out.status.success() {
         bail!(
             "kubectl get -o yaml: {}",
@@ -320,7 +317,8 @@ fn walkthrough(dir: &Path) -> Result<()> {
     let st = state::load(dir)?;
     let t = Tools::new(dir, &st)?;
 
-    step("The cluster's nodes and the GCE routes the cloud controller made for their pod CIDRs");
+    step("The cluster: a real Kubernetes control plane, nodes whose pod CIDRs come from its node IPAM");
+    t.kubectl(&["version"])?;
     t.gcloud(&["compute", "instances", "list"])?;
     t.kubectl(&[
         "get",
@@ -331,12 +329,20 @@ fn walkthrough(dir: &Path) -> Result<()> {
     t.gcloud(&["compute", "routes", "list"])?;
 
     step("Deploy hostnames (1 replica, port 9376): no Service yet");
-    // The lab's pods are namespaces, so the lab plays `kubectl run` and the Deployment's controllers;
-    // the agent mirrors them as a Deployment and Pods in the API.
-    println!("$ svcnet-lab run hostnames --replicas 1 --port 9376   # on GKE: kubectl run hostnames ...");
-    pods::scale(dir, "hostnames", 1, Some(9376), Duration::ZERO)?;
+    println!(
+        "# The article's `kubectl run hostnames --image=... --replicas=1` made a Deployment; since\n\
+         # Kubernetes 1.18 `kubectl run` makes a bare Pod, so today's command is `kubectl create deployment`\n\
+         # (it labels the pods app=hostnames too). The lab's nodes run the hostname server for this image."
+    );
+    t.kubectl(&[
+        "create",
+        "deployment",
+        "hostnames",
+        &format!("--image={IMAGE}"),
+        "--port=9376",
+    ])?;
     wait_pods_running(&st, 1)?;
-    wait_deployment(&st)?;
+    t.kubectl(&["get", "deployment,replicaset", "-l", "app=hostnames"])?;
     t.kubectl(&["get", "pod", "-o", "wide", "-l", "app=hostnames"])?;
 
     step("ClusterIP Service: kube-proxy's KUBE-SVC / KUBE-SEP chains on the node");
@@ -365,10 +371,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
     );
 
     step("Scale to 2: the first endpoint is chosen with probability 0.5");
-    println!(
-        "$ svcnet-lab scale hostnames --replicas 2   # on GKE: kubectl scale deployment hostnames --replicas 2"
-    );
-    pods::scale(dir, "hostnames", 2, None, Duration::ZERO)?;
+    t.kubectl(&["scale", "deployment", "hostnames", "--replicas", "2"])?;
     wait(
         "probability 0.5 in the node's rules",
         Duration::from_secs(30),
@@ -428,14 +431,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
     t.expose(Some("LoadBalancer"))?;
     let mut lb_ip = String::new();
     wait("the Service's EXTERNAL-IP", Duration::from_secs(60), || {
-        let (_, body) = http::request_in(
-            &st.vpc(),
-            "GET",
-            &cluster::api_url("/api/v1/namespaces/default/services/hostnames"),
-            "application/json",
-            "",
-        )?;
-        let v: serde_json::Value = serde_json::from_str(&body)?;
+        let v = cluster::api(&st, "GET", "/api/v1/namespaces/default/services/hostnames", None)?;
         lb_ip = v["status"]["loadBalancer"]["ingress"][0]["ip"]
             .as_str()
             .unwrap_or_default()
@@ -461,17 +457,18 @@ fn walkthrough(dir: &Path) -> Result<()> {
     step("What GCE got, and why a packet reaches a pod, without reading iptables-save by hand");
     t.kubectl(&["get", "cloudloadbalancers"])?;
     let node = &st.nodes[0];
-    explain(dir, &st, &t, &node.name)?;
+    explain(dir, &t, &node.name)?;
 
     step("Explore");
     println!(
         "While the lab is up (svcnet-lab demo --keep, or svcnet-lab up):\n\
-         \x20 ip netns exec {vpc} kubectl --kubeconfig {kc} get svc,endpointslices,nodes -o yaml > /tmp/objs.yaml\n\
+         \x20 ip netns exec {vpc} {kubectl} --kubeconfig {kc} get svc,endpointslices,nodes -o yaml > /tmp/objs.yaml\n\
          \x20 svcnet-proxy explain -f /tmp/objs.yaml --service default/hostnames --cluster-cidr {CLUSTER_CIDR} --node-name {nname}\n\
          \x20 ip netns exec {nns} iptables-save -t nat        # the rules on {nname}\n\
          \x20 ip -n {vpc} route                               # GCE routes and LB IPs in the VPC router\n\
          \x20 svcnet-lab --dir {dir} down                      # tear everything down",
         vpc = st.vpc(),
+        kubectl = svcnet_testcluster::kubectl_program().display(),
         kc = t.kubeconfig,
         nns = node.ns,
         nname = node.name,

@@ -1,13 +1,14 @@
 //! `svcnet-lab diagnose`: what a failed step needs to be understood, on stderr: every node's
 //! `iptables-save` (run inside the node namespace), the VPC router's routes, the fake GCE's state and
-//! injected faults, the Services as the API stand-in holds them, and the tail of every component's log.
+//! injected faults, the Services, Pods and EndpointSlices as the API server holds them, and the tail of
+//! every component's log.
 
 use std::path::Path;
 
 use anyhow::Result;
 
 use crate::state::{self, State};
-use crate::{cluster, http, netns, procs};
+use crate::{cluster, http, kube, netns, procs};
 
 pub fn run(dir: &Path) -> Result<()> {
     print(dir, &state::load(dir)?);
@@ -35,12 +36,27 @@ pub fn print(dir: &Path, st: &State) {
     eprintln!("{}", get_in_vpc(st, &cluster::gce_url("/_fake/state")));
     eprintln!("---- fake GCE faults ----");
     eprintln!("{}", get_in_vpc(st, &cluster::gce_url("/_fake/faults")));
-    eprintln!("---- services (API stand-in) ----");
-    eprintln!("{}", get_in_vpc(st, &cluster::api_url("/api/v1/services")));
-    let mut names: Vec<String> = ["fake-gce", "apiserver", "cloud-controller", "vpc-agent"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    eprintln!("---- services, pods, endpointslices, nodes (kubectl get -A -o wide) ----");
+    match kube::kubectl_ok(
+        dir,
+        st,
+        &["get", "svc,pods,endpointslices,nodes", "-A", "-o", "wide"],
+    ) {
+        Ok(out) => eprintln!("{out}"),
+        Err(e) => eprintln!("(unavailable: {e:#})"),
+    }
+    let mut names: Vec<String> = [
+        "etcd",
+        "apiserver",
+        "controller-manager",
+        "api-proxy",
+        "fake-gce",
+        "cloud-controller",
+        "vpc-agent",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     names.extend(st.nodes.iter().map(|n| format!("proxy-{}", n.name)));
     for name in names {
         let text = std::fs::read_to_string(procs::log_path(dir, &name)).unwrap_or_default();

@@ -1,6 +1,7 @@
 //! A tiny blocking HTTP/1.1 client (one request per connection) for the lab's own calls to the API
-//! stand-in and the fake GCE, and the `http` helper subcommand that runs it inside a lab namespace
-//! (those servers listen on lab addresses the root namespace cannot reach).
+//! server (through `kubectl proxy`), etcd's JSON gateway and the fake GCE, and the `http` helper
+//! subcommand that runs it inside a lab namespace (those servers listen on lab addresses the root
+//! namespace cannot reach).
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};

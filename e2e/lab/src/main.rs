@@ -4,16 +4,15 @@
 mod cluster;
 mod components;
 mod demo;
-mod deployments;
 mod diagnose;
-mod endpoints;
 mod firewall;
 mod http;
+mod kube;
+mod kubelet;
 mod lb_health;
 mod manifest;
 mod netns;
 mod nodes;
-mod pod_objects;
 mod pods;
 mod procs;
 mod state;
@@ -21,7 +20,6 @@ mod udp;
 mod vpc;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -65,7 +63,8 @@ enum Cmd {
     AddNode,
     /// Remove a node (its pods, Node object, instance, proxy, namespace), like a node pool scaling down.
     RemoveNode { name: String },
-    /// Kill a component (fake-gce, apiserver, cloud-controller, vpc-agent, proxy-<node>): SIGKILL, a crash.
+    /// Kill a component (etcd, apiserver, controller-manager, api-proxy, fake-gce, cloud-controller,
+    /// vpc-agent, proxy-<node>): SIGKILL, a crash.
     Stop {
         name: String,
         /// SIGTERM instead (a clean shutdown).
@@ -74,29 +73,6 @@ enum Cmd {
     },
     /// Start a stopped component again with its recorded command line.
     Start { name: String },
-    /// Start pods labelled app=NAME running a hostname server.
-    Run {
-        name: String,
-        #[arg(long, default_value_t = 1)]
-        replicas: usize,
-        #[arg(long, default_value_t = 9376)]
-        port: u16,
-    },
-    /// Change the number of pods of NAME.
-    Scale {
-        name: String,
-        #[arg(long)]
-        replicas: usize,
-        /// Seconds a deleted pod stays a terminating endpoint (still serving) before it goes.
-        #[arg(long, default_value_t = 2)]
-        grace: u64,
-    },
-    /// Delete every pod of NAME.
-    Delete {
-        name: String,
-        #[arg(long, default_value_t = 2)]
-        grace: u64,
-    },
     /// `up`, the GKE Service walkthrough step by step, `down`.
     Demo {
         #[arg(long, default_value_t = 2)]
@@ -107,6 +83,9 @@ enum Cmd {
     },
     /// Print what a failure needs: every node's iptables-save, the fake GCE's state, the logs' tails.
     Diagnose,
+    /// Compact etcd's history up to its current revision (watchers resuming from before get 410 Gone);
+    /// prints the revision.
+    CompactEtcd,
     /// (internal) The VPC agent, run inside the vpc namespace.
     #[command(hide = true)]
     Agent,
@@ -147,15 +126,9 @@ fn main() -> anyhow::Result<()> {
         Cmd::RemoveNode { name } => nodes::remove(&dir, &name),
         Cmd::Stop { name, graceful } => components::stop(&dir, &name, graceful),
         Cmd::Start { name } => components::start(&dir, &name),
-        Cmd::Run { name, replicas, port } => pods::scale(&dir, &name, replicas, Some(port), Duration::ZERO),
-        Cmd::Scale {
-            name,
-            replicas,
-            grace,
-        } => pods::scale(&dir, &name, replicas, None, Duration::from_secs(grace)),
-        Cmd::Delete { name, grace } => pods::delete(&dir, &name, Duration::from_secs(grace)),
         Cmd::Demo { nodes, keep } => demo::run(&dir, nodes, keep, &cli.overlay),
         Cmd::Diagnose => diagnose::run(&dir),
+        Cmd::CompactEtcd => components::compact_etcd(&dir),
         Cmd::Agent => vpc::agent(&dir),
         Cmd::ServeHostname { name, port } => pods::serve_hostname(&name, port),
         Cmd::Http {

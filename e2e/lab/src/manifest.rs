@@ -34,7 +34,7 @@ pub struct Launch {
 
 /// `kubectl kustomize <overlay>` parsed into documents.
 pub fn render(overlay: &Path) -> Result<Vec<Value>> {
-    let out = std::process::Command::new("kubectl")
+    let out = std::process::Command::new(svcnet_testcluster::kubectl_program())
         .arg("kustomize")
         .arg(overlay)
         .output()

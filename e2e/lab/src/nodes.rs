@@ -1,17 +1,18 @@
 //! Node namespaces: `eth0` with the node IP (/32, gateway = the VPC router, like a GCE instance), a
-//! `cbr0` bridge holding the node's pod CIDR, and the real svcnet-proxy running inside; nodes join and
-//! leave (`add-node`, `remove-node`) as a node pool scales.
+//! `cbr0` bridge holding the first address of the podCIDR node IPAM gave the Node, and the real
+//! svcnet-proxy running inside; nodes join and leave (`add-node`, `remove-node`) as a node pool scales.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use crate::components::{self, Started};
+use crate::kube::{self, Api};
 use crate::state::{self, NODE_TAG, Node, State, VPC_IP, ZONE};
-use crate::{cluster, manifest, netns, procs};
+use crate::{cluster, kubelet, manifest, netns, procs};
 
 /// Creates node `index` (1-based) and links it to the VPC router over `n<index>`.
 pub fn create(st: &State, index: u32) -> Result<Node> {
@@ -20,6 +21,7 @@ pub fn create(st: &State, index: u32) -> Result<Node> {
         ns: format!("{}-node-{index}", st.prefix),
         ip: format!("10.128.0.{}", index + 1),
         index,
+        pod_cidr: String::new(),
     };
     let vpc = st.vpc();
     netns::add(&node.ns)?;
@@ -36,19 +38,17 @@ pub fn create(st: &State, index: u32) -> Result<Node> {
         &node.ns,
         &["route", "add", "default", "via", VPC_IP, "dev", "eth0"],
     )?;
+    // Its address comes with the podCIDR, once the Node is registered.
     netns::ip(&node.ns, &["link", "add", "cbr0", "type", "bridge"])?;
-    netns::ip(
-        &node.ns,
-        &["addr", "add", &format!("{}/24", node.bridge_ip()), "dev", "cbr0"],
-    )?;
     netns::ip(&node.ns, &["link", "set", "cbr0", "up"])?;
     Ok(node)
 }
 
 /// Registers the node as GKE would have it: a GCE instance (tag, internal and NAT IPs) and, as kubelet
-/// with `--cloud-provider=external` does, a Node tainted until the cloud controller initialises it,
-/// with the pod CIDR the node IPAM controller would assign.
-pub fn register(st: &State, node: &Node) -> Result<()> {
+/// with `--cloud-provider=external` does, a Node tainted until the cloud controller initialises it and
+/// reporting Ready; then waits for the podCIDR kube-controller-manager's node IPAM allocates and gives
+/// the node's bridge its first address. Returns the node with its podCIDR.
+pub fn register(st: &State, node: &Node) -> Result<Node> {
     cluster::gce(
         st,
         "POST",
@@ -65,18 +65,47 @@ pub fn register(st: &State, node: &Node) -> Result<()> {
         "/api/v1/nodes",
         Some(&json!({
             "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": node.name, "labels": {"kubernetes.io/hostname": node.name}},
+            "metadata": {"name": node.name, "labels": {
+                "kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux"
+            }},
             "spec": {
-                "podCIDR": node.pod_cidr(), "podCIDRs": [node.pod_cidr()],
                 "taints": [{"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}]
-            },
-            "status": {
-                "addresses": [{"type": "InternalIP", "address": node.ip}, {"type": "Hostname", "address": node.name}],
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
             }
         })),
     )?;
-    Ok(())
+    let now = kubelet::rfc3339(std::time::SystemTime::now());
+    Api::outside(st).call_as(
+        "PATCH",
+        &format!("/api/v1/nodes/{}/status", node.name),
+        kube::STRATEGIC,
+        Some(&json!({"status": {
+            "addresses": [{"type": "InternalIP", "address": node.ip}, {"type": "Hostname", "address": node.name}],
+            "conditions": [kubelet::ready_condition(&now, &now)]
+        }})),
+    )?;
+    let start = Instant::now();
+    let cidr = loop {
+        let n = cluster::api(st, "GET", &format!("/api/v1/nodes/{}", node.name), None)?;
+        if let Some(c) = n["spec"]["podCIDR"].as_str() {
+            break c.to_owned();
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            bail!("node {} got no podCIDR from node IPAM in 30 s", node.name);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let node = Node {
+        pod_cidr: cidr.clone(),
+        ..node.clone()
+    };
+    let (Some(gw), Some(prefix)) = (node.bridge_ip(), cidr.split('/').nth(1)) else {
+        bail!("node {}: podCIDR {cidr} is not an IPv4 CIDR", node.name);
+    };
+    netns::ip(
+        &node.ns,
+        &["addr", "add", &format!("{gw}/{prefix}"), "dev", "cbr0"],
+    )?;
+    Ok(node)
 }
 
 /// Starts svcnet-proxy in the node namespace with the lab overlay DaemonSet's command line.
@@ -86,7 +115,7 @@ pub fn start_proxy(dir: &Path, st: &mut State, docs: &[Value], node: &Node) -> R
         ("metadata.name", format!("svcnet-proxy-{}", node.name)),
     ]);
     let l = manifest::launch(docs, manifest::PROXY, &dir.join("config"), &fields)?;
-    cluster::write_files(&l.files)?;
+    cluster::write_files(&cluster::with_identity(l.files, &st.proxy_kubeconfig)?)?;
     let bin = procs::sibling(&l.bin)?;
     components::launch(dir, st, &format!("proxy-{}", node.name), &node.ns, bin, l.args)
 }
@@ -100,7 +129,11 @@ pub fn add(dir: &Path) -> Result<()> {
     let node = create(&st, index)?;
     st.nodes.push(node.clone());
     state::save(dir, &st)?;
-    register(&st, &node)?;
+    let node = register(&st, &node)?;
+    if let Some(n) = st.nodes.iter_mut().find(|n| n.name == node.name) {
+        *n = node.clone();
+    }
+    state::save(dir, &st)?;
     let proxy = start_proxy(dir, &mut st, &docs, &node)?;
     proxy.wait(dir, Duration::from_secs(60))?;
     cluster::wait_initialised(&st)?;
@@ -108,19 +141,35 @@ pub fn add(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `svcnet-lab remove-node NAME`: like a node-pool scale-down: its pods go, the Node object and the
+/// `svcnet-lab remove-node NAME`: like a node-pool scale-down: its Pods are deleted (their controllers
+/// make new ones on the other nodes; the agent removes their namespaces), the Node object and the
 /// instance are deleted, then its proxy and namespace.
 pub fn remove(dir: &Path, name: &str) -> Result<()> {
     let mut st = state::load(dir)?;
     let Some(node) = st.nodes.iter().find(|n| n.name == name).cloned() else {
         bail!("no node {name}");
     };
-    let gone: Vec<_> = st.pods.iter().filter(|p| p.node == name).cloned().collect();
-    for pod in &gone {
-        netns::del(&pod.ns);
-        println!("pod/{} deleted", pod.name);
+    let pods = cluster::api(
+        &st,
+        "GET",
+        &format!("/api/v1/pods?fieldSelector=spec.nodeName%3D{name}"),
+        None,
+    )?;
+    for p in pods["items"].as_array().into_iter().flatten() {
+        let (Some(ns), Some(pod)) = (
+            p["metadata"]["namespace"].as_str(),
+            p["metadata"]["name"].as_str(),
+        ) else {
+            continue;
+        };
+        cluster::api(
+            &st,
+            "DELETE",
+            &format!("/api/v1/namespaces/{ns}/pods/{pod}"),
+            Some(&json!({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})),
+        )?;
+        println!("pod/{pod} deleted");
     }
-    st.pods.retain(|p| p.node != name);
     st.nodes.retain(|n| n.name != name);
     state::save(dir, &st)?;
     cluster::api(&st, "DELETE", &format!("/api/v1/nodes/{name}"), None)?;

@@ -72,6 +72,16 @@ pub fn wait_log(
     }
 }
 
+/// Whether `pid` has fully exited: gone, or a zombie whose threads are all gone too. A Go program's
+/// main thread can be a zombie while its other threads still exit and hold its sockets, so "not alive"
+/// is not yet "its port is free".
+pub fn gone(pid: u32) -> bool {
+    if alive(pid) {
+        return false;
+    }
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |tasks| tasks.count() <= 1)
+}
+
 pub fn alive(pid: u32) -> bool {
     // A zombie (exited, not yet reaped by us) has state Z.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -84,10 +94,11 @@ pub fn kill(pid: u32) {
     signal(pid, "KILL");
 }
 
-/// Sends `sig` (`KILL`, `TERM`) to a recorded pid if it still runs one of our programs.
+/// Sends `sig` (`KILL`, `TERM`) to a recorded pid if it still runs one of our programs (svcnet's
+/// binaries, or the control plane's from the svcnet build cache).
 pub fn signal(pid: u32, sig: &str) {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    if String::from_utf8_lossy(&cmdline).contains("svcnet-") {
+    if String::from_utf8_lossy(&cmdline).contains("svcnet") {
         let _ = Command::new("kill")
             .args([&format!("-{sig}"), &pid.to_string()])
             .status();

@@ -1,6 +1,7 @@
-//! The lab's state file (`<dir>/state.json`): what `up` made, so `down` cleans up after a crash, and what
-//! `run`/`scale` made (pods), which the VPC agent reads to write EndpointSlices. Written atomically
-//! (temp file + rename) because the agent reads it concurrently.
+//! The lab's state file (`<dir>/state.json`): what `up` made (namespaces, nodes, components and their
+//! command lines, kubeconfigs), so `down` cleans up after a crash and `stop`/`start` relaunch a component.
+//! Written atomically (temp file + rename) because the agent reads it concurrently. The pods the agent
+//! runs are in its own file (`crate::kubelet`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,6 @@ pub const ZONE: &str = "us-central1-b";
 pub const NODE_TAG: &str = "svcnet-lab-node";
 /// The VPC router's address on every node link; the control plane listens on it.
 pub const VPC_IP: &str = "10.128.0.1";
-pub const API_PORT: u16 = 6443;
 pub const GCE_PORT: u16 = 8085;
 pub const CLIENT_GW: &str = "192.0.2.1";
 pub const CLIENT_IP: &str = "192.0.2.10";
@@ -26,42 +26,30 @@ pub const CLIENT_IP: &str = "192.0.2.10";
 pub const CLIENT2_GW: &str = "198.18.0.1";
 pub const CLIENT2_IP: &str = "198.18.0.10";
 pub const EXTERNAL_RANGE: &str = "203.0.113.0/24";
-/// The pods' CIDR (node N gets 10.64.N.0/24); the overlay's proxy config names the same.
+/// The pods' CIDR node IPAM hands /24s out of; the overlay's proxy config names the same.
 pub const CLUSTER_CIDR: &str = "10.64.0.0/14";
+/// Where `kubectl proxy` (admin credentials) listens inside the `vpc` namespace: the lab's own API
+/// calls are plain HTTP to it; the components talk TLS to the API server with their own identities.
+pub const API_PROXY: &str = "127.0.0.1:8001";
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Node {
     pub name: String,
     pub ns: String,
     pub ip: String,
-    /// 1-based index: pod CIDR 10.64.<index>.0/24, VPC link `n<index>`.
+    /// 1-based index: node IP 10.128.0.<index+1>, VPC link `n<index>`.
     pub index: u32,
+    /// The podCIDR kube-controller-manager's node IPAM gave the Node (its bridge takes the first host).
+    #[serde(default)]
+    pub pod_cidr: String,
 }
 
 impl Node {
-    pub fn pod_cidr(&self) -> String {
-        format!("10.64.{}.0/24", self.index)
+    /// The first host of the pod CIDR: `cbr0`'s address, the pods' gateway.
+    pub fn bridge_ip(&self) -> Option<std::net::Ipv4Addr> {
+        let net: ipnet::Ipv4Net = self.pod_cidr.parse().ok()?;
+        net.hosts().next()
     }
-    pub fn bridge_ip(&self) -> String {
-        format!("10.64.{}.1", self.index)
-    }
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Pod {
-    pub name: String,
-    /// The `app` label (the deployment name).
-    pub app: String,
-    pub ns: String,
-    pub ip: String,
-    pub node: String,
-    pub port: u16,
-    /// Interface index on the node's bridge side (`p<seq>`).
-    pub seq: u32,
-    /// Being deleted: still running, listed as terminating (not ready, still serving) until its
-    /// grace period ends, as a Pod with a deletionTimestamp is.
-    #[serde(default)]
-    pub terminating: bool,
 }
 
 /// A long-running component (control plane or proxy) with what is needed to start it again.
@@ -77,17 +65,24 @@ pub struct Proc {
 pub struct State {
     pub prefix: String,
     pub nodes: Vec<Node>,
-    pub pods: Vec<Pod>,
     /// Every process started by the lab (also found through `ip netns pids` on `down`).
     pub pids: Vec<u32>,
-    pub next_seq: u32,
-    /// Named components (`fake-gce`, `apiserver`, `cloud-controller`, `vpc-agent`, `proxy-<node>`), so
+    /// Named components (`etcd`, `apiserver`, `controller-manager`, `api-proxy`, `fake-gce`,
+    /// `cloud-controller`, `vpc-agent`, `proxy-<node>`), so
     /// `stop`/`start` can kill and relaunch one with its recorded command line.
     #[serde(default)]
     pub procs: BTreeMap<String, Proc>,
     /// The kustomize overlay the proxy and controller command lines come from (`crate::manifest`).
     #[serde(default)]
     pub overlay: PathBuf,
+    /// cluster-admin kubeconfig (client certificate) of the control plane.
+    #[serde(default)]
+    pub admin_kubeconfig: PathBuf,
+    /// The ServiceAccount kubeconfigs svcnet-proxy and svcnet-cloud-controller run with.
+    #[serde(default)]
+    pub proxy_kubeconfig: PathBuf,
+    #[serde(default)]
+    pub controller_kubeconfig: PathBuf,
 }
 
 impl State {

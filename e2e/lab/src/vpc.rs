@@ -8,8 +8,7 @@
 //!   as GCE does);
 //! - firewall rules -> filter rules on traffic from outside (`client`) toward the nodes ([`firewall`]).
 //!
-//! It also writes the lab's pods as Pod objects ([`crate::pod_objects`]) and plays the endpoint
-//! controllers for them ([`crate::endpoints`]).
+//! It also plays the nodes' kubelets and the scheduler ([`crate::kubelet`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -18,8 +17,9 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State};
-use crate::{cluster, deployments, endpoints, firewall, http, lb_health, netns, pod_objects};
+use crate::kube::Api;
+use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State, VPC_IP};
+use crate::{cluster, firewall, http, kubelet, lb_health, netns};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.
 const PROTO: &str = "99";
@@ -29,6 +29,8 @@ const PROTO: &str = "99";
 pub fn create(st: &State) -> Result<()> {
     let vpc = st.vpc();
     netns::add(&vpc)?;
+    // The control plane's address, whatever node links come and go.
+    netns::ip(&vpc, &["addr", "add", &format!("{VPC_IP}/32"), "dev", "lo"])?;
     for (ns, link, gw, ip) in [
         (st.client(), "cl", CLIENT_GW, CLIENT_IP),
         (st.client2(), "cl2", CLIENT2_GW, CLIENT2_IP),
@@ -47,7 +49,7 @@ pub fn agent(dir: &Path) -> Result<()> {
     netns::ensure_inside(&state::load(dir)?.vpc())?;
     let mut last_fw = String::new();
     let mut health = lb_health::Checker::default();
-    let mut ep = endpoints::Sync::default();
+    let mut kubelet = kubelet::Kubelet::new(dir);
     loop {
         let st = match state::load(dir) {
             Ok(st) => st,
@@ -56,14 +58,8 @@ pub fn agent(dir: &Path) -> Result<()> {
         if let Err(e) = tick(&st, &mut last_fw, &mut health) {
             eprintln!("vpc agent: {e:#}");
         }
-        if let Err(e) = pod_objects::tick(&st) {
-            eprintln!("pods: {e:#}");
-        }
-        if let Err(e) = deployments::tick(&st) {
-            eprintln!("deployments: {e:#}");
-        }
-        if let Err(e) = ep.tick(&st) {
-            eprintln!("endpoints: {e:#}");
+        if let Err(e) = kubelet.tick(dir, &st, &Api::Inside) {
+            eprintln!("kubelet: {e:#}");
         }
         std::thread::sleep(Duration::from_millis(500));
     }

@@ -1,5 +1,5 @@
-//! End to end on a cluster made by [`support::cluster`] (E2E_CLUSTER=local, the default: `svcnet-lab`
-//! with 2 nodes; E2E_CLUSTER=kind: see support/kind.rs). One scenario of named steps; a failing step
+//! End to end on the lab made by [`support::cluster`] (`svcnet-lab` with 2 nodes on the real control
+//! plane). One scenario of named steps; a failing step
 //! prints its name and the cluster's diagnostics (every node's iptables-save, the fake GCE's state, the
 //! components' log tails) and everything is torn down on every path.
 //!
@@ -21,6 +21,10 @@ fn services_load_balancers_and_failures_end_to_end() {
     let mut s = Scenario::new(cluster);
     println!("cluster: {}", s.c.kind());
 
+    s.step(
+        "identities: the proxy and the controller run as their ServiceAccounts under their RBAC",
+        basics::identities,
+    );
     let h = s.step(
         "ClusterIP: node-1 reaches both pods, one via the GCE route",
         |c| basics::cluster_ip_across_nodes(c),
@@ -58,8 +62,8 @@ fn services_load_balancers_and_failures_end_to_end() {
         |c| lifecycle::controller_crash(c, &ip, &ranged),
     );
     s.step(
-        "apiserver restart: proxies and controller reconnect and apply a new Service",
-        |c| lifecycle::apiserver_restart(c, &ip),
+        "kube-apiserver restart and etcd compaction (410 Gone) during churn: no update lost",
+        |c| lifecycle::apiserver_restart_and_compaction(c, &ip),
     );
     s.step(
         "injected GCE faults (503s, a failed operation): the LB converges",

@@ -26,6 +26,19 @@ impl Binaries {
     pub fn kube_proxy(&self) -> PathBuf {
         self.dir.join("kube-proxy")
     }
+    /// kubectl of the same release: the machine's may be outside the client/server skew policy.
+    pub fn kubectl(&self) -> PathBuf {
+        self.dir.join("kubectl")
+    }
+}
+
+/// The pinned kubectl when the recipe has built it (or SVCNET_K8S_BIN holds one), else the machine's
+/// `kubectl` from PATH (a cache built before the recipe included kubectl).
+pub fn kubectl_program() -> PathBuf {
+    match binaries() {
+        Ok(b) if b.kubectl().exists() => b.kubectl(),
+        _ => PathBuf::from("kubectl"),
+    }
 }
 
 /// The recipe's entry point in this checkout.

@@ -31,6 +31,9 @@ pub const CONTROLLERS: &[&str] = &[
     "root-ca-certificate-publisher-controller",
 ];
 
+/// The controller that judges node health from Leases and Ready conditions ([`Options::node_lifecycle`]).
+pub const NODE_LIFECYCLE: &str = "node-lifecycle-controller";
+
 /// What differs between instances.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -45,6 +48,12 @@ pub struct Options {
     /// Start kube-controller-manager (false: only etcd + kube-apiserver, a faster start for tests that
     /// need no controllers).
     pub controller_manager: bool,
+    /// Also run the node lifecycle controller ([`NODE_LIFECYCLE`]): it lifts the
+    /// `node.kubernetes.io/not-ready` taint the API server puts on every new Node once the Node reports
+    /// Ready, and marks a node whose kubelet stops renewing its Lease NotReady and taints it. For clusters
+    /// with kubelets (the lab's agent plays them); off by default, since tests that create bare Nodes have
+    /// none and would see them tainted unreachable.
+    pub node_lifecycle: bool,
     /// Run every process inside this network namespace (`ip netns exec`), as the lab does with its `vpc`
     /// namespace; None: the machine's own namespace.
     pub netns: Option<String>,
@@ -62,6 +71,7 @@ impl Default for Options {
             cluster_cidr: "10.64.0.0/14".into(),
             node_cidr_mask_size: 24,
             controller_manager: true,
+            node_lifecycle: false,
             netns: None,
             ip: None,
         }
@@ -156,6 +166,15 @@ pub fn apiserver(l: &Layout, pki: &Pki, o: &Options) -> Vec<String> {
     ]
 }
 
+/// [`CONTROLLERS`], plus [`NODE_LIFECYCLE`] when the options ask for it.
+pub fn controllers(o: &Options) -> Vec<&'static str> {
+    let mut c = CONTROLLERS.to_vec();
+    if o.node_lifecycle {
+        c.push(NODE_LIFECYCLE);
+    }
+    c
+}
+
 /// kube-controller-manager as a cloud-provider-external cluster runs it: each controller under its own
 /// ServiceAccount (so the bootstrap RBAC roles apply), node IPAM allocating pod CIDRs.
 pub fn controller_manager(l: &Layout, pki: &Pki, o: &Options) -> Vec<String> {
@@ -167,7 +186,7 @@ pub fn controller_manager(l: &Layout, pki: &Pki, o: &Options) -> Vec<String> {
         format!("--bind-address={}", l.ip),
         format!("--secure-port={CONTROLLER_MANAGER_PORT}"),
         format!("--cert-dir={}", p(&l.path("controller-manager-certs"))),
-        format!("--controllers={}", CONTROLLERS.join(",")),
+        format!("--controllers={}", controllers(o).join(",")),
         "--use-service-account-credentials=true".into(),
         format!("--service-account-private-key-file={}", p(&pki.sa_key)),
         format!("--root-ca-file={}", p(&pki.ca.cert)),
@@ -180,4 +199,22 @@ pub fn controller_manager(l: &Layout, pki: &Pki, o: &Options) -> Vec<String> {
         "--leader-elect=false".into(),
         "--profiling=false".into(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_lifecycle_is_added_only_on_request() {
+        let off = Options::default();
+        assert_eq!(controllers(&off), CONTROLLERS.to_vec());
+        let on = Options {
+            node_lifecycle: true,
+            ..Options::default()
+        };
+        let c = controllers(&on);
+        assert_eq!(c.last(), Some(&NODE_LIFECYCLE));
+        assert_eq!(c.len(), CONTROLLERS.len() + 1);
+    }
 }

@@ -1,4 +1,4 @@
-//! The real kubectl (the machine's), pointed at one kubeconfig with its own discovery cache and HOME so
+//! The real kubectl (the pinned build's, [`crate::kubectl_program`]), pointed at one kubeconfig with its own discovery cache and HOME so
 //! that parallel instances and the developer's ~/.kube never mix; inside the instance's network
 //! namespace when it has one.
 
@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use crate::ClusterError;
+use crate::{ClusterError, kubectl_program};
 
 /// How to run kubectl against one instance as one user.
 #[derive(Clone, Debug)]
@@ -55,10 +55,10 @@ impl Kubectl {
         let mut c = match &self.netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns, "kubectl"]);
+                c.args(["netns", "exec", ns]).arg(kubectl_program());
                 c
             }
-            None => Command::new("kubectl"),
+            None => Command::new(kubectl_program()),
         };
         c.args(args)
             .env("KUBECONFIG", &self.kubeconfig)

@@ -6,7 +6,7 @@
 //! # fn main() -> Result<(), svcnet_testcluster::ClusterError> {
 //! use svcnet_testcluster::{Cluster, Component};
 //! let cluster = Cluster::start()?;                       // builds on first use, then ~seconds
-//! cluster.kubectl_ok(&["get", "nodes"])?;                // the real kubectl, as admin
+//! cluster.kubectl_ok(&["get", "nodes"])?;                // the pinned kubectl, as admin
 //! let kc = cluster.component_kubeconfig(Component::Proxy)?; // the proxy's ServiceAccount + RBAC
 //! # Ok(()) }
 //! ```
@@ -31,11 +31,11 @@ mod plan;
 mod spawn;
 mod sweep;
 
-pub use binaries::{Binaries, binaries, build_script};
+pub use binaries::{Binaries, binaries, build_script, kubectl_program};
 pub use cluster::Cluster;
 pub use components::{Component, NAMESPACE, manifests_dir};
 pub use error::ClusterError;
-pub use flags::{CONTROLLERS, Options};
+pub use flags::{CONTROLLERS, NODE_LIFECYCLE, Options};
 pub use kubectl::Kubectl;
 pub use plan::{Launch, Plan};
 pub use sweep::sweep_dead;

@@ -10,12 +10,14 @@ fn nodes() -> Vec<Node> {
             ns: "x".into(),
             ip: "10.128.0.2".into(),
             index: 1,
+            pod_cidr: "10.64.0.0/24".into(),
         },
         Node {
             name: "node-2".into(),
             ns: "y".into(),
             ip: "10.128.0.3".into(),
             index: 2,
+            pod_cidr: "10.64.1.0/24".into(),
         },
     ]
 }

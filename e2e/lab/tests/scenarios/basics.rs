@@ -9,6 +9,32 @@ use serde_json::json;
 use super::*;
 use crate::support::{Cluster, From, gce, gce_objects, wait_for};
 
+/// Each svcnet binary reads a kubeconfig of its own ServiceAccount (not an admin one), and RBAC holds
+/// it to its manifests' ClusterRole (checked with `kubectl auth can-i` as that identity).
+pub fn identities(c: &dyn Cluster) {
+    let may = |component: &str, verb: &str, resource: &str, want: bool| {
+        let (ok, said) = c.kubectl_as(component, &["auth", "can-i", verb, resource, "-A"]);
+        assert_eq!(
+            (ok, said.as_str()),
+            (want, if want { "yes" } else { "no" }),
+            "{component}: can-i {verb} {resource}"
+        );
+    };
+    for component in ["svcnet-proxy", "svcnet-cloud-controller"] {
+        let (ok, user) = c.kubectl_as(
+            component,
+            &["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"],
+        );
+        assert!(ok, "{component}: kubectl auth whoami failed");
+        assert_eq!(user, format!("system:serviceaccount:kube-system:{component}"));
+        may(component, "watch", "services", true);
+        may(component, "create", "pods", false);
+    }
+    may("svcnet-proxy", "watch", "endpointslices.discovery.k8s.io", true);
+    may("svcnet-proxy", "patch", "services/status", false);
+    may("svcnet-cloud-controller", "patch", "services/status", true);
+}
+
 pub struct Hostnames {
     pub cluster_ip: String,
     pub node_port: u64,
@@ -193,7 +219,7 @@ pub fn udp(c: &dyn Cluster, h: &Hostnames) {
 }
 
 /// sessionAffinity ClientIP: the pool gets CLIENT_IP and one client keeps getting the same pod, through
-/// the ClusterIP and through the LB IP (without affinity, step 1 saw both pods from node-1).
+/// the ClusterIP and through the LB IP (without affinity, the ClusterIP step saw both pods from node-1).
 pub fn session_affinity(c: &dyn Cluster, h: &Hostnames, ip: &str) {
     patch_svc(c, "hostnames", json!({"spec": {"sessionAffinity": "ClientIP"}}));
     let lb = lb_name(c, "hostnames");

@@ -1,7 +1,7 @@
 //! Changes to the cluster around running load balancers: nodes joining and leaving, the controller
 //! and the API server crashing and coming back, GCE failing calls, and the leak check at the end.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -202,24 +202,116 @@ pub fn controller_crash(c: &dyn Cluster, hostnames_ip: &str, ranged_ip: &str) {
     wait_answer(c, From::Client2, &format!("http://{ranged_ip}/"));
 }
 
-/// The API server restarts with its stored objects: the proxies and the controller reconnect, and a
-/// Service created afterwards is programmed on every node and gets a working LB.
-pub fn apiserver_restart(c: &dyn Cluster, hostnames_ip: &str) {
+/// kube-apiserver is killed and restarted (etcd keeps the objects), and changes are made right after
+/// it is back, before the proxies and the controller have re-watched; then etcd is compacted past them.
+/// The watchers resume from revisions before the restart, which the new API server's watch cache and
+/// (after the compaction) etcd no longer hold: 410 Gone, and only a relist shows them the changes. More
+/// changes follow (a scale-up, a new Service). Every node must end up with every change (a Service
+/// re-ported, two created, endpoints added and removed) and the new LB must answer.
+pub fn apiserver_restart_and_compaction(c: &dyn Cluster, hostnames_ip: &str) {
+    let before = create_svc(
+        c,
+        "churn-a",
+        "hostnames",
+        json!({"ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}),
+    );
+    let cip_a = before["spec"]["clusterIP"].as_str().unwrap().to_owned();
+    for (node, _) in c.nodes() {
+        wait_answer(c, From::Node(&node), &format!("http://{cip_a}/"));
+    }
     c.stop(Component::ApiServer);
     lb_keeps_answering(c, hostnames_ip, 3);
     c.start(Component::ApiServer);
+    // Right away: the components' watches are still down (they back off before re-watching).
+    patch_svc(
+        c,
+        "churn-a",
+        json!({"spec": {"ports": [{"port": 8080, "targetPort": 9376, "protocol": "TCP"}]}}),
+    );
     let svc = create_svc(
         c,
         "after-restart",
         "hostnames",
         json!({"type": "LoadBalancer", "ports": [{"port": 8080, "targetPort": 9376, "protocol": "TCP"}]}),
     );
+    let rev = c.compact_etcd();
+    println!("    etcd compacted at revision {rev}");
+    c.scale("hostnames", 3);
+    let churn_c = create_svc(
+        c,
+        "churn-c",
+        "hostnames",
+        json!({"ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}),
+    );
     let cip = svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
+    let cip_c = churn_c["spec"]["clusterIP"].as_str().unwrap().to_owned();
+    let three: BTreeSet<String> = c.pods("hostnames").into_iter().map(|p| p.0).collect();
+    assert_eq!(three.len(), 3, "{three:?}");
     for (node, _) in c.nodes() {
-        wait_answer(c, From::Node(&node), &format!("http://{cip}:8080/"));
+        let from = From::Node(&node);
+        wait_answer(c, from, &format!("http://{cip_a}:8080/"));
+        wait_for(
+            &format!("churn-a's old port 80 closed on {node}"),
+            Duration::from_secs(30),
+            || c.get(from, &format!("http://{cip_a}/")).is_none().then_some(()),
+        );
+        wait_answer(c, from, &format!("http://{cip}:8080/"));
+        let seen = wait_all_answer(c, from, &format!("http://{cip_c}/"), 3);
+        assert_eq!(
+            seen, three,
+            "churn-c on {node} answers from other pods than the 3 running"
+        );
     }
     let ip = lb_ip(c, "after-restart");
     wait_answer(c, From::Client, &format!("http://{ip}:8080/"));
+    // Endpoints removed after the faults reach the nodes too. The pod scaled away first drains: the
+    // EndpointSlice controller lists it as terminating (serving, not ready) while the agent keeps it up.
+    c.kubectl(&["scale", "deployment", "hostnames", "--replicas", "2"])
+        .unwrap_or_else(|e| panic!("kubectl scale: {e}"));
+    let slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io/service-name%3Dchurn-c";
+    let draining = wait_for(
+        "a terminating, serving, not ready endpoint of churn-c",
+        Duration::from_secs(5),
+        || {
+            let list = c.api("GET", slices, None).ok()?;
+            list["items"]
+                .as_array()?
+                .iter()
+                .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+                .find(|e| {
+                    let cond = &e["conditions"];
+                    cond["terminating"] == true && cond["serving"] == true && cond["ready"] == false
+                })
+                .and_then(|e| e["targetRef"]["name"].as_str().map(str::to_owned))
+        },
+    );
+    assert!(three.contains(&draining), "{draining} was not one of {three:?}");
+    c.scale("hostnames", 2);
+    let two: BTreeSet<String> = c.pods("hostnames").into_iter().map(|p| p.0).collect();
+    for (node, _) in c.nodes() {
+        let url = format!("http://{cip_c}/");
+        wait_for(
+            &format!("churn-c on {node} answering only from the 2 pods left"),
+            Duration::from_secs(30),
+            || {
+                answers(c, From::Node(&node), &url, 8)
+                    .is_subset(&two)
+                    .then_some(())
+            },
+        );
+    }
+    // The faults did what they are for: every proxy's watches were refused with 410 (resumed from a
+    // resourceVersion the restarted API server no longer serves) and had to relist.
+    for (node, _) in c.nodes() {
+        let log = c.log(&format!("proxy-{node}"));
+        assert!(
+            log.contains("too old resource version"),
+            "proxy on {node} never got 410 Gone: the step did not exercise a relist"
+        );
+    }
+    for name in ["churn-a", "churn-c"] {
+        crate::support::api(c, "DELETE", &svc_path(name), None);
+    }
 }
 
 /// GCE fails calls while a LB is created (503s on pool inserts, a forwarding-rule operation that ends

@@ -1,5 +1,5 @@
-//! Scenario code: what each e2e step does and asserts, written against [`Cluster`] only (no namespace,
-//! process or kind detail), so the same steps run on the local lab and on kind.
+//! Scenario code: what each e2e step does and asserts, written against [`Cluster`] only (no namespace
+//! or process detail).
 #![allow(clippy::unwrap_used, dead_code)]
 
 pub mod basics;

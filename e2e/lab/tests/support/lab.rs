@@ -1,25 +1,33 @@
-//! The local cluster: `svcnet-lab` (network namespaces, the API stand-in, the fake GCE, the real proxy
-//! and controller). Everything lives in the lab's own uniquely named namespaces; `down` runs on drop,
-//! so every path (assertion failures included) removes them.
+//! The local cluster: `svcnet-lab` (network namespaces, the real control plane, the fake GCE, the real
+//! proxy and controller, the agent as kubelets). Everything lives in the lab's own uniquely named
+//! namespaces; `down` runs on drop, so every path (assertion failures included) removes them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Cluster, Component, Feature, From};
+use super::{Cluster, Component, Feature, From, IMAGE, wait_for};
 
 pub fn lab_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_svcnet-lab"))
 }
 
-/// Builds the other binaries into this test's target dir (same profile), next to svcnet-lab.
+/// Builds the other binaries into this test's target dir (same profile), next to svcnet-lab. The
+/// package set is `make demo`'s (and `make e2e`'s first build), so features unify the same way and
+/// this build finds everything fresh instead of rebuilding the binaries with other features.
 pub fn build_siblings() {
+    // `make e2e` has just built them (same package set, same profile) and says so: a cargo run from
+    // inside a test inherits cargo's test environment, which makes it rebuild several dependencies.
+    if std::env::var_os("SVCNET_LAB_PREBUILT").is_some() {
+        return;
+    }
     let profile_dir = lab_bin().parent().unwrap().to_path_buf();
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["build", "-q"]);
     for p in [
-        "svcnet-apiserver",
+        "svcnet-lab",
         "svcnet-fake-gce",
         "svcnet-proxy",
         "svcnet-cloud-controller",
@@ -139,6 +147,31 @@ impl Lab {
         run_lab(&self.dir, args).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Waits until exactly `n` pods of `app` run on the nodes, none terminating, and the API shows each
+    /// as Running with its IP (so the EndpointSlice controller has them as ready endpoints).
+    fn wait_running(&self, app: &str, n: usize) {
+        let path = format!("/api/v1/namespaces/default/pods?labelSelector=app%3D{app}");
+        wait_for(
+            &format!("{n} running pods of {app}"),
+            Duration::from_secs(60),
+            || {
+                let made = self.pods(app);
+                let api = self.api("GET", &path, None).ok()?;
+                let items = api["items"].as_array()?;
+                let settled = made.len() == n
+                    && items.len() == n
+                    && items.iter().all(|p| {
+                        p["metadata"]["deletionTimestamp"].is_null()
+                            && p["status"]["phase"] == "Running"
+                            && made.iter().any(|(name, ip, _)| {
+                                p["metadata"]["name"] == name.as_str() && p["status"]["podIP"] == ip.as_str()
+                            })
+                    });
+                settled.then_some(())
+            },
+        );
+    }
+
     fn component(c: Component) -> &'static str {
         match c {
             Component::CloudController => "cloud-controller",
@@ -156,13 +189,9 @@ impl Cluster for Lab {
         None
     }
 
+    /// Through the lab's `kubectl proxy` (admin) in the `vpc` namespace.
     fn api(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
-        json_in(
-            &self.vpc(),
-            method,
-            &format!("http://10.128.0.1:6443{path}"),
-            body,
-        )
+        json_in(&self.vpc(), method, &format!("http://127.0.0.1:8001{path}"), body)
     }
 
     fn gce(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
@@ -175,7 +204,8 @@ impl Cluster for Lab {
     }
 
     fn kubectl(&self, args: &[&str]) -> Result<String, String> {
-        let out = svcnet_netns::command(&self.vpc(), &["kubectl", "--kubeconfig"])
+        let kubectl = svcnet_testcluster::kubectl_program();
+        let out = svcnet_netns::command(&self.vpc(), &[kubectl.to_str().unwrap(), "--kubeconfig"])
             .arg(self.dir.join("kubeconfig"))
             .args(args)
             .env("KUBECACHEDIR", self.dir.join("kubecache"))
@@ -186,6 +216,27 @@ impl Cluster for Lab {
         } else {
             Err(String::from_utf8_lossy(&out.stderr).into_owned())
         }
+    }
+
+    fn kubectl_as(&self, component: &str, args: &[&str]) -> (bool, String) {
+        // The ConfigMap volume the lab wrote for the workload: the file its command line names.
+        let kubeconfig = self
+            .dir
+            .join("config")
+            .join(component)
+            .join("config/kubeconfig.conf");
+        assert!(kubeconfig.exists(), "{} missing", kubeconfig.display());
+        let kubectl = svcnet_testcluster::kubectl_program();
+        let out = svcnet_netns::command(&self.vpc(), &[kubectl.to_str().unwrap(), "--kubeconfig"])
+            .arg(kubeconfig)
+            .args(args)
+            .env("KUBECACHEDIR", self.dir.join("kubecache"))
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        )
     }
 
     fn get(&self, from: From<'_>, url: &str) -> Option<String> {
@@ -200,24 +251,32 @@ impl Cluster for Lab {
     }
 
     fn run_pods(&self, app: &str, replicas: usize, port: u16) {
-        self.lab(&[
-            "run",
+        let (image, port) = (format!("--image={IMAGE}"), format!("--port={port}"));
+        let replicas_flag = format!("--replicas={replicas}");
+        let args = [
+            "create",
+            "deployment",
             app,
-            "--replicas",
-            &replicas.to_string(),
-            "--port",
-            &port.to_string(),
-        ]);
+            image.as_str(),
+            port.as_str(),
+            &replicas_flag,
+        ];
+        self.kubectl(&args)
+            .unwrap_or_else(|e| panic!("kubectl {args:?}: {e}"));
+        self.wait_running(app, replicas);
     }
 
     fn scale(&self, app: &str, replicas: usize) {
-        self.lab(&["scale", app, "--replicas", &replicas.to_string()]);
+        let n = replicas.to_string();
+        self.kubectl(&["scale", "deployment", app, "--replicas", &n])
+            .unwrap_or_else(|e| panic!("kubectl scale: {e}"));
+        self.wait_running(app, replicas);
     }
 
     fn pods(&self, app: &str) -> Vec<(String, String, String)> {
-        let st: Value =
-            serde_json::from_str(&std::fs::read_to_string(self.dir.join("state.json")).unwrap()).unwrap();
-        let mut pods: Vec<(String, String, String)> = st["pods"]
+        let text = std::fs::read_to_string(self.dir.join("kubelet.json")).unwrap_or_default();
+        let running: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let mut pods: Vec<(String, String, String)> = running
             .as_array()
             .into_iter()
             .flatten()
@@ -267,6 +326,14 @@ impl Cluster for Lab {
 
     fn start(&self, c: Component) {
         self.lab(&["start", Self::component(c)]);
+    }
+
+    fn log(&self, component: &str) -> String {
+        std::fs::read_to_string(self.dir.join("logs").join(format!("{component}.log"))).unwrap_or_default()
+    }
+
+    fn compact_etcd(&self) -> i64 {
+        self.lab(&["compact-etcd"]).trim().parse().unwrap()
     }
 
     fn lb_backends(&self, lb_ip: &str) -> Vec<String> {

@@ -1,10 +1,9 @@
-//! The e2e harness: a [`Cluster`] (how the cluster is made: the local lab, or kind) and a [`Scenario`]
-//! that runs named steps against it. A failing step prints its name, then the cluster's diagnostics
-//! (every node's iptables-save, the fake GCE's state, log tails), and fails the test with the step name.
-//! Scenario code only talks to the [`Cluster`] trait, so it runs unchanged on either cluster.
+//! The e2e harness: a [`Cluster`] (how the cluster is made: the local lab) and a [`Scenario`] that runs
+//! named steps against it. A failing step prints its name, then the cluster's diagnostics (every node's
+//! iptables-save, the fake GCE's state, the API objects, log tails), and fails the test with the step
+//! name. Scenario code only talks to the [`Cluster`] trait.
 #![allow(clippy::unwrap_used, dead_code)]
 
-pub mod kind;
 pub mod lab;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -40,27 +39,36 @@ pub enum Component {
     ApiServer,
 }
 
+/// The image the lab's nodes run (its hostname server).
+pub const IMAGE: &str = "gcr.io/google_containers/serve_hostname";
+
 /// What scenarios need from a cluster.
 pub trait Cluster {
-    /// `local` or `kind`.
+    /// `local`.
     fn kind(&self) -> &'static str;
     /// Why this cluster cannot run steps needing `f` (None: it can).
     fn lacks(&self, f: Feature) -> Option<&'static str>;
-    /// A JSON call to the Kubernetes API (PATCH is a merge patch); Err carries status and body.
+    /// A JSON call to the Kubernetes API as cluster-admin (PATCH is a merge patch); Err carries status
+    /// and body.
     fn api(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
     /// A JSON call to the fake GCE (`/compute/v1/...` and the admin `/_fake/...`).
     fn gce(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
-    /// The real kubectl against the cluster's API.
+    /// The real kubectl (the server's release) against the cluster's API, as cluster-admin.
     fn kubectl(&self, args: &[&str]) -> Result<String, String>;
+    /// kubectl with the kubeconfig the running `component` (`svcnet-proxy`, `svcnet-cloud-controller`)
+    /// reads: (exit success, stdout).
+    fn kubectl_as(&self, component: &str, args: &[&str]) -> (bool, String);
     /// HTTP GET; the body (trimmed) on 200, None otherwise (timeouts included).
     fn get(&self, from: From<'_>, url: &str) -> Option<String>;
     /// One UDP datagram to `addr` (`ip:port`); the reply (trimmed) or None.
     fn udp(&self, from: From<'_>, addr: &str) -> Option<String>;
-    /// Pods labelled `app=<app>` serving their name on `port` (TCP/HTTP and UDP).
+    /// `kubectl create deployment <app> --image=<IMAGE> --port=<port> --replicas=N`; returns once N pods
+    /// run (their hostname server answers their name over TCP/HTTP and UDP).
     fn run_pods(&self, app: &str, replicas: usize, port: u16);
+    /// `kubectl scale deployment <app> --replicas N`; returns once exactly N pods run, none terminating.
     fn scale(&self, app: &str, replicas: usize);
-    /// (name, pod IP, node) of each running pod of `app` as the cluster made them (the lab: its state
-    /// file, independent of the API; kind: the Pods' own status), by name.
+    /// (name, pod IP, node) of each running, not terminating pod of `app` as the nodes run them (the
+    /// lab: its agent's record, independent of the API), by name.
     fn pods(&self, app: &str) -> Vec<(String, String, String)>;
     /// (name, internal IP) of every node.
     fn nodes(&self) -> Vec<(String, String)>;
@@ -71,6 +79,10 @@ pub trait Cluster {
     fn stop(&self, c: Component);
     /// Starts it again as it was.
     fn start(&self, c: Component);
+    /// Compacts etcd up to its current revision (returned): a watch resuming from before it gets 410.
+    fn compact_etcd(&self) -> i64;
+    /// Everything a component (`proxy-<node>`, `cloud-controller`, ...) has logged so far.
+    fn log(&self, component: &str) -> String;
     /// The node IPs the network currently sends `lb_ip` to (the healthy target pool members).
     fn lb_backends(&self, lb_ip: &str) -> Vec<String>;
     /// Source addresses of [`From::Client`] and [`From::Client2`].
@@ -81,13 +93,9 @@ pub trait Cluster {
     fn down(&mut self);
 }
 
-/// The cluster E2E_CLUSTER names (default `local`); None when the test must be SKIPPED.
+/// The lab with 2 nodes; None when the test must be SKIPPED (no network namespaces outside CI).
 pub fn cluster() -> Option<Box<dyn Cluster>> {
-    match std::env::var("E2E_CLUSTER").as_deref() {
-        Ok("kind") => Some(Box::new(kind::Kind::create())),
-        Ok("local") | Ok("") | Err(_) => lab::Lab::up(2).map(|l| Box::new(l) as Box<dyn Cluster>),
-        Ok(other) => panic!("E2E_CLUSTER={other}: expected local or kind"),
-    }
+    lab::Lab::up(2).map(|l| Box::new(l) as Box<dyn Cluster>)
 }
 
 /// Named steps over one cluster.

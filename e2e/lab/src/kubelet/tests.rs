@@ -1,0 +1,85 @@
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::*;
+
+#[test]
+fn runs_serve_hostname_images_only() {
+    assert!(runs_image("gcr.io/google_containers/serve_hostname"));
+    assert!(runs_image("registry.k8s.io/serve_hostname:1.4"));
+    assert!(runs_image("serve-hostname@sha256:abcd"));
+    assert!(!runs_image("nginx"));
+    assert!(!runs_image("gcr.io/serve_hostname_not/nginx"));
+}
+
+#[test]
+fn free_ip_skips_the_bridge_and_used_addresses() {
+    let mut used = BTreeSet::new();
+    assert_eq!(free_ip("10.64.1.0/24", &used), Some(Ipv4Addr::new(10, 64, 1, 2)));
+    used.insert(Ipv4Addr::new(10, 64, 1, 2));
+    used.insert(Ipv4Addr::new(10, 64, 1, 3));
+    assert_eq!(free_ip("10.64.1.0/24", &used), Some(Ipv4Addr::new(10, 64, 1, 4)));
+    // A /30 has two hosts: the bridge and one pod.
+    let one: BTreeSet<Ipv4Addr> = [Ipv4Addr::new(10, 0, 0, 2)].into();
+    assert_eq!(free_ip("10.0.0.0/30", &one), None);
+    assert_eq!(free_ip("not a cidr", &BTreeSet::new()), None);
+}
+
+#[test]
+fn pick_node_spreads_and_breaks_ties_in_order() {
+    let mut load = BTreeMap::new();
+    assert_eq!(pick_node(&["node-1", "node-2"], &load), Some("node-1"));
+    load.insert("node-1".to_owned(), 1);
+    assert_eq!(pick_node(&["node-1", "node-2"], &load), Some("node-2"));
+    load.insert("node-2".to_owned(), 1);
+    assert_eq!(pick_node(&["node-1", "node-2"], &load), Some("node-1"));
+    assert_eq!(pick_node(&[], &load), None);
+}
+
+#[test]
+fn times_are_rfc3339() {
+    assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    // 2024-02-29T12:34:56Z (a leap day) = 1709210096.
+    let t = UNIX_EPOCH + Duration::from_secs(1_709_210_096);
+    assert_eq!(rfc3339(t), "2024-02-29T12:34:56Z");
+    assert_eq!(
+        rfc3339_micro(t + Duration::from_micros(1500)),
+        "2024-02-29T12:34:56.001500Z"
+    );
+}
+
+#[test]
+fn running_status_reads_as_ready_and_running() {
+    let p = RunningPod {
+        uid: "u".into(),
+        namespace: "default".into(),
+        name: "hostnames-1".into(),
+        app: "hostnames".into(),
+        node: "node-1".into(),
+        netns: "lab-pod-u".into(),
+        link: "pu".into(),
+        ip: Ipv4Addr::new(10, 64, 0, 2),
+        port: 9376,
+        terminating: false,
+    };
+    let st = running_status(
+        &p,
+        "serve-hostname",
+        "serve_hostname",
+        "10.128.0.2",
+        "2026-01-01T00:00:00Z",
+    );
+    assert_eq!(st["phase"], "Running");
+    assert_eq!(st["podIP"], "10.64.0.2");
+    assert_eq!(st["hostIP"], "10.128.0.2");
+    let ready = st["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap();
+    assert_eq!(ready["status"], "True");
+    assert_eq!(st["containerStatuses"][0]["ready"], true);
+    assert_eq!(st["containerStatuses"][0]["restartCount"], 0);
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the system tools svcnet's tests, lab and demo run that a fresh Debian/Ubuntu machine may lack
+# (`make demo`, `make test`, `make e2e` and .ci/run call it; a no-op once they are there):
+#   iptables (iptables-restore/-save, ip6tables), iproute2 (ip, network namespaces), conntrack, nfacct,
+#   nftables (nft: the proxy's nftables mode),
+#   util-linux (setpriv: children die with their test; flock: one control-plane build at a time), make.
+# Go (for the control plane, testing/k8s) and gcloud (the demo's GCE listings) are not Debian packages
+# of a usable version: they come with the machine image; this script only says when they are missing.
+set -euo pipefail
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have iptables-restore || need+=(iptables)
+have ip || need+=(iproute2)
+have conntrack || need+=(conntrack)
+have nfacct || need+=(nfacct)
+have nft || need+=(nftables)
+{ have setpriv && have flock; } || need+=(util-linux)
+have make || need+=(make)
+
+if [ "${#need[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${need[*]}" >&2
+  if ! have apt-get; then
+    echo "install-deps: no apt-get here: install ${need[*]} by hand" >&2
+    exit 1
+  fi
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+have go || [ -x /usr/local/go/bin/go ] ||
+  echo "install-deps: note: no Go toolchain (>= 1.25): testing/k8s cannot build the control plane" >&2
+have gcloud || echo "install-deps: note: no gcloud: make demo's GCE listings need it" >&2
+exit 0
