@@ -1,5 +1,5 @@
-//! C1: one new LoadBalancer Service with N nodes through the real controller, API stand-in and
-//! fake GCE: the GCE calls it takes, the mutating calls of a no-op resync, and the time from the
+//! C1: one new LoadBalancer Service with N nodes through the real controller, the real
+//! kube-apiserver and the fake GCE: the GCE calls it takes, the mutating calls of a no-op resync, and the time from the
 //! last GCE operation DONE (the fake's operation `endTime`) to the ingress IP arriving on a watch
 //! of the Service.
 

@@ -1,5 +1,5 @@
 //! A minimal blocking HTTP/1.1 client over loopback for the control-plane parts (C1, C2, P4):
-//! the API stand-in, the fake GCE's admin API and the proxy's metrics. One connection per request
+//! the fake GCE's admin API and the proxy's metrics. One connection per request
 //! (`Connection: close`), plus a line-by-line reader for watch streams. Nothing here leaves
 //! 127.0.0.1 (or the loopback of a bench namespace, when run inside one).
 

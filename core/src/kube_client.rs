@@ -18,8 +18,8 @@ pub struct KubeArgs {
 /// Builds a client: explicit kubeconfig file, else in-cluster, else the default kubeconfig.
 ///
 /// `--master` overrides the server URL. When only `--master` is given and no other
-/// configuration exists, a bare config for that URL is used (the lab's API stand-in needs no
-/// credentials), like `clientcmd.BuildConfigFromFlags(master, "")` does.
+/// configuration exists, a bare config for that URL is used (a test server without
+/// authentication), like `clientcmd.BuildConfigFromFlags(master, "")` does.
 pub async fn client(args: &KubeArgs) -> Result<kube::Client, CoreError> {
     crate::tls::install_crypto_provider();
     let config = config(args).await?;
