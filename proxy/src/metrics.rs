@@ -218,6 +218,40 @@ impl Metrics {
 }
 
 impl Metrics {
+    /// A successful sync of `family`: its duration (all, and full or partial), the full-sync reason,
+    /// the last-sync timestamp.
+    pub fn record_sync(&self, family: IpFamily, full_reason: Option<&str>, elapsed: f64) {
+        let labels = family_labels(family);
+        self.sync_duration.get_or_create(&labels).observe(elapsed);
+        let by_kind = if full_reason.is_some() {
+            &self.sync_full_duration
+        } else {
+            &self.sync_partial_duration
+        };
+        by_kind.get_or_create(&labels).observe(elapsed);
+        if let Some(reason) = full_reason {
+            self.full_syncs
+                .get_or_create(&vec![
+                    ("ip_family", family.label().to_string()),
+                    ("reason", reason.to_string()),
+                ])
+                .inc();
+        }
+        self.last_timestamp.get_or_create(&labels).set(unix_now());
+    }
+
+    /// Services with a Local policy and no local endpoint, by policy.
+    pub fn set_no_local(&self, family: IpFamily, internal: usize, external: usize) {
+        for (policy, n) in [("internal", internal), ("external", external)] {
+            self.no_local_endpoints
+                .get_or_create(&vec![
+                    ("ip_family", family.label().to_string()),
+                    ("traffic_policy", policy.to_string()),
+                ])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
     /// Exports the nftables mode's failure counters (upstream registers them in that mode only).
     pub fn register_nftables(&self, registry: &mut Registry) {
         registry.register(

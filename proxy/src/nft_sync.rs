@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use crate::conntrack;
 use crate::iptables::IptablesError;
-use crate::metrics::{Metrics, family_labels, unix_now};
+use crate::metrics::{Metrics, family_labels};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState};
 use crate::nft::{self, Applied};
 use crate::nftables::Nft;
@@ -86,11 +86,8 @@ impl NftFamilySync {
         let _ = metrics.nft_cleanup_failures.get_or_create(&labels);
         self.model.update(&snap.services, &snap.slices);
         let node = settings.live_node_facts(snap).await;
-        let mut cfg = settings
-            .rules
-            .render_config(family, &node)
-            .map_err(|e| SyncError::Config(format!("{e:#}")))?;
-        cfg.random_fully = settings.random_fully;
+        // nfacct and the iptables-only capabilities are off in this mode (settings say so).
+        let cfg = settings.render_config(family, &node)?;
         let full = self.full_reason(settings);
 
         let state = self.model.state();
@@ -140,39 +137,17 @@ impl NftFamilySync {
         tracing::debug!(family = family.label(), stats = ?tx.stats, "nftables transaction applied");
         self.applied.commit(tx);
         self.rendered_from = Some((state.clone(), node, cfg));
-        if let Some(r) = full {
+        if full.is_some() {
             self.next_full = None;
             self.recreate = false;
             self.last_full = Some(Instant::now());
-            metrics
-                .full_syncs
-                .get_or_create(&vec![
-                    ("ip_family", family.label().to_string()),
-                    ("reason", r.as_str().to_string()),
-                ])
-                .inc();
         }
-        let elapsed = started.elapsed().as_secs_f64();
-        metrics.sync_duration.get_or_create(&labels).observe(elapsed);
-        let by_kind = if full.is_some() {
-            &metrics.sync_full_duration
-        } else {
-            &metrics.sync_partial_duration
-        };
-        by_kind.get_or_create(&labels).observe(elapsed);
-        for (policy, n) in [
-            ("internal", stats.no_local_internal),
-            ("external", stats.no_local_external),
-        ] {
-            metrics
-                .no_local_endpoints
-                .get_or_create(&vec![
-                    ("ip_family", family.label().to_string()),
-                    ("traffic_policy", policy.to_string()),
-                ])
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
-        }
-        metrics.last_timestamp.get_or_create(&labels).set(unix_now());
+        metrics.record_sync(
+            family,
+            full.map(FullReason::as_str),
+            started.elapsed().as_secs_f64(),
+        );
+        metrics.set_no_local(family, stats.no_local_internal, stats.no_local_external);
         if settings.conntrack {
             let previous = std::mem::take(&mut self.udp_targets);
             self.udp_targets =

@@ -22,7 +22,7 @@ use crate::config::RenderConfig;
 use crate::conntrack;
 use crate::input::Objects;
 use crate::iptables::{Iptables, IptablesError};
-use crate::metrics::{Metrics, family_labels, table_labels, unix_now};
+use crate::metrics::{Metrics, family_labels, table_labels};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
 use crate::render::naming::is_service_chain;
 use crate::render::{Done, FRESH_TABLE_MAX_CHAINS, PayloadStats, RenderStats, Renderer, UNBATCHED, jumps};
@@ -98,6 +98,18 @@ impl Settings {
             ..Default::default()
         };
         self.rules.node_facts(&objects)
+    }
+
+    /// The render config of `family` on `node`: the rule flags plus the node's detected capabilities.
+    pub fn render_config(&self, family: Family, node: &NodeFacts) -> Result<RenderConfig, SyncError> {
+        let mut cfg = self
+            .rules
+            .render_config(family, node)
+            .map_err(|e| SyncError::Config(format!("{e:#}")))?;
+        cfg.random_fully = self.random_fully;
+        cfg.nfacct = self.nfacct;
+        cfg.conntrack_tcp_liberal = self.tcp_liberal;
+        Ok(cfg)
     }
 
     /// [`Settings::node_facts`] plus, with `--nodeport-addresses`, the live interface addresses its
@@ -196,13 +208,7 @@ impl FamilySync {
         let labels = family_labels(family);
         self.model.update(&snap.services, &snap.slices);
         let node = settings.live_node_facts(snap).await;
-        let mut cfg = settings
-            .rules
-            .render_config(family, &node)
-            .map_err(|e| SyncError::Config(format!("{e:#}")))?;
-        cfg.random_fully = settings.random_fully;
-        cfg.nfacct = settings.nfacct;
-        cfg.conntrack_tcp_liberal = settings.tcp_liberal;
+        let cfg = settings.render_config(family, &node)?;
         let full = self.full_reason(settings).await;
         let written = match self.apply(&node, &cfg, full, settings, seq).await {
             Ok(w) => w,
@@ -216,28 +222,16 @@ impl FamilySync {
             }
         };
 
-        if let Some(r) = full {
+        if full.is_some() {
             self.next_full = None;
             self.last_full = Some(Instant::now());
             self.last_canary_check = Instant::now();
-            metrics
-                .full_syncs
-                .get_or_create(&vec![
-                    ("ip_family", family.label().to_string()),
-                    ("reason", r.as_str().to_string()),
-                ])
-                .inc();
         }
-        let elapsed = started.elapsed().as_secs_f64();
-        metrics.sync_duration.get_or_create(&labels).observe(elapsed);
-        if full.is_some() {
-            metrics.sync_full_duration.get_or_create(&labels).observe(elapsed);
-        } else {
-            metrics
-                .sync_partial_duration
-                .get_or_create(&labels)
-                .observe(elapsed);
-        }
+        metrics.record_sync(
+            family,
+            full.map(FullReason::as_str),
+            started.elapsed().as_secs_f64(),
+        );
         record_rule_counts(metrics, family, &written);
         if written.calls > 1 {
             tracing::info!(
@@ -247,7 +241,6 @@ impl FamilySync {
                 "large sync written in several iptables-restore calls"
             );
         }
-        metrics.last_timestamp.get_or_create(&labels).set(unix_now());
 
         if settings.conntrack {
             let previous = std::mem::take(&mut self.udp_targets);
@@ -383,18 +376,7 @@ fn record_rule_counts(metrics: &Metrics, family: Family, written: &Written) {
             .get_or_create(&table_labels(family, table))
             .set(gauge(last));
     }
-    for (policy, n) in [
-        ("internal", done.stats.no_local_internal),
-        ("external", done.stats.no_local_external),
-    ] {
-        metrics
-            .no_local_endpoints
-            .get_or_create(&vec![
-                ("ip_family", family.label().to_string()),
-                ("traffic_policy", policy.to_string()),
-            ])
-            .set(i64::try_from(n).unwrap_or(i64::MAX));
-    }
+    metrics.set_no_local(family, done.stats.no_local_internal, done.stats.no_local_external);
 }
 
 /// Reconciles the family's UDP flows against `state`; returns the UDP targets to remember for the

@@ -44,15 +44,7 @@ impl ElementIndex {
     fn apply(&mut self, delta: &Delta) {
         for (key, changes) in delta {
             let values = self.0.entry(key.clone()).or_default();
-            for (value, n) in changes {
-                let count = values.get(value).copied().unwrap_or(0);
-                let next = count.saturating_add_signed(*n);
-                if next == 0 {
-                    values.remove(value);
-                } else {
-                    values.insert(value.clone(), next);
-                }
-            }
+            add_counts(values, changes);
             if values.is_empty() {
                 self.0.remove(key);
             }
@@ -62,6 +54,18 @@ impl ElementIndex {
 
 /// Contributor count changes per element.
 type Delta = BTreeMap<ElementKey, BTreeMap<ElementValue, isize>>;
+
+/// Applies count changes to one key's values; a value whose count reaches 0 goes.
+fn add_counts(values: &mut BTreeMap<ElementValue, usize>, changes: &BTreeMap<ElementValue, isize>) {
+    for (value, n) in changes {
+        let next = values.get(value).copied().unwrap_or(0).saturating_add_signed(*n);
+        if next == 0 {
+            values.remove(value);
+        } else {
+            values.insert(value.clone(), next);
+        }
+    }
+}
 
 /// The element the kernel holds for a key: one value wins when contributors disagree (an invalid
 /// state, e.g. two Services claiming one IP for a moment), deterministically the smallest.
@@ -301,15 +305,7 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
         let before_values = prev.index.0.get(key);
         let before = before_values.and_then(effective);
         let mut after_values = before_values.cloned().unwrap_or_default();
-        for (value, n) in changes {
-            let count = after_values.get(value).copied().unwrap_or(0);
-            let next = count.saturating_add_signed(*n);
-            if next == 0 {
-                after_values.remove(value);
-            } else {
-                after_values.insert(value.clone(), next);
-            }
-        }
+        add_counts(&mut after_values, changes);
         let after = effective(&after_values);
         if before == after {
             continue;
