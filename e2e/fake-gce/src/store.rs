@@ -19,6 +19,9 @@ pub enum Kind {
     TargetPool,
     Address,
     Instance,
+    InstanceGroup,
+    BackendService,
+    HealthCheck,
 }
 
 /// Where a resource lives.
@@ -30,7 +33,7 @@ pub enum ScopeType {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Network,
         Kind::Firewall,
         Kind::Route,
@@ -39,6 +42,9 @@ impl Kind {
         Kind::TargetPool,
         Kind::Address,
         Kind::Instance,
+        Kind::InstanceGroup,
+        Kind::BackendService,
+        Kind::HealthCheck,
     ];
 
     /// The URL collection segment (also the key in the state dump).
@@ -52,6 +58,10 @@ impl Kind {
             Kind::TargetPool => "targetPools",
             Kind::Address => "addresses",
             Kind::Instance => "instances",
+            Kind::InstanceGroup => "instanceGroups",
+            // Served under regions/ only (regionBackendServices in the client libraries).
+            Kind::BackendService => "backendServices",
+            Kind::HealthCheck => "healthChecks",
         }
     }
 
@@ -61,9 +71,13 @@ impl Kind {
 
     pub fn scope_type(self) -> ScopeType {
         match self {
-            Kind::Network | Kind::Firewall | Kind::Route | Kind::HttpHealthCheck => ScopeType::Global,
-            Kind::ForwardingRule | Kind::TargetPool | Kind::Address => ScopeType::Regional,
-            Kind::Instance => ScopeType::Zonal,
+            Kind::Network | Kind::Firewall | Kind::Route | Kind::HttpHealthCheck | Kind::HealthCheck => {
+                ScopeType::Global
+            }
+            Kind::ForwardingRule | Kind::TargetPool | Kind::Address | Kind::BackendService => {
+                ScopeType::Regional
+            }
+            Kind::Instance | Kind::InstanceGroup => ScopeType::Zonal,
         }
     }
 
@@ -78,6 +92,9 @@ impl Kind {
             Kind::TargetPool => "compute#targetPool",
             Kind::Address => "compute#address",
             Kind::Instance => "compute#instance",
+            Kind::InstanceGroup => "compute#instanceGroup",
+            Kind::BackendService => "compute#backendService",
+            Kind::HealthCheck => "compute#healthCheck",
         }
     }
 
@@ -92,6 +109,9 @@ impl Kind {
             Kind::TargetPool => "target_pool",
             Kind::Address => "address",
             Kind::Instance => "instance",
+            Kind::InstanceGroup => "instance_group",
+            Kind::BackendService => "backend_service",
+            Kind::HealthCheck => "health_check",
         }
     }
 
@@ -103,6 +123,9 @@ impl Kind {
             Kind::TargetPool => Some("TARGET_POOLS"),
             Kind::Route => Some("ROUTES"),
             Kind::Address => Some("STATIC_ADDRESSES"),
+            Kind::InstanceGroup => Some("INSTANCE_GROUPS"),
+            Kind::BackendService => Some("BACKEND_SERVICES"),
+            Kind::HealthCheck => Some("HEALTH_CHECKS"),
             _ => None,
         }
     }
