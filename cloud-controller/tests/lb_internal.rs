@@ -470,7 +470,7 @@ async fn switching_external_internal_and_shared_groups() {
     services.delete("db", &DeleteParams::default()).await.unwrap();
     wait_gone(&client, "db").await;
     assert!(gce.find("backendServices", &db_lb).is_none());
-    assert_eq!(gce.names("instanceGroups"), [ig.clone()], "groups kept for web");
+    assert_eq!(gce.names("instanceGroups"), [ig], "groups kept for web");
     assert!(
         gce.find("healthChecks", &format!("k8s-{cid}-node")).is_some(),
         "shared check kept"

@@ -120,7 +120,7 @@ fn fingerprint(obj: &Map<String, Value>) -> String {
             out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
         }
     }
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push('=');
     }
     out
