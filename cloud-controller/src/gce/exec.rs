@@ -106,10 +106,20 @@ where
 pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
     let call = format!("{} {}", action.label(), action.target_name());
     // One id for every attempt: a retry after GCE already accepted the call gets its operation
-    // back instead of a second mutation (`request_id`).
-    let rid = new_request_id();
+    // back instead of a second mutation (`request_id`). Except after an operation that ended
+    // with an error: the mutation did not happen, and the same id would only return that failed
+    // operation again, so the retry gets a new id.
+    let rid = std::sync::Mutex::new(new_request_id());
     let result = with_retries(gce, policy, QuotaGroup::Write, || {
-        call_once(gce, action, &call, &rid)
+        let id = rid.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let (rid, call) = (&rid, &call);
+        async move {
+            let result = call_once(gce, action, call, &id).await;
+            if result.as_ref().is_err_and(|e| e.from_operation) {
+                *rid.lock().unwrap_or_else(|p| p.into_inner()) = new_request_id();
+            }
+            result
+        }
     })
     .await;
     let outcome = outcome(action, result);
