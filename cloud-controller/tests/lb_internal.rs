@@ -285,6 +285,33 @@ async fn internal_lb_created_resynced_updated_and_deleted() {
     );
     assert!(reasons.contains(&"EnsuredLoadBalancer".to_owned()), "{reasons:?}");
 
+    // The CloudLoadBalancer record shows the internal LB.
+    let clbs: Api<svcnet_crds::CloudLoadBalancer> = Api::namespaced(client.clone(), "default");
+    let rec = eventually("record of db", WAIT, || {
+        let clbs = clbs.clone();
+        async move {
+            let c = clbs.get_opt("db").await.ok()??;
+            c.status
+                .and_then(|s| s.gce)
+                .filter(|g| g.backend_service.is_some())
+        }
+    })
+    .await;
+    assert_eq!(rec.load_balancing_scheme.as_deref(), Some("INTERNAL"));
+    assert_eq!(
+        rec.backend_service.as_ref().map(|b| b.name.as_str()),
+        Some(lb.as_str())
+    );
+    assert_eq!(rec.instance_groups.len(), 2);
+    assert!(rec.target_pool.is_none());
+    assert_eq!(
+        rec.health_checks
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>(),
+        [hc_name.as_str()]
+    );
+
     // A no-op resync reads only.
     tokio::time::sleep(Duration::from_secs(1)).await;
     gce.clear_calls();

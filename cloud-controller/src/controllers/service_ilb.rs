@@ -131,9 +131,8 @@ pub async fn ensure_ilb(svc: &Service, ctx: &LbCtx) -> Result<kube::runtime::con
     Ok(kube::runtime::controller::Action::requeue(sh.tuning.lb_resync))
 }
 
-/// The CloudLoadBalancer record's view of an internal LB: rule, backend service (listed with the
-/// health checks' kin as `backendServices/<name>` is not a field of the record), firewalls,
-/// health check and instance groups.
+/// The CloudLoadBalancer record's view of an internal LB: scheme, rule, backend service,
+/// firewalls, the health check its backend service uses, and the instance groups.
 fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources {
     let r = |kind: &str, name: &str| GceResourceRef {
         name: name.to_owned(),
@@ -145,6 +144,16 @@ fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources
         target_pool: None,
         firewalls: Vec::new(),
         health_checks: Vec::new(),
+        load_balancing_scheme: Some(internal::SCHEME_INTERNAL.to_owned()),
+        backend_service: o.backend_service.as_ref().map(|b| r("backendServices", &b.name)),
+        instance_groups: o
+            .instance_groups
+            .keys()
+            .map(|zone| GceResourceRef {
+                name: names.instance_group.clone(),
+                self_link: links.link("instanceGroups", &format!("{zone}/{}", names.instance_group)),
+            })
+            .collect(),
     };
     for (fw, name) in [
         (&o.firewall, &names.firewall),

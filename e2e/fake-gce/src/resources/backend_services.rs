@@ -106,22 +106,12 @@ pub fn prepare(
     Ok(obj)
 }
 
-/// An opaque base64-looking fingerprint derived from the content, so every change yields a new one.
+/// An opaque fingerprint derived from the content, so every change yields a new one. GCE sends
+/// base64 (the official clients decode it as bytes); 16 hex digits are valid base64 that decodes
+/// and re-encodes to the same text, whichever base64 alphabet a client uses.
 fn fingerprint(obj: &Map<String, Value>) -> String {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     Value::Object(obj.clone()).to_string().hash(&mut h);
-    let v = h.finish().to_be_bytes();
-    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in v.chunks(3) {
-        let n = chunk.iter().fold(0u32, |a, b| (a << 8) | u32::from(*b)) << (8 * (3 - chunk.len()));
-        for i in 0..=chunk.len() {
-            out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    while !out.len().is_multiple_of(4) {
-        out.push('=');
-    }
-    out
+    format!("{:016x}", h.finish())
 }
