@@ -22,6 +22,9 @@ pub enum Kind {
     InstanceGroup,
     BackendService,
     HealthCheck,
+    /// Listed (always empty) only: gcloud's `instance-groups unmanaged` commands read it to tell
+    /// managed groups apart.
+    InstanceGroupManager,
 }
 
 /// Where a resource lives.
@@ -33,7 +36,7 @@ pub enum ScopeType {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Network,
         Kind::Firewall,
         Kind::Route,
@@ -45,6 +48,7 @@ impl Kind {
         Kind::InstanceGroup,
         Kind::BackendService,
         Kind::HealthCheck,
+        Kind::InstanceGroupManager,
     ];
 
     /// The URL collection segment (also the key in the state dump).
@@ -62,6 +66,7 @@ impl Kind {
             // Served under regions/ only (regionBackendServices in the client libraries).
             Kind::BackendService => "backendServices",
             Kind::HealthCheck => "healthChecks",
+            Kind::InstanceGroupManager => "instanceGroupManagers",
         }
     }
 
@@ -77,7 +82,7 @@ impl Kind {
             Kind::ForwardingRule | Kind::TargetPool | Kind::Address | Kind::BackendService => {
                 ScopeType::Regional
             }
-            Kind::Instance | Kind::InstanceGroup => ScopeType::Zonal,
+            Kind::Instance | Kind::InstanceGroup | Kind::InstanceGroupManager => ScopeType::Zonal,
         }
     }
 
@@ -95,6 +100,7 @@ impl Kind {
             Kind::InstanceGroup => "compute#instanceGroup",
             Kind::BackendService => "compute#backendService",
             Kind::HealthCheck => "compute#healthCheck",
+            Kind::InstanceGroupManager => "compute#instanceGroupManager",
         }
     }
 
@@ -112,6 +118,7 @@ impl Kind {
             Kind::InstanceGroup => "instance_group",
             Kind::BackendService => "backend_service",
             Kind::HealthCheck => "health_check",
+            Kind::InstanceGroupManager => "instance_group_manager",
         }
     }
 

@@ -84,6 +84,11 @@ pub fn prepare(
         Kind::InstanceGroup => instance_groups::prepare(ctx, obj),
         Kind::BackendService => backend_services::prepare(ctx, scope, obj, existing),
         Kind::HealthCheck => health_checks_v1::prepare(obj),
+        Kind::InstanceGroupManager => Err(ApiError::new(
+            400,
+            "unsupported",
+            "managed instance groups are not served by svcnet-fake-gce (listed, always empty)",
+        )),
         Kind::Instance => Err(ApiError::new(
             400,
             "unsupported",
