@@ -40,6 +40,10 @@ pub struct Cli {
     /// VPC network name.
     #[arg(long)]
     pub network: Option<String>,
+    /// Subnetwork of internal load balancers without the subnet annotation (default: named like
+    /// the network, as an auto-mode network's subnet is).
+    #[arg(long)]
+    pub subnetwork: Option<String>,
     /// Cluster name: prefix of route names.
     #[arg(long)]
     pub cluster_name: Option<String>,
@@ -55,7 +59,8 @@ pub struct Cli {
     /// buckets, not this, bound the call rate; see README "Concurrency and rate limits".
     #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
-    /// gce.conf (INI, `[global]` project-id, network-name, node-tags, local-zone, api-endpoint).
+    /// gce.conf (INI, `[global]` project-id, network-name, subnetwork-name, node-tags, local-zone,
+    /// api-endpoint).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Controllers to run (comma separated): service, route, node.
@@ -113,6 +118,7 @@ pub struct Resolved {
     pub region: String,
     pub zones: Vec<String>,
     pub network: String,
+    pub subnetwork: String,
     pub cluster_name: String,
     pub node_tags: Vec<String>,
     pub endpoint: Option<String>,
@@ -179,6 +185,11 @@ impl Cli {
             .clone()
             .or(conf.network)
             .unwrap_or_else(|| "default".to_owned());
+        let subnetwork = self
+            .subnetwork
+            .clone()
+            .or(conf.subnetwork)
+            .unwrap_or_else(|| network.clone());
         let cluster_name = self
             .cluster_name
             .clone()
@@ -194,6 +205,7 @@ impl Cli {
             region,
             zones,
             network,
+            subnetwork,
             cluster_name,
             node_tags,
             endpoint: self.gce_endpoint.clone().or(conf.api_endpoint),

@@ -51,6 +51,9 @@ pub struct Config {
     /// Route controller: only routes whose destRange lies in one of these are ours to delete
     /// (upstream's `isResponsibleForRoute`). Empty = every route with our prefix.
     pub cluster_cidrs: Vec<IpNet>,
+    /// Subnetwork name of internal load balancers without the subnet annotation (upstream's
+    /// gce.conf `subnetwork-name`; an auto-mode network's subnet is named like the network).
+    pub subnetwork: String,
 }
 
 impl Config {
@@ -72,6 +75,7 @@ impl Config {
                 .collect(),
             etp_transition: EtpTransition::Recreate,
             cluster_cidrs: Vec::new(),
+            subnetwork: network.to_owned(),
         }
     }
 
@@ -94,6 +98,32 @@ impl Config {
 
     pub fn http_health_check_url(&self, name: &str) -> String {
         format!("{}/global/httpHealthChecks/{}", self.project_url(), name)
+    }
+
+    pub fn subnetwork_url(&self, name: &str) -> String {
+        format!(
+            "{}/regions/{}/subnetworks/{}",
+            self.project_url(),
+            self.region,
+            name
+        )
+    }
+
+    pub fn health_check_url(&self, name: &str) -> String {
+        format!("{}/global/healthChecks/{}", self.project_url(), name)
+    }
+
+    pub fn backend_service_url(&self, name: &str) -> String {
+        format!(
+            "{}/regions/{}/backendServices/{}",
+            self.project_url(),
+            self.region,
+            name
+        )
+    }
+
+    pub fn instance_group_url(&self, zone: &str, name: &str) -> String {
+        format!("{}/zones/{}/instanceGroups/{}", self.project_url(), zone, name)
     }
 
     pub fn instance_url(&self, zone: &str, instance: &str) -> String {

@@ -6,6 +6,7 @@ pub mod lb_record;
 pub mod node_watch;
 pub mod nodes;
 pub mod routes;
+pub mod service_ilb;
 pub mod service_lb;
 pub mod verify_queue;
 

@@ -30,7 +30,15 @@ pub struct Address {
     /// None on insert lets GCE pick; Some(ip) reserves (or promotes) that IP.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    /// Empty for internal addresses (upstream sets no tier on them).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub network_tier: String,
+    /// EXTERNAL (GCE's default, empty here when not sent) or INTERNAL.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub address_type: String,
+    /// Subnetwork URL of an INTERNAL address.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subnetwork: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -94,14 +102,97 @@ pub struct ForwardingRule {
     pub ip_address: String,
     #[serde(rename = "IPProtocol")]
     pub ip_protocol: String,
-    /// `min-max` of the service ports.
+    /// `min-max` of the service ports (external rules).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub port_range: String,
-    /// Target pool URL.
+    /// Target pool URL (external rules).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub target: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub network_tier: String,
-    /// Backend service URL: set only on forwarding rules of backend-service load balancers
-    /// (another controller's; svcnet's point at a target pool). Read, never written.
+    /// Backend service URL: svcnet's internal rules, or another controller's backend-service
+    /// load balancer (see `lb::ownership`).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub backend_service: String,
+    /// EXTERNAL (GCE's default, empty when not sent) or INTERNAL.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub load_balancing_scheme: String,
+    /// Internal rules: the service ports (at most 5), else `all_ports`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<String>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub all_ports: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_global_access: bool,
+    /// Network and subnetwork URLs (internal rules).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub network: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subnetwork: String,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A zonal unmanaged instance group (upstream creates it with the name alone).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceGroup {
+    pub name: String,
+    /// Zone name (not URL) in the domain; GCE's `zone` URL is reduced to it when read.
+    #[serde(skip_serializing)]
+    pub zone: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Backend {
+    /// Instance group URL.
+    pub group: String,
+}
+
+/// A regional backend service (internal passthrough load balancer).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendService {
+    pub name: String,
+    pub description: String,
+    pub protocol: String,
+    pub session_affinity: String,
+    pub load_balancing_scheme: String,
+    /// Health check URLs (exactly one).
+    pub health_checks: Vec<String>,
+    pub backends: Vec<Backend>,
+    /// Optimistic lock: an update carries the fingerprint last read.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub fingerprint: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpHealthCheckSettings {
+    pub port: i32,
+    pub request_path: String,
+}
+
+/// A (non-legacy, global) health check of type HTTP, as internal load balancers use.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthCheck {
+    pub name: String,
+    pub description: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub check_interval_sec: i32,
+    pub timeout_sec: i32,
+    pub healthy_threshold: i32,
+    pub unhealthy_threshold: i32,
+    pub http_health_check: HttpHealthCheckSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -5,6 +5,7 @@
 //! [global]
 //! project-id = my-project
 //! network-name = default
+//! subnetwork-name = default    ; internal load balancers' subnet
 //! node-tags = gke-node
 //! node-tags = other-tag        ; repeatable
 //! local-zone = us-central1-b   ; gives the region when --region is not set
@@ -15,6 +16,7 @@
 pub struct GceConf {
     pub project: Option<String>,
     pub network: Option<String>,
+    pub subnetwork: Option<String>,
     pub node_tags: Vec<String>,
     pub local_zone: Option<String>,
     pub region: Option<String>,
@@ -59,6 +61,7 @@ pub fn parse(path: &str, text: &str) -> Result<GceConf, ConfError> {
         match key.trim().to_ascii_lowercase().as_str() {
             "project-id" => conf.project = Some(value),
             "network-name" => conf.network = Some(value),
+            "subnetwork-name" => conf.subnetwork = Some(value),
             "node-tags" => conf.node_tags.extend(
                 value
                     .split(',')

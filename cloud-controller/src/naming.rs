@@ -155,5 +155,63 @@ impl LbNames {
     }
 }
 
+/// Names of one internal load balancer (upstream gce_loadbalancer_naming.go, Internal section).
+/// The backend service, the forwarding rule, the address and the ETP=Local health check are
+/// named like the load balancer; the instance groups and the node health check are shared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IlbNames {
+    pub lb: String,
+    /// `k8s-fw-<lb>`: traffic firewall (same name as the external LB's).
+    pub firewall: String,
+    /// Upstream's pre-1.17 traffic firewall name (the LB name): deleted where found.
+    pub legacy_firewall: String,
+    /// `k8s-ig--<cluster id>` (`k8s-ig` when the cluster id is empty), one per zone.
+    pub instance_group: String,
+    /// `k8s-<cluster id>-node` in the healthChecks collection (not the legacy httpHealthChecks).
+    pub nodes_health_check: String,
+    /// `k8s-<cluster id>-node-hc`.
+    pub nodes_health_check_firewall: String,
+    /// ETP=Local: the LB name, and `<lb>-hc` for its firewall.
+    pub local_health_check: String,
+    pub local_health_check_firewall: String,
+}
+
+/// Upstream makeInstanceGroupName.
+pub fn instance_group_name(cluster_id: &str) -> String {
+    if cluster_id.is_empty() {
+        "k8s-ig".to_owned()
+    } else {
+        format!("k8s-ig--{cluster_id}")
+    }
+}
+
+/// Upstream makeHealthCheckFirewallNameFromHC: the internal health check's firewall.
+pub fn internal_health_check_firewall_name(health_check: &str) -> String {
+    format!("{health_check}-hc")
+}
+
+impl IlbNames {
+    pub fn new(service_uid: &str, cluster_id: &str, object: &str) -> Result<Self> {
+        let lb = load_balancer_name(service_uid);
+        let nodes_hc = nodes_health_check_name(cluster_id);
+        let names = IlbNames {
+            firewall: firewall_name(&lb),
+            legacy_firewall: lb.clone(),
+            instance_group: instance_group_name(cluster_id),
+            nodes_health_check_firewall: internal_health_check_firewall_name(&nodes_hc),
+            nodes_health_check: nodes_hc,
+            local_health_check: lb.clone(),
+            local_health_check_firewall: internal_health_check_firewall_name(&lb),
+            lb,
+        };
+        validate_gce_name(&names.lb, object, "metadata.uid")?;
+        validate_gce_name(&names.firewall, object, "metadata.uid")?;
+        validate_gce_name(&names.local_health_check_firewall, object, "metadata.uid")?;
+        validate_gce_name(&names.instance_group, object, "config.cluster_id")?;
+        validate_gce_name(&names.nodes_health_check_firewall, object, "config.cluster_id")?;
+        Ok(names)
+    }
+}
+
 #[cfg(test)]
 mod tests;

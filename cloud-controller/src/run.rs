@@ -61,6 +61,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         &resolved.cluster_name,
     );
     cfg.node_tags = resolved.node_tags.clone();
+    cfg.subnetwork = resolved.subnetwork.clone();
     cfg.etp_transition = cli.etp_transition.into();
     cfg.cluster_cidrs = cli.cluster_cidrs.clone();
 

@@ -233,6 +233,7 @@ impl MiniGce {
                 description: String::new(),
                 address: Some(ip.into()),
                 network_tier: tier.into(),
+                ..Address::default()
             },
         );
     }
@@ -366,6 +367,8 @@ impl MiniGce {
                 f.target = target.clone();
                 Ok(())
             }
+            // Internal LB calls: planned by `lb::internal`, executed against the fake GCE only.
+            other => Err(format!("MiniGce models external LBs only: {}", other.label())),
         }
     }
 

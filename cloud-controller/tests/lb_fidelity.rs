@@ -109,6 +109,13 @@ async fn backend_service_load_balancers_are_left_alone() {
     }
     // "bs" looks like ours, but a forwarding rule of its name points at a backend service.
     let bs_lb = foreign_lbs[3].1.clone();
+    // The backend service must exist, as in GCE.
+    let (status, body) = gce.call(
+        "POST",
+        &format!("/compute/v1/projects/{PROJECT}/regions/{REGION}/backendServices"),
+        Some(&json!({"name": "k8s2-x", "loadBalancingScheme": "EXTERNAL", "protocol": "TCP"})),
+    );
+    assert_eq!(status, 200, "{body}");
     let (status, body) = gce.call(
         "POST",
         &format!("/compute/v1/projects/{PROJECT}/regions/{REGION}/forwardingRules"),

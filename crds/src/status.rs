@@ -78,6 +78,18 @@ pub struct GceResources {
     /// HTTP health checks: the shared node check or the per-service one (externalTrafficPolicy Local).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub health_checks: Vec<GceResourceRef>,
+
+    /// EXTERNAL (target pool) or INTERNAL (backend service): the forwarding rule's scheme.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_balancing_scheme: Option<String>,
+
+    /// Internal load balancers: the regional backend service (named like the load balancer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_service: Option<GceResourceRef>,
+
+    /// Internal load balancers: the cluster's shared unmanaged instance groups, one per zone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instance_groups: Vec<GceResourceRef>,
 }
 
 /// Name and URL of one GCE object.

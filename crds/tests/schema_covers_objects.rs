@@ -46,6 +46,10 @@ fn populated() -> CloudLoadBalancer {
             target_pool: None,
             firewalls: vec![link("firewalls", "k8s-fw-a0f0e0d0c0b0a0908070605040302010")],
             health_checks: vec![link("httpHealthChecks", "k8s-1234-node")],
+            load_balancing_scheme: Some("EXTERNAL".into()),
+            // An external LB has none; set here so the schema check covers the fields.
+            backend_service: Some(link("backendServices", "a0f0e0d0c0b0a0908070605040302010")),
+            instance_groups: vec![link("instanceGroups", "k8s-ig--1234")],
         }),
         observed_generation: Some(2),
         last_sync_time: Some(now.clone()),

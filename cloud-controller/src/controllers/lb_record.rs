@@ -44,6 +44,9 @@ pub fn build_status(
             target_pool: None,
             firewalls: Vec::new(),
             health_checks: Vec::new(),
+            load_balancing_scheme: Some("EXTERNAL".into()),
+            backend_service: None,
+            instance_groups: Vec::new(),
         };
         for (fw, name) in [
             (&o.firewall, &names.firewall),

@@ -1,6 +1,6 @@
 //! Service load balancer controller: a kube-runtime `Controller` over Services. Services of type
-//! LoadBalancer get our finalizers and an external
-//! target-pool load balancer; deleting the Service (or changing its type) tears it down and
+//! LoadBalancer get our finalizers and an external target-pool load balancer, or an internal one
+//! (`service_ilb`) when annotated Internal; switching kinds tears the old one down first; deleting the Service (or changing its type) tears it down and
 //! removes the finalizer. Node membership changes re-reconcile every Service.
 //!
 //! Per sync: observe GCE -> `lb::ensure::ensure` -> execute actions in order -> observe again
@@ -30,7 +30,11 @@ use crate::gce::exec::{Outcome, execute};
 use crate::gce::observe::{ObservedLb, Touched, forwarding_rule, observe_lb, observe_lb_again};
 use crate::lb::action::Action;
 use crate::lb::ensure::{EnsurePlan, ensure, lb_names};
-use crate::lb::ownership::{forwarding_rule_is_foreign, has_any_of_ours};
+use crate::lb::internal::Teardown;
+use crate::lb::ownership::{
+    ILB_FINALIZER, NETLB_FINALIZER, OUR_ILB_FINALIZERS, finalizers_with, forwarding_rule_is_foreign,
+    has_any_of_ours, has_finalizer,
+};
 use crate::lb::stages::stages;
 use crate::lb::{self, Role, delete::plan_delete};
 use crate::naming::LbNames;
@@ -121,6 +125,11 @@ impl LbCtx {
             (Instant::now(), only)
         });
         *self.shared_seen.lock().unwrap_or_else(|p| p.into_inner()) = entry;
+    }
+
+    /// Upstream's sharedResourceLock (see the field).
+    pub(crate) async fn shared_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.shared_hc.lock().await
     }
 
     fn mark_fresh(&self, svc: &Service) {
@@ -225,7 +234,7 @@ fn looks_converged(svc: &Service) -> bool {
         && lb::ownership::finalizers_with_ours(svc, true).is_none()
 }
 
-fn key(svc: &Service) -> String {
+pub(crate) fn key(svc: &Service) -> String {
     format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
 }
 
@@ -264,7 +273,7 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
     let role = lb::role(&svc);
     let deleting = svc.metadata.deletion_timestamp.is_some();
     let ours = has_any_of_ours(&svc);
-    if !ours && (role != Role::Ours || deleting) {
+    if !ours && (!matches!(role, Role::Ours | Role::Internal) || deleting) {
         return Ok(Requeue::await_change());
     }
     // Nodes must be listed before any membership decision.
@@ -284,9 +293,50 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, Sy
             ctx.forget_queued(&svc);
             cleanup_and_release(&api, &svc, &ctx).await
         }
-        Role::Ours if deleting => {
+        Role::Ours | Role::Internal if deleting => {
             ctx.forget_queued(&svc);
             cleanup_and_release(&api, &svc, &ctx).await
+        }
+        Role::Internal => {
+            if let Some(next) = finalizers_with(&svc, &OUR_ILB_FINALIZERS, &[]) {
+                // Both go on before the first GCE object is made; the update's event syncs.
+                patch_list(&api, &svc, next)
+                    .await
+                    .map(|_| Requeue::await_change())
+            } else if let Some(next) = ctx.recently_synced(&svc) {
+                return Ok(Requeue::requeue(next));
+            } else if has_finalizer(&svc, NETLB_FINALIZER) {
+                // Was external: its load balancer goes first (upstream deletes the other
+                // scheme's objects before ensuring), then its finalizer.
+                match cleanup(&svc, &ctx, true).await {
+                    Ok(()) => match finalizers_with(&svc, &[], &[NETLB_FINALIZER]) {
+                        Some(next) => patch_list(&api, &svc, next)
+                            .await
+                            .map(|_| Requeue::await_change()),
+                        None => Ok(Requeue::await_change()),
+                    },
+                    Err(e) => Err(e),
+                }
+            } else {
+                let fp = ctx.input_fingerprint(&svc);
+                let r = crate::controllers::service_ilb::ensure_ilb(&svc, &ctx).await;
+                if r.is_ok() {
+                    ctx.note_synced(&svc, fp);
+                }
+                r
+            }
+        }
+        Role::Ours if has_finalizer(&svc, ILB_FINALIZER) => {
+            // Was internal: tear that down first, then drop its finalizer (the event re-syncs).
+            match crate::controllers::service_ilb::cleanup_ilb(&svc, &ctx, Teardown::InternalOnly).await {
+                Ok(()) => match finalizers_with(&svc, &[], &[ILB_FINALIZER]) {
+                    Some(next) => patch_list(&api, &svc, next)
+                        .await
+                        .map(|_| Requeue::await_change()),
+                    None => Ok(Requeue::await_change()),
+                },
+                Err(e) => Err(e),
+            }
         }
         Role::Ours => {
             if lb::ownership::finalizers_with_ours(&svc, true).is_some() {
@@ -354,9 +404,31 @@ async fn foreign_rule(svc: &Service, ctx: &LbCtx) -> Result<bool, SyncError> {
 /// (upstream removes the netlb one at the end of ensureExternalLoadBalancerDeleted, the service
 /// controller the cleanup one after it).
 async fn cleanup_and_release(api: &Api<Service>, svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
-    cleanup(svc, ctx).await?;
+    // The ILB finalizer goes on before any internal object is made: without it there is none.
+    let ilb = has_finalizer(svc, ILB_FINALIZER);
+    if !ilb || has_finalizer(svc, NETLB_FINALIZER) {
+        cleanup(svc, ctx, false).await?;
+    }
+    if ilb {
+        crate::controllers::service_ilb::cleanup_ilb(svc, ctx, Teardown::All).await?;
+        if svc.metadata.deletion_timestamp.is_none() {
+            patch_ingress(svc, &ctx.shared, None).await?;
+        }
+        lb_record::delete(&ctx.shared.client, svc).await;
+    }
     patch_finalizers(api, svc, false).await?;
     Ok(Requeue::await_change())
+}
+
+/// Replaces the finalizer list (conditional on the resourceVersion read).
+async fn patch_list(api: &Api<Service>, svc: &Service, next: Vec<String>) -> Result<(), SyncError> {
+    let patch = json!({ "metadata": {
+        "finalizers": next,
+        "resourceVersion": svc.resource_version(),
+    }});
+    api.patch(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
 }
 
 /// Adds (`add`) or removes both of our finalizers in one patch, leaving every other entry.
@@ -375,7 +447,7 @@ async fn patch_finalizers(api: &Api<Service>, svc: &Service, add: bool) -> Resul
     Ok(())
 }
 
-fn obj_ref(svc: &Service) -> ObjectReference {
+pub(crate) fn obj_ref(svc: &Service) -> ObjectReference {
     svc.object_ref(&())
 }
 
@@ -565,7 +637,7 @@ async fn execute_plan(
 
 /// Validation errors: Warning event, no GCE call; retried when the Service changes (and
 /// periodically, in case nodes appear).
-async fn invalid_service(svc: &Service, ctx: &LbCtx, e: &crate::Error) -> Requeue {
+pub(crate) async fn invalid_service(svc: &Service, ctx: &LbCtx, e: &crate::Error) -> Requeue {
     let sh = &ctx.shared;
     tracing::warn!(service = %key(svc), error = %e, label = e.metric_label(), "invalid load balancer Service");
     sh.event(
@@ -579,6 +651,10 @@ async fn invalid_service(svc: &Service, ctx: &LbCtx, e: &crate::Error) -> Requeu
     let st = lb_record::build_status(svc, prev.as_ref(), None, None, None, Some(&e.to_string()));
     lb_record::write(&sh.client, svc, st).await;
     Requeue::requeue(Duration::from_secs(300).min(sh.tuning.lb_resync))
+}
+
+pub(crate) async fn sync_failed_plain(svc: &Service, ctx: &LbCtx, e: SyncError) -> SyncError {
+    sync_failed(svc, ctx, None, None, e).await
 }
 
 async fn sync_failed(
@@ -603,7 +679,7 @@ async fn sync_failed(
 }
 
 /// Sets (or clears) `status.loadBalancer.ingress`, only when it differs. Returns whether it wrote.
-async fn patch_ingress(svc: &Service, sh: &Shared, ip: Option<&str>) -> Result<bool, SyncError> {
+pub(crate) async fn patch_ingress(svc: &Service, sh: &Shared, ip: Option<&str>) -> Result<bool, SyncError> {
     let current: Vec<Option<String>> = svc
         .status
         .as_ref()
@@ -625,8 +701,10 @@ async fn patch_ingress(svc: &Service, sh: &Shared, ip: Option<&str>) -> Result<b
     Ok(true)
 }
 
-/// Tears the load balancer down; Ok once nothing of it is left in GCE.
-async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
+/// Tears the load balancer down; Ok once nothing of it is left in GCE. `switching`: the Service
+/// turned internal; a forwarding rule or address of the internal kind (same names) is left to
+/// it, and status and record stay for the internal LB.
+async fn cleanup(svc: &Service, ctx: &LbCtx, switching: bool) -> Result<(), SyncError> {
     let sh = &ctx.shared;
     let oref = obj_ref(svc);
     // Names come from the UID alone: a Service whose spec became invalid (bad annotation, no
@@ -654,6 +732,25 @@ async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
             Err(e) => return Err(sync_failed(svc, ctx, Some(&names), None, e.into()).await),
         };
         obs.observed.nodes_health_check_used_elsewhere = shared_kept;
+        if switching {
+            let internal = crate::lb::internal::SCHEME_INTERNAL;
+            if obs
+                .observed
+                .forwarding_rule
+                .as_ref()
+                .is_some_and(|f| f.load_balancing_scheme == internal)
+            {
+                obs.observed.forwarding_rule = None;
+            }
+            if obs
+                .observed
+                .address
+                .as_ref()
+                .is_some_and(|a| a.address_type == internal)
+            {
+                obs.observed.address = None;
+            }
+        }
         if forwarding_rule_is_foreign(obs.observed.forwarding_rule.as_ref()) {
             tracing::info!(service = %key(svc), "forwarding rule points at a backend service: nothing deleted");
         }
@@ -677,13 +774,15 @@ async fn cleanup(svc: &Service, ctx: &LbCtx) -> Result<(), SyncError> {
         let e = SyncError::NotConverged(format!("load balancer {} not fully deleted", names.lb));
         return Err(sync_failed(svc, ctx, Some(&names), None, e).await);
     }
-    if svc.metadata.deletion_timestamp.is_none() {
+    if !switching && svc.metadata.deletion_timestamp.is_none() {
         patch_ingress(svc, sh, None).await?;
     }
     if announced {
         sh.event(&oref, false, lb::EVENT_DELETED, "Deleted load balancer".into())
             .await;
     }
-    lb_record::delete(&sh.client, svc).await;
+    if !switching {
+        lb_record::delete(&sh.client, svc).await;
+    }
     Ok(())
 }

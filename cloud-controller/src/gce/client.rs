@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use google_cloud_compute_v1::client::{
-    Addresses, Firewalls, ForwardingRules, HttpHealthChecks, Instances, Routes, TargetPools,
+    Addresses, Firewalls, ForwardingRules, HealthChecks, HttpHealthChecks, InstanceGroups, Instances,
+    RegionBackendServices, Regions, Routes, TargetPools,
 };
 use google_cloud_gax::retry_policy::NeverRetry;
 
@@ -94,6 +95,10 @@ pub struct Gce {
     pub instances: Instances,
     pub routes: Routes,
     pub target_pools: TargetPools,
+    pub instance_groups: InstanceGroups,
+    pub region_backend_services: RegionBackendServices,
+    pub health_checks: HealthChecks,
+    pub regions: Regions,
 }
 
 /// One builder call per client type, all configured alike. No polling backoff policy: only the
@@ -142,6 +147,10 @@ impl Gce {
             instances: build!(Instances, opts, creds),
             routes: build!(Routes, opts, creds),
             target_pools: build!(TargetPools, opts, creds),
+            instance_groups: build!(InstanceGroups, opts, creds),
+            region_backend_services: build!(RegionBackendServices, opts, creds),
+            health_checks: build!(HealthChecks, opts, creds),
+            regions: build!(Regions, opts, creds),
         })
     }
 

@@ -182,6 +182,9 @@ fn is_delete(action: &Action) -> bool {
             | Action::DeleteForwardingRule { .. }
             | Action::RemoveInstances { .. }
             | Action::RemoveHealthCheck { .. }
+            | Action::DeleteInstanceGroup { .. }
+            | Action::DeleteHealthCheckV1 { .. }
+            | Action::DeleteBackendService { .. }
     )
 }
 
@@ -197,6 +200,12 @@ fn membership_already(action: &Action, e: &GceError) -> bool {
         Action::AddInstances { .. } | Action::AddHealthCheck { .. } => {
             e.message.contains("already a member of")
         }
+        Action::AddGroupInstances { .. } => {
+            e.reason.as_deref() == Some("memberAlreadyExists") || e.message.contains("already a member of")
+        }
+        Action::RemoveGroupInstances { .. } => {
+            e.reason.as_deref() == Some("memberNotFound") || e.message.contains("is not a member of")
+        }
         Action::RemoveInstances { .. } | Action::RemoveHealthCheck { .. } => {
             e.message.contains("is not a member of")
         }
@@ -210,7 +219,11 @@ fn keeps_if_in_use(action: &Action) -> bool {
         Action::DeleteHealthCheck {
             keep_if_in_use: true,
             ..
-        }
+        } | Action::DeleteHealthCheckV1 {
+            keep_if_in_use: true,
+            ..
+        } | Action::DeleteInstanceGroup { .. }
+            | Action::DeleteBackendService { .. }
     )
 }
 
@@ -222,6 +235,9 @@ fn is_insert(action: &Action) -> bool {
             | Action::CreateHealthCheck(_)
             | Action::CreateTargetPool(_)
             | Action::CreateForwardingRule(_)
+            | Action::CreateInstanceGroup { .. }
+            | Action::CreateHealthCheckV1(_)
+            | Action::CreateBackendService(_)
     )
 }
 
@@ -430,6 +446,88 @@ async fn call_once(gce: &Gce, action: &Action, call: &str, rid: &str) -> Result<
                 .set_region(r)
                 .set_forwarding_rule(forwarding_rule)
                 .set_body(m);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::CreateInstanceGroup { zone, name } => {
+            let m: model::InstanceGroup = body(call, json!({ "name": name }))?;
+            let c = &gce.instance_groups;
+            let req = c.insert().set_project(p).set_zone(zone).set_body(m);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::DeleteInstanceGroup { zone, name } => {
+            let c = &gce.instance_groups;
+            let req = c.delete().set_project(p).set_zone(zone).set_instance_group(name);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::AddGroupInstances {
+            zone,
+            group,
+            instances,
+        } => {
+            let refs: Vec<_> = instances.iter().map(|i| json!({ "instance": i })).collect();
+            let m: model::InstanceGroupsAddInstancesRequest = body(call, json!({ "instances": refs }))?;
+            let c = &gce.instance_groups;
+            let req = c
+                .add_instances()
+                .set_project(p)
+                .set_zone(zone)
+                .set_instance_group(group)
+                .set_body(m);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::RemoveGroupInstances {
+            zone,
+            group,
+            instances,
+        } => {
+            let refs: Vec<_> = instances.iter().map(|i| json!({ "instance": i })).collect();
+            let m: model::InstanceGroupsRemoveInstancesRequest = body(call, json!({ "instances": refs }))?;
+            let c = &gce.instance_groups;
+            let req = c
+                .remove_instances()
+                .set_project(p)
+                .set_zone(zone)
+                .set_instance_group(group)
+                .set_body(m);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::CreateHealthCheckV1(h) => {
+            let m: model::HealthCheck = to_model(call, h)?;
+            let c = &gce.health_checks;
+            let req = c.insert().set_project(p).set_body(m);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::UpdateHealthCheckV1(h) => {
+            let m: model::HealthCheck = to_model(call, h)?;
+            let c = &gce.health_checks;
+            let req = c.update().set_project(p).set_health_check(&h.name).set_body(m);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::DeleteHealthCheckV1 { name, .. } => {
+            let c = &gce.health_checks;
+            let req = c.delete().set_project(p).set_health_check(name);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::CreateBackendService(b) => {
+            let m: model::BackendService = to_model(call, b)?;
+            let c = &gce.region_backend_services;
+            let req = c.insert().set_project(p).set_region(r).set_body(m);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::UpdateBackendService(b) => {
+            let m: model::BackendService = to_model(call, b)?;
+            let c = &gce.region_backend_services;
+            let req = c
+                .update()
+                .set_project(p)
+                .set_region(r)
+                .set_backend_service(&b.name)
+                .set_body(m);
+            wait(gce, call, req.set_request_id(rid).poller()).await?;
+        }
+        Action::DeleteBackendService { name } => {
+            let c = &gce.region_backend_services;
+            let req = c.delete().set_project(p).set_region(r).set_backend_service(name);
             wait(gce, call, req.set_request_id(rid).poller()).await?;
         }
     }

@@ -2,7 +2,9 @@
 //! (waiting for the operation), stopping at the first error; 404 on delete and 409 on create count
 //! as done, as upstream treats them.
 
-use crate::gce::{Address, Firewall, ForwardingRule, HttpHealthCheck, TargetPool};
+use crate::gce::{
+    Address, BackendService, Firewall, ForwardingRule, HealthCheck, HttpHealthCheck, TargetPool,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -66,6 +68,46 @@ pub enum Action {
         forwarding_rule: String,
         target: String,
     },
+    /// instanceGroups.insert (zone): an unmanaged group with the name alone, as upstream.
+    CreateInstanceGroup {
+        zone: String,
+        name: String,
+    },
+    /// instanceGroups.delete (zone). The groups are shared by every internal LB: GCE's 400
+    /// resourceInUseByAnotherResource means "still used, kept" (upstream isNotFoundOrInUse).
+    DeleteInstanceGroup {
+        zone: String,
+        name: String,
+    },
+    /// instanceGroups.addInstances (zone): instance URLs.
+    AddGroupInstances {
+        zone: String,
+        group: String,
+        instances: Vec<String>,
+    },
+    /// instanceGroups.removeInstances (zone): instance URLs.
+    RemoveGroupInstances {
+        zone: String,
+        group: String,
+        instances: Vec<String>,
+    },
+    /// healthChecks.insert (global, the non-legacy collection internal LBs use).
+    CreateHealthCheckV1(HealthCheck),
+    /// healthChecks.update (full replace).
+    UpdateHealthCheckV1(HealthCheck),
+    /// healthChecks.delete; `keep_if_in_use` as for [`Action::DeleteHealthCheck`].
+    DeleteHealthCheckV1 {
+        name: String,
+        keep_if_in_use: bool,
+    },
+    /// regionBackendServices.insert
+    CreateBackendService(BackendService),
+    /// regionBackendServices.update (full replace, with the fingerprint last read).
+    UpdateBackendService(BackendService),
+    /// regionBackendServices.delete (in use = kept, as upstream teardownInternalBackendService).
+    DeleteBackendService {
+        name: String,
+    },
 }
 
 impl Action {
@@ -89,6 +131,16 @@ impl Action {
             Action::CreateForwardingRule(_) => "create_forwarding_rule",
             Action::DeleteForwardingRule { .. } => "delete_forwarding_rule",
             Action::SetTarget { .. } => "set_target",
+            Action::CreateInstanceGroup { .. } => "create_instance_group",
+            Action::DeleteInstanceGroup { .. } => "delete_instance_group",
+            Action::AddGroupInstances { .. } => "add_group_instances",
+            Action::RemoveGroupInstances { .. } => "remove_group_instances",
+            Action::CreateHealthCheckV1(_) => "create_hc",
+            Action::UpdateHealthCheckV1(_) => "update_hc",
+            Action::DeleteHealthCheckV1 { .. } => "delete_hc",
+            Action::CreateBackendService(_) => "create_backend_service",
+            Action::UpdateBackendService(_) => "update_backend_service",
+            Action::DeleteBackendService { .. } => "delete_backend_service",
         }
     }
 
@@ -96,6 +148,18 @@ impl Action {
     /// `gce::observe::Touched` keys it.
     pub fn target_key(&self) -> String {
         let kind = match self {
+            Action::CreateInstanceGroup { zone, .. }
+            | Action::DeleteInstanceGroup { zone, .. }
+            | Action::AddGroupInstances { zone, .. }
+            | Action::RemoveGroupInstances { zone, .. } => {
+                return format!("instanceGroups/{zone}/{}", self.target_name());
+            }
+            Action::CreateHealthCheckV1(_)
+            | Action::UpdateHealthCheckV1(_)
+            | Action::DeleteHealthCheckV1 { .. } => "healthChecks",
+            Action::CreateBackendService(_)
+            | Action::UpdateBackendService(_)
+            | Action::DeleteBackendService { .. } => "backendServices",
             Action::CreateAddress(_) | Action::DeleteAddress { .. } => "addresses",
             Action::CreateFirewall(_) | Action::PatchFirewall(_) | Action::DeleteFirewall { .. } => {
                 "firewalls"
@@ -134,6 +198,11 @@ impl Action {
             | Action::AddHealthCheck { pool, .. }
             | Action::RemoveHealthCheck { pool, .. } => pool,
             Action::SetTarget { forwarding_rule, .. } => forwarding_rule,
+            Action::CreateInstanceGroup { name, .. } | Action::DeleteInstanceGroup { name, .. } => name,
+            Action::AddGroupInstances { group, .. } | Action::RemoveGroupInstances { group, .. } => group,
+            Action::CreateHealthCheckV1(h) | Action::UpdateHealthCheckV1(h) => &h.name,
+            Action::DeleteHealthCheckV1 { name, .. } | Action::DeleteBackendService { name } => name,
+            Action::CreateBackendService(b) | Action::UpdateBackendService(b) => &b.name,
         }
     }
 }

@@ -69,6 +69,7 @@ pub fn desired_lb(
         description: naming::service_description(&spec.service_name),
         address: Some(ip.to_owned()),
         network_tier: spec.network_tier.clone(),
+        ..Address::default()
     });
 
     let firewall = Firewall {
@@ -137,7 +138,7 @@ pub fn desired_lb(
         port_range: spec.port_range(),
         target: cfg.target_pool_url(&names.lb),
         network_tier: spec.network_tier.clone(),
-        backend_service: String::new(),
+        ..ForwardingRule::default()
     };
 
     Ok(DesiredLb {

@@ -116,6 +116,7 @@ pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observ
                 description: crate::naming::service_description(&spec.service_name),
                 address: None,
                 network_tier: spec.network_tier.clone(),
+                ..Address::default()
             }));
             Ok(EnsurePlan {
                 actions,

@@ -12,6 +12,7 @@ pub mod desired;
 pub mod drift;
 pub mod ensure;
 pub mod hosts;
+pub mod internal;
 pub mod observed;
 pub mod ownership;
 pub mod plan;

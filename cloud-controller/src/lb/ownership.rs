@@ -2,7 +2,7 @@
 //!
 //! Upstream decides in three places, all followed here: `EnsureLoadBalancer` ignores a foreign
 //! `spec.loadBalancerClass` (providers/gce/gce_loadbalancer.go), `getSvcScheme` sends Internal
-//! Services to the internal LB (out of svcnet's scope), and `shouldProcessNetLB` / `usesL4RBS`
+//! Services to the internal LB (`lb::internal`), and `shouldProcessNetLB` / `usesL4RBS`
 //! (providers/gce/gce_util.go) leave Services of the regional-backend-service controllers alone:
 //! the `cloud.google.com/l4-rbs: enabled` annotation, the NetLB v2/v3 finalizers, or a forwarding
 //! rule that points at a backend service. A Service carrying upstream's own
@@ -18,8 +18,17 @@ pub const LB_CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-clea
 /// Upstream's NetLBFinalizerV1 (providers/gce/gce_util.go): added by ensureExternalLoadBalancer,
 /// removed at the end of ensureExternalLoadBalancerDeleted.
 pub const NETLB_FINALIZER: &str = "gke.networking.io/l4-netlb-v1";
-/// Both finalizers this controller adds and removes, in the order it adds them.
+/// Upstream's ILBFinalizerV1 (gce_loadbalancer_internal.go): the Service may own internal LB
+/// objects; added before the first of them is made, removed once the last is gone.
+pub const ILB_FINALIZER: &str = "gke.networking.io/l4-ilb-v1";
+/// Finalizers of an external load balancer of ours, in the order they are added.
 pub const OUR_FINALIZERS: [&str; 2] = [LB_CLEANUP_FINALIZER, NETLB_FINALIZER];
+/// Finalizers of an internal load balancer of ours, in the order they are added.
+pub const OUR_ILB_FINALIZERS: [&str; 2] = [LB_CLEANUP_FINALIZER, ILB_FINALIZER];
+/// Every finalizer this controller may have put on a Service.
+pub const ALL_OUR_FINALIZERS: [&str; 3] = [LB_CLEANUP_FINALIZER, NETLB_FINALIZER, ILB_FINALIZER];
+/// Upstream's LegacyRegionalInternalLoadBalancerClass: served like no class on internal Services.
+pub const LEGACY_INTERNAL_LB_CLASS: &str = "networking.gke.io/l4-regional-internal-legacy";
 /// Finalizers of the controllers that build backend-service load balancers: NetLB v2 (RBS) and v3
 /// (NEG-based RBS) per gce_util.go's usesL4RBS, and ingress-gce's ILB subsetting finalizer
 /// `gke.networking.io/l4-ilb-v2` (ILBFinalizerV2 in gce_loadbalancer_internal.go).
@@ -33,16 +42,14 @@ pub const RBS_ANNOTATION: &str = "cloud.google.com/l4-rbs";
 pub const RBS_ENABLED: &str = "enabled";
 /// The only loadBalancerClass this controller serves besides none (upstream's legacy class).
 pub const LEGACY_EXTERNAL_LB_CLASS: &str = "networking.gke.io/l4-regional-external-legacy";
-const LB_TYPE_ANNOTATIONS: [&str; 2] = [
-    "networking.gke.io/load-balancer-type",
-    "cloud.google.com/load-balancer-type",
-];
 
 /// What the controller does with a Service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// An external target-pool load balancer of ours.
     Ours,
+    /// An internal passthrough load balancer of ours (`lb::internal`).
+    Internal,
     /// Another controller's (upstream's ImplementedElsewhere): no GCE call, ever; our finalizers,
     /// should it carry them, are removed without deleting anything.
     Foreign(&'static str),
@@ -58,7 +65,11 @@ pub fn role(service: &Service) -> Role {
         .spec
         .as_ref()
         .is_some_and(|s| s.type_.as_deref() == Some("LoadBalancer"));
-    if is_lb { Role::Ours } else { Role::NotLoadBalancer }
+    match (is_lb, crate::lb::internal::is_internal(service)) {
+        (true, true) => Role::Internal,
+        (true, false) => Role::Ours,
+        _ => Role::NotLoadBalancer,
+    }
 }
 
 /// Whether this controller builds an external target-pool LB for the Service.
@@ -74,9 +85,26 @@ pub fn has_finalizer(service: &Service, name: &str) -> bool {
         .is_some_and(|f| f.iter().any(|x| x == name))
 }
 
-/// Whether the Service carries at least one of [`OUR_FINALIZERS`] (then it may own GCE objects).
+/// Whether the Service carries at least one of [`ALL_OUR_FINALIZERS`] (then it may own GCE objects).
 pub fn has_any_of_ours(service: &Service) -> bool {
-    OUR_FINALIZERS.iter().any(|f| has_finalizer(service, f))
+    ALL_OUR_FINALIZERS.iter().any(|f| has_finalizer(service, f))
+}
+
+/// The finalizer list with `add` added and `remove` removed, every other entry in place; None
+/// when nothing changes.
+pub fn finalizers_with(service: &Service, add: &[&str], remove: &[&str]) -> Option<Vec<String>> {
+    let current = service.metadata.finalizers.clone().unwrap_or_default();
+    let mut next: Vec<String> = current
+        .iter()
+        .filter(|x| !remove.contains(&x.as_str()))
+        .cloned()
+        .collect();
+    for f in add {
+        if !next.iter().any(|x| x == f) {
+            next.push((*f).to_owned());
+        }
+    }
+    (next != current).then_some(next)
 }
 
 /// The finalizer list with ours added (`add`) or removed, keeping every other entry in place;
@@ -94,7 +122,7 @@ pub fn finalizers_with_ours(service: &Service, add: bool) -> Option<Vec<String>>
     } else {
         current
             .iter()
-            .filter(|x| !OUR_FINALIZERS.contains(&x.as_str()))
+            .filter(|x| !ALL_OUR_FINALIZERS.contains(&x.as_str()))
             .cloned()
             .collect()
     };
@@ -103,8 +131,11 @@ pub fn finalizers_with_ours(service: &Service, add: bool) -> Option<Vec<String>>
 
 /// A forwarding rule named like our LB that points at a backend service belongs to a
 /// backend-service load balancer (usesL4RBS's last check): never planned over, never deleted.
+/// An INTERNAL one is our own internal LB's (the Service was internal before).
 pub fn forwarding_rule_is_foreign(rule: Option<&ForwardingRule>) -> bool {
-    rule.is_some_and(|r| !r.backend_service.is_empty())
+    rule.is_some_and(|r| {
+        !r.backend_service.is_empty() && r.load_balancing_scheme != crate::lb::internal::SCHEME_INTERNAL
+    })
 }
 
 fn foreign_reason(service: &Service) -> Option<&'static str> {
@@ -112,16 +143,21 @@ fn foreign_reason(service: &Service) -> Option<&'static str> {
         .spec
         .as_ref()
         .and_then(|s| s.load_balancer_class.as_deref());
-    if class.is_some_and(|c| c != LEGACY_EXTERNAL_LB_CLASS) {
-        return Some("loadBalancerClass of another controller");
-    }
     let annotations = service.metadata.annotations.as_ref();
     let annotation = |key: &str| annotations.and_then(|a| a.get(key));
-    if LB_TYPE_ANNOTATIONS
-        .iter()
-        .any(|key| annotation(key).is_some_and(|v| v.eq_ignore_ascii_case("internal")))
-    {
-        return Some("internal load balancer");
+    if crate::lb::internal::is_internal(service) {
+        // Upstream ensureInternalLoadBalancer: a foreign class, or ILB subsetting's v2 finalizer
+        // on a Service without ours, is another controller's.
+        if class.is_some_and(|c| c != LEGACY_INTERNAL_LB_CLASS) {
+            return Some("loadBalancerClass of another controller");
+        }
+        if !has_finalizer(service, ILB_FINALIZER) && has_finalizer(service, "gke.networking.io/l4-ilb-v2") {
+            return Some("finalizer of a backend-service load balancer controller");
+        }
+        return None;
+    }
+    if class.is_some_and(|c| c != LEGACY_EXTERNAL_LB_CLASS) {
+        return Some("loadBalancerClass of another controller");
     }
     // The legacy class, or upstream's finalizer, settles it before the RBS markers (shouldProcessNetLB).
     if class.is_some() || has_finalizer(service, NETLB_FINALIZER) {

@@ -79,7 +79,7 @@ fn execute_route(
             .data
             .resources
             .get(*kind, scope, name)
-            .cloned()
+            .map(resources::public)
             .map(ok)
             .ok_or_else(|| ApiError::not_found(&app.urls.rel(scope, kind.collection(), name))),
         Route::Insert(kind, scope) => insert(app, inner, *kind, scope, body, op_fault),
@@ -435,6 +435,12 @@ fn custom_verb(
     op_fault: Option<ApiError>,
 ) -> Result<Done, ApiError> {
     let cur = existing(app, inner, kind, scope, name)?;
+    if kind == Kind::InstanceGroup && resources::read_only_verb(verb) {
+        return Ok(ok(resources::instance_groups::list_instances(
+            &ctx(app, inner),
+            &cur,
+        )));
+    }
     let body = Value::Object(parse_object(body)?);
     let next = resources::verb(&ctx(app, inner), kind, &cur, verb, &body)?;
     let link = app.urls.link(scope, kind, name);

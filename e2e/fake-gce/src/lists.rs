@@ -32,7 +32,7 @@ pub fn list(app: &App, inner: &Inner, kind: Kind, scope: &Scope, params: &Params
         .resources
         .in_scope(kind, scope)
         .filter(|v| filter.as_ref().is_none_or(|f| f.matches(v)))
-        .cloned()
+        .map(crate::resources::public)
         .collect();
     Ok(list_body(
         app,
@@ -87,7 +87,7 @@ pub fn aggregated(app: &App, inner: &Inner, kind: Kind, params: &Params) -> Resu
         .map(|(k, v)| {
             (
                 k.rsplit_once('/').map_or(String::new(), |(s, _)| s.to_string()),
-                v.clone(),
+                crate::resources::public(v),
             )
         })
         .collect();

@@ -27,10 +27,13 @@ pub enum Route {
 impl Route {
     /// Calls that change resources (counted by `/_fake/calls` and subject to quotas/op faults).
     pub fn is_mutating(&self) -> bool {
-        matches!(
-            self,
-            Route::Insert(..) | Route::Delete(..) | Route::Patch(..) | Route::Update(..) | Route::Verb(..)
-        )
+        match self {
+            Route::Verb(_, _, _, verb) => !crate::resources::read_only_verb(verb),
+            _ => matches!(
+                self,
+                Route::Insert(..) | Route::Delete(..) | Route::Patch(..) | Route::Update(..)
+            ),
+        }
     }
 }
 

@@ -19,6 +19,12 @@ pub enum Kind {
     TargetPool,
     Address,
     Instance,
+    InstanceGroup,
+    BackendService,
+    HealthCheck,
+    /// Listed (always empty) only: gcloud's `instance-groups unmanaged` commands read it to tell
+    /// managed groups apart.
+    InstanceGroupManager,
 }
 
 /// Where a resource lives.
@@ -30,7 +36,7 @@ pub enum ScopeType {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Network,
         Kind::Firewall,
         Kind::Route,
@@ -39,6 +45,10 @@ impl Kind {
         Kind::TargetPool,
         Kind::Address,
         Kind::Instance,
+        Kind::InstanceGroup,
+        Kind::BackendService,
+        Kind::HealthCheck,
+        Kind::InstanceGroupManager,
     ];
 
     /// The URL collection segment (also the key in the state dump).
@@ -52,6 +62,11 @@ impl Kind {
             Kind::TargetPool => "targetPools",
             Kind::Address => "addresses",
             Kind::Instance => "instances",
+            Kind::InstanceGroup => "instanceGroups",
+            // Served under regions/ only (regionBackendServices in the client libraries).
+            Kind::BackendService => "backendServices",
+            Kind::HealthCheck => "healthChecks",
+            Kind::InstanceGroupManager => "instanceGroupManagers",
         }
     }
 
@@ -61,9 +76,13 @@ impl Kind {
 
     pub fn scope_type(self) -> ScopeType {
         match self {
-            Kind::Network | Kind::Firewall | Kind::Route | Kind::HttpHealthCheck => ScopeType::Global,
-            Kind::ForwardingRule | Kind::TargetPool | Kind::Address => ScopeType::Regional,
-            Kind::Instance => ScopeType::Zonal,
+            Kind::Network | Kind::Firewall | Kind::Route | Kind::HttpHealthCheck | Kind::HealthCheck => {
+                ScopeType::Global
+            }
+            Kind::ForwardingRule | Kind::TargetPool | Kind::Address | Kind::BackendService => {
+                ScopeType::Regional
+            }
+            Kind::Instance | Kind::InstanceGroup | Kind::InstanceGroupManager => ScopeType::Zonal,
         }
     }
 
@@ -78,6 +97,10 @@ impl Kind {
             Kind::TargetPool => "compute#targetPool",
             Kind::Address => "compute#address",
             Kind::Instance => "compute#instance",
+            Kind::InstanceGroup => "compute#instanceGroup",
+            Kind::BackendService => "compute#backendService",
+            Kind::HealthCheck => "compute#healthCheck",
+            Kind::InstanceGroupManager => "compute#instanceGroupManager",
         }
     }
 
@@ -92,6 +115,10 @@ impl Kind {
             Kind::TargetPool => "target_pool",
             Kind::Address => "address",
             Kind::Instance => "instance",
+            Kind::InstanceGroup => "instance_group",
+            Kind::BackendService => "backend_service",
+            Kind::HealthCheck => "health_check",
+            Kind::InstanceGroupManager => "instance_group_manager",
         }
     }
 
@@ -103,6 +130,9 @@ impl Kind {
             Kind::TargetPool => Some("TARGET_POOLS"),
             Kind::Route => Some("ROUTES"),
             Kind::Address => Some("STATIC_ADDRESSES"),
+            Kind::InstanceGroup => Some("INSTANCE_GROUPS"),
+            Kind::BackendService => Some("BACKEND_SERVICES"),
+            Kind::HealthCheck => Some("HEALTH_CHECKS"),
             _ => None,
         }
     }

@@ -1,4 +1,5 @@
-//! Regional forwarding rules pointing at target pools (network load balancing).
+//! Regional forwarding rules: EXTERNAL ones pointing at target pools (network load balancing),
+//! INTERNAL ones pointing at a regional backend service in a subnetwork (internal passthrough).
 use serde_json::{Map, Value, json};
 
 use super::{Ctx, default, ips};
@@ -28,16 +29,107 @@ pub fn prepare(
         .unwrap_or("PREMIUM")
         .to_string();
     validate::one_of("resource.networkTier", &tier, &["PREMIUM", "STANDARD"])?;
+    validate::one_of(
+        "resource.loadBalancingScheme",
+        &scheme,
+        &["EXTERNAL", "INTERNAL", "EXTERNAL_MANAGED", "INTERNAL_MANAGED"],
+    )?;
 
     let (lo, hi) = ports(&mut obj)?;
+    let internal = scheme == "INTERNAL";
+    let all_ports = obj.get("allPorts").and_then(Value::as_bool).unwrap_or(false);
+    if all_ports && (obj.get("portRange").is_some() || !validate::opt_str_list(&obj, "ports")?.is_empty()) {
+        return Err(ApiError::invalid(
+            "Invalid value for field 'resource.allPorts': 'true'. allPorts cannot be set together with ports or portRange.",
+        ));
+    }
+    if obj
+        .get("allowGlobalAccess")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+        && !internal
+    {
+        return Err(ApiError::invalid_field(
+            "resource.allowGlobalAccess",
+            "true",
+            "allowGlobalAccess may only be set on forwarding rules with loadBalancingScheme INTERNAL.",
+        ));
+    }
 
-    match validate::opt_str(&obj, "target")? {
-        Some(t) => {
-            let link = ctx.existing_link("resource.target", t, Kind::TargetPool, Some(scope))?;
+    match (
+        validate::opt_str(&obj, "target")?.map(str::to_string),
+        validate::opt_str(&obj, "backendService")?.map(str::to_string),
+    ) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                "A forwarding rule cannot have both a target and a backendService.",
+            ));
+        }
+        (Some(t), None) => {
+            let link = ctx.existing_link("resource.target", &t, Kind::TargetPool, Some(scope))?;
             obj.insert("target".into(), json!(link));
         }
-        None if obj.get("backendService").is_some_and(|v| !v.is_null()) => {}
-        None => return Err(ApiError::required("resource.target")),
+        (None, Some(b)) => {
+            let link = ctx.existing_link("resource.backendService", &b, Kind::BackendService, Some(scope))?;
+            let bs_scheme = ctx
+                .res
+                .find_by_link(Kind::BackendService, &link)
+                .and_then(|v| v["loadBalancingScheme"].as_str())
+                .unwrap_or_default();
+            if bs_scheme != scheme {
+                return Err(ApiError::invalid_field(
+                    "resource.backendService",
+                    &b,
+                    "The load balancing scheme of the forwarding rule and its backend service must match.",
+                ));
+            }
+            let bs_proto = ctx
+                .res
+                .find_by_link(Kind::BackendService, &link)
+                .and_then(|v| v["protocol"].as_str())
+                .unwrap_or_default();
+            if internal && bs_proto != proto && bs_proto != "UNSPECIFIED" {
+                return Err(ApiError::invalid_field(
+                    "resource.IPProtocol",
+                    &proto,
+                    "The protocol of the forwarding rule must match the protocol of its backend service.",
+                ));
+            }
+            obj.insert("backendService".into(), json!(link));
+        }
+        (None, None) => return Err(ApiError::required("resource.target")),
+    }
+    if internal {
+        obj.remove("networkTier");
+        let net = validate::opt_str(&obj, "network")?
+            .unwrap_or("default")
+            .to_string();
+        let net = ctx.existing_link(
+            "resource.network",
+            &net,
+            Kind::Network,
+            Some(&crate::store::Scope::Global),
+        )?;
+        obj.insert("network".into(), json!(net));
+        // Subnetworks are not modelled: any regions/<this region>/subnetworks/<name> reference is
+        // accepted and stored as a full URL, as GCE returns it.
+        match validate::opt_str(&obj, "subnetwork")? {
+            Some(sub) => {
+                let link = subnetwork_link(ctx, sub)?;
+                obj.insert("subnetwork".into(), json!(link));
+            }
+            None => {
+                let name = net.rsplit('/').next().unwrap_or("default").to_string();
+                let link = subnetwork_link(ctx, &format!("regions/{}/subnetworks/{name}", ctx.cfg.region))?;
+                obj.insert("subnetwork".into(), json!(link));
+            }
+        }
+    } else if obj.get("subnetwork").is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::invalid_field(
+            "resource.subnetwork",
+            "",
+            "subnetwork may only be set on internal forwarding rules.",
+        ));
     }
 
     let ip = match validate::opt_str(&obj, "IPAddress")? {
@@ -47,7 +139,7 @@ pub fn prepare(
             } else {
                 ctx.cfg.internal_range
             };
-            ips::allocate(pool, ctx.res, "external")?.to_string()
+            ips::allocate(pool, ctx.res, if internal { "internal" } else { "external" })?.to_string()
         }
         Some(r) if r.contains('/') => {
             let link = ctx.existing_link("resource.IPAddress", r, Kind::Address, Some(scope))?;
@@ -71,10 +163,7 @@ pub fn prepare(
         {
             continue;
         }
-        let (olo, ohi) = other["portRange"]
-            .as_str()
-            .and_then(|r| validate::port_range("portRange", r).ok())
-            .unwrap_or((1, 65535));
+        let (olo, ohi) = other_bounds(other);
         if olo <= hi && lo <= ohi {
             return Err(ApiError::invalid_field(
                 "resource.IPAddress",
@@ -85,6 +174,54 @@ pub fn prepare(
     }
     obj.insert("IPAddress".into(), json!(ip));
     Ok(obj)
+}
+
+/// The port span another rule covers: its portRange, the bounds of its ports, else all ports.
+fn other_bounds(other: &Value) -> (u16, u16) {
+    if let Some(r) = other["portRange"].as_str() {
+        return validate::port_range("portRange", r).unwrap_or((1, 65535));
+    }
+    let mut bounds: Option<(u16, u16)> = None;
+    for p in super::str_list(&other["ports"]) {
+        if let Ok((lo, hi)) = validate::port_range("ports", &p) {
+            bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        }
+    }
+    bounds.unwrap_or((1, 65535))
+}
+
+/// A subnetwork reference of this project and region as a full URL.
+fn subnetwork_link(ctx: &Ctx<'_>, sub: &str) -> Result<String, ApiError> {
+    let bad = || ApiError::invalid_field("resource.subnetwork", sub, "The URL is malformed.");
+    let rest = match sub.find("projects/") {
+        Some(i) => {
+            let after = &sub[i + "projects/".len()..];
+            let (project, rest) = after.split_once('/').ok_or_else(bad)?;
+            if project != ctx.cfg.project {
+                return Err(ApiError::not_found(&format!("projects/{project}")));
+            }
+            rest
+        }
+        None => sub,
+    };
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        ["regions", r, "subnetworks", name] if !name.is_empty() => {
+            if *r != ctx.cfg.region {
+                return Err(ApiError::invalid_field(
+                    "resource.subnetwork",
+                    sub,
+                    "The subnetwork must be in the forwarding rule's region.",
+                ));
+            }
+            validate::name("resource.subnetwork", name)?;
+            Ok(format!(
+                "{}/regions/{r}/subnetworks/{name}",
+                ctx.urls.project_link()
+            ))
+        }
+        _ => Err(bad()),
+    }
 }
 
 /// Normalises `portRange` ("80" -> "80-80") and checks `ports`; returns the covered range.

@@ -8,9 +8,12 @@ use crate::store::{Kind, Resources, Scope};
 use crate::urls::Urls;
 
 pub mod addresses;
+pub mod backend_services;
 pub mod firewalls;
 pub mod forwarding_rules;
 pub mod health_checks;
+pub mod health_checks_v1;
+pub mod instance_groups;
 pub mod instances;
 pub mod ips;
 pub mod networks;
@@ -78,6 +81,14 @@ pub fn prepare(
         Kind::ForwardingRule => forwarding_rules::prepare(ctx, scope, obj, existing),
         Kind::TargetPool => target_pools::prepare(ctx, scope, obj),
         Kind::Address => addresses::prepare(ctx, obj, existing),
+        Kind::InstanceGroup => instance_groups::prepare(ctx, obj),
+        Kind::BackendService => backend_services::prepare(ctx, scope, obj, existing),
+        Kind::HealthCheck => health_checks_v1::prepare(obj),
+        Kind::InstanceGroupManager => Err(ApiError::new(
+            400,
+            "unsupported",
+            "managed instance groups are not served by svcnet-fake-gce (listed, always empty)",
+        )),
         Kind::Instance => Err(ApiError::new(
             400,
             "unsupported",
@@ -88,7 +99,10 @@ pub fn prepare(
 
 /// Kinds that accept PATCH and PUT.
 pub fn updatable(kind: Kind) -> bool {
-    matches!(kind, Kind::Firewall | Kind::HttpHealthCheck)
+    matches!(
+        kind,
+        Kind::Firewall | Kind::HttpHealthCheck | Kind::HealthCheck | Kind::BackendService
+    )
 }
 
 /// Applies a custom verb to `current`, returning the new resource.
@@ -97,6 +111,9 @@ pub fn verb(ctx: &Ctx<'_>, kind: Kind, current: &Value, verb: &str, body: &Value
         (Kind::ForwardingRule, "setTarget") => forwarding_rules::set_target(ctx, current, body),
         (Kind::TargetPool, v) => target_pools::verb(ctx, current, v, body),
         (Kind::Instance, "setTags") => instances::set_tags(current, body),
+        (Kind::InstanceGroup, v @ ("addInstances" | "removeInstances")) => {
+            instance_groups::verb(ctx, current, v, body)
+        }
         _ => Err(ApiError::new(
             405,
             "methodNotAllowed",
@@ -125,7 +142,44 @@ pub fn first_user(res: &Resources, kind: Kind, target: &Value) -> Option<String>
         // (gce_loadbalancer_external.go releases the static IP once the forwarding rule holds it;
         // kubernetes/kubernetes#20662 "deleting it after it is attached demotes it").
         Kind::Network => networks::first_user(res, link),
+        Kind::BackendService => res
+            .iter(Kind::ForwardingRule)
+            .map(|(_, v)| v)
+            .find(|fr| fr["backendService"] == link)
+            .and_then(link_of),
+        Kind::HealthCheck => res
+            .iter(Kind::BackendService)
+            .map(|(_, v)| v)
+            .find(|bs| str_list(&bs["healthChecks"]).iter().any(|h| h == link))
+            .and_then(link_of),
+        Kind::InstanceGroup => res
+            .iter(Kind::BackendService)
+            .map(|(_, v)| v)
+            .find(|bs| {
+                bs["backends"]
+                    .as_array()
+                    .is_some_and(|b| b.iter().any(|b| b["group"] == link))
+            })
+            .and_then(link_of),
         _ => None,
+    }
+}
+
+/// Non-mutating custom verbs (POST calls that only read), e.g. `instanceGroups.listInstances`.
+pub fn read_only_verb(verb: &str) -> bool {
+    verb == "listInstances"
+}
+
+/// The resource as the API returns it: private bookkeeping fields (leading `_`) left out.
+pub fn public(v: &Value) -> Value {
+    match v {
+        Value::Object(m) if m.keys().any(|k| k.starts_with('_')) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('_'))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        _ => v.clone(),
     }
 }
 

@@ -1,0 +1,117 @@
+//! Regional backend services (internal passthrough load balancing): instance groups as
+//! backends, exactly one health check, and a fingerprint that guards updates.
+use serde_json::{Map, Value, json};
+
+use super::{Ctx, default};
+use crate::errors::ApiError;
+use crate::store::{Kind, Scope};
+use crate::validate;
+
+const SCHEMES: [&str; 4] = ["INTERNAL", "EXTERNAL", "INTERNAL_MANAGED", "EXTERNAL_MANAGED"];
+const PROTOCOLS: [&str; 5] = ["TCP", "UDP", "SCTP", "UNSPECIFIED", "HTTP"];
+const AFFINITIES: [&str; 4] = ["NONE", "CLIENT_IP", "CLIENT_IP_PROTO", "CLIENT_IP_PORT_PROTO"];
+
+pub fn prepare(
+    ctx: &Ctx<'_>,
+    scope: &Scope,
+    mut obj: Map<String, Value>,
+    existing: Option<&Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    if let Some(cur) = existing {
+        // Optimistic locking: an update must carry the fingerprint it read.
+        let sent = validate::opt_str(&obj, "fingerprint")?;
+        let have = cur["fingerprint"].as_str();
+        if sent.is_none() || sent != have {
+            return Err(ApiError::new(
+                412,
+                "conditionNotMet",
+                "Supplied fingerprint does not match current resource fingerprint.",
+            ));
+        }
+    }
+    default(&mut obj, "loadBalancingScheme", json!("EXTERNAL"));
+    let scheme = validate::opt_str(&obj, "loadBalancingScheme")?
+        .unwrap_or("EXTERNAL")
+        .to_string();
+    validate::one_of("resource.loadBalancingScheme", &scheme, &SCHEMES)?;
+    default(&mut obj, "protocol", json!("TCP"));
+    let proto = validate::opt_str(&obj, "protocol")?.unwrap_or("TCP").to_string();
+    validate::one_of("resource.protocol", &proto, &PROTOCOLS)?;
+    default(&mut obj, "sessionAffinity", json!("NONE"));
+    let aff = validate::opt_str(&obj, "sessionAffinity")?
+        .unwrap_or("NONE")
+        .to_string();
+    validate::one_of("resource.sessionAffinity", &aff, &AFFINITIES)?;
+
+    let mut hcs = Vec::new();
+    for (i, r) in validate::opt_str_list(&obj, "healthChecks")?.iter().enumerate() {
+        let field = format!("resource.healthChecks[{i}]");
+        hcs.push(ctx.existing_link(&field, r, Kind::HealthCheck, Some(&Scope::Global))?);
+    }
+    if scheme == "INTERNAL" && hcs.len() != 1 {
+        return Err(ApiError::invalid(
+            "Invalid value for field 'resource.healthChecks': ''. A backend service with loadBalancingScheme INTERNAL must have exactly one health check.",
+        ));
+    }
+    obj.insert("healthChecks".into(), json!(hcs));
+
+    let mut backends = Vec::new();
+    let mut groups: Vec<String> = Vec::new();
+    let raw = match obj.remove("backends") {
+        Some(Value::Array(a)) => a,
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) => return Err(ApiError::invalid("backends must be a list.")),
+    };
+    for (i, b) in raw.into_iter().enumerate() {
+        let Value::Object(mut b) = b else {
+            return Err(ApiError::invalid(format!("backends[{i}] must be an object.")));
+        };
+        let field = format!("resource.backends[{i}].group");
+        let g = validate::opt_str(&b, "group")?
+            .ok_or_else(|| ApiError::required(&field))?
+            .to_string();
+        let link = ctx.existing_link(&field, &g, Kind::InstanceGroup, None)?;
+        if groups.contains(&link) {
+            return Err(ApiError::invalid_field(
+                &field,
+                &g,
+                "Duplicate instance group in backends.",
+            ));
+        }
+        groups.push(link.clone());
+        b.insert("group".into(), json!(link));
+        let mode = if scheme == "INTERNAL" {
+            "CONNECTION"
+        } else {
+            "UTILIZATION"
+        };
+        if b.get("balancingMode").is_none_or(Value::is_null) {
+            b.insert("balancingMode".into(), json!(mode));
+        }
+        backends.push(Value::Object(b));
+    }
+    if !backends.is_empty() {
+        obj.insert("backends".into(), json!(backends));
+    }
+    if let Some(net) = obj.get("network").and_then(Value::as_str).map(str::to_string) {
+        let link = ctx.existing_link("resource.network", &net, Kind::Network, Some(&Scope::Global))?;
+        obj.insert("network".into(), json!(link));
+    }
+    if obj.get("connectionDraining").is_none_or(Value::is_null) {
+        obj.insert("connectionDraining".into(), json!({ "drainingTimeoutSec": 0 }));
+    }
+    let _ = scope;
+    // A new fingerprint per write (the old one is part of the hashed content), as GCE does.
+    obj.insert("fingerprint".into(), json!(fingerprint(&obj)));
+    Ok(obj)
+}
+
+/// An opaque fingerprint derived from the content, so every change yields a new one. GCE sends
+/// base64 (the official clients decode it as bytes); 16 hex digits are valid base64 that decodes
+/// and re-encodes to the same text, whichever base64 alphabet a client uses.
+fn fingerprint(obj: &Map<String, Value>) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    Value::Object(obj.clone()).to_string().hash(&mut h);
+    format!("{:016x}", h.finish())
+}
