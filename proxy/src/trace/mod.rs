@@ -12,6 +12,7 @@ mod matcher;
 pub mod nft;
 mod parse;
 mod parse_rule;
+mod path;
 mod report;
 mod rules;
 mod walk;

@@ -2,44 +2,13 @@
 //! and forks at `statistic random` rules.
 
 use super::matcher::{PacketView, eval, is_local};
+use super::path::{Flow, Path};
 use super::rules::{Policy, Rule, Ruleset, Target};
-use super::{Hook, Outcome, Packet, Step, Trace, TraceOptions, Verdict};
-use std::net::{IpAddr, SocketAddr};
+use super::{Hook, Outcome, Packet, Step, Trace, TraceOptions};
+use std::net::SocketAddr;
 
 /// Deeper jump nesting than this is a loop (the kernel refuses loops when rules are loaded).
 const MAX_DEPTH: usize = 64;
-
-/// How a chain walk ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flow {
-    /// Fell off the end or RETURNed: the caller continues (built-in chains apply their policy).
-    Continue,
-    /// ACCEPT, DNAT, SNAT, MASQUERADE: this table is done with the packet at this hook.
-    Accept,
-    Drop,
-    Reject,
-}
-
-/// One path through the rules, with everything the rules may have changed.
-#[derive(Clone, Debug)]
-struct Path {
-    probability: f64,
-    dst: IpAddr,
-    dport: u16,
-    mark: u32,
-    /// None: unknown input interface.
-    in_iface: Option<String>,
-    dnat: Option<SocketAddr>,
-    masquerade: bool,
-    steps: Vec<Step>,
-    notes: Vec<String>,
-}
-
-enum Decision {
-    Pass,
-    Drop,
-    Reject,
-}
 
 pub(crate) struct Walker<'a> {
     rules: &'a Ruleset,
@@ -61,21 +30,7 @@ impl<'a> Walker<'a> {
     }
 
     pub(crate) fn run(mut self) -> Trace {
-        let start = Path {
-            probability: 1.0,
-            dst: self.packet.dst,
-            dport: self.packet.dport,
-            mark: 0,
-            in_iface: match self.opts.hook {
-                Hook::Prerouting => self.packet.in_iface.clone(),
-                // Locally generated packets have no input interface.
-                Hook::Output => Some(String::new()),
-            },
-            dnat: None,
-            masquerade: false,
-            steps: Vec::new(),
-            notes: Vec::new(),
-        };
+        let start = Path::start(self.packet, self.opts);
         let mut paths = vec![start];
         match self.opts.hook {
             Hook::Prerouting => {
@@ -107,10 +62,10 @@ impl<'a> Walker<'a> {
                 for mut p in local {
                     p.notes
                         .push("delivered to a local process on the node (no POSTROUTING)".to_string());
-                    self.finish(p, Decision::Pass);
+                    self.finish(p, Flow::Accept);
                 }
                 for p in forward {
-                    self.finish(p, Decision::Pass);
+                    self.finish(p, Flow::Accept);
                 }
             }
             Hook::Output => {
@@ -135,7 +90,7 @@ impl<'a> Walker<'a> {
                 }
                 let local = self.stages(local, &[("mangle", "INPUT"), ("filter", "INPUT")]);
                 for p in local.into_iter().chain(remote) {
-                    self.finish(p, Decision::Pass);
+                    self.finish(p, Flow::Accept);
                 }
             }
         }
@@ -145,22 +100,8 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn finish(&mut self, path: Path, decision: Decision) {
-        let verdict = match decision {
-            Decision::Drop => Verdict::Drop,
-            Decision::Reject => Verdict::Reject,
-            Decision::Pass => match path.dnat {
-                Some(to) => Verdict::Dnat(to),
-                None => Verdict::Accept,
-            },
-        };
-        self.outcomes.push(Outcome {
-            probability: path.probability,
-            verdict,
-            masquerade: path.masquerade,
-            steps: path.steps,
-            notes: path.notes,
-        });
+    fn finish(&mut self, path: Path, flow: Flow) {
+        self.outcomes.push(path.outcome(flow));
     }
 
     /// Runs each built-in chain in turn; paths dropped or rejected become outcomes.
@@ -175,13 +116,13 @@ impl<'a> Walker<'a> {
                             let policy = self.rules.chain(table, chain).and_then(|c| c.policy);
                             if policy == Some(Policy::Drop) {
                                 p.notes.push(format!("{table} {chain} policy DROP"));
-                                self.finish(p, Decision::Drop);
+                                self.finish(p, Flow::Drop);
                             } else {
                                 next.push(p);
                             }
                         }
-                        Flow::Drop => self.finish(p, Decision::Drop),
-                        Flow::Reject => self.finish(p, Decision::Reject),
+                        Flow::Drop => self.finish(p, Flow::Drop),
+                        Flow::Reject => self.finish(p, Flow::Reject),
                     }
                 }
             }

@@ -10,30 +10,10 @@ use std::net::{IpAddr, SocketAddr};
 use ipnet::IpNet;
 
 use super::parse::{NftRule, NftRuleset, elements};
-use crate::trace::{Hook, Outcome, Packet, Step, Trace, TraceOptions, Verdict};
+use crate::trace::path::{Flow, Path};
+use crate::trace::{Hook, Outcome, Packet, Step, Trace, TraceOptions};
 
 const MAX_DEPTH: usize = 64;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flow {
-    Continue,
-    Accept,
-    Drop,
-    Reject,
-}
-
-#[derive(Clone, Debug)]
-struct Path {
-    probability: f64,
-    dst: IpAddr,
-    dport: u16,
-    mark: u32,
-    in_iface: Option<String>,
-    dnat: Option<SocketAddr>,
-    masquerade: bool,
-    steps: Vec<Step>,
-    notes: Vec<String>,
-}
 
 /// What a rule does once its matches hold.
 enum Action {
@@ -81,20 +61,7 @@ impl<'a> Walker<'a> {
     }
 
     pub(super) fn run(mut self) -> Trace {
-        let start = Path {
-            probability: 1.0,
-            dst: self.packet.dst,
-            dport: self.packet.dport,
-            mark: 0,
-            in_iface: match self.opts.hook {
-                Hook::Prerouting => self.packet.in_iface.clone(),
-                Hook::Output => Some(String::new()),
-            },
-            dnat: None,
-            masquerade: false,
-            steps: Vec::new(),
-            notes: Vec::new(),
-        };
+        let start = Path::start(self.packet, self.opts);
         let local = |p: &Path, opts: &TraceOptions| is_local(&opts.node_ips, p.dst);
         match self.opts.hook {
             Hook::Prerouting => {
@@ -131,21 +98,7 @@ impl<'a> Walker<'a> {
     }
 
     fn finish(&mut self, path: Path, flow: Flow) {
-        let verdict = match flow {
-            Flow::Drop => Verdict::Drop,
-            Flow::Reject => Verdict::Reject,
-            Flow::Accept | Flow::Continue => match path.dnat {
-                Some(to) => Verdict::Dnat(to),
-                None => Verdict::Accept,
-            },
-        };
-        self.outcomes.push(Outcome {
-            probability: path.probability,
-            verdict,
-            masquerade: path.masquerade,
-            steps: path.steps,
-            notes: path.notes,
-        });
+        self.outcomes.push(path.outcome(flow));
     }
 
     /// Every base chain of `hook`, by priority; dropped and rejected paths become outcomes.
