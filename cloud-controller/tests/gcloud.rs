@@ -6,76 +6,14 @@
 
 mod common;
 
-use std::process::Command;
-
+use common::gcloud::{Gcloud, have_gcloud};
 use common::*;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
-use serde_json::Value;
-
-struct Gcloud {
-    config: tempfile::TempDir,
-    token: tempfile::NamedTempFile,
-    port: u16,
-}
-
-impl Gcloud {
-    fn new(gce: &FakeGce) -> Self {
-        let config = tempfile::tempdir().unwrap();
-        let token = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(token.path(), "svcnet-fake-token\n").unwrap();
-        Gcloud {
-            config,
-            token,
-            port: gce.port,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("gcloud")
-            .args(args)
-            .env("CLOUDSDK_CONFIG", self.config.path())
-            .env("CLOUDSDK_CORE_PROJECT", PROJECT)
-            .env(
-                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
-                format!("http://127.0.0.1:{}/compute/v1/", self.port),
-            )
-            .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", self.token.path())
-            .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
-            .env("CLOUDSDK_CORE_CHECK_GCE_METADATA", "false")
-            .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "1")
-            .output()
-            .expect("run gcloud");
-        assert!(
-            out.status.success(),
-            "gcloud {args:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Vec<Value> {
-        let mut a = args.to_vec();
-        a.push("--format=json");
-        let v: Value = serde_json::from_str(&self.run(&a)).unwrap();
-        v.as_array().cloned().unwrap_or_default()
-    }
-}
-
-fn have_gcloud() -> bool {
-    let ok = Command::new("gcloud")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("SKIPPED: gcloud is not installed; the gcloud listing test did not run");
-    }
-    ok
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_lists_what_the_seed_article_shows() {
-    if !have_gcloud() {
+    if !have_gcloud("the gcloud listing test") {
         return;
     }
     let api_server = ApiServer::start();

@@ -6,66 +6,11 @@
 
 mod common;
 
-use std::process::Command;
-
+use common::gcloud::{Gcloud, have_gcloud};
 use common::*;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
 use serde_json::Value;
-
-struct Gcloud {
-    config: tempfile::TempDir,
-    token: tempfile::NamedTempFile,
-    port: u16,
-}
-
-impl Gcloud {
-    fn new(gce: &FakeGce) -> Self {
-        let config = tempfile::tempdir().unwrap();
-        let token = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(token.path(), "svcnet-fake-token\n").unwrap();
-        Gcloud {
-            config,
-            token,
-            port: gce.port,
-        }
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = Command::new("gcloud")
-            .args(args)
-            .arg("--format=json")
-            .env("CLOUDSDK_CONFIG", self.config.path())
-            .env("CLOUDSDK_CORE_PROJECT", PROJECT)
-            .env(
-                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
-                format!("http://127.0.0.1:{}/compute/v1/", self.port),
-            )
-            .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", self.token.path())
-            .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
-            .env("CLOUDSDK_CORE_CHECK_GCE_METADATA", "false")
-            .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "1")
-            .output()
-            .expect("run gcloud");
-        assert!(
-            out.status.success(),
-            "gcloud {args:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-}
-
-fn have_gcloud() -> bool {
-    let ok = Command::new("gcloud")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("SKIPPED: gcloud is not installed; the gcloud internal LB test did not run");
-    }
-    ok
-}
 
 fn last(v: &Value) -> &str {
     v.as_str().and_then(|s| s.rsplit('/').next()).unwrap_or("")
@@ -73,7 +18,7 @@ fn last(v: &Value) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_reads_an_internal_load_balancer() {
-    if !have_gcloud() {
+    if !have_gcloud("the gcloud internal LB test") {
         return;
     }
     let api_server = ApiServer::start();
@@ -97,7 +42,7 @@ async fn gcloud_reads_an_internal_load_balancer() {
     let lb = lb_name(&svc);
     let g = Gcloud::new(&gce);
 
-    let fr = g.json(&["compute", "forwarding-rules", "describe", &lb, "--region", REGION]);
+    let fr = g.value(&["compute", "forwarding-rules", "describe", &lb, "--region", REGION]);
     assert_eq!(fr["IPAddress"], ip.as_str());
     assert_eq!(fr["loadBalancingScheme"], "INTERNAL");
     assert_eq!(fr["IPProtocol"], "TCP");
@@ -105,19 +50,19 @@ async fn gcloud_reads_an_internal_load_balancer() {
     assert_eq!(last(&fr["backendService"]), lb);
     assert_eq!(last(&fr["subnetwork"]), "default");
 
-    let bs = g.json(&["compute", "backend-services", "describe", &lb, "--region", REGION]);
+    let bs = g.value(&["compute", "backend-services", "describe", &lb, "--region", REGION]);
     assert_eq!(bs["loadBalancingScheme"], "INTERNAL");
     assert_eq!(bs["protocol"], "TCP");
     assert_eq!(bs["sessionAffinity"], "NONE");
     assert_eq!(last(&bs["healthChecks"][0]), format!("k8s-{cid}-node"));
     assert_eq!(last(&bs["backends"][0]["group"]), format!("k8s-ig--{cid}"));
 
-    let hc = g.json(&["compute", "health-checks", "describe", &format!("k8s-{cid}-node")]);
+    let hc = g.value(&["compute", "health-checks", "describe", &format!("k8s-{cid}-node")]);
     assert_eq!(hc["type"], "HTTP");
     assert_eq!(hc["httpHealthCheck"]["port"], 10256);
     assert_eq!(hc["httpHealthCheck"]["requestPath"], "/healthz");
 
-    let members = g.json(&[
+    let members = g.value(&[
         "compute",
         "instance-groups",
         "unmanaged",
@@ -134,7 +79,7 @@ async fn gcloud_reads_an_internal_load_balancer() {
         .collect();
     names.sort();
     assert_eq!(names, ["node-1", "node-2"]);
-    let groups = g.json(&["compute", "instance-groups", "unmanaged", "list"]);
+    let groups = g.value(&["compute", "instance-groups", "unmanaged", "list"]);
     let groups = groups.as_array().unwrap();
     assert_eq!(groups.len(), 1, "{groups:?}");
     assert_eq!(groups[0]["name"], format!("k8s-ig--{cid}"));

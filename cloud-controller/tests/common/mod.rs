@@ -9,6 +9,8 @@
 //! The controller itself is `env!("CARGO_BIN_EXE_svcnet-cloud-controller")`.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod gcloud;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
