@@ -32,7 +32,6 @@ impl Nft {
 
     /// nft runs and this namespace has nf_tables (a table can be checked for).
     pub async fn check(&self) -> Result<(), IptablesError> {
-        exec_ok(&["--version"], None, self.timeout).await?;
         exec_ok(
             &["-c", "-f", "-"],
             Some(&format!("add table {} {TABLE}\n", self.fam())),
