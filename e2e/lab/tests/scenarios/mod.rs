@@ -4,6 +4,7 @@
 
 pub mod basics;
 pub mod lifecycle;
+pub mod takeover;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
