@@ -133,6 +133,15 @@ pub fn internal_lb(c: &dyn Cluster) {
             left.is_empty().then_some(())
         },
     );
+    // The finalizers go last, once GCE is clean: the Service object is gone then.
+    wait_for(
+        &format!("Service {SVC} gone (finalizers removed)"),
+        Duration::from_secs(30),
+        || {
+            let got = c.api("GET", &svc_path(SVC), None);
+            got.is_err_and(|e| e.starts_with("404")).then_some(())
+        },
+    );
     wait_for(
         &format!("the VPC's route for {ip} removed"),
         Duration::from_secs(10),
