@@ -10,6 +10,7 @@ mod http;
 mod kube;
 mod kubelet;
 mod lb_health;
+mod lb_targets;
 mod manifest;
 mod netns;
 mod nodes;
