@@ -1,5 +1,6 @@
 //! `svcnet-lab diagnose`: what a failed step needs to be understood, on stderr: every node's
-//! `iptables-save` (run inside the node namespace), the VPC router's routes, the fake GCE's state and
+//! `iptables-save` (run inside the node namespace), the VPC router's routes and its filter table with
+//! counters (GCE firewall rules, internal addresses: which rule dropped), the fake GCE's state and
 //! injected faults, the Services, Pods and EndpointSlices as the API server holds them, and the tail of
 //! every component's log.
 
@@ -32,6 +33,11 @@ pub fn print(dir: &Path, st: &State) {
     }
     eprintln!("---- routes in the vpc router ----");
     eprintln!("{}", netns::ip(&st.vpc(), &["route"]).unwrap_or_default());
+    eprintln!("---- filter table in the vpc router (iptables-save -c) ----");
+    match netns::exec(&st.vpc(), &["iptables-save", "-c", "-t", "filter"]) {
+        Ok(rules) => eprintln!("{rules}"),
+        Err(e) => eprintln!("(unavailable: {e:#})"),
+    }
     eprintln!("---- fake GCE state ----");
     eprintln!("{}", get_in_vpc(st, &cluster::gce_url("/_fake/state")));
     eprintln!("---- fake GCE faults ----");
@@ -58,6 +64,8 @@ pub fn print(dir: &Path, st: &State) {
     .map(|s| s.to_string())
     .collect();
     names.extend(st.nodes.iter().map(|n| format!("proxy-{}", n.name)));
+    // Upstream kube-proxy, where the takeover step started it.
+    names.extend(st.procs.keys().filter(|k| k.starts_with("kube-proxy-")).cloned());
     for name in names {
         let text = std::fs::read_to_string(procs::log_path(dir, &name)).unwrap_or_default();
         eprintln!("---- {name}.log (tail) ----\n{}", procs::tail(&text, 40));

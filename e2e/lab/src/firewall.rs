@@ -1,12 +1,18 @@
-//! GCE firewall rules -> the `vpc` namespace's filter table. Only traffic entering from outside (the
-//! client links `cl`, `cl2`) is filtered, as GCE's implied deny-ingress does for traffic from the internet;
-//! traffic between nodes is allowed (the default network's allow-internal). A rule applies to the nodes
-//! whose instance tags meet its `targetTags` (all nodes without target tags). Pure: JSON in, text out.
+//! GCE firewall rules -> the `vpc` namespace's filter table. Traffic entering from outside (the client
+//! links `cl`, `cl2`) and from the VPC's `vm` is filtered, as GCE's implied deny-ingress does for every
+//! source a rule does not allow; traffic between nodes is allowed (the cluster's allow-internal). A
+//! rule applies to the nodes whose instance tags meet its `targetTags` (all nodes without target tags).
+//!
+//! Internal forwarding rules' addresses (`LAB-ILB`, before the rules): dropped from outside (the
+//! internet has no route to a VPC's internal address) and, from inside, on any protocol or port the
+//! rule does not forward (GCE delivers only those); what passes still needs a firewall rule (the
+//! Service's `k8s-fw-`, with its source ranges). Pure: JSON in, text out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::lb_targets::InternalRule;
 use crate::state::Node;
 
 fn strs(v: &Value) -> Vec<String> {
@@ -18,7 +24,7 @@ fn strs(v: &Value) -> Vec<String> {
 }
 
 /// The whole filter table for `iptables-restore`.
-pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Node]) -> String {
+pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Node], internal: &[InternalRule]) -> String {
     // Node IP -> tags of its instance.
     let tags: BTreeMap<String, Vec<String>> = instances
         .iter()
@@ -34,8 +40,10 @@ pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Node]) -> Strin
         .collect();
     let mut out = String::from(
         "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:LAB-FW - [0:0]\n\
-         -A FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n-A FORWARD -i cl+ -j LAB-FW\n",
+         :LAB-ILB - [0:0]\n-A FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n\
+         -A FORWARD -j LAB-ILB\n-A FORWARD -i cl+ -j LAB-FW\n-A FORWARD -i vm -j LAB-FW\n",
     );
+    out.push_str(&internal_addresses(internal));
     let mut sorted: Vec<&Value> = firewalls.iter().collect();
     sorted.sort_by_key(|f| f["name"].as_str().unwrap_or_default().to_owned());
     for fw in sorted {
@@ -87,6 +95,44 @@ pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Node]) -> Strin
         }
     }
     out.push_str("-A LAB-FW -j DROP\nCOMMIT\n");
+    out
+}
+
+/// `LAB-ILB`: outside sources dropped, then what the rules forward returns to the firewall, then the
+/// rest to their addresses dropped (one address may carry a TCP and a UDP rule: all returns first).
+fn internal_addresses(internal: &[InternalRule]) -> String {
+    let ips: BTreeSet<&str> = internal.iter().map(|r| r.ip.as_str()).collect();
+    let mut out = String::new();
+    for ip in &ips {
+        out.push_str(&format!(
+            "-A LAB-ILB -i cl+ -d {ip}/32 -m comment --comment \"internal address\" -j DROP\n"
+        ));
+    }
+    for r in internal {
+        let mut ports: Vec<String> = r.ports.iter().map(|p| p.replace('-', ":")).collect();
+        let with_ports = r
+            .protocol
+            .as_deref()
+            .is_some_and(|p| ["tcp", "udp", "sctp"].contains(&p));
+        if ports.is_empty() || !with_ports {
+            ports = vec![String::new()];
+        }
+        for port in &ports {
+            out.push_str(&format!("-A LAB-ILB -d {}/32", r.ip));
+            if let Some(proto) = &r.protocol {
+                out.push_str(&format!(" -p {proto}"));
+                if !port.is_empty() {
+                    out.push_str(&format!(" --dport {port}"));
+                }
+            }
+            out.push_str(&format!(" -m comment --comment \"{}\" -j RETURN\n", r.name));
+        }
+    }
+    for ip in &ips {
+        out.push_str(&format!(
+            "-A LAB-ILB -d {ip}/32 -m comment --comment \"not forwarded\" -j DROP\n"
+        ));
+    }
     out
 }
 

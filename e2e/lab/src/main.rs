@@ -11,6 +11,7 @@ mod kube;
 mod kube_proxy;
 mod kubelet;
 mod lb_health;
+mod lb_targets;
 mod load;
 mod manifest;
 mod netns;

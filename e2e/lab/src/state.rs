@@ -25,6 +25,11 @@ pub const CLIENT_IP: &str = "192.0.2.10";
 /// loadBalancerSourceRanges that is not the first client's.
 pub const CLIENT2_GW: &str = "198.18.0.1";
 pub const CLIENT2_IP: &str = "198.18.0.10";
+/// The `vm` namespace's address: in the nodes' subnet (10.128.0.0/20, the fake's internal range)
+/// but far above the node addresses (10.128.0.<index+1>) and the internal IPs the fake hands out
+/// (the first free ones from the bottom). It is no GCE instance, so `gcloud compute instances list`
+/// shows the nodes only, as in the walkthrough.
+pub const VM_IP: &str = "10.128.15.200";
 pub const EXTERNAL_RANGE: &str = "203.0.113.0/24";
 /// The pods' CIDR node IPAM hands /24s out of; the overlay's proxy config names the same.
 pub const CLUSTER_CIDR: &str = "10.64.0.0/14";
@@ -94,6 +99,10 @@ impl State {
     }
     pub fn client2(&self) -> String {
         format!("{}-client2", self.prefix)
+    }
+    /// A VM inside the VPC that is not a node (`vm`, [`VM_IP`]).
+    pub fn vm(&self) -> String {
+        format!("{}-vm", self.prefix)
     }
 }
 

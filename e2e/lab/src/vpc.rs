@@ -2,11 +2,12 @@
 //! second, reads the fake GCE's `/_fake/state` and programs the namespace like GCE's network would:
 //! - GCE routes (`nextHopInstance` / `nextHopIp`) -> kernel routes (cross-node pod traffic exists only
 //!   once the cloud controller's route controller made them);
-//! - forwarding rule + target pool -> the LB IP routed, without NAT, to the pool's healthy members
-//!   (ECMP; health = the pool's HTTP health checks probed on each node every tick, with the checks'
-//!   thresholds ([`lb_health`]); all members when none is healthy,
-//!   as GCE does);
-//! - firewall rules -> filter rules on traffic from outside (`client`) toward the nodes ([`firewall`]).
+//! - forwarding rules -> the rule's IP routed, without NAT, to the healthy members of its backends
+//!   ([`lb_targets`]: a target pool's instances, or an internal rule's backend service's instance
+//!   groups) (ECMP; health = the backends' HTTP health checks probed on each node every tick, with
+//!   the checks' thresholds ([`lb_health`]); all members when none is healthy, as GCE does);
+//! - firewall rules -> filter rules on traffic from outside (`client`) and from the `vm` toward the
+//!   nodes, internal LB addresses closed to the outside and to other ports ([`firewall`]).
 //!
 //! It also plays the nodes' kubelets and the scheduler ([`crate::kubelet`]).
 
@@ -18,14 +19,14 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::kube::Api;
-use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State, VPC_IP};
-use crate::{cluster, firewall, http, kubelet, lb_health, netns};
+use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State, VM_IP, VPC_IP};
+use crate::{cluster, firewall, http, kubelet, lb_health, lb_targets, netns};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.
 const PROTO: &str = "99";
 
-/// Creates the `vpc` namespace and the two outside clients linked to it (`client` over `cl`, `client2`
-/// over `cl2`: two sources for loadBalancerSourceRanges).
+/// Creates the `vpc` namespace, the two outside clients linked to it (`client` over `cl`, `client2`
+/// over `cl2`: two sources for loadBalancerSourceRanges) and the `vm` inside the VPC (over `vm`).
 pub fn create(st: &State) -> Result<()> {
     let vpc = st.vpc();
     netns::add(&vpc)?;
@@ -41,6 +42,20 @@ pub fn create(st: &State) -> Result<()> {
         netns::ip(&ns, &["addr", "add", &format!("{ip}/24"), "dev", "eth0"])?;
         netns::ip(&ns, &["route", "add", "default", "via", gw])?;
     }
+    create_vm(st)
+}
+
+/// A VM of the VPC that is no node (an internal LB's client): linked like a node (`/32` on `eth0`,
+/// the router as gateway), so it reaches internal addresses the outside clients cannot.
+fn create_vm(st: &State) -> Result<()> {
+    let (vpc, vm) = (st.vpc(), st.vm());
+    netns::add(&vm)?;
+    netns::veth(&vpc, "vm", &vm, "eth0")?;
+    netns::ip(&vpc, &["addr", "add", &format!("{VPC_IP}/32"), "dev", "vm"])?;
+    netns::ip(&vpc, &["route", "add", &format!("{VM_IP}/32"), "dev", "vm"])?;
+    netns::ip(&vm, &["addr", "add", &format!("{VM_IP}/32"), "dev", "eth0"])?;
+    netns::ip(&vm, &["route", "add", VPC_IP, "dev", "eth0"])?;
+    netns::ip(&vm, &["route", "add", "default", "via", VPC_IP, "dev", "eth0"])?;
     Ok(())
 }
 
@@ -69,11 +84,6 @@ fn get(url: &str) -> Result<Value> {
     http::json("GET", url, "application/json", None)
 }
 
-/// The last path segment of a GCE URL (a resource name).
-pub fn last(url: &str) -> &str {
-    url.rsplit('/').next().unwrap_or(url)
-}
-
 fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Result<()> {
     let gce = get(&cluster::gce_url("/_fake/state"))?;
     let arr = |k: &str| gce[k].as_array().cloned().unwrap_or_default();
@@ -95,7 +105,7 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
         let dest = r["destRange"].as_str().unwrap_or_default();
         let hop = r["nextHopInstance"]
             .as_str()
-            .and_then(|u| inst.get(last(u)).cloned())
+            .and_then(|u| inst.get(lb_targets::last(u)).cloned())
             .or_else(|| {
                 let ip = r["nextHopIp"].as_str()?;
                 inst.values().find(|(i, _)| i == ip).cloned()
@@ -104,57 +114,32 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
             want.entry(dest.to_owned()).or_default().push(hop);
         }
     }
-    let pools: BTreeMap<String, Value> = arr("targetPools")
-        .into_iter()
-        .map(|p| (p["name"].as_str().unwrap_or_default().to_owned(), p))
-        .collect();
-    let checks: BTreeMap<String, Value> = arr("httpHealthChecks")
-        .into_iter()
-        .map(|h| (h["name"].as_str().unwrap_or_default().to_owned(), h))
-        .collect();
-    // One probe per member and check per tick, however many pools share the check.
+    // One probe per member and check per tick, however many rules share the check.
     let mut decided: BTreeMap<(String, String), bool> = BTreeMap::new();
-    for fr in arr("forwardingRules") {
-        let (Some(ip), Some(target)) = (fr["IPAddress"].as_str(), fr["target"].as_str()) else {
-            continue;
-        };
-        let Some(pool) = pools.get(last(target)) else {
-            continue;
-        };
-        let members: Vec<(String, String)> = pool["instances"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|u| u.as_str().and_then(|u| inst.get(last(u)).cloned()))
-            .collect();
-        let hc: Vec<&Value> = pool["healthChecks"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|u| u.as_str().and_then(|u| checks.get(last(u))))
-            .collect();
-        let healthy: Vec<(String, String)> = members
-            .iter()
-            .filter(|(mip, _)| {
-                // Every check probed (no short cut), so each one's consecutive count stays true.
-                hc.iter().fold(true, |all, h| {
-                    let key = (mip.clone(), h["name"].as_str().unwrap_or_default().to_owned());
-                    let up = *decided
-                        .entry(key)
-                        .or_insert_with(|| health.observe(mip, h, probe(mip, h)));
-                    all && up
-                })
-            })
-            .cloned()
-            .collect();
-        let hops = if healthy.is_empty() { members } else { healthy };
-        if !hops.is_empty() {
-            want.insert(format!("{ip}/32"), hops);
+    for t in lb_targets::targets(&gce, &inst) {
+        let hops = lb_targets::hops(&t, |mip, h| {
+            let key = (mip.to_owned(), h["name"].as_str().unwrap_or_default().to_owned());
+            *decided
+                .entry(key)
+                .or_insert_with(|| health.observe(mip, h, probe(mip, h)))
+        });
+        // Rules sharing an IP (TCP and UDP of one internal LB) reach the union of their members.
+        let to = want.entry(format!("{}/32", t.ip)).or_default();
+        for hop in hops {
+            if !to.contains(&hop) {
+                to.push(hop);
+            }
         }
     }
+    want.retain(|_, hops| !hops.is_empty());
     health.retain(&decided.into_keys().collect::<Vec<_>>());
     program_routes(&want)?;
-    let fw = firewall::render(&arr("firewalls"), &arr("instances"), &st.nodes);
+    let fw = firewall::render(
+        &arr("firewalls"),
+        &arr("instances"),
+        &st.nodes,
+        &lb_targets::internal_rules(&gce),
+    );
     if fw != *last_fw {
         netns::run_stdin(&["iptables-restore"], &fw)?;
         *last_fw = fw;

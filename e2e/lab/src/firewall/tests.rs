@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::render;
+use crate::lb_targets::InternalRule;
 use crate::state::Node;
 
 fn nodes() -> Vec<Node> {
@@ -33,7 +34,7 @@ fn rule_applies_to_tagged_nodes_with_ports_and_ranges() {
         "sourceRanges": ["192.0.2.0/24"], "destinationRanges": ["203.0.113.5"],
         "allowed": [{"IPProtocol": "tcp", "ports": ["80", "30000-30005"]}]
     })];
-    let out = render(&fws, &instances, &nodes());
+    let out = render(&fws, &instances, &nodes(), &[]);
     assert!(
         out.contains("-A LAB-FW -o n1 -s 192.0.2.0/24 -d 203.0.113.5 -p tcp --dport 80 "),
         "{out}"
@@ -51,7 +52,7 @@ fn disabled_and_egress_rules_open_nothing() {
         json!({"name": "b", "direction": "EGRESS", "allowed": [{"IPProtocol": "tcp"}]}),
         json!({"name": "c", "allowed": [{"IPProtocol": "all"}]}),
     ];
-    let out = render(&fws, &instances, &nodes());
+    let out = render(&fws, &instances, &nodes(), &[]);
     assert!(!out.contains("\"a\"") && !out.contains("\"b\""), "{out}");
     // No target tags: every node, every protocol.
     assert!(
@@ -59,4 +60,60 @@ fn disabled_and_egress_rules_open_nothing() {
         "{out}"
     );
     assert!(out.contains("-o n2"), "{out}");
+}
+
+#[test]
+fn the_vm_is_filtered_like_the_outside_clients_and_nodes_are_not() {
+    let out = render(&[], &[], &nodes(), &[]);
+    assert!(out.contains("-A FORWARD -i cl+ -j LAB-FW\n"), "{out}");
+    assert!(out.contains("-A FORWARD -i vm -j LAB-FW\n"), "{out}");
+    assert!(!out.contains("-i n1"), "node traffic is not filtered: {out}");
+    // Replies first, then the internal-address check, then the rules.
+    let pos = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s} missing: {out}"));
+    assert!(pos("ESTABLISHED,RELATED") < pos("-A FORWARD -j LAB-ILB"));
+    assert!(pos("-A FORWARD -j LAB-ILB") < pos("-A FORWARD -i cl+ -j LAB-FW"));
+}
+
+fn ilb(name: &str, ip: &str, proto: Option<&str>, ports: &[&str]) -> InternalRule {
+    InternalRule {
+        name: name.into(),
+        ip: ip.into(),
+        protocol: proto.map(str::to_owned),
+        ports: ports.iter().map(|p| p.to_string()).collect(),
+    }
+}
+
+#[test]
+fn internal_address_closed_to_outside_and_to_other_ports() {
+    let internal = [
+        ilb("a-tcp", "10.128.0.5", Some("tcp"), &["80", "8000-8002"]),
+        ilb("a-udp", "10.128.0.5", Some("udp"), &["53"]),
+        ilb("b-all", "10.128.0.6", Some("tcp"), &[]),
+    ];
+    let out = render(&[], &[], &nodes(), &internal);
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("-A LAB-ILB")).collect();
+    assert_eq!(
+        lines,
+        [
+            "-A LAB-ILB -i cl+ -d 10.128.0.5/32 -m comment --comment \"internal address\" -j DROP",
+            "-A LAB-ILB -i cl+ -d 10.128.0.6/32 -m comment --comment \"internal address\" -j DROP",
+            "-A LAB-ILB -d 10.128.0.5/32 -p tcp --dport 80 -m comment --comment \"a-tcp\" -j RETURN",
+            "-A LAB-ILB -d 10.128.0.5/32 -p tcp --dport 8000:8002 -m comment --comment \"a-tcp\" -j RETURN",
+            // The UDP rule on the same address returns before that address's final drop.
+            "-A LAB-ILB -d 10.128.0.5/32 -p udp --dport 53 -m comment --comment \"a-udp\" -j RETURN",
+            // allPorts: every port of the protocol.
+            "-A LAB-ILB -d 10.128.0.6/32 -p tcp -m comment --comment \"b-all\" -j RETURN",
+            "-A LAB-ILB -d 10.128.0.5/32 -m comment --comment \"not forwarded\" -j DROP",
+            "-A LAB-ILB -d 10.128.0.6/32 -m comment --comment \"not forwarded\" -j DROP",
+        ]
+    );
+}
+
+#[test]
+fn l3_default_rule_forwards_every_protocol() {
+    let out = render(&[], &[], &nodes(), &[ilb("l3", "10.128.0.7", None, &[])]);
+    assert!(
+        out.contains("-A LAB-ILB -d 10.128.0.7/32 -m comment --comment \"l3\" -j RETURN\n"),
+        "{out}"
+    );
 }

@@ -381,6 +381,10 @@ pub fn leak_check(c: &dyn Cluster) {
             "addresses",
             "httpHealthChecks",
             "firewalls",
+            // Internal LBs' (the instance groups go with the last one, as upstream deletes them).
+            "backendServices",
+            "healthChecks",
+            "instanceGroups",
         ] {
             for o in state[k].as_array().into_iter().flatten() {
                 let name = o["name"].as_str().unwrap_or_default();

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, dead_code)]
 
 pub mod basics;
+pub mod internal;
 pub mod lifecycle;
 pub mod takeover;
 

@@ -140,6 +140,7 @@ impl Lab {
             From::Client => format!("{}-client", self.prefix),
             From::Client2 => format!("{}-client2", self.prefix),
             From::Node(name) => format!("{}-{name}", self.prefix),
+            From::Vm => format!("{}-vm", self.prefix),
         }
     }
 

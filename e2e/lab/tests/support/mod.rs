@@ -20,6 +20,8 @@ pub enum From<'a> {
     Client2,
     /// A node (by name): its own network namespace, where the proxy's rules apply.
     Node(&'a str),
+    /// A VM inside the VPC that is not a node (an internal load balancer's client).
+    Vm,
 }
 
 /// What a step may need beyond Kubernetes and the fake GCE; a cluster that lacks it says why.

@@ -1,0 +1,141 @@
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{Hop, InternalRule, hops, internal_rules, targets};
+
+const P: &str = "https://compute.googleapis.com/compute/v1/projects/p";
+
+fn inst() -> BTreeMap<String, Hop> {
+    BTreeMap::from([
+        ("node-1".to_owned(), ("10.128.0.2".to_owned(), "n1".to_owned())),
+        ("node-2".to_owned(), ("10.128.0.3".to_owned(), "n2".to_owned())),
+        ("node-3".to_owned(), ("10.128.0.4".to_owned(), "n3".to_owned())),
+    ])
+}
+
+fn hop(i: u32) -> Hop {
+    (format!("10.128.0.{}", i + 1), format!("n{i}"))
+}
+
+/// An internal LB as the controller builds it: group with node-1 and node-2 (node-3 is not a
+/// member), backend service over the group, shared node check, INTERNAL rule on port 80.
+fn internal_state() -> Value {
+    let z = format!("{P}/zones/us-central1-b");
+    json!({
+        "instanceGroups": [{
+            "name": "k8s-ig--c1", "selfLink": format!("{z}/instanceGroups/k8s-ig--c1"),
+            "_members": [format!("{z}/instances/node-1"), format!("{z}/instances/node-2")]
+        }],
+        "healthChecks": [{
+            "name": "k8s-c1-node", "selfLink": format!("{P}/global/healthChecks/k8s-c1-node"),
+            "type": "HTTP", "timeoutSec": 1, "healthyThreshold": 1, "unhealthyThreshold": 3,
+            "httpHealthCheck": {"port": 10256, "requestPath": "/healthz"}
+        }],
+        // A legacy check of the same name (the external LBs' one) must stay a separate check.
+        "httpHealthChecks": [{"name": "k8s-c1-node", "port": 9999, "requestPath": "/legacy"}],
+        "backendServices": [{
+            "name": "ailb", "selfLink": format!("{P}/regions/us-central1/backendServices/ailb"),
+            "loadBalancingScheme": "INTERNAL",
+            "backends": [{"group": format!("{z}/instanceGroups/k8s-ig--c1")}],
+            "healthChecks": [format!("{P}/global/healthChecks/k8s-c1-node")]
+        }],
+        "forwardingRules": [{
+            "name": "ailb", "IPAddress": "10.128.0.5", "IPProtocol": "TCP",
+            "loadBalancingScheme": "INTERNAL", "ports": ["80"],
+            "backendService": format!("{P}/regions/us-central1/backendServices/ailb")
+        }]
+    })
+}
+
+#[test]
+fn internal_rule_goes_to_the_backend_services_group_members_with_its_check() {
+    let t = targets(&internal_state(), &inst());
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert_eq!(t[0].ip, "10.128.0.5");
+    assert_eq!(t[0].members, vec![hop(1), hop(2)], "node-3 is no group member");
+    assert_eq!(t[0].checks.len(), 1);
+    let hc = &t[0].checks[0];
+    assert_eq!(hc["name"], "healthChecks/k8s-c1-node");
+    assert_eq!(
+        hc["port"], 10256,
+        "port read from httpHealthCheck, not the legacy check"
+    );
+    assert_eq!(hc["requestPath"], "/healthz");
+    assert_eq!(hc["unhealthyThreshold"], 3);
+}
+
+#[test]
+fn only_healthy_members_get_the_ip_and_every_member_is_probed() {
+    let t = &targets(&internal_state(), &inst())[0];
+    let mut probed = Vec::new();
+    let h = hops(t, |ip, hc| {
+        probed.push((ip.to_owned(), hc["port"].as_u64().unwrap_or_default()));
+        ip == "10.128.0.3"
+    });
+    assert_eq!(h, vec![hop(2)]);
+    assert_eq!(
+        probed,
+        vec![("10.128.0.2".to_owned(), 10256), ("10.128.0.3".to_owned(), 10256)]
+    );
+    // None healthy: GCE spreads over all members.
+    assert_eq!(hops(t, |_, _| false), vec![hop(1), hop(2)]);
+}
+
+#[test]
+fn internal_rule_without_its_backend_service_or_group_delivers_nowhere() {
+    let mut gce = internal_state();
+    gce["backendServices"] = json!([]);
+    assert!(targets(&gce, &inst()).is_empty());
+    let mut gce = internal_state();
+    gce["instanceGroups"] = json!([]);
+    let t = targets(&gce, &inst());
+    assert!(t[0].members.is_empty(), "{t:?}");
+}
+
+#[test]
+fn external_rule_goes_to_its_pool_with_the_legacy_check() {
+    let gce = json!({
+        "targetPools": [{"name": "a1", "selfLink": format!("{P}/regions/r/targetPools/a1"),
+            "instances": [format!("{P}/zones/z/instances/node-3")],
+            "healthChecks": [format!("{P}/global/httpHealthChecks/k8s-c1-node")]}],
+        "httpHealthChecks": [{"name": "k8s-c1-node", "port": 10256, "requestPath": "/healthz"}],
+        "forwardingRules": [{"name": "a1", "IPAddress": "203.0.113.1", "IPProtocol": "TCP",
+            "portRange": "80-80", "target": format!("{P}/regions/r/targetPools/a1")}]
+    });
+    let t = targets(&gce, &inst());
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].members, vec![hop(3)]);
+    assert_eq!(t[0].checks[0]["name"], "httpHealthChecks/k8s-c1-node");
+    assert_eq!(t[0].checks[0]["port"], 10256);
+    assert!(
+        internal_rules(&gce).is_empty(),
+        "an external rule is not internal"
+    );
+}
+
+#[test]
+fn internal_rules_carry_protocol_and_ports() {
+    let mut gce = internal_state();
+    gce["forwardingRules"].as_array_mut().unwrap().push(
+        json!({"name": "aall", "IPAddress": "10.128.0.6", "IPProtocol": "UDP",
+            "loadBalancingScheme": "INTERNAL", "allPorts": true}),
+    );
+    assert_eq!(
+        internal_rules(&gce),
+        vec![
+            InternalRule {
+                name: "aall".into(),
+                ip: "10.128.0.6".into(),
+                protocol: Some("udp".into()),
+                ports: vec![],
+            },
+            InternalRule {
+                name: "ailb".into(),
+                ip: "10.128.0.5".into(),
+                protocol: Some("tcp".into()),
+                ports: vec!["80".into()],
+            },
+        ]
+    );
+}
