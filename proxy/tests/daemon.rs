@@ -781,7 +781,10 @@ fn no_update_is_lost_across_an_apiserver_restart_and_an_etcd_compaction() {
             .then_some(())
     });
     let doomed_chain = svcnet_proxy::render::naming::svc_chain("default/doomed", "tcp");
-    assert!(lab.save().contains(&format!(":{doomed_chain} ")));
+    // Its slice may come a sync after web's answer.
+    wait_for("doomed's service chain", Duration::from_secs(20), || {
+        lab.save().contains(&format!(":{doomed_chain} ")).then_some(())
+    });
     // etcd moves past every resourceVersion the proxy holds: the restarted API server's watch cache
     // starts there, so resuming a watch from the proxy's last version is 410 Gone.
     api.bump_revision("bump");
