@@ -29,11 +29,21 @@ pub fn owned(chain: &str) -> bool {
     OWNED_CHAINS.contains(&chain) || is_service_chain(chain)
 }
 
+/// Chains only svcnet writes (the tree layout's): upstream kube-proxy neither jumps to nor deletes them.
+pub fn svcnet_only(chain: &str) -> bool {
+    chain.starts_with(DST_PREFIX) || chain.starts_with(EPG_PREFIX)
+}
+
 /// The restore payload that flushes and deletes the owned chains present in `saved` (one table's
 /// iptables-save output); `None` when there are none. Flushing everything first lets chains that
 /// jump to each other be deleted in one transaction.
 pub fn delete_payload(table: &str, saved: &str) -> Option<String> {
-    let chains: BTreeSet<String> = saved_chains(saved).into_iter().filter(|c| owned(c)).collect();
+    delete_payload_of(table, saved, owned)
+}
+
+/// [`delete_payload`] for the chains `which` selects.
+pub fn delete_payload_of(table: &str, saved: &str, which: fn(&str) -> bool) -> Option<String> {
+    let chains: BTreeSet<String> = saved_chains(saved).into_iter().filter(|c| which(c)).collect();
     if chains.is_empty() {
         return None;
     }
@@ -69,6 +79,15 @@ pub async fn cleanup(ipt: &Iptables) -> Result<Removed, IptablesError> {
         localhost_nodeports: false,
         ..cfg
     }));
+    // Upstream kube-proxy jumps to KUBE-FIREWALL in both families (svcnet only where localhost
+    // NodePorts apply): after a takeover the IPv6 ones are there too, and they hold the chain.
+    for chain in ["INPUT", "OUTPUT"] {
+        all.push(crate::render::Jump {
+            table: "filter",
+            chain,
+            rule: format!("-j {KUBE_FIREWALL}"),
+        });
+    }
     for j in &all {
         // A rule can be present more than once (e.g. two agents raced); remove every copy.
         for _ in 0..16 {
@@ -111,6 +130,27 @@ pub fn run(args: &CleanupArgs) -> anyhow::Result<String> {
                 out.push_str(&format!("{e}: skipped\n"));
                 continue;
             }
+            if args.only_svcnet_chains {
+                let saved = ipt.save_table("nat").await?;
+                let chains: Vec<String> = saved_chains(&saved)
+                    .into_iter()
+                    .filter(|c| svcnet_only(c))
+                    .collect();
+                if let Some(payload) = delete_payload_of("nat", &saved, svcnet_only) {
+                    ipt.restore(&payload)
+                        .await
+                        .with_context(|| format!("removing svcnet-only chains ({})", family.label()))?;
+                }
+                out.push_str(&format!(
+                    "{}: removed {} svcnet-only chains\n",
+                    family.label(),
+                    chains.len()
+                ));
+                for c in chains {
+                    out.push_str(&format!("  nat/{c}\n"));
+                }
+                continue;
+            }
             let removed = crate::cleanup::cleanup(&ipt)
                 .await
                 .with_context(|| format!("cleaning up {}", family.label()))?;
@@ -123,6 +163,9 @@ pub fn run(args: &CleanupArgs) -> anyhow::Result<String> {
             for c in removed.chains {
                 out.push_str(&format!("  {c}\n"));
             }
+        }
+        if args.only_svcnet_chains {
+            return Ok(out);
         }
         // Both modes' rules go, as `kube-proxy --cleanup` does.
         for family in [Family::V4, Family::V6] {
@@ -160,5 +203,18 @@ mod tests {
             )
             .is_none()
         );
+    }
+
+    #[test]
+    fn svcnet_only_leaves_every_chain_kube_proxy_writes() {
+        let saved = "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-ABC - [0:0]\n:KUBE-SEP-DEF - [0:0]\n:KUBE-DST-XYZ - [0:0]\n:KUBE-EPG-QRS - [0:0]\nCOMMIT\n";
+        let p = delete_payload_of("nat", saved, svcnet_only).expect("some");
+        assert!(
+            p.contains("-X KUBE-DST-XYZ\n") && p.contains("-X KUBE-EPG-QRS\n"),
+            "{p}"
+        );
+        for upstream in ["KUBE-SERVICES", "KUBE-SVC-ABC", "KUBE-SEP-DEF"] {
+            assert!(!p.contains(upstream), "{upstream} is kube-proxy's too: {p}");
+        }
     }
 }

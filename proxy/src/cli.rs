@@ -308,4 +308,9 @@ pub struct RunArgs {
 pub struct CleanupArgs {
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub iptables_backend: BackendArg,
+    /// Remove only the chains upstream kube-proxy never writes (the tree layout's KUBE-DST-* and
+    /// KUBE-EPG-*): what svcnet leaves behind once kube-proxy has taken the node over. Safe while
+    /// kube-proxy runs; fails, changing nothing, while svcnet-proxy still jumps to them.
+    #[arg(long)]
+    pub only_svcnet_chains: bool,
 }

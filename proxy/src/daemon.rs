@@ -105,6 +105,25 @@ async fn clean_other_mode(mode: ProxyMode, ipt: &[&Iptables]) {
     }
 }
 
+/// A proxy that ran before (upstream kube-proxy programs IPv6 wherever ip6tables works) may have left
+/// chains in a family this node does not sync; rules nobody updates any more must go, not linger.
+async fn clean_unsynced_family(ipt: &Iptables) {
+    if ipt.check().await.is_err() {
+        return;
+    }
+    match crate::cleanup::cleanup(ipt).await {
+        Ok(removed) if removed.jumps > 0 || !removed.chains.is_empty() => tracing::info!(
+            family = ipt.family.label(),
+            ?removed,
+            "removed the chains of a previous proxy from a family this node does not sync"
+        ),
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(%error, family = ipt.family.label(), "removing a previous proxy's chains")
+        }
+    }
+}
+
 /// `""` disables a server; a bare IP gets the default port.
 pub fn bind_address(text: &str, default_port: u16) -> Result<Option<SocketAddr>> {
     let t = text.trim();
@@ -317,6 +336,8 @@ pub async fn run(mut args: RunArgs) -> Result<()> {
                 "node has IPv6 addresses but IPv6 rules cannot be written: IPv6 services not proxied"
             ),
         }
+    } else if mode == ProxyMode::Iptables {
+        clean_unsynced_family(&v6_ipt).await;
     }
     let localhost_nodeports = settings
         .rules

@@ -4,7 +4,7 @@
 
 mod lab;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lab::api::{cluster_ip, local, node_port};
 use lab::helper::{answered_by, request};
@@ -220,6 +220,7 @@ fn changes_reach_the_kernel_within_min_sync_period_and_partial_syncs_write_only_
     // A burst of changes is batched: one sync at once, the rest together min-sync-period later.
     std::thread::sleep(Duration::from_millis(1200));
     let before = lab.syncs();
+    let writing = Instant::now();
     for i in 0..6 {
         let eps = if i % 2 == 0 {
             vec![local("10.244.1.12"), local("10.244.1.10")]
@@ -228,9 +229,17 @@ fn changes_reach_the_kernel_within_min_sync_period_and_partial_syncs_write_only_
         };
         api.update_slice("other", TCP, &eps);
     }
+    let spread = writing.elapsed();
     std::thread::sleep(Duration::from_millis(2500));
     let burst = lab.syncs() - before;
-    assert!((1..=3).contains(&burst), "{burst} syncs for a burst of 6 changes");
+    // At most one sync at once, one per min-sync-period (1 s) while the writes kept coming (they take
+    // longer on a loaded machine), the last batch, and the 10 s periodic resync if it falls in the
+    // window; never one per change.
+    let most = (3 + spread.as_secs() as usize).min(5);
+    assert!(
+        (1..=most).contains(&burst),
+        "{burst} syncs for a burst of 6 changes written in {spread:?} (at most {most})"
+    );
 
     // Network programming latency was measured from the slices' trigger-time annotations.
     let n = lab.metric("kubeproxy_network_programming_duration_seconds_count{ip_family=\"IPv4\"}");
@@ -772,7 +781,10 @@ fn no_update_is_lost_across_an_apiserver_restart_and_an_etcd_compaction() {
             .then_some(())
     });
     let doomed_chain = svcnet_proxy::render::naming::svc_chain("default/doomed", "tcp");
-    assert!(lab.save().contains(&format!(":{doomed_chain} ")));
+    // Its slice may come a sync after web's answer.
+    wait_for("doomed's service chain", Duration::from_secs(20), || {
+        lab.save().contains(&format!(":{doomed_chain} ")).then_some(())
+    });
     // etcd moves past every resourceVersion the proxy holds: the restarted API server's watch cache
     // starts there, so resuming a watch from the proxy's last version is 410 Gone.
     api.bump_revision("bump");

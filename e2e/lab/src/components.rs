@@ -1,5 +1,5 @@
 //! Named lab components (etcd, apiserver, controller-manager, api-proxy, fake-gce, cloud-controller,
-//! vpc-agent, proxy-<node>): started with their command line recorded in
+//! vpc-agent, proxy-<node>, kube-proxy-<node>): started with their command line recorded in
 //! the state file, so `svcnet-lab stop NAME` can kill one (SIGKILL, like a crash; `--graceful`: SIGTERM)
 //! and `svcnet-lab start NAME` relaunch it exactly as before. The restart scenarios of `make e2e` use
 //! them; logs are appended to, so one file tells a component's whole life.
@@ -31,6 +31,8 @@ fn ready(name: &str) -> Ready {
         "apiserver" => Ready::ApiServer,
         "cloud-controller" => Ready::Log("became leader"),
         n if n.starts_with("proxy-") => Ready::Log("synced"),
+        // Upstream kube-proxy at --v=2 (crate::kube_proxy).
+        n if n.starts_with("kube-proxy-") => Ready::Log("SyncProxyRules complete"),
         _ => Ready::Started,
     }
 }

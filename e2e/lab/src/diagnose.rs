@@ -64,6 +64,8 @@ pub fn print(dir: &Path, st: &State) {
     .map(|s| s.to_string())
     .collect();
     names.extend(st.nodes.iter().map(|n| format!("proxy-{}", n.name)));
+    // Upstream kube-proxy, where the takeover step started it.
+    names.extend(st.procs.keys().filter(|k| k.starts_with("kube-proxy-")).cloned());
     for name in names {
         let text = std::fs::read_to_string(procs::log_path(dir, &name)).unwrap_or_default();
         eprintln!("---- {name}.log (tail) ----\n{}", procs::tail(&text, 40));

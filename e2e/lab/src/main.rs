@@ -8,9 +8,11 @@ mod diagnose;
 mod firewall;
 mod http;
 mod kube;
+mod kube_proxy;
 mod kubelet;
 mod lb_health;
 mod lb_targets;
+mod load;
 mod manifest;
 mod netns;
 mod nodes;
@@ -74,6 +76,9 @@ enum Cmd {
     },
     /// Start a stopped component again with its recorded command line.
     Start { name: String },
+    /// Start upstream kube-proxy (the control plane's release) on NODE with the KubeProxyConfiguration
+    /// its svcnet-proxy reads (stop `proxy-NODE` first); then it is component `kube-proxy-NODE`.
+    KubeProxy { node: String },
     /// `up`, the GKE Service walkthrough step by step, `down`.
     Demo {
         #[arg(long, default_value_t = 2)]
@@ -108,6 +113,17 @@ enum Cmd {
         #[arg(long, default_value_t = 10)]
         timeout: u64,
     },
+    /// (internal) Steady traffic to each TARGET (ip:port): new connections and held ones, until
+    /// STOP_FILE exists; prints `ready`, then a JSON tally per target.
+    #[command(hide = true)]
+    Load {
+        targets: Vec<String>,
+        /// Connections held open per target.
+        #[arg(long, default_value_t = 2)]
+        long: usize,
+        #[arg(long)]
+        stop_file: PathBuf,
+    },
     /// (internal) One UDP datagram to ADDR:PORT; prints the reply.
     #[command(hide = true)]
     Udp {
@@ -127,6 +143,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::RemoveNode { name } => nodes::remove(&dir, &name),
         Cmd::Stop { name, graceful } => components::stop(&dir, &name, graceful),
         Cmd::Start { name } => components::start(&dir, &name),
+        Cmd::KubeProxy { node } => kube_proxy::start(&dir, &node),
         Cmd::Demo { nodes, keep } => demo::run(&dir, nodes, keep, &cli.overlay),
         Cmd::Diagnose => diagnose::run(&dir),
         Cmd::CompactEtcd => components::compact_etcd(&dir),
@@ -139,5 +156,10 @@ fn main() -> anyhow::Result<()> {
             timeout,
         } => http::main(&method, &url, &content_type, timeout),
         Cmd::Udp { addr, timeout } => udp::main(&addr, timeout),
+        Cmd::Load {
+            targets,
+            long,
+            stop_file,
+        } => load::main(&targets, long, &stop_file),
     }
 }

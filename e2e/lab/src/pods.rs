@@ -3,8 +3,8 @@
 //! walkthrough's serve_hostname image: answers its pod name over TCP (HTTP) and UDP). The agent, as the
 //! node's kubelet, makes and removes them for the Pods bound to the node (`crate::kubelet`).
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, UdpSocket};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
 use std::path::Path;
 
 use anyhow::{Result, bail};
@@ -47,7 +47,9 @@ pub fn stop(ns: &str) {
     netns::del(ns);
 }
 
-/// The pod's server: TCP answers an HTTP request (or any bytes) with the name; UDP echoes the name.
+/// The pod's server: TCP answers an HTTP request (or any bytes) with the name and closes, except a
+/// connection opened with `HOLD`, which stays open answering each line with the name (the takeover
+/// step's long-lived connections); UDP echoes the name.
 pub fn serve_hostname(name: &str, port: u16) -> Result<()> {
     let tcp = TcpListener::bind(("0.0.0.0", port))?;
     let udp = UdpSocket::bind(("0.0.0.0", port))?;
@@ -65,7 +67,11 @@ pub fn serve_hostname(name: &str, port: u16) -> Result<()> {
         std::thread::spawn(move || {
             let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
             let mut buf = [0u8; 4096];
-            let _ = c.read(&mut buf);
+            let n = c.read(&mut buf).unwrap_or(0);
+            if buf[..n].starts_with(b"HOLD") {
+                hold(c, &body);
+                return;
+            }
             let _ = c.write_all(
                 format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -76,4 +82,18 @@ pub fn serve_hostname(name: &str, port: u16) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Hold mode: the name for `HOLD` and for every line after it, until the client closes.
+fn hold(c: TcpStream, name_line: &str) {
+    let Ok(mut w) = c.try_clone() else { return };
+    let _ = c.set_read_timeout(None);
+    if w.write_all(name_line.as_bytes()).is_err() {
+        return;
+    }
+    for line in BufReader::new(c).lines() {
+        if line.is_err() || w.write_all(name_line.as_bytes()).is_err() {
+            return;
+        }
+    }
 }

@@ -10,7 +10,7 @@
 mod scenarios;
 mod support;
 
-use scenarios::{basics, internal, lifecycle};
+use scenarios::{basics, internal, lifecycle, takeover};
 use support::{Feature, Scenario};
 
 #[test]
@@ -68,6 +68,10 @@ fn services_load_balancers_and_failures_end_to_end() {
     s.step(
         "injected GCE faults (503s, a failed operation): the LB converges",
         lifecycle::gce_faults,
+    );
+    s.step(
+        "takeover: kube-proxy -> svcnet-proxy and back on a live node, no connection lost",
+        |c| takeover::takeover(c, &h, &ip),
     );
     s.step_needing(
         Feature::HealthCheckedLb,

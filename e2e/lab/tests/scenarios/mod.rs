@@ -5,6 +5,7 @@
 pub mod basics;
 pub mod internal;
 pub mod lifecycle;
+pub mod takeover;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

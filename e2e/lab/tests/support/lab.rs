@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Cluster, Component, Feature, From, IMAGE, wait_for};
+use super::{Cluster, Component, Feature, From, IMAGE, LoadRun, Proxy, wait_for};
 
 pub fn lab_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_svcnet-lab"))
@@ -173,6 +173,13 @@ impl Lab {
         );
     }
 
+    fn proxy_component(node: &str, p: Proxy) -> String {
+        match p {
+            Proxy::Svcnet => format!("proxy-{node}"),
+            Proxy::KubeProxy => format!("kube-proxy-{node}"),
+        }
+    }
+
     fn component(c: Component) -> &'static str {
         match c {
             Component::CloudController => "cloud-controller",
@@ -319,6 +326,80 @@ impl Cluster for Lab {
 
     fn remove_node(&self, name: &str) {
         self.lab(&["remove-node", name]);
+    }
+
+    fn stop_proxy(&self, node: &str, p: Proxy) {
+        self.lab(&["stop", &Self::proxy_component(node, p), "--graceful"]);
+    }
+
+    fn start_proxy(&self, node: &str, p: Proxy) {
+        let name = Self::proxy_component(node, p);
+        let st: Value =
+            serde_json::from_str(&std::fs::read_to_string(self.dir.join("state.json")).unwrap()).unwrap();
+        if st["procs"].get(&name).is_some() {
+            self.lab(&["start", &name]);
+        } else {
+            self.lab(&["kube-proxy", node]);
+        }
+    }
+
+    fn proxy_cleanup(&self, node: &str, args: &[&str]) -> String {
+        let bin = lab_bin().with_file_name("svcnet-proxy");
+        let mut all = vec![bin.to_str().unwrap(), "cleanup"];
+        all.extend_from_slice(args);
+        let ran = svcnet_netns::exec(&self.ns(From::Node(node)), &all, None).unwrap();
+        assert!(
+            ran.success,
+            "svcnet-proxy cleanup {args:?} failed: {}{}",
+            ran.stdout, ran.stderr
+        );
+        ran.stdout
+    }
+
+    fn iptables_save(&self, node: &str, v6: bool) -> String {
+        let ns = self.ns(From::Node(node));
+        let tool = if v6 { "ip6tables-save" } else { "iptables-save" };
+        let ran = svcnet_netns::exec(&ns, &[tool], None).unwrap();
+        assert!(ran.success, "iptables-save in {ns} failed");
+        ran.stdout
+    }
+
+    fn load(&self, from: From<'_>, targets: &[String], long: usize) -> LoadRun {
+        use std::io::BufRead;
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stop_file = self.dir.join(format!("load-{n}.stop"));
+        let (bin, long, stop) = (
+            lab_bin(),
+            long.to_string(),
+            stop_file.to_string_lossy().into_owned(),
+        );
+        let mut args = vec![
+            bin.to_str().unwrap(),
+            "load",
+            "--long",
+            &long,
+            "--stop-file",
+            &stop,
+        ];
+        args.extend(targets.iter().map(String::as_str));
+        let mut child = svcnet_netns::command(&self.ns(from), &args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        assert_eq!(
+            first.trim(),
+            "ready",
+            "the load generator from {from:?} did not start"
+        );
+        LoadRun {
+            child,
+            stdout,
+            stop_file,
+        }
     }
 
     fn stop(&self, c: Component) {

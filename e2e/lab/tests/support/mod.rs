@@ -35,6 +35,38 @@ pub enum Feature {
     NodeLifecycle,
 }
 
+/// Which proxy serves a node (the takeover step swaps them).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Proxy {
+    Svcnet,
+    /// Upstream kube-proxy of the control plane's release.
+    KubeProxy,
+}
+
+/// Steady traffic started by [`Cluster::load`]; [`LoadRun::finish`] stops it and returns one JSON tally
+/// per target (`new_ok`, `new_failed`, `long`, `long_broken`, `pings`, `errors`).
+pub struct LoadRun {
+    pub child: std::process::Child,
+    pub stdout: std::io::BufReader<std::process::ChildStdout>,
+    pub stop_file: std::path::PathBuf,
+}
+
+impl LoadRun {
+    pub fn finish(mut self) -> Vec<Value> {
+        use std::io::BufRead;
+        std::fs::write(&self.stop_file, b"").unwrap();
+        let status = self.child.wait().unwrap();
+        let _ = std::fs::remove_file(&self.stop_file);
+        let tallies: Vec<Value> = (&mut self.stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str(&l).ok())
+            .collect();
+        assert!(status.success(), "the load generator failed: {status}");
+        tallies
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum Component {
     CloudController,
@@ -77,6 +109,17 @@ pub trait Cluster {
     /// Adds a node; its name.
     fn add_node(&self) -> String;
     fn remove_node(&self, name: &str);
+    /// Stops `p` on `node` the way its DaemonSet pod is deleted (SIGTERM), leaving its rules in place.
+    fn stop_proxy(&self, node: &str, p: Proxy);
+    /// Starts `p` on `node` (the other must be stopped) and returns once it has synced.
+    fn start_proxy(&self, node: &str, p: Proxy);
+    /// `svcnet-proxy cleanup ARGS` run on the node, as an operator would; its output.
+    fn proxy_cleanup(&self, node: &str, args: &[&str]) -> String;
+    /// `iptables-save` (`ip6tables-save` with `v6`) of the node: every table.
+    fn iptables_save(&self, node: &str, v6: bool) -> String;
+    /// Starts steady traffic from `from` to each `ip:port` target: a new connection every 20 ms and
+    /// `long` held connections per target; returns once the held connections are up.
+    fn load(&self, from: From<'_>, targets: &[String], long: usize) -> LoadRun;
     /// Kills a control-plane component (a crash, no clean shutdown).
     fn stop(&self, c: Component);
     /// Starts it again as it was.
