@@ -18,7 +18,10 @@ const FILE_SUFFIX: &str = ".svcnet.dev.yaml";
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     #[error("serializing CRD {name} to YAML: {source}")]
-    Yaml { name: String, source: serde_yaml::Error },
+    Yaml {
+        name: String,
+        source: serde_saphyr::SerializeError,
+    },
     #[error("{action} {path}: {source}")]
     Io {
         action: &'static str,
@@ -44,7 +47,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
 /// order and schema properties live in sorted maps.
 pub fn render_crd(crd: &CustomResourceDefinition) -> Result<GeneratedFile, ManifestError> {
     let name = crd.metadata.name.clone().unwrap_or_default();
-    let body = serde_yaml::to_string(crd).map_err(|source| ManifestError::Yaml {
+    let body = serde_saphyr::to_string(crd).map_err(|source| ManifestError::Yaml {
         name: name.clone(),
         source,
     })?;

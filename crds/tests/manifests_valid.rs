@@ -87,10 +87,10 @@ fn every_overlay_renders_and_passes_strict_schema_validation() {
 #[test]
 fn crds_kustomization_lists_every_generated_crd() {
     let dir = manifests_dir().join("crds");
-    let kust: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap()).unwrap();
+    let kust: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap()).unwrap();
     let listed: BTreeSet<String> = kust["resources"]
-        .as_sequence()
+        .as_array()
         .unwrap()
         .iter()
         .filter_map(|v| v.as_str().map(String::from))

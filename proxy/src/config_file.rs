@@ -19,7 +19,7 @@ pub enum ConfigFileError {
     #[error("parsing {path}: {source}")]
     Parse {
         path: PathBuf,
-        source: serde_yaml::Error,
+        source: crate::yaml::Error,
     },
     #[error("{path}: {field}: {reason}")]
     Invalid {
@@ -140,7 +140,7 @@ impl KubeProxyConfiguration {
             source,
         })?;
         let cfg: KubeProxyConfiguration =
-            serde_yaml::from_str(&text).map_err(|source| ConfigFileError::Parse {
+            crate::yaml::from_str(&text).map_err(|source| ConfigFileError::Parse {
                 path: path.to_path_buf(),
                 source,
             })?;

@@ -3,7 +3,6 @@
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use serde::Deserialize;
 use thiserror::Error;
 
 use crate::model::NodeFacts;
@@ -11,8 +10,8 @@ use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
 
 #[derive(Debug, Error)]
 pub enum InputError {
-    #[error("document {doc}: {source}")]
-    Yaml { doc: usize, source: serde_yaml::Error },
+    #[error("YAML: {0}")]
+    Yaml(#[source] crate::yaml::Error),
     #[error("document {doc} ({kind} {name}): {source}")]
     Object {
         doc: usize,
@@ -33,18 +32,11 @@ pub struct Objects {
 
 pub fn parse_objects(text: &str) -> Result<Objects, InputError> {
     let mut out = Objects::default();
-    for (doc, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let value = serde_yaml::Value::deserialize(de).map_err(|source| InputError::Yaml { doc, source })?;
-        if value.is_null() {
-            continue;
+    let docs: Vec<serde_json::Value> = crate::yaml::from_multiple(text).map_err(InputError::Yaml)?;
+    for (doc, json) in docs.into_iter().enumerate() {
+        if !json.is_null() {
+            push(&mut out, doc, json)?;
         }
-        let json: serde_json::Value = serde_json::to_value(&value).map_err(|source| InputError::Object {
-            doc,
-            kind: "?".into(),
-            name: "?".into(),
-            source,
-        })?;
-        push(&mut out, doc, json)?;
     }
     Ok(out)
 }

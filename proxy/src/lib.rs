@@ -34,3 +34,4 @@ pub mod sync;
 pub mod sysctls;
 pub mod trace;
 pub mod watch;
+pub mod yaml;

@@ -18,7 +18,7 @@ pub const CLB_FILE: &str = "cloudloadbalancers.svcnet.dev.yaml";
 pub fn committed_clb_crd() -> Value {
     let path = committed_dir().join(CLB_FILE);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
 
 /// spec.versions[0].schema.openAPIV3Schema of a CRD value.

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use serde::Deserialize;
 use serde_json::Value;
 use svcnet_testcluster::{Cluster, Options};
 
@@ -57,8 +56,9 @@ pub fn kubectl_kustomize(rel: &str) -> String {
 
 /// Every document of a multi-document YAML stream, as JSON values (null documents dropped).
 pub fn docs(text: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(text)
-        .map(|d| Value::deserialize(d).unwrap())
+    serde_saphyr::from_multiple::<Value>(text)
+        .unwrap()
+        .into_iter()
         .filter(|v| !v.is_null())
         .collect()
 }

@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use serde::Deserialize;
 use serde_json::Value;
 
 pub const PROXY: (&str, &str) = ("DaemonSet", "svcnet-proxy");
@@ -51,14 +50,8 @@ pub fn render(overlay: &Path) -> Result<Vec<Value>> {
 
 /// Multi-document YAML into JSON values.
 pub fn parse(yaml: &str) -> Result<Vec<Value>> {
-    let mut docs = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(yaml) {
-        let v = Value::deserialize(doc).context("manifest YAML")?;
-        if !v.is_null() {
-            docs.push(v);
-        }
-    }
-    Ok(docs)
+    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).context("manifest YAML")?;
+    Ok(docs.into_iter().filter(|v| !v.is_null()).collect())
 }
 
 fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> Result<&'a Value> {

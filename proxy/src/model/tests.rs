@@ -3,10 +3,10 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 fn svc(yaml: &str) -> Service {
-    serde_yaml::from_str(yaml).expect("service yaml")
+    crate::yaml::from_str(yaml).expect("service yaml")
 }
 fn slice(yaml: &str) -> EndpointSlice {
-    serde_yaml::from_str(yaml).expect("slice yaml")
+    crate::yaml::from_str(yaml).expect("slice yaml")
 }
 
 const HOSTNAMES: &str = r#"

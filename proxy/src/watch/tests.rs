@@ -31,7 +31,7 @@ status: {loadBalancer: {ingress: [{ip: 203.0.113.7}]}}
 "#;
 
 fn slice(name: &str, address_type: &str, addr: &str) -> EndpointSlice {
-    serde_yaml::from_str(&format!(
+    crate::yaml::from_str(&format!(
         r#"
 metadata:
   name: {name}
@@ -56,7 +56,7 @@ endpoints:
 
 #[test]
 fn records_give_the_same_model_as_the_objects() {
-    let svc: Service = serde_yaml::from_str(SERVICE).expect("service");
+    let svc: Service = crate::yaml::from_str(SERVICE).expect("service");
     let slices = [
         slice("web-v4", "IPv4", "10.64.1.5"),
         slice("web-v6", "IPv6", "fd00::1:5"),
@@ -92,7 +92,7 @@ fn records_give_the_same_model_as_the_objects() {
 
 #[test]
 fn records_keep_the_identity_and_nothing_else_of_the_metadata() {
-    let svc: Service = serde_yaml::from_str(SERVICE).expect("service");
+    let svc: Service = crate::yaml::from_str(SERVICE).expect("service");
     let s = slice("web-v4", "IPv4", "10.64.1.5");
     let svc_rec = svc.clone().convert(&mut ());
     let slice_rec = s.clone().convert(&mut Interner::default());
@@ -140,7 +140,7 @@ fn the_store_holds_records_by_name_and_namespace() {
 
 #[test]
 fn trimmed_node_keeps_what_the_proxy_reads() {
-    let node: Node = serde_yaml::from_str(
+    let node: Node = crate::yaml::from_str(
         r#"
 metadata: {name: node-1, labels: {topology.kubernetes.io/zone: z1}}
 spec: {podCIDR: 10.64.1.0/24, podCIDRs: [10.64.1.0/24]}

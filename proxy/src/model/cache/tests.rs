@@ -37,7 +37,7 @@ impl World {
 }
 
 fn service(name: &str, ip: &str, port: u16) -> Service {
-    serde_yaml::from_str(&format!(
+    crate::yaml::from_str(&format!(
         "metadata: {{name: {name}, namespace: default}}\nspec: {{clusterIP: {ip}, ports: [{{port: {port}}}]}}\n"
     ))
     .expect("service yaml")
@@ -50,7 +50,7 @@ fn slice(name: &str, svc: &str, ips: &[&str]) -> EndpointSlice {
     for ip in ips {
         y += &format!("- {{addresses: [{ip}], conditions: {{ready: true}}}}\n");
     }
-    serde_yaml::from_str(&y).expect("slice yaml")
+    crate::yaml::from_str(&y).expect("slice yaml")
 }
 
 fn compare(cache: &mut ModelCache, w: &World, step: &str) -> Result<(), String> {

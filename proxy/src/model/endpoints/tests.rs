@@ -147,7 +147,7 @@ proptest! {
 }
 
 fn yaml(s: &str) -> EndpointSlice {
-    serde_yaml::from_str(s).expect("slice yaml")
+    crate::yaml::from_str(s).expect("slice yaml")
 }
 
 #[test]
