@@ -54,9 +54,11 @@ fn differential_against_upstream_kube_proxy() {
             .unwrap_or_default();
         steps.extend(golden::steps(&case, input));
     }
-    for (round, svcs) in random::clusters(seed, rounds).iter().enumerate() {
+    let clusters = random::clusters(seed, rounds);
+    for (round, svcs) in clusters.iter().enumerate() {
         steps.extend(random::steps(seed, round, svcs));
     }
+    println!("corpus: {}", random::summary(&clusters));
     let filter = std::env::var("SVCNET_DIFF_FILTER").unwrap_or_default();
     steps.retain(|s| s.name.contains(&filter));
     let t0 = Instant::now();

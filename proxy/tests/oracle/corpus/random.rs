@@ -63,7 +63,7 @@ fn objects(svcs: &[Svc]) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
             // Only LoadBalancer Services may carry source ranges.
             spec.remove("loadBalancerSourceRanges");
         }
-        let dual = i % 3 == 0;
+        let dual = dual_stack(i);
         if dual {
             svc["spec"]["ipFamilyPolicy"] = json!("PreferDualStack");
         }
@@ -76,6 +76,11 @@ fn objects(svcs: &[Svc]) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
         statuses.extend(status);
     }
     (out_svcs, statuses, out_slices)
+}
+
+/// Whether the `i`th Service of a cluster is dual-stack (PreferDualStack, an IPv6 slice too).
+fn dual_stack(i: usize) -> bool {
+    i.is_multiple_of(3)
 }
 
 /// The same endpoints in IPv6 (`10.a.b.c` -> `fd00:76::a:b:c`, inside the IPv6 cluster CIDR), as the
@@ -181,4 +186,19 @@ fn flip_policy(svc: &Value) -> Value {
     let local = s["spec"][field] == "Local";
     s["spec"][field] = json!(if local { "Cluster" } else { "Local" });
     s
+}
+
+/// What the random clusters hold, for the test's summary line.
+pub fn summary(clusters: &[Vec<Svc>]) -> String {
+    let all: Vec<(usize, &Svc)> = clusters.iter().flat_map(|c| c.iter().enumerate()).collect();
+    let count = |f: &dyn Fn(usize, &Svc) -> bool| all.iter().filter(|(i, s)| f(*i, s)).count();
+    format!(
+        "{} random services: {} LoadBalancer, {} NodePort, {} with > {PER_SLICE} endpoints (several slices), {} dual-stack, {} with terminating endpoints",
+        all.len(),
+        count(&|_, s| s.kind == 2),
+        count(&|_, s| s.kind == 1),
+        count(&|_, s| s.eps.len() + s.bulk > PER_SLICE),
+        count(&|i, _| dual_stack(i)),
+        count(&|_, s| s.eps.iter().any(|e| e.2)),
+    )
 }
