@@ -4,7 +4,8 @@
 //! `iptables-save` and `ip6tables-save` compared, normalized as upstream's own tests normalize. They
 //! must be identical up to the deltas listed in docs/proxy-rules.md ("Differences from upstream
 //! kube-proxy"). Steps: every golden case and the seeded random corpus, each created, updated and
-//! deleted one object at a time (partial syncs). `SVCNET_DIFF_SEED` sets the seed,
+//! deleted one object at a time (partial syncs); a second test repeats part of it with rule-changing
+//! flags on both proxies. `SVCNET_DIFF_SEED` sets the seed,
 //! `SVCNET_DIFF_ROUNDS` the number of random clusters, `SVCNET_DIFF_FILTER` keeps only the steps whose
 //! name contains it (a golden case, `golden/policies:`, or a round, `round 3:`).
 
@@ -17,11 +18,11 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use oracle::Env;
-use oracle::corpus::{golden, random};
+use oracle::corpus::{Step, golden, random};
 
 /// The seed CI runs with (any other is a rerun away: `SVCNET_DIFF_SEED`).
 const DEFAULT_SEED: u64 = 17;
-const DEFAULT_ROUNDS: usize = 10;
+const DEFAULT_ROUNDS: usize = 8;
 
 /// Not a test: the environment's HTTP probes run this binary with `SVCNET_HELPER` set.
 #[test]
@@ -37,48 +38,94 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-#[test]
-fn differential_against_upstream_kube_proxy() {
-    let seed = env_or("SVCNET_DIFF_SEED", DEFAULT_SEED);
-    let rounds = env_or("SVCNET_DIFF_ROUNDS", DEFAULT_ROUNDS);
-    let mut steps = Vec::new();
+/// Every golden input's steps (the walkthrough among them), sorted by case; `only` keeps those
+/// cases (all when empty).
+fn golden_steps(only: &[&str]) -> Vec<Step> {
     let inputs: BTreeSet<_> = common::golden_cases()
         .into_iter()
         .map(|(input, _, _)| input)
         .collect();
+    let mut steps = Vec::new();
     for input in &inputs {
         let case = input
             .parent()
             .and_then(|d| d.file_name())
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        steps.extend(golden::steps(&case, input));
+        if only.is_empty() || only.contains(&case.as_str()) {
+            steps.extend(golden::steps(&case, input));
+        }
     }
+    steps
+}
+
+/// The random corpus of `rounds` clusters from `seed`.
+fn random_steps(seed: u64, rounds: usize) -> Vec<Step> {
     let clusters = random::clusters(seed, rounds);
-    for (round, svcs) in clusters.iter().enumerate() {
-        steps.extend(random::steps(seed, round, svcs));
-    }
     println!("corpus: {}", random::summary(&clusters));
+    clusters
+        .iter()
+        .enumerate()
+        .flat_map(|(round, svcs)| random::steps(seed, round, svcs))
+        .collect()
+}
+
+/// Runs `steps` (those matching `SVCNET_DIFF_FILTER`) on a fresh environment whose proxies both get
+/// `flags`; prints and returns the number of states compared (None: skipped, no namespaces).
+fn run(tag: &str, flags: &[&str], mut steps: Vec<Step>, seed: u64) -> Option<usize> {
     let filter = std::env::var("SVCNET_DIFF_FILTER").unwrap_or_default();
     steps.retain(|s| s.name.contains(&filter));
     let t0 = Instant::now();
-    let Some(mut env) = Env::start("diff") else {
-        return;
-    };
+    let mut env = Env::start(tag, flags)?;
     let started = t0.elapsed();
     let report = env.run(&steps, seed);
     println!(
-        "{} states compared (seed {seed}, {} golden inputs, {rounds} random clusters) in {:.0} s after a {:.0} s start; slowest step {:.1} s",
+        "{} states compared (seed {seed}, flags [{}]) in {:.0} s after a {:.0} s start; slowest step {:.1} s ({})",
         report.states,
-        inputs.len(),
+        flags.join(" "),
         (t0.elapsed() - started).as_secs_f64(),
         started.as_secs_f64(),
-        report.slowest.as_secs_f64()
+        report.slowest.as_secs_f64(),
+        report.slowest_step
     );
     assert_eq!(report.states, steps.len(), "every step is a compared state");
-    if rounds == DEFAULT_ROUNDS && filter.is_empty() {
-        assert!(report.states >= 200, "the CI corpus is at least 200 states");
+    Some(report.states)
+}
+
+/// The whole corpus with the default flags (only those the environment needs).
+#[test]
+fn differential_against_upstream_kube_proxy() {
+    let seed = env_or("SVCNET_DIFF_SEED", DEFAULT_SEED);
+    let rounds = env_or("SVCNET_DIFF_ROUNDS", DEFAULT_ROUNDS);
+    let mut steps = golden_steps(&[]);
+    steps.extend(random_steps(seed, rounds));
+    let Some(states) = run("diff", &[], steps, seed) else {
+        return;
+    };
+    let full = rounds == DEFAULT_ROUNDS && std::env::var_os("SVCNET_DIFF_FILTER").is_none();
+    if full {
+        assert!(states >= 200, "the CI corpus is at least 200 states");
     }
+}
+
+/// Rule-changing flags on both proxies: masquerade-all, local traffic by the node's pod CIDR,
+/// NodePorts only on the node's addresses (so no localhost NodePorts), another masquerade bit; over
+/// the golden inputs whose rules they change most and one random cluster.
+#[test]
+fn differential_against_upstream_kube_proxy_with_other_flags() {
+    let seed = env_or("SVCNET_DIFF_SEED", DEFAULT_SEED);
+    let mut steps = golden_steps(&["policies", "walkthrough", "dualstack"]);
+    steps.extend(random_steps(seed, 1));
+    let flags = [
+        "--masquerade-all",
+        "--detect-local-mode",
+        "NodeCIDR",
+        "--nodeport-addresses",
+        "10.140.0.0/24,fd00:140::/64",
+        "--iptables-masquerade-bit",
+        "5",
+    ];
+    run("diffl", &flags, steps, seed);
 }
 
 /// The comparison accepts what upstream leaves to chance or the kernel (counters, policies, the order

@@ -35,6 +35,8 @@ pub const CLUSTER_CIDRS: &str = "10.76.0.0/14,fd00:76::/48";
 pub const POD_CIDRS: [&str; 2] = ["10.76.1.0/24", "fd00:76:1::/64"];
 const SERVICE_CIDRS: &str = "10.96.0.0/16,fd00:10:96::/108";
 const API_IP: &str = "192.168.251.1";
+/// A kubectl call slower than this is reported (a loaded machine shows up in the step times).
+const SLOW_CALL: Duration = Duration::from_secs(10);
 /// Fast syncs, so hundreds of states fit in minutes; the periodic resync is left out of the run (an
 /// hour), so most syncs after the first are partial on both sides.
 const MIN_SYNC: &str = "100ms";
@@ -85,7 +87,8 @@ pub struct Env {
 impl Env {
     /// Builds the namespaces and the control plane, creates the Node and starts both proxies (waiting
     /// for their first syncs). `None` (with a SKIPPED line) when namespaces are unavailable outside CI.
-    pub fn start(tag: &str) -> Option<Env> {
+    /// `flags` go to both proxies, after the common ones.
+    pub fn start(tag: &str, flags: &[&str]) -> Option<Env> {
         for name in svcnet_netns::sweep_dead() {
             eprintln!("removed leftover namespace {name} (its test process is gone)");
         }
@@ -117,8 +120,8 @@ impl Env {
             .cluster
             .component_kubeconfig(Component::Proxy)
             .expect("svcnet-proxy's ServiceAccount kubeconfig");
-        env.upstream.start(&upstream_kubeconfig);
-        env.svcnet.start(&svcnet_kubeconfig);
+        env.upstream.start(&upstream_kubeconfig, flags);
+        env.svcnet.start(&svcnet_kubeconfig, flags);
         for node in [&mut env.upstream, &mut env.svcnet] {
             node.wait_first_sync();
         }
@@ -132,10 +135,18 @@ impl Env {
     /// kubectl as admin; panics with its stderr on failure.
     pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> String {
         let k = self.admin();
+        let t0 = Instant::now();
         let out = match stdin {
             Some(s) => k.ok_stdin(args, s),
             None => k.ok(args),
         };
+        if t0.elapsed() > SLOW_CALL {
+            eprintln!(
+                "slow: kubectl {} took {:.1} s",
+                args.join(" "),
+                t0.elapsed().as_secs_f64()
+            );
+        }
         out.unwrap_or_else(|e| panic!("kubectl {}: {e}", args.join(" ")))
     }
 
@@ -208,7 +219,7 @@ impl Env {
                 self.upstream.log_tail(40),
                 self.svcnet.log_tail(40)
             );
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 }
@@ -227,7 +238,7 @@ impl Node {
         }
     }
 
-    fn start(&mut self, kubeconfig: &Path) {
+    fn start(&mut self, kubeconfig: &Path, flags: &[&str]) {
         let log = std::fs::File::create(&self.log).expect("log file");
         let kubeconfig = kubeconfig.to_str().expect("utf-8 path");
         let common = [
@@ -260,6 +271,7 @@ impl Node {
         };
         cmd.args(common)
             .args(CONNTRACK_FLAGS)
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);

@@ -19,8 +19,9 @@ const AGREE: Duration = Duration::from_secs(3);
 #[derive(Debug, Default)]
 pub struct Report {
     pub states: usize,
-    /// The slowest step from its first write to both nodes agreeing.
+    /// The slowest step from its first write to both nodes agreeing, and its name.
     pub slowest: Duration,
+    pub slowest_step: String,
 }
 
 impl Env {
@@ -28,8 +29,11 @@ impl Env {
         match w {
             Write::Apply(objs) => self.apply(objs, false),
             Write::Status(objs) => self.apply(objs, true),
-            Write::Delete { kind, ns, name } => {
-                self.kubectl(&["delete", kind, name, "-n", ns, "--wait=false"], None);
+            Write::Delete { ns, objects } => {
+                let refs: Vec<String> = objects.iter().map(|(k, n)| format!("{k}/{n}")).collect();
+                let mut args = vec!["delete", "-n", ns, "--wait=false"];
+                args.extend(refs.iter().map(String::as_str));
+                self.kubectl(&args, None);
             }
             Write::DeleteAll { ns } => {
                 self.kubectl(
@@ -71,11 +75,20 @@ impl Env {
         let mut report = Report::default();
         for (n, step) in steps.iter().enumerate() {
             let t0 = Instant::now();
-            for w in &step.writes {
-                self.write(w);
-            }
             let (marker, ip) = marker_slice(n);
-            self.apply(&[marker], false);
+            // The marker rides in the step's last apply when there is one (a kubectl run less).
+            match step.writes.split_last() {
+                Some((Write::Apply(objs), rest)) => {
+                    rest.iter().for_each(|w| self.write(w));
+                    let mut objs = objs.clone();
+                    objs.push(marker);
+                    self.apply(&objs, false);
+                }
+                _ => {
+                    step.writes.iter().for_each(|w| self.write(w));
+                    self.apply(&[marker], false);
+                }
+            }
             self.wait_settled(&ip, SETTLE);
             if let Some(diff) = self.agree(AGREE) {
                 panic!(
@@ -87,7 +100,10 @@ impl Env {
                 );
             }
             report.states += 1;
-            report.slowest = report.slowest.max(t0.elapsed());
+            if t0.elapsed() > report.slowest {
+                report.slowest = t0.elapsed();
+                report.slowest_step = step.name.clone();
+            }
         }
         report
     }

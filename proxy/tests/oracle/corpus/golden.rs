@@ -66,24 +66,19 @@ pub fn steps(case: &str, input: &Path) -> Vec<Step> {
     }
     for svc in &services {
         let (ns, name) = key(svc);
-        let mut writes = vec![Write::Delete {
-            kind: "service",
-            ns: ns.clone(),
-            name: name.clone(),
-        }];
-        for slice in slices.iter().filter(|s| {
-            s["metadata"]["labels"]["kubernetes.io/service-name"].as_str() == Some(name.as_str())
-                && key(s).0 == ns
-        }) {
-            writes.push(Write::Delete {
-                kind: "endpointslice",
-                ns: ns.clone(),
-                name: key(slice).1,
-            });
-        }
+        let mut objects = vec![("service", name.clone())];
+        objects.extend(
+            slices
+                .iter()
+                .filter(|s| {
+                    s["metadata"]["labels"]["kubernetes.io/service-name"].as_str() == Some(name.as_str())
+                        && key(s).0 == ns
+                })
+                .map(|s| ("endpointslice", key(s).1)),
+        );
         steps.push(Step {
             name: format!("golden/{case}: delete {ns}/{name}"),
-            writes,
+            writes: vec![Write::Delete { ns, objects }],
         });
     }
     steps

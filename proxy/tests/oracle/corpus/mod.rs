@@ -18,11 +18,10 @@ pub enum Write {
     Apply(Vec<Value>),
     /// The same, on the status subresource (Services' `status.loadBalancer`).
     Status(Vec<Value>),
-    /// `kubectl delete <kind> <name> -n <ns>`.
+    /// `kubectl delete <kind>/<name>... -n <ns>`, in one call.
     Delete {
-        kind: &'static str,
         ns: String,
-        name: String,
+        objects: Vec<(&'static str, String)>,
     },
     /// Every Service and EndpointSlice of a namespace.
     DeleteAll { ns: String },

@@ -152,19 +152,14 @@ pub fn steps(seed: u64, round: usize, svcs: &[Svc]) -> Vec<Step> {
             name: format!("{tag}: traffic policy of {name} flips"),
             writes: vec![Write::Apply(vec![flip_policy(svc)])],
         });
-        let mut writes = vec![Write::Delete {
-            kind: "service",
-            ns: NS.into(),
-            name: name.clone(),
-        }];
-        writes.extend(own.iter().map(|s| Write::Delete {
-            kind: "endpointslice",
-            ns: NS.into(),
-            name: key(s).1,
-        }));
+        let mut objects = vec![("service", name.clone())];
+        objects.extend(own.iter().map(|s| ("endpointslice", key(s).1)));
         steps.push(Step {
             name: format!("{tag}: delete {name}"),
-            writes,
+            writes: vec![Write::Delete {
+                ns: NS.into(),
+                objects,
+            }],
         });
     }
     steps.push(Step {
