@@ -25,7 +25,9 @@ use crate::iptables::{Iptables, IptablesError};
 use crate::metrics::{Metrics, family_labels, table_labels};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
 use crate::render::naming::is_service_chain;
-use crate::render::{Done, FRESH_TABLE_MAX_CHAINS, PayloadStats, RenderStats, Renderer, UNBATCHED, jumps};
+use crate::render::{
+    Done, FRESH_TABLE_MAX_CHAINS, PayloadStats, RenderStats, Renderer, UNBATCHED, ensured_jumps,
+};
 
 /// Upstream forces a full sync at least this often, to repair anything partial syncs missed.
 pub const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
@@ -268,7 +270,7 @@ impl FamilySync {
         seq: u64,
     ) -> Result<Written, IptablesError> {
         if full.is_some() {
-            ensure_jumps(&self.ipt, &jumps(cfg)).await?;
+            ensure_jumps(&self.ipt, &ensured_jumps(cfg)).await?;
         }
         let mut max_chains = settings.restore_max_chains;
         if full.is_some() && max_chains != UNBATCHED {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 pub use cache::{Done, Pass, Renderer, Summary};
 pub use payload::{
     ChainDigests, DEFAULT_RESTORE_MAX_CHAINS, FRESH_TABLE_MAX_CHAINS, FullOptions, Jump, PayloadStats,
-    Payloads, UNBATCHED, jumps,
+    Payloads, UNBATCHED, ensured_jumps, jumps,
 };
 pub use service::ServiceRules;
 

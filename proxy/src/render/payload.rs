@@ -139,6 +139,24 @@ pub fn jumps(cfg: &RenderConfig) -> Vec<Jump> {
     out
 }
 
+/// What the daemon ensures at every full sync: [`jumps`] plus upstream's `iptablesKubeletJumpChains`
+/// (kubelet's KUBE-FIREWALL chain and its INPUT and OUTPUT jumps), which kube-proxy ensures in every
+/// family whether or not it writes the localhost-nodeport rule into that chain (an empty chain in
+/// ip6tables, and in iptables without localhost NodePorts).
+pub fn ensured_jumps(cfg: &RenderConfig) -> Vec<Jump> {
+    let mut out = jumps(cfg);
+    if !cfg.effective_localhost_nodeports() {
+        for chain in ["INPUT", "OUTPUT"] {
+            out.push(Jump {
+                table: "filter",
+                chain,
+                rule: format!("-j {KUBE_FIREWALL}"),
+            });
+        }
+    }
+    out
+}
+
 /// Options for a full payload.
 #[derive(Clone, Debug, Default)]
 pub struct FullOptions {

@@ -536,3 +536,28 @@ fn comments_cannot_escape() {
     assert_eq!(comment("x\" -j ACCEPT \\"), "\"x_ -j ACCEPT _\"");
     assert!(comment(&"a b".repeat(200)).len() <= 252);
 }
+
+/// kube-proxy ensures kubelet's KUBE-FIREWALL chain and its INPUT/OUTPUT jumps in every family (found
+/// by the differential test: an empty chain in ip6tables), once each.
+#[test]
+fn kubelet_firewall_jumps_are_ensured_in_every_family() {
+    let firewall_jumps = |c: &RenderConfig| {
+        ensured_jumps(c)
+            .iter()
+            .filter(|j| j.rule == "-j KUBE-FIREWALL")
+            .map(|j| j.chain)
+            .collect::<Vec<_>>()
+    };
+    let v6 = RenderConfig {
+        family: Family::V6,
+        ..cfg()
+    };
+    assert_eq!(firewall_jumps(&v6), ["INPUT", "OUTPUT"]);
+    assert_eq!(firewall_jumps(&cfg()), ["INPUT", "OUTPUT"]);
+    let no_localhost = RenderConfig {
+        localhost_nodeports: false,
+        ..cfg()
+    };
+    assert_eq!(firewall_jumps(&no_localhost), ["INPUT", "OUTPUT"]);
+    assert_eq!(ensured_jumps(&v6).len(), jumps(&v6).len() + 2);
+}

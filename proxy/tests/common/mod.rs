@@ -1,6 +1,8 @@
-//! What several integration tests share: the golden cases. (Throwaway namespaces come from the
+//! What several integration tests share: the golden cases, the random-cluster generator. (Throwaway namespaces come from the
 //! svcnet-netns crate.)
 #![allow(dead_code)]
+
+pub mod generator;
 
 use std::path::{Path, PathBuf};
 

@@ -74,7 +74,19 @@ pub fn trim_left(s: &str) -> &str {
 
 /// Upstream's `sortIPTablesRules`: parse, reorder, print.
 pub fn sort_rules(data: &str) -> Result<String, String> {
+    sort_rules_and(data, &[])
+}
+
+/// [`sort_rules`] after stably sorting the rules of these `(table, chain)`s by service port (the
+/// comment up to its first space): for rules whose order upstream leaves to Go's map iteration over
+/// service ports, which its own fixtures (one port per service in those chains) never show.
+pub fn sort_rules_and(data: &str, by_port: &[(&str, &str)]) -> Result<String, String> {
     let mut dump = parse(data)?;
+    for &(table, chain) in by_port {
+        if let Some(c) = dump.chain_mut(table, chain) {
+            c.rules.sort_by(|a, b| port_name(a).cmp(port_name(b)));
+        }
+    }
     dump.tables.sort_by(|a, b| a.name.cmp(&b.name));
     for table in &mut dump.tables {
         table
@@ -129,6 +141,12 @@ fn sort_by_service(chain: &mut Chain, last_rule_last: bool) -> Result<(), String
         service_name(a).cmp(service_name(b))
     });
     Ok(())
+}
+
+/// The service port name of a rule's comment: the comment up to its first space.
+fn port_name(rule: &Rule) -> &str {
+    let c = rule.comment.as_deref().unwrap_or("");
+    c.split(' ').next().unwrap_or(c)
 }
 
 /// The service name of a rule's comment: the comment up to its first space or colon.
