@@ -1,0 +1,111 @@
+//! The printed table of part U: each proxy's figures side by side, and every svcnet figure as a
+//! ratio to each upstream kube-proxy mode's (below 1: svcnet is smaller or faster).
+
+use std::fmt::Write as _;
+
+use crate::stats::{median, percentile, ratio};
+use crate::upstream::{UResult, URow};
+
+type Figure = (&'static str, fn(&URow) -> Option<f64>);
+
+fn mib(kb: u64) -> Option<f64> {
+    (kb > 0).then_some(kb as f64 / 1024.0)
+}
+
+/// The rows of the table: label and how to read the figure from a row.
+pub const FIGURES: &[Figure] = &[
+    ("full sync from start (s)", |r| {
+        r.full_sync.map(|d| d.as_secs_f64())
+    }),
+    ("VmHWM after full sync (MiB)", |r| mib(r.hwm_sync_kb)),
+    ("VmHWM at the end (MiB)", |r| mib(r.hwm_end_kb)),
+    ("endpoint replaced -> live p50 (ms)", |r| median(&r.replace_ms)),
+    ("endpoint replaced -> live p90 (ms)", |r| {
+        percentile(&r.replace_ms, 90.0)
+    }),
+    ("Service added -> live p50 (ms)", |r| median(&r.add_ms)),
+    ("Service added -> live p90 (ms)", |r| percentile(&r.add_ms, 90.0)),
+    ("first packet (connect) p50 (us)", |r| median(&r.connect_us)),
+    ("CPU s per 1000 endpoint changes", |r| r.cpu_per_1000),
+];
+
+fn is_upstream(r: &URow) -> bool {
+    r.name.starts_with("kube-proxy")
+}
+
+fn cell(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) if v >= 10.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.2}"),
+        None => "-".into(),
+    }
+}
+
+fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if ratio(a, b).is_finite() => format!("{:.2}x", ratio(a, b)),
+        _ => "n/a".into(),
+    }
+}
+
+/// Short column names: "kube-proxy iptables" -> "kp-ipt", "svcnet tree" -> "tree".
+fn short(name: &str) -> String {
+    name.replace("kube-proxy iptables", "kp-ipt")
+        .replace("kube-proxy nftables", "kp-nft")
+        .replace("svcnet ", "")
+}
+
+pub fn u(r: &UResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nU   upstream anchor: {} services x {} endpoints loaded once through the real kube-apiserver ({:.1} s); \
+         each proxy alone in its node namespace, shipped defaults (min-sync-period 1 s both)",
+        r.services,
+        r.endpoints,
+        r.load.as_secs_f64()
+    );
+    let ups: Vec<&URow> = r.rows.iter().filter(|x| is_upstream(x)).collect();
+    let ours: Vec<&URow> = r.rows.iter().filter(|x| !is_upstream(x)).collect();
+    let mut head = format!("    {:<36}", "");
+    for row in &r.rows {
+        let _ = write!(head, " {:>8}", short(&row.name));
+    }
+    for o in &ours {
+        for u in &ups {
+            let _ = write!(head, " {:>12}", format!("{}/{}", short(&o.name), short(&u.name)));
+        }
+    }
+    let _ = writeln!(s, "{}", head.trim_end());
+    for (label, get) in FIGURES {
+        let mut line = format!("    {label:<36}");
+        for row in &r.rows {
+            let _ = write!(line, " {:>8}", cell(get(row)));
+        }
+        for o in &ours {
+            for u in &ups {
+                let _ = write!(line, " {:>12}", ratio_cell(get(o), get(u)));
+            }
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    if let Some(r0) = r.rows.first() {
+        let _ = writeln!(
+            s,
+            "    latency: median/p90 over {} changes of each kind, each from an idle proxy; first packet over {} connects; \
+             churn: {:.1} s of writes per proxy",
+            r0.replace_ms.len(),
+            r0.connect_us.len(),
+            r0.churn_wall.as_secs_f64()
+        );
+    }
+    for row in r.rows.iter().filter(|x| x.error.is_some()) {
+        let err = row.error.as_deref().unwrap_or_default();
+        let _ = writeln!(s, "    {}: {}", row.name, err.lines().next().unwrap_or_default());
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;
