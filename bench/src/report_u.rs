@@ -6,7 +6,22 @@ use std::fmt::Write as _;
 use crate::stats::{median, percentile, ratio};
 use crate::upstream::{UResult, URow};
 
-type Figure = (&'static str, fn(&URow) -> Option<f64>);
+type Figure = (&'static str, fn(&URow) -> Val);
+
+/// One figure of one proxy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Val {
+    Missing,
+    Exact(f64),
+    /// Not done when the wait ended after this long: the figure is above it.
+    Over(f64),
+}
+
+impl From<Option<f64>> for Val {
+    fn from(v: Option<f64>) -> Val {
+        v.map_or(Val::Missing, Val::Exact)
+    }
+}
 
 fn mib(kb: u64) -> Option<f64> {
     (kb > 0).then_some(kb as f64 / 1024.0)
@@ -15,37 +30,64 @@ fn mib(kb: u64) -> Option<f64> {
 /// The rows of the table: label and how to read the figure from a row.
 pub const FIGURES: &[Figure] = &[
     ("full sync from start (s)", |r| {
-        r.full_sync.map(|d| d.as_secs_f64())
+        match (r.full_sync, r.full_sync_over) {
+            (Some(d), _) => Val::Exact(d.as_secs_f64()),
+            (None, Some(d)) => Val::Over(d.as_secs_f64()),
+            (None, None) => Val::Missing,
+        }
     }),
-    ("VmHWM after full sync (MiB)", |r| mib(r.hwm_sync_kb)),
-    ("VmHWM at the end (MiB)", |r| mib(r.hwm_end_kb)),
-    ("endpoint replaced -> live p50 (ms)", |r| median(&r.replace_ms)),
+    ("VmHWM after full sync (MiB)", |r| mib(r.hwm_sync_kb).into()),
+    ("VmHWM at the end (MiB)", |r| mib(r.hwm_end_kb).into()),
+    ("endpoint replaced -> live p50 (ms)", |r| {
+        median(&r.replace_ms).into()
+    }),
     ("endpoint replaced -> live p90 (ms)", |r| {
-        percentile(&r.replace_ms, 90.0)
+        percentile(&r.replace_ms, 90.0).into()
     }),
-    ("Service added -> live p50 (ms)", |r| median(&r.add_ms)),
-    ("Service added -> live p90 (ms)", |r| percentile(&r.add_ms, 90.0)),
-    ("first packet (connect) p50 (us)", |r| median(&r.connect_us)),
-    ("CPU s per 1000 endpoint changes", |r| r.cpu_per_1000),
+    ("Service added -> live p50 (ms)", |r| median(&r.add_ms).into()),
+    ("Service added -> live p90 (ms)", |r| {
+        percentile(&r.add_ms, 90.0).into()
+    }),
+    ("first packet (connect) p50 (us)", |r| {
+        median(&r.connect_us).into()
+    }),
+    ("CPU s per 1000 endpoint changes", |r| r.cpu_per_1000.into()),
 ];
 
 fn is_upstream(r: &URow) -> bool {
     r.name.starts_with("kube-proxy")
 }
 
-fn cell(v: Option<f64>) -> String {
-    match v {
-        Some(v) if v >= 100.0 => format!("{v:.0}"),
-        Some(v) if v >= 10.0 => format!("{v:.1}"),
-        Some(v) => format!("{v:.2}"),
-        None => "-".into(),
+fn number(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
     }
 }
 
-fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if ratio(a, b).is_finite() => format!("{:.2}x", ratio(a, b)),
-        _ => "n/a".into(),
+fn cell(v: Val) -> String {
+    match v {
+        Val::Exact(v) => number(v),
+        Val::Over(v) => format!(">{}", number(v)),
+        Val::Missing => "-".into(),
+    }
+}
+
+/// svcnet's figure over upstream's; a bound on either side bounds the ratio.
+fn ratio_cell(ours: Val, up: Val) -> String {
+    let (r, mark) = match (ours, up) {
+        (Val::Exact(a), Val::Exact(b)) => (ratio(a, b), ""),
+        (Val::Exact(a), Val::Over(b)) => (ratio(a, b), "<"),
+        (Val::Over(a), Val::Exact(b)) => (ratio(a, b), ">"),
+        _ => (f64::NAN, ""),
+    };
+    if r.is_finite() {
+        format!("{mark}{r:.2}x")
+    } else {
+        "n/a".into()
     }
 }
 

@@ -89,6 +89,8 @@ pub struct UParams {
 pub struct URow {
     pub name: String,
     pub full_sync: Option<Duration>,
+    /// The full sync was still not live when the wait ended after this long (a lower bound).
+    pub full_sync_over: Option<Duration>,
     /// VmHWM right after the first full sync, and at the end (after the changes and the churn).
     pub hwm_sync_kb: u64,
     pub hwm_end_kb: u64,

@@ -70,3 +70,23 @@ fn missing_figures_and_errors_are_shown_not_invented() {
     assert!(text.contains("kube-proxy nftables: nft: not supported"), "{text}");
     assert!(!text.contains("more"), "only the first line of an error");
 }
+
+#[test]
+fn an_unfinished_upstream_sync_is_a_lower_bound_and_bounds_the_ratio() {
+    let stuck = URow {
+        name: "kube-proxy iptables".into(),
+        full_sync_over: Some(Duration::from_secs(900)),
+        error: Some("not live after 900 s".into()),
+        ..URow::default()
+    };
+    let r = result(vec![stuck, row("svcnet tree", 9.0, 60, &[300.0])]);
+    let text = u(&r);
+    let sync = text.lines().find(|l| l.contains("full sync")).expect("sync row");
+    // 9 s against more than 900 s: less than 0.01x.
+    assert!(sync.contains(">900") && sync.contains("<0.01x"), "{sync}");
+    let lat = text
+        .lines()
+        .find(|l| l.contains("replaced -> live p50"))
+        .expect("latency row");
+    assert!(lat.contains("n/a"), "{lat}");
+}

@@ -100,11 +100,12 @@ pub(super) fn one(
         log,
         round,
     };
-    run.call(&format!(
-        "probe {sentinel}:{} {}",
-        super::ops::SERVICE_PORT,
-        run.limit_ms()
-    ))?;
+    let probe = format!("probe {sentinel}:{} {}", super::ops::SERVICE_PORT, run.limit_ms());
+    if let Err(e) = run.call(&probe) {
+        // Without a live ruleset nothing else can be timed; the wait is a lower bound.
+        row.full_sync_over = Some(t0.elapsed());
+        return Err(e);
+    }
     row.full_sync = Some(t0.elapsed());
     row.hwm_sync_kb = read_mem(run.pid()).map_or(0, |m| m.hwm_kb);
     progress(&format!(
@@ -148,9 +149,12 @@ fn latency(run: &mut Run<'_>, row: &mut URow) -> Result<(), BenchError> {
     }
     let mut vips = Vec::new();
     for k in 0..run.p.changes {
+        // Named to sort in the middle of the `svc-NNNNN` Services: svcnet's flat list is ordered
+        // by name and kube-proxy's by map iteration (a random place), so both average a half walk.
         let req = format!(
-            "add {} up-{}-{k} {} {}",
+            "add {} svc-{:05}-up{}-{k} {} {}",
             run.sh.api,
+            run.p.services / 2,
             run.round,
             wire::PROBE_IP,
             run.limit_ms()
