@@ -132,7 +132,12 @@ pub fn u(r: &UResult) -> String {
         }
         let _ = writeln!(s, "{line}");
     }
-    if let Some(r0) = r.rows.first() {
+    // The counts of the row that got furthest (an upstream row may have stopped early).
+    if let Some(r0) = r
+        .rows
+        .iter()
+        .max_by_key(|x| x.replace_ms.len() + x.connect_us.len())
+    {
         let _ = writeln!(
             s,
             "    latency: median/p90 over {} changes of each kind, each from an idle proxy; first packet over {} connects; \

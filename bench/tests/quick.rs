@@ -36,8 +36,9 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         eprintln!("SKIPPED: network namespaces unavailable: {why}");
         return;
     }
+    // U runs in its own test below (it needs only the proxy, and runs once).
     let child = Command::new(env!("CARGO_BIN_EXE_svcnet-bench"))
-        .arg("--quick")
+        .args(["--quick", "--only", "p1,p2,p4,c1,c2,c3"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -116,7 +117,6 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         field(p4, 4).parse::<f64>().is_ok(),
         "caches not seen loaded: {p4}"
     );
-    check_upstream_anchor(&stdout);
     // Every namespace this run created (named after its pid) is gone.
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let names = String::from_utf8_lossy(&list.stdout);
@@ -156,6 +156,29 @@ fn a_full_sync_past_its_limit_is_killed_and_reported_as_a_lower_bound() {
     );
     assert!(stdout.contains("full sync / partial: >"), "{stdout}");
     assert!(!stdout.contains("\nP1 "), "--only p2 ran P1:\n{stdout}");
+}
+
+#[test]
+fn quick_upstream_anchor_runs_all_four_proxies_on_one_state() {
+    if let Err(why) = netns_available() {
+        if std::env::var("CI").is_ok_and(|v| !v.is_empty()) {
+            panic!("network namespaces are required in CI: {why}");
+        }
+        eprintln!("SKIPPED: network namespaces unavailable: {why}");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_svcnet-bench"))
+        .args(["--quick", "--only", "u"])
+        .output()
+        .expect("run svcnet-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_upstream_anchor(&stdout);
+    assert!(!stdout.contains("\nP1 "), "--only u ran P1:\n{stdout}");
 }
 
 /// U: all four proxies (kube-proxy iptables and nftables, svcnet tree and flat) synced the same

@@ -28,8 +28,9 @@ pub struct UArgs {
     /// U: connects per added Service for the first-packet figure; default 100 (quick: 20).
     #[arg(long)]
     pub up_connects: Option<usize>,
-    /// U: give up waiting for a full sync or a change after this many seconds.
-    #[arg(long, default_value_t = 900)]
+    /// U: give up waiting for a full sync or a change after this many seconds (kube-proxy's
+    /// iptables mode at 10k/100k does not finish its first sync in this time with iptables-nft 1.8.9).
+    #[arg(long, default_value_t = 600)]
     pub up_limit_s: u64,
 }
 

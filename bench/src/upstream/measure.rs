@@ -78,7 +78,7 @@ pub(super) fn one(
     row: &mut URow,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), BenchError> {
-    let ns: Netns = wire::node(proxy.tag(), &sh.cp)?;
+    let ns: Netns = wire::node(proxy.tag(), round, &sh.cp)?;
     let mut agent = agent(&ns)?;
     // The newest Service, created before the proxy starts: it answers once the full sync is live
     // (kube-proxy writes its first sync in one restore or one nft transaction; svcnet writes the

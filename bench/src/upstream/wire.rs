@@ -10,8 +10,6 @@ use crate::netns::Netns;
 
 /// The API server's address: on the control-plane namespace's `lo`, routed from the nodes.
 pub const API_IP: &str = "10.250.255.1";
-const CP_LINK: &str = "10.250.0.1";
-const NODE_LINK: &str = "10.250.0.2";
 /// The node's InternalIP (p4's Node object).
 pub const NODE_IP: &str = crate::netns::ENDPOINT_ADDR;
 /// The Services' range (the API server's `--service-cluster-ip-range`).
@@ -30,20 +28,24 @@ pub fn control_plane() -> Result<Netns, BenchError> {
     Ok(ns)
 }
 
-/// A node namespace linked to `cp` (the veth pair goes away with the node namespace, so the next
-/// node reuses the names and addresses).
-pub fn node(tag: &str, cp: &Netns) -> Result<Netns, BenchError> {
+/// Node `round`'s namespace, linked to `cp` by its own veth pair and /30 (10.250.<round>.0/30): the
+/// pair of an earlier node may outlive that node's namespace for a while (its processes still
+/// exiting), so names and addresses are never reused.
+pub fn node(tag: &str, round: usize, cp: &Netns) -> Result<Netns, BenchError> {
     let ns = Netns::create(tag)?;
+    let octet = u8::try_from(round % 250).unwrap_or(0);
+    let (cp_link, node_link) = (format!("10.250.{octet}.1"), format!("10.250.{octet}.2"));
+    let peer = format!("upc{octet}");
     ns.ip(&["link", "set", "lo", "up"])?;
     ns.ip(&["addr", "add", &format!("{NODE_IP}/32"), "dev", "lo"])?;
     ns.ip(&[
-        "link", "add", "up0", "type", "veth", "peer", "name", "up1", "netns", &cp.name,
+        "link", "add", "up0", "type", "veth", "peer", "name", &peer, "netns", &cp.name,
     ])?;
-    ns.ip(&["addr", "add", &format!("{NODE_LINK}/30"), "dev", "up0"])?;
+    ns.ip(&["addr", "add", &format!("{node_link}/30"), "dev", "up0"])?;
     ns.ip(&["link", "set", "up0", "up"])?;
-    cp.ip(&["addr", "add", &format!("{CP_LINK}/30"), "dev", "up1"])?;
-    cp.ip(&["link", "set", "up1", "up"])?;
-    ns.ip(&["route", "add", &format!("{API_IP}/32"), "via", CP_LINK])?;
+    cp.ip(&["addr", "add", &format!("{cp_link}/30"), "dev", &peer])?;
+    cp.ip(&["link", "set", &peer, "up"])?;
+    ns.ip(&["route", "add", &format!("{API_IP}/32"), "via", &cp_link])?;
     for cidr in [SERVICE_CIDR, ENDPOINT_CIDR, PROBE_CIDR] {
         ns.ip(&["route", "add", "local", cidr, "dev", "lo"])?;
     }
