@@ -10,6 +10,10 @@ use crate::netns::Netns;
 use crate::p4::read_mem;
 use crate::procs::{Bins, Proc};
 
+/// A change slower than this stops the proxy's run: at that pace the timed changes and the churn
+/// would take hours (kube-proxy nftables at 10k / 100k here: ~90 s per sync).
+const TOO_SLOW_MS: f64 = 30_000.0;
+
 /// A reply's whitespace-separated field `i` as a number.
 fn field(reply: &str, i: usize) -> Result<f64, BenchError> {
     reply
@@ -145,6 +149,12 @@ fn latency(run: &mut Run<'_>, row: &mut URow) -> Result<(), BenchError> {
     for k in 0..run.p.changes {
         let ms = run.replace(k)?;
         row.replace_ms.push(ms);
+        if ms > TOO_SLOW_MS {
+            return Err(BenchError::Check(format!(
+                "an endpoint change took {:.0} s to go live: the other changes and the churn are not timed",
+                ms / 1e3
+            )));
+        }
         std::thread::sleep(gap);
     }
     let mut vips = Vec::new();
