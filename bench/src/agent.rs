@@ -11,6 +11,7 @@
 //!   limit and was killed (nft transactions are atomic: nothing of it is applied).
 //! - `save <program>`: runs `<program> -t nat` (the daemon's full sync reads the nat table first to
 //!   find stale chains); answers the wall time in nanoseconds.
+//! - `replace`, `add`, `churn`, `probe`: part U's API writes and probes ([`crate::upstream::ops`]).
 //!
 //! The agent exits at end of input, so it never outlives the bench.
 
@@ -23,6 +24,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::error::BenchError;
 use crate::netns::Netns;
+use crate::upstream::ops;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -51,6 +53,11 @@ pub fn serve(listen: SocketAddr) -> Result<(), BenchError> {
             ["restore", program, file] => restore_request(program, file, None),
             ["restore", program, file, limit_ms] => restore_request(program, file, Some(limit_ms)),
             ["save", program] => save_request(program),
+            // Part U's timed API writes and probes (crate::upstream::ops).
+            ["replace", api, rest @ ..] => ops::replace(api, rest),
+            ["add", api, rest @ ..] => ops::add(api, rest),
+            ["churn", api, rest @ ..] => ops::churn(api, rest),
+            ["probe", rest @ ..] => ops::probe(rest),
             _ => Err(format!("unknown request {line:?}")),
         };
         match reply {
@@ -233,7 +240,8 @@ impl Agent {
         Ok(line.trim_end().to_string())
     }
 
-    fn call(&mut self, request: &str) -> Result<String, String> {
+    /// Sends one request line; the reply after `ok`, or the error after `err`.
+    pub(crate) fn call(&mut self, request: &str) -> Result<String, String> {
         let sent = match self.stdin.as_mut() {
             Some(s) => writeln!(s, "{request}").and_then(|_| s.flush()),
             None => return Err("agent stdin closed".into()),

@@ -20,8 +20,10 @@ pub mod phases;
 pub mod procs;
 pub mod report;
 pub mod report_c;
+pub mod report_u;
 pub mod stats;
 pub mod synth;
+pub mod upstream;
 pub mod walk;
 
 pub use error::BenchError;

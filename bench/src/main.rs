@@ -19,6 +19,8 @@ enum Part {
     P2,
     /// Proxy memory at scale (real proxy in a namespace, fed through the real kube-apiserver).
     P4,
+    /// Upstream anchor: kube-proxy (iptables, nftables) and svcnet (tree, flat) on the same API state.
+    U,
     /// Cloud controller: calls and latency of one new LoadBalancer.
     C1,
     /// Cloud controller: 1000 LoadBalancers, default vs --concurrency 1. Long (tens of minutes):
@@ -30,28 +32,18 @@ enum Part {
 }
 
 /// Parts run when --only is absent (C2 and C3 take too long for the default run).
-const DEFAULT_PARTS: &[Part] = &[Part::P1, Part::P2, Part::P4, Part::C1];
-
-fn parse_size(s: &str) -> Result<(usize, usize), String> {
-    let (a, b) = s
-        .split_once('x')
-        .ok_or("expected SERVICESxENDPOINTS, e.g. 10000x10")?;
-    Ok((
-        a.trim().parse().map_err(|e| format!("{e}"))?,
-        b.trim().parse().map_err(|e| format!("{e}"))?,
-    ))
-}
+const DEFAULT_PARTS: &[Part] = &[Part::P1, Part::P2, Part::P4, Part::U, Part::C1];
 
 #[derive(Parser)]
 #[command(
     name = "svcnet-bench",
-    about = "svcnet benchmarks (P1-P4, C1-C3): figures and ratios from one run"
+    about = "svcnet benchmarks (P1-P4, U, C1-C3): figures and ratios from one run"
 )]
 struct Cli {
     /// Small sizes and few repetitions: exercises every code path in seconds (CI smoke run).
     #[arg(long)]
     quick: bool,
-    /// Parts to run (P3 is computed from P1 and P2); default p1,p2,p4,c1 (c2, c3 only when named).
+    /// Parts to run (P3 is computed from P1 and P2); default p1,p2,p4,u,c1 (c2, c3 only when named).
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Option<Vec<Part>>,
     /// iptables-restore binary used inside the namespaces (e.g. iptables-legacy-restore).
@@ -119,7 +111,7 @@ struct Cli {
     c3_nodes: Option<usize>,
     /// P4 sizes SERVICESxENDPOINTS_PER_SERVICE, smallest first; default 1000x10,10000x10
     /// (quick: 50x2,200x5).
-    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    #[arg(long, value_delimiter = ',', value_parser = svcnet_bench::p4::parse_size)]
     p4_sizes: Option<Vec<(usize, usize)>>,
     /// P4: stop waiting for the proxy's first full sync after this many seconds.
     #[arg(long, default_value_t = 600)]
@@ -127,6 +119,8 @@ struct Cli {
     /// P4: extra `svcnet-proxy run` flags (space separated).
     #[arg(long, allow_hyphen_values = true, value_delimiter = ' ')]
     p4_proxy_args: Vec<String>,
+    #[command(flatten)]
+    up: svcnet_bench::upstream::args::UArgs,
     #[command(subcommand)]
     command: Option<Cmd>,
 }
@@ -324,7 +318,7 @@ fn main() -> anyhow::Result<()> {
     run_control_plane(&cli, &runs, &mut progress)
 }
 
-/// P4, C1, C2: the parts that start the real svcnet binaries.
+/// P4, U, C1, C2, C3: the parts that start the real binaries.
 fn run_control_plane(
     cli: &Cli,
     runs: &dyn Fn(Part) -> bool,
@@ -333,8 +327,8 @@ fn run_control_plane(
     use svcnet_bench::procs::{self, Bins};
     let q = cli.quick;
     let mut names = vec![];
-    if runs(Part::P4) {
-        // The API server of P4 is the real one (svcnet-testcluster).
+    if runs(Part::P4) || runs(Part::U) {
+        // The API server of P4 and U is the real one (svcnet-testcluster).
         names.push(procs::PROXY);
     }
     if runs(Part::C1) || runs(Part::C2) || runs(Part::C3) {
@@ -363,6 +357,10 @@ fn run_control_plane(
         };
         let r = svcnet_bench::p4::run(&bins, &params, progress)?;
         print!("{}", svcnet_bench::report_c::p4(&r));
+    }
+    if runs(Part::U) {
+        let r = svcnet_bench::upstream::run(&bins, &cli.up.params(q), progress)?;
+        print!("{}", svcnet_bench::report_u::u(&r));
     }
     if runs(Part::C1) {
         let params = svcnet_bench::c1::C1Params {

@@ -24,6 +24,17 @@ use svcnet_testcluster::{Cluster, Component, Options};
 
 pub const NODE: &str = "bench-node";
 
+/// `SERVICESxENDPOINTS` (e.g. `10000x10`), the size flags of P4 and U.
+pub fn parse_size(s: &str) -> Result<(usize, usize), String> {
+    let (a, b) = s
+        .split_once('x')
+        .ok_or("expected SERVICESxENDPOINTS, e.g. 10000x10")?;
+    Ok((
+        a.trim().parse().map_err(|e| format!("{e}"))?,
+        b.trim().parse().map_err(|e| format!("{e}"))?,
+    ))
+}
+
 pub struct P4Params {
     /// (services, endpoints per service) cases, smallest first.
     pub sizes: Vec<(usize, usize)>,

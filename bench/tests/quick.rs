@@ -36,8 +36,9 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         eprintln!("SKIPPED: network namespaces unavailable: {why}");
         return;
     }
+    // U runs in its own test below (it needs only the proxy, and runs once).
     let child = Command::new(env!("CARGO_BIN_EXE_svcnet-bench"))
-        .arg("--quick")
+        .args(["--quick", "--only", "p1,p2,p4,c1,c2,c3"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -47,7 +48,9 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
-    for part in ["\nP1 ", "\nP2 ", "\nP3 ", "\nP4 ", "\nC1 ", "\nC2 ", "\nC3 "] {
+    for part in [
+        "\nP1 ", "\nP2 ", "\nP3 ", "\nP4 ", "\nU ", "\nC1 ", "\nC2 ", "\nC3 ",
+    ] {
         assert!(stdout.contains(part), "missing {part:?}:\n{stdout}");
     }
     // P1: the flat walk to the last of 300 services is 300 rules; the tree's is far shorter.
@@ -153,4 +156,68 @@ fn a_full_sync_past_its_limit_is_killed_and_reported_as_a_lower_bound() {
     );
     assert!(stdout.contains("full sync / partial: >"), "{stdout}");
     assert!(!stdout.contains("\nP1 "), "--only p2 ran P1:\n{stdout}");
+}
+
+#[test]
+fn quick_upstream_anchor_runs_all_four_proxies_on_one_state() {
+    if let Err(why) = netns_available() {
+        if std::env::var("CI").is_ok_and(|v| !v.is_empty()) {
+            panic!("network namespaces are required in CI: {why}");
+        }
+        eprintln!("SKIPPED: network namespaces unavailable: {why}");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_svcnet-bench"))
+        .args(["--quick", "--only", "u"])
+        .output()
+        .expect("run svcnet-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_upstream_anchor(&stdout);
+    assert!(!stdout.contains("\nP1 "), "--only u ran P1:\n{stdout}");
+}
+
+/// U: all four proxies (kube-proxy iptables and nftables, svcnet tree and flat) synced the same
+/// state and made every timed change live; each svcnet figure has a ratio to each upstream mode.
+fn check_upstream_anchor(stdout: &str) {
+    let u = stdout
+        .split("\nU ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no U part:\n{stdout}"));
+    let row = |label: &str| -> Vec<String> {
+        let line = u
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no U {label:?} row:\n{u}"));
+        line[4 + 36..].split_whitespace().map(str::to_owned).collect()
+    };
+    for label in [
+        "full sync from start",
+        "VmHWM after full sync",
+        "endpoint replaced -> live p50",
+        "Service added -> live p50",
+        "first packet (connect) p50",
+        "CPU s per 1000 endpoint changes",
+    ] {
+        let cells = row(label);
+        assert_eq!(cells.len(), 4 + 4, "{label}: 4 proxies and 4 ratios: {cells:?}");
+        for v in &cells[..4] {
+            assert!(v.parse::<f64>().is_ok_and(|v| v > 0.0), "{label}: {cells:?}");
+        }
+        for r in &cells[4..] {
+            assert!(r.ends_with('x'), "{label}: ratio {r}");
+        }
+    }
+    for name in [
+        "kube-proxy iptables",
+        "kube-proxy nftables",
+        "svcnet tree",
+        "svcnet flat",
+    ] {
+        assert!(!u.contains(&format!("    {name}: ")), "{name} failed:\n{u}");
+    }
 }
