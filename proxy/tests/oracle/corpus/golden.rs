@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Step, Write, adapt_service, adapt_slice, key, namespace, shrink};
@@ -18,9 +17,11 @@ fn builtin(obj: &Value) -> bool {
 /// The steps of one golden input.
 pub fn steps(case: &str, input: &Path) -> Vec<Step> {
     let text = std::fs::read_to_string(input).unwrap_or_else(|e| panic!("{}: {e}", input.display()));
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", input.display())))
-        .filter(|d| !d.is_null())
+    // As the proxy reads its offline inputs (YAML 1.2 booleans).
+    let docs: Vec<Value> = svcnet_proxy::yaml::from_multiple(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", input.display()))
+        .into_iter()
+        .filter(|d: &Value| !d.is_null())
         .collect();
     let input_node = docs
         .iter()
