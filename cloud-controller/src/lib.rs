@@ -18,6 +18,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod naming;
 pub mod nodes;
+pub mod objects;
 pub mod routes;
 pub mod run;
 

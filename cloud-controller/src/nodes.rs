@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Node, NodeAddress, Taint};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
+use crate::objects::{InstanceFacts, InstanceLookup};
 
 pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 /// Set by kubelet --node-ip when running with an external cloud provider.
@@ -51,20 +52,6 @@ pub fn parse_provider_id(s: &str) -> Option<ProviderId> {
 /// Zone `us-central1-a` -> region `us-central1`.
 pub fn region_of_zone(zone: &str) -> &str {
     zone.rsplit_once('-').map_or(zone, |(region, _)| region)
-}
-
-/// What instances.get told us about the node's VM.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceFacts {
-    pub project: String,
-    pub zone: String,
-    pub name: String,
-    /// machineType URL or name.
-    pub machine_type: String,
-    /// networkInterfaces[0].networkIP (and further NICs).
-    pub internal_ips: Vec<String>,
-    /// accessConfigs[].natIP.
-    pub external_ips: Vec<String>,
 }
 
 /// Everything to write on an uninitialised node, ready to send as two merge patches.
@@ -167,7 +154,7 @@ pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
         addresses.insert(0, a);
     }
 
-    let machine_type = crate::gce::link_name(&facts.machine_type).to_owned();
+    let machine_type = crate::objects::link_name(&facts.machine_type).to_owned();
     let region = region_of_zone(&facts.zone).to_owned();
     let mut labels = node.metadata.labels.clone().unwrap_or_default();
     for (k, v) in [
@@ -195,14 +182,6 @@ pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
         addresses,
         taints,
     })
-}
-
-/// Result of looking the node's instance up in GCE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InstanceLookup {
-    Exists,
-    /// instances.get returned 404.
-    NotFound,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

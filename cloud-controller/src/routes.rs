@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::gce::{self, Route};
 use crate::naming::{self, ROUTE_DESCRIPTION};
 use crate::nodes::parse_provider_id;
+use crate::objects::{self, Route};
 
 pub const ROUTE_PRIORITY: u32 = 1000;
 pub const CONDITION_NETWORK_UNAVAILABLE: &str = "NetworkUnavailable";
@@ -181,7 +181,7 @@ fn existing_route_of(node: &Node, ours: &[&Route], cfg: &Config) -> Option<Route
 }
 
 fn same_route(a: &Route, b: &Route) -> bool {
-    gce::instance_key(&a.next_hop_instance) == gce::instance_key(&b.next_hop_instance)
+    objects::instance_key(&a.next_hop_instance) == objects::instance_key(&b.next_hop_instance)
         && normalize(&a.dest_range) == normalize(&b.dest_range)
 }
 
@@ -222,7 +222,7 @@ pub fn plan_routes(nodes: &[Node], existing: &[Route], cfg: &Config, located: &L
         .filter(|r| {
             r.name.starts_with(&prefix)
                 && r.description == ROUTE_DESCRIPTION
-                && gce::same_link(&r.network, &cfg.network_url())
+                && objects::same_link(&r.network, &cfg.network_url())
         })
         .collect();
 

@@ -11,11 +11,11 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::config::Config;
-use crate::gce::{self, Address, Firewall, ForwardingRule, HttpHealthCheck, TargetPool};
-use crate::lb::action::Action;
 use crate::lb::ensure::{EnsurePlan, ensure, lb_names};
-use crate::lb::observed::Observed;
 use crate::naming::LbNames;
+use crate::objects::action::Action;
+use crate::objects::observed::Observed;
+use crate::objects::{self, Address, Firewall, ForwardingRule, HttpHealthCheck, TargetPool};
 
 pub const UID: &str = "4f6b2c1e-9a3d-4b8e-8c7f-0123456789ab";
 
@@ -274,7 +274,7 @@ impl MiniGce {
                 if self
                     .pools
                     .values()
-                    .any(|p| p.health_checks.iter().any(|l| gce::link_name(l) == name))
+                    .any(|p| p.health_checks.iter().any(|l| objects::link_name(l) == name))
                 {
                     return Err(format!("400 resourceInUseByAnotherResource: health check {name}"));
                 }
@@ -285,7 +285,7 @@ impl MiniGce {
                     return Err("400 at most one health check".into());
                 }
                 for hc in &p.health_checks {
-                    if !self.health_checks.contains_key(gce::link_name(hc)) {
+                    if !self.health_checks.contains_key(objects::link_name(hc)) {
                         return Err(format!("404 health check {hc}"));
                     }
                 }
@@ -295,7 +295,7 @@ impl MiniGce {
                 if self
                     .forwarding_rules
                     .values()
-                    .any(|f| gce::link_name(&f.target) == name)
+                    .any(|f| objects::link_name(&f.target) == name)
                 {
                     return Err(format!("400 resourceInUseByAnotherResource: pool {name}"));
                 }
@@ -306,7 +306,7 @@ impl MiniGce {
                 for i in instances {
                     if p.instances
                         .iter()
-                        .any(|x| gce::instance_key(x) == gce::instance_key(i))
+                        .any(|x| objects::instance_key(x) == objects::instance_key(i))
                     {
                         return Err(format!("400 instance {i} already in pool"));
                     }
@@ -319,7 +319,7 @@ impl MiniGce {
                 for i in instances {
                     let before = p.instances.len();
                     p.instances
-                        .retain(|x| gce::instance_key(x) != gce::instance_key(i));
+                        .retain(|x| objects::instance_key(x) != objects::instance_key(i));
                     if p.instances.len() == before {
                         return Err(format!("400 instance {i} not in pool"));
                     }
@@ -327,7 +327,7 @@ impl MiniGce {
                 Ok(())
             }
             Action::AddHealthCheck { pool, health_check } => {
-                if !self.health_checks.contains_key(gce::link_name(health_check)) {
+                if !self.health_checks.contains_key(objects::link_name(health_check)) {
                     return Err(format!("404 health check {health_check}"));
                 }
                 let p = self.pools.get_mut(pool).ok_or("404 pool")?;
@@ -340,14 +340,14 @@ impl MiniGce {
             Action::RemoveHealthCheck { pool, health_check } => {
                 let p = self.pools.get_mut(pool).ok_or("404 pool")?;
                 let before = p.health_checks.len();
-                p.health_checks.retain(|l| !gce::same_link(l, health_check));
+                p.health_checks.retain(|l| !objects::same_link(l, health_check));
                 if before == p.health_checks.len() {
                     return Err("400 health check not in pool".into());
                 }
                 Ok(())
             }
             Action::CreateForwardingRule(f) => {
-                if !self.pools.contains_key(gce::link_name(&f.target)) {
+                if !self.pools.contains_key(objects::link_name(&f.target)) {
                     return Err(format!("404 target {}", f.target));
                 }
                 insert(&mut self.forwarding_rules, &f.name, f)
@@ -357,7 +357,7 @@ impl MiniGce {
                 forwarding_rule,
                 target,
             } => {
-                if !self.pools.contains_key(gce::link_name(target)) {
+                if !self.pools.contains_key(objects::link_name(target)) {
                     return Err(format!("404 target {target}"));
                 }
                 let f = self

@@ -61,7 +61,12 @@ pub fn build_status(
         let pool_hcs: Vec<&str> = o
             .target_pool
             .as_ref()
-            .map(|p| p.health_checks.iter().map(|l| crate::gce::link_name(l)).collect())
+            .map(|p| {
+                p.health_checks
+                    .iter()
+                    .map(|l| crate::objects::link_name(l))
+                    .collect()
+            })
             .unwrap_or_default();
         for name in [&names.nodes_health_check, &names.local_health_check] {
             if pool_hcs.contains(&name.as_str()) {
@@ -73,7 +78,7 @@ pub fn build_status(
             let mut instances: Vec<String> = p
                 .instances
                 .iter()
-                .map(|i| crate::gce::link_name(i).to_owned())
+                .map(|i| crate::objects::link_name(i).to_owned())
                 .collect();
             instances.sort();
             TargetPoolStatus {

@@ -52,7 +52,7 @@ pub async fn run(
 
 /// Where the node's instance is: its providerID, else an instance named like the node in one
 /// of the cluster's zones (upstream looks instances up by node name).
-async fn locate(sh: &Shared, node: &Node) -> Result<Option<crate::nodes::InstanceFacts>, SyncError> {
+async fn locate(sh: &Shared, node: &Node) -> Result<Option<crate::objects::InstanceFacts>, SyncError> {
     let name = node.metadata.name.clone().unwrap_or_default();
     if let Some(id) = node
         .spec

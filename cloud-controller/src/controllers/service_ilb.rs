@@ -15,11 +15,12 @@ use crate::controllers::{Shared, SyncError, lb_record};
 use crate::gce::error::GceError;
 use crate::gce::exec::{Outcome, execute};
 use crate::gce::observe::{ObservedLb, observe_ilb};
-use crate::lb::action::Action;
 use crate::lb::hosts::lb_hosts;
-use crate::lb::internal::{self, IlbObserved, IlbSpec, Teardown};
+use crate::lb::internal::{self, IlbSpec, Teardown};
 use crate::lb::stages::stages;
 use crate::naming::IlbNames;
+use crate::objects::action::Action;
+use crate::objects::observed::IlbObserved;
 
 const MAX_ROUNDS: usize = 6;
 
@@ -167,7 +168,12 @@ fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources
     let bs_hcs: Vec<&str> = o
         .backend_service
         .as_ref()
-        .map(|b| b.health_checks.iter().map(|l| crate::gce::link_name(l)).collect())
+        .map(|b| {
+            b.health_checks
+                .iter()
+                .map(|l| crate::objects::link_name(l))
+                .collect()
+        })
         .unwrap_or_default();
     for name in [&names.nodes_health_check, &names.local_health_check] {
         if bs_hcs.contains(&name.as_str()) {

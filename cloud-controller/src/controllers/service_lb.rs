@@ -28,7 +28,6 @@ use crate::controllers::verify_queue::VerifyQueue;
 use crate::controllers::{Shared, SyncError, error_delay, lb_record};
 use crate::gce::exec::{Outcome, execute};
 use crate::gce::observe::{ObservedLb, Touched, forwarding_rule, observe_lb, observe_lb_again};
-use crate::lb::action::Action;
 use crate::lb::ensure::{EnsurePlan, ensure, lb_names};
 use crate::lb::internal::Teardown;
 use crate::lb::ownership::{
@@ -38,6 +37,7 @@ use crate::lb::ownership::{
 use crate::lb::stages::stages;
 use crate::lb::{self, Role, delete::plan_delete};
 use crate::naming::LbNames;
+use crate::objects::action::Action;
 
 /// Rounds of observe -> plan -> execute before a sync counts as not converging.
 const MAX_ROUNDS: usize = 5;

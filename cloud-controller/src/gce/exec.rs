@@ -18,8 +18,8 @@ use crate::gce::convert::to_model;
 use crate::gce::error::GceError;
 use crate::gce::ops::wait;
 use crate::gce::request_id::MutationId;
-use crate::gce::{Firewall, Route};
-use crate::lb::action::Action;
+use crate::objects::action::Action;
+use crate::objects::{Firewall, Route};
 
 /// How an action ended when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

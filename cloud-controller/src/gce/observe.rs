@@ -12,10 +12,10 @@ use crate::gce::client::Gce;
 use crate::gce::convert::{from_model, to_json};
 use crate::gce::error::GceError;
 use crate::gce::exec::{QuotaGroup, RetryPolicy, with_retries};
-use crate::gce::{Address, Route};
-use crate::lb::observed::Observed;
 use crate::naming::LbNames;
-use crate::nodes::{InstanceFacts, InstanceLookup};
+use crate::objects::observed::Observed;
+use crate::objects::{Address, Route};
+use crate::objects::{InstanceFacts, InstanceLookup};
 
 /// What GCE holds for one LB plus the selfLinks of what exists (name -> selfLink), for the
 /// CloudLoadBalancer record.
@@ -292,7 +292,7 @@ pub async fn forwarding_rule(
     gce: &Gce,
     policy: &RetryPolicy,
     name: &str,
-) -> Result<Option<crate::gce::ForwardingRule>, GceError> {
+) -> Result<Option<crate::objects::ForwardingRule>, GceError> {
     let call = format!("get forwardingRules/{name}");
     let m = get_opt(gce, policy, &call, || {
         gce.forwarding_rules
@@ -368,8 +368,8 @@ pub async fn observe_ilb(
     policy: &RetryPolicy,
     names: &crate::naming::IlbNames,
     want_ip: Option<&str>,
-) -> Result<(crate::lb::internal::IlbObserved, ObservedLb), GceError> {
-    use crate::lb::internal::IlbObserved;
+) -> Result<(crate::objects::observed::IlbObserved, ObservedLb), GceError> {
+    use crate::objects::observed::IlbObserved;
     let (p, r) = (gce.project.as_str(), gce.region.as_str());
     let mut links = ObservedLb::default();
     let mut o = IlbObserved::default();
@@ -464,7 +464,7 @@ pub async fn observe_ilb(
     let zones: Vec<String> = region
         .zones
         .iter()
-        .map(|z| crate::gce::link_name(z).to_owned())
+        .map(|z| crate::objects::link_name(z).to_owned())
         .collect();
     for zone in zones {
         let group = &names.instance_group;

@@ -6,8 +6,8 @@
 //! only while the forwarding rule is (re)created.
 
 use crate::error::{Error, Result};
-use crate::lb::observed::Observed;
 use crate::lb::spec::LbSpec;
+use crate::objects::observed::Observed;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IpChoice {

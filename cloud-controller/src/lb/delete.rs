@@ -14,10 +14,10 @@
 //! A forwarding rule named like the LB that points at a backend service is another controller's
 //! ([`crate::lb::ownership::forwarding_rule_is_foreign`]): then nothing is deleted at all.
 
-use crate::lb::action::Action;
-use crate::lb::observed::Observed;
 use crate::lb::ownership::forwarding_rule_is_foreign;
 use crate::naming::LbNames;
+use crate::objects::action::Action;
+use crate::objects::observed::Observed;
 
 pub fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
     let mut actions = Vec::new();

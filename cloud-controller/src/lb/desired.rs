@@ -4,10 +4,10 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::gce::{Address, Firewall, FirewallAllowed, ForwardingRule, HttpHealthCheck, TargetPool};
 use crate::lb::hosts::LbHost;
 use crate::lb::spec::{HealthCheckKind, LbSpec};
 use crate::naming::{self, LbNames};
+use crate::objects::{Address, Firewall, FirewallAllowed, ForwardingRule, HttpHealthCheck, TargetPool};
 
 /// Upstream gce.go health check parameters (8 s interval, 1 s timeout, 1 healthy, 3 unhealthy).
 pub const HC_CHECK_INTERVAL_SEC: i32 = 8;

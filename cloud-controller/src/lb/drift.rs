@@ -4,8 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::gce::{self, Firewall, ForwardingRule, HttpHealthCheck};
 use crate::lb::spec::normalize_cidrs;
+use crate::objects::{self, Firewall, ForwardingRule, HttpHealthCheck};
 
 fn set(list: &[String]) -> BTreeSet<&str> {
     list.iter().map(String::as_str).collect()
@@ -69,7 +69,7 @@ pub fn affinity_changed(want: &str, have: &str) -> bool {
 }
 
 pub fn links_equal(a: &[String], b: &[String]) -> bool {
-    let a: BTreeSet<&str> = a.iter().map(|l| gce::link_key(l)).collect();
-    let b: BTreeSet<&str> = b.iter().map(|l| gce::link_key(l)).collect();
+    let a: BTreeSet<&str> = a.iter().map(|l| objects::link_key(l)).collect();
+    let b: BTreeSet<&str> = b.iter().map(|l| objects::link_key(l)).collect();
     a == b
 }

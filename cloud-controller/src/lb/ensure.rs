@@ -5,16 +5,16 @@ use k8s_openapi::api::core::v1::{Node, Service};
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::gce::Address;
-use crate::lb::action::Action;
 use crate::lb::address::{IpChoice, resolve_ip};
 use crate::lb::desired::{DesiredLb, desired_lb};
 use crate::lb::hosts::lb_hosts;
-use crate::lb::observed::Observed;
 use crate::lb::ownership::forwarding_rule_is_foreign;
 use crate::lb::plan::plan_ensure;
 use crate::lb::spec::LbSpec;
 use crate::naming::LbNames;
+use crate::objects::Address;
+use crate::objects::action::Action;
+use crate::objects::observed::Observed;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnsurePlan {

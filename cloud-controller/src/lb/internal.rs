@@ -6,7 +6,7 @@
 //! firewall, and an INTERNAL forwarding rule in a subnetwork. Never a target pool.
 //!
 //! Flow as for external LBs: [`IlbSpec::from_service`] (validate) -> [`desired`] -> [`plan_ensure`]
-//! against [`IlbObserved`] -> actions; deletion: [`plan_delete`]. Pure: plain data in and out.
+//! against [`IlbObserved`](crate::objects::observed::IlbObserved) -> actions; deletion: [`plan_delete`]. Pure: plain data in and out.
 //!
 //! svcnet divergences, deliberate: the address is reserved only while the forwarding rule is
 //! (re)created (upstream reserves and releases it on every sync, two writes per no-op resync), and
@@ -19,11 +19,6 @@ use k8s_openapi::api::core::v1::Service;
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::gce::{
-    self, Address, Backend, BackendService, Firewall, FirewallAllowed, ForwardingRule, HealthCheck,
-    HttpHealthCheckSettings,
-};
-use crate::lb::action::Action;
 use crate::lb::desired::{
     HC_CHECK_INTERVAL_SEC, HC_HEALTHY_THRESHOLD, HC_TIMEOUT_SEC, HC_UNHEALTHY_THRESHOLD,
 };
@@ -31,6 +26,12 @@ use crate::lb::drift;
 use crate::lb::hosts::LbHost;
 use crate::lb::spec::{HealthCheckKind, LbSpec};
 use crate::naming::{self, IlbNames};
+use crate::objects::action::Action;
+use crate::objects::observed::IlbObserved;
+use crate::objects::{
+    self, Address, Backend, BackendService, Firewall, FirewallAllowed, ForwardingRule, HealthCheck,
+    HttpHealthCheckSettings,
+};
 
 /// The Service asks for an internal LB (upstream GetLoadBalancerAnnotationType: the GKE key
 /// first, then the legacy one).
@@ -108,28 +109,6 @@ impl IlbSpec {
     pub fn subnetwork_url(&self, cfg: &Config) -> String {
         cfg.subnetwork_url(self.subnet.as_deref().unwrap_or(&cfg.subnetwork))
     }
-}
-
-/// What GCE holds for one internal LB (404 = None / absent from the maps).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct IlbObserved {
-    pub address: Option<Address>,
-    /// The regional address holding spec.loadBalancerIP, whatever its name.
-    pub ip_holder: Option<Address>,
-    pub forwarding_rule: Option<ForwardingRule>,
-    pub backend_service: Option<BackendService>,
-    pub nodes_health_check: Option<HealthCheck>,
-    pub local_health_check: Option<HealthCheck>,
-    pub firewall: Option<Firewall>,
-    pub legacy_firewall: Option<Firewall>,
-    pub nodes_health_check_firewall: Option<Firewall>,
-    pub local_health_check_firewall: Option<Firewall>,
-    /// zone -> member instance URLs of the shared instance group there (zones without one absent).
-    pub instance_groups: BTreeMap<String, Vec<String>>,
-    /// Action target keys ([`Action::target_key`]) GCE refused to delete earlier in this sync
-    /// because another load balancer uses them (resourceInUseByAnotherResource): kept, and for a
-    /// health check its firewall too.
-    pub kept_in_use: BTreeSet<String>,
 }
 
 /// The GCE objects of one internal LB except those that need the IP (firewall, rule's address).
@@ -271,16 +250,16 @@ pub fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
         && have.load_balancing_scheme == want.load_balancing_scheme
         && set(&have.ports) == set(&want.ports)
         && have.all_ports == want.all_ports
-        && gce::same_link(&have.backend_service, &want.backend_service)
+        && objects::same_link(&have.backend_service, &want.backend_service)
         && have.allow_global_access == want.allow_global_access
-        && gce::same_link(&have.subnetwork, &want.subnetwork)
+        && objects::same_link(&have.subnetwork, &want.subnetwork)
 }
 
 /// Upstream backendSvcEqual (backends compared by group link only).
 pub fn backend_services_equal(have: &BackendService, want: &BackendService) -> bool {
     let groups = |b: &[Backend]| {
         b.iter()
-            .map(|b| gce::link_key(&b.group).to_owned())
+            .map(|b| objects::link_key(&b.group).to_owned())
             .collect::<BTreeSet<_>>()
     };
     have.protocol == want.protocol
@@ -345,16 +324,16 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
                 Vec::new()
             }
         };
-        let have_keys: BTreeSet<&str> = have.iter().map(|l| gce::instance_key(l)).collect();
-        let want_keys: BTreeSet<&str> = want.iter().map(|l| gce::instance_key(l)).collect();
+        let have_keys: BTreeSet<&str> = have.iter().map(|l| objects::instance_key(l)).collect();
+        let want_keys: BTreeSet<&str> = want.iter().map(|l| objects::instance_key(l)).collect();
         let remove: Vec<String> = have
             .iter()
-            .filter(|l| !want_keys.contains(gce::instance_key(l)))
+            .filter(|l| !want_keys.contains(objects::instance_key(l)))
             .cloned()
             .collect();
         let add: Vec<String> = want
             .iter()
-            .filter(|l| !have_keys.contains(gce::instance_key(l)))
+            .filter(|l| !have_keys.contains(objects::instance_key(l)))
             .cloned()
             .collect();
         if !remove.is_empty() {
@@ -392,7 +371,7 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
     let want_subnet = &d.forwarding_rule.subnetwork;
     let fr = o.forwarding_rule.as_ref();
     let ip_to_use = d.spec.base.requested_ip.clone().or_else(|| {
-        fr.filter(|f| gce::same_link(&f.subnetwork, want_subnet))
+        fr.filter(|f| objects::same_link(&f.subnetwork, want_subnet))
             .map(|f| f.ip_address.clone())
             .filter(|ip| !ip.is_empty())
     });
@@ -481,7 +460,7 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
         .backend_service
         .as_ref()
         .and_then(|bs| bs.health_checks.first())
-        .map(|l| gce::link_name(l).to_owned());
+        .map(|l| objects::link_name(l).to_owned());
     match &o.backend_service {
         None => actions.push(Action::CreateBackendService(d.backend_service.clone())),
         Some(have) if !backend_services_equal(have, &d.backend_service) => {

@@ -1,11 +1,10 @@
 //! External (target pool) load balancers: Service -> desired GCE objects -> ordered calls.
 //!
-//! Flow per sync: [`ensure::lb_names`] (what to GET) -> I/O fills [`observed::Observed`] ->
+//! Flow per sync: [`ensure::lb_names`] (what to GET) -> I/O fills [`Observed`](crate::objects::observed::Observed) ->
 //! [`ensure::ensure`] (validate, resolve IP, build [`desired::DesiredLb`], diff in [`plan`]) ->
-//! I/O executes the [`action::Action`]s in order. On Service deletion: [`delete::plan_delete`].
+//! I/O executes the [`Action`](crate::objects::action::Action)s in order. On Service deletion: [`delete::plan_delete`].
 //! Which Services are ours at all: [`ownership`].
 
-pub mod action;
 pub mod address;
 pub mod delete;
 pub mod desired;
@@ -13,7 +12,6 @@ pub mod drift;
 pub mod ensure;
 pub mod hosts;
 pub mod internal;
-pub mod observed;
 pub mod ownership;
 pub mod plan;
 pub mod spec;

@@ -11,7 +11,7 @@
 
 use k8s_openapi::api::core::v1::Service;
 
-use crate::gce::ForwardingRule;
+use crate::objects::ForwardingRule;
 
 /// Finalizer the service controller puts on Services it built a load balancer for.
 pub const LB_CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";

@@ -14,13 +14,13 @@
 use std::collections::BTreeSet;
 
 use crate::config::{Config, EtpTransition};
-use crate::gce::{self, TargetPool};
-use crate::lb::action::Action;
 use crate::lb::delete::delete_shared;
 use crate::lb::desired::DesiredLb;
 use crate::lb::drift;
-use crate::lb::observed::Observed;
 use crate::lb::spec::HealthCheckKind;
+use crate::objects::action::Action;
+use crate::objects::observed::Observed;
+use crate::objects::{self, TargetPool};
 
 pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Vec<Action> {
     let mut actions = Vec::new();
@@ -36,8 +36,11 @@ pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Ve
     } else {
         &names.local_health_check
     };
-    let old_hc_in_pool =
-        pool.is_some_and(|p| p.health_checks.iter().any(|l| gce::link_name(l) == old_hc_name));
+    let old_hc_in_pool = pool.is_some_and(|p| {
+        p.health_checks
+            .iter()
+            .any(|l| objects::link_name(l) == old_hc_name)
+    });
     let pool_recreate = pool.is_some_and(|have| {
         drift::affinity_changed(&desired.target_pool.session_affinity, &have.session_affinity)
             || (cfg.etp_transition == EtpTransition::Recreate && old_hc_in_pool)
@@ -155,7 +158,7 @@ pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Ve
             actions.push(Action::CreateForwardingRule(want_fr.clone()))
         }
         None => actions.push(Action::CreateForwardingRule(want_fr.clone())),
-        Some(have) if !gce::same_link(&have.target, &want_fr.target) => actions.push(Action::SetTarget {
+        Some(have) if !objects::same_link(&have.target, &want_fr.target) => actions.push(Action::SetTarget {
             forwarding_rule: names.lb.clone(),
             target: want_fr.target.clone(),
         }),
@@ -182,18 +185,18 @@ fn create_pool(want: &TargetPool, cfg: &Config, actions: &mut Vec<Action>) {
 }
 
 fn update_pool(want: &TargetPool, have: &TargetPool, cfg: &Config, actions: &mut Vec<Action>) {
-    let have_keys: BTreeSet<&str> = have.instances.iter().map(|l| gce::instance_key(l)).collect();
-    let want_keys: BTreeSet<&str> = want.instances.iter().map(|l| gce::instance_key(l)).collect();
+    let have_keys: BTreeSet<&str> = have.instances.iter().map(|l| objects::instance_key(l)).collect();
+    let want_keys: BTreeSet<&str> = want.instances.iter().map(|l| objects::instance_key(l)).collect();
     let add: Vec<String> = want
         .instances
         .iter()
-        .filter(|l| !have_keys.contains(gce::instance_key(l)))
+        .filter(|l| !have_keys.contains(objects::instance_key(l)))
         .cloned()
         .collect();
     let mut remove: Vec<String> = have
         .instances
         .iter()
-        .filter(|l| !want_keys.contains(gce::instance_key(l)))
+        .filter(|l| !want_keys.contains(objects::instance_key(l)))
         .cloned()
         .collect();
     remove.sort();
@@ -204,7 +207,7 @@ fn update_pool(want: &TargetPool, have: &TargetPool, cfg: &Config, actions: &mut
     // Health check membership (a pool holds at most one): drop foreign links, add ours.
     if !drift::links_equal(&have.health_checks, &want.health_checks) {
         for link in &have.health_checks {
-            if !want.health_checks.iter().any(|w| gce::same_link(w, link)) {
+            if !want.health_checks.iter().any(|w| objects::same_link(w, link)) {
                 actions.push(Action::RemoveHealthCheck {
                     pool: want.name.clone(),
                     health_check: link.clone(),
@@ -212,7 +215,7 @@ fn update_pool(want: &TargetPool, have: &TargetPool, cfg: &Config, actions: &mut
             }
         }
         for link in &want.health_checks {
-            if !have.health_checks.iter().any(|h| gce::same_link(h, link)) {
+            if !have.health_checks.iter().any(|h| objects::same_link(h, link)) {
                 actions.push(Action::AddHealthCheck {
                     pool: want.name.clone(),
                     health_check: link.clone(),

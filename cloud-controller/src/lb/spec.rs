@@ -7,8 +7,8 @@ use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
 
 use crate::error::{Error, Result};
-use crate::gce::{AFFINITY_CLIENT_IP, AFFINITY_NONE, TIER_PREMIUM, TIER_STANDARD};
 use crate::naming::{NODES_HEALTH_CHECK_PATH, NODES_HEALTH_CHECK_PORT};
+use crate::objects::{AFFINITY_CLIENT_IP, AFFINITY_NONE, TIER_PREMIUM, TIER_STANDARD};
 
 pub const NETWORK_TIER_ANNOTATION: &str = "cloud.google.com/network-tier";
 pub const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";

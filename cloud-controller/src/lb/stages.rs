@@ -9,7 +9,7 @@
 //! Nothing is planned differently: a crash between stages leaves the same named objects a serial
 //! run could leave, and the next sync (or the delete path) finds them by name.
 
-use crate::lb::action::Action;
+use crate::objects::action::Action;
 
 fn independent(a: &Action) -> bool {
     matches!(

@@ -2,7 +2,7 @@
 //! (waiting for the operation), stopping at the first error; 404 on delete and 409 on create count
 //! as done, as upstream treats them.
 
-use crate::gce::{
+use crate::objects::{
     Address, BackendService, Firewall, ForwardingRule, HealthCheck, HttpHealthCheck, TargetPool,
 };
 

@@ -1,7 +1,11 @@
 //! What GCE holds for one load balancer, fetched by the I/O layer by the names in
 //! [`crate::naming::LbNames`] (404 = None) before planning.
 
-use crate::gce::{Address, Firewall, ForwardingRule, HttpHealthCheck, TargetPool};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::objects::{
+    Address, BackendService, Firewall, ForwardingRule, HealthCheck, HttpHealthCheck, TargetPool,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Observed {
@@ -24,4 +28,26 @@ pub struct Observed {
     /// the re-plan after a [`crate::gce::exec::Outcome::KeptInUse`] delete. While true, planners
     /// neither retry that delete nor remove the check's firewall.
     pub nodes_health_check_used_elsewhere: bool,
+}
+
+/// What GCE holds for one internal LB (404 = None / absent from the maps).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IlbObserved {
+    pub address: Option<Address>,
+    /// The regional address holding spec.loadBalancerIP, whatever its name.
+    pub ip_holder: Option<Address>,
+    pub forwarding_rule: Option<ForwardingRule>,
+    pub backend_service: Option<BackendService>,
+    pub nodes_health_check: Option<HealthCheck>,
+    pub local_health_check: Option<HealthCheck>,
+    pub firewall: Option<Firewall>,
+    pub legacy_firewall: Option<Firewall>,
+    pub nodes_health_check_firewall: Option<Firewall>,
+    pub local_health_check_firewall: Option<Firewall>,
+    /// zone -> member instance URLs of the shared instance group there (zones without one absent).
+    pub instance_groups: BTreeMap<String, Vec<String>>,
+    /// Action target keys ([`Action::target_key`](crate::objects::action::Action::target_key)) GCE refused to delete earlier in this sync
+    /// because another load balancer uses them (resourceInUseByAnotherResource): kept, and for a
+    /// health check its firewall too.
+    pub kept_in_use: BTreeSet<String>,
 }
