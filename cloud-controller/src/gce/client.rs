@@ -17,9 +17,7 @@ use google_cloud_compute_v1::client::{
 use google_cloud_gax::retry_policy::NeverRetry;
 
 use crate::gce::error::GceError;
-use crate::gce::exec::QuotaGroup;
-use crate::gce::ops::PollPacing;
-use crate::gce::ratelimit::RateLimiter;
+use crate::gce::ratelimit::{PollPacing, QuotaGroup, QuotaLimits, RateLimiter};
 use crate::gce::request_id::PollTransientErrors;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -82,9 +80,7 @@ pub struct Gce {
     pub call_timeout: Duration,
     /// Token buckets of GCE's read (get/list), write (mutation) and operation-read (polls)
     /// quota groups.
-    pub read_limiter: Arc<RateLimiter>,
-    pub write_limiter: Arc<RateLimiter>,
-    pub operations_limiter: Arc<RateLimiter>,
+    limits: Arc<QuotaLimits>,
     /// Pauses between operation polls.
     pub poll_pacing: PollPacing,
     pub metrics: Arc<crate::metrics::Metrics>,
@@ -132,9 +128,7 @@ impl Gce {
             project: opts.project.clone(),
             region: opts.region.clone(),
             call_timeout: opts.call_timeout,
-            read_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
-            write_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
-            operations_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
+            limits: Arc::new(QuotaLimits::new(opts.qps, opts.burst)),
             poll_pacing: PollPacing {
                 initial: opts.poll_initial,
                 max: opts.poll_max,
@@ -156,10 +150,6 @@ impl Gce {
 
     /// The token bucket of a quota group.
     pub fn limiter(&self, group: QuotaGroup) -> &RateLimiter {
-        match group {
-            QuotaGroup::Read => &self.read_limiter,
-            QuotaGroup::Write => &self.write_limiter,
-            QuotaGroup::Operations => &self.operations_limiter,
-        }
+        self.limits.of(group)
     }
 }

@@ -17,6 +17,7 @@ use crate::gce::client::Gce;
 use crate::gce::convert::to_model;
 use crate::gce::error::GceError;
 use crate::gce::ops::wait;
+use crate::gce::ratelimit::QuotaGroup;
 use crate::gce::request_id::MutationId;
 use crate::objects::action::Action;
 use crate::objects::{Firewall, Route};
@@ -60,17 +61,6 @@ impl RetryPolicy {
             .with_max_times(self.max_times)
             .with_jitter()
     }
-}
-
-/// GCE counts rate quotas per group of methods, each group separately (reads: get/list; writes:
-/// insert/delete/patch/update/custom verbs; operations: operation get/wait, i.e. polls); the
-/// controller keeps one token bucket per group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuotaGroup {
-    Read,
-    Write,
-    /// Taken by `ops::wait` before each operation poll.
-    Operations,
 }
 
 /// Runs `op` with the rate limiter of its quota group in front and backon retries for retryable

@@ -15,15 +15,7 @@ use google_cloud_lro::{Poller, PollingResult};
 
 use crate::gce::client::Gce;
 use crate::gce::error::GceError;
-use crate::gce::exec::QuotaGroup;
-use crate::gce::ratelimit::RateLimiter;
-
-/// Pauses between operation polls: the first `initial`, each next one doubled, at most `max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PollPacing {
-    pub initial: Duration,
-    pub max: Duration,
-}
+use crate::gce::ratelimit::{PollPacing, QuotaGroup, RateLimiter};
 
 /// Ok when the operation finished without an error.
 pub fn check_done(call: &str, op: &Operation) -> Result<(), GceError> {

@@ -1,11 +1,58 @@
-//! Client-side token bucket in front of every GCE call, so the controller stays under the
-//! project's API rate quota instead of finding it through 403 rateLimitExceeded (upstream's
-//! cloud-provider-gcp does the same with a flowcontrol token bucket per operation).
+//! Client-side rate limiting, all in one place: a token bucket per GCE quota group in front of
+//! every call, so the controller stays under the project's API rate quota instead of finding it
+//! through 403 rateLimitExceeded (upstream's cloud-provider-gcp does the same with a flowcontrol
+//! token bucket per operation), and the pacing of operation polls.
 
 use std::time::Duration;
 
 use tokio::sync::Mutex;
 use tokio::time::Instant;
+
+/// GCE counts rate quotas per group of methods, each group separately (reads: get/list; writes:
+/// insert/delete/patch/update/custom verbs; operations: operation get/wait, i.e. polls); the
+/// controller keeps one token bucket per group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaGroup {
+    Read,
+    Write,
+    /// Taken by `ops::wait` before each operation poll.
+    Operations,
+}
+
+/// One token bucket per [`QuotaGroup`].
+#[derive(Debug)]
+pub struct QuotaLimits {
+    read: RateLimiter,
+    write: RateLimiter,
+    operations: RateLimiter,
+}
+
+impl QuotaLimits {
+    /// `qps` per second and `burst` for each group alike; `qps` <= 0 disables limiting.
+    pub fn new(qps: f64, burst: u32) -> Self {
+        QuotaLimits {
+            read: RateLimiter::new(qps, burst),
+            write: RateLimiter::new(qps, burst),
+            operations: RateLimiter::new(qps, burst),
+        }
+    }
+
+    /// The token bucket of a quota group.
+    pub fn of(&self, group: QuotaGroup) -> &RateLimiter {
+        match group {
+            QuotaGroup::Read => &self.read,
+            QuotaGroup::Write => &self.write,
+            QuotaGroup::Operations => &self.operations,
+        }
+    }
+}
+
+/// Pauses between operation polls: the first `initial`, each next one doubled, at most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollPacing {
+    pub initial: Duration,
+    pub max: Duration,
+}
 
 #[derive(Debug)]
 pub struct RateLimiter {
