@@ -2,12 +2,17 @@
 //! initialisation/lifecycle. They share one [`Shared`] context: the kube client, the GCE
 //! clients, the domain [`Config`] and a reflector store of Nodes.
 
+mod lb_ctx;
 pub mod lb_record;
+mod lb_report;
+pub(crate) mod lb_rounds;
+mod lb_step;
 pub mod node_watch;
 pub mod nodes;
 pub mod routes;
 pub mod service_ilb;
 pub mod service_lb;
+mod shared_hc;
 pub mod verify_queue;
 
 use std::time::Duration;
@@ -19,7 +24,7 @@ use kube::runtime::reflector::Store;
 use crate::config::Config;
 use crate::gce::client::Gce;
 use crate::gce::error::GceError;
-use crate::gce::exec::RetryPolicy;
+use crate::gce::retry::RetryPolicy;
 
 /// Knobs of the controllers (from the command line).
 #[derive(Debug, Clone)]
@@ -126,6 +131,12 @@ impl SyncError {
             SyncError::NotConverged(_) => "not_converged",
         }
     }
+}
+
+/// `namespace/name` of a Service: the key of per-Service memory and logs.
+pub(crate) fn key(svc: &k8s_openapi::api::core::v1::Service) -> String {
+    use kube::ResourceExt;
+    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
 }
 
 /// Exponential requeue delay for the `failures`-th consecutive failure.

@@ -13,7 +13,7 @@ use crate::cli::{Cli, CliError};
 use crate::config::Config;
 use crate::controllers::{Shared, Tuning, node_watch, nodes, routes, service_lb};
 use crate::gce::client::{Gce, GceOptions};
-use crate::gce::exec::RetryPolicy;
+use crate::gce::retry::RetryPolicy;
 use crate::{clusterid, leader, metadata};
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {

@@ -11,7 +11,7 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use tokio::sync::watch;
 
 use crate::controllers::{Shared, SyncError};
-use crate::gce::observe::{instance_facts, instance_lookup};
+use crate::gce::lookup::{instance_facts, instance_lookup};
 use crate::nodes::{
     LifecycleAction, needs_initialization, node_ready, parse_provider_id, plan_node_init, plan_node_lifecycle,
 };

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use crate::controllers::Shared;
 use crate::gce::error::GceError;
 use crate::gce::exec::{create_route, delete_route};
-use crate::gce::observe::{instance_facts, list_routes};
+use crate::gce::lookup::{instance_facts, list_routes};
 use crate::naming;
 use crate::routes::{Located, NetworkCondition, instance_name, nodes_to_locate, plan_routes};
 

@@ -1,6 +1,7 @@
-//! Reads what GCE holds, into the domain's plain types: one GET per object of a load balancer
-//! (404 = None), the address holding the LB's IP, the cluster's routes, and instance facts for node
-//! initialisation. Target pools are never listed (see `lb::delete` for the shared health check).
+//! Reads what GCE holds for an external load balancer, into the domain's plain types: one GET per
+//! object (404 = None), the address holding the LB's IP; the read helpers the other readers
+//! (`observe_ilb`, `lookup`) share. Target pools are never listed (see `lb::delete` for the
+//! shared health check).
 
 use std::collections::BTreeMap;
 
@@ -11,12 +12,11 @@ use serde_json::Value;
 use crate::gce::client::Gce;
 use crate::gce::convert::{from_model, to_json};
 use crate::gce::error::GceError;
-use crate::gce::exec::{RetryPolicy, with_retries};
 use crate::gce::ratelimit::QuotaGroup;
+use crate::gce::retry::{RetryPolicy, with_retries};
 use crate::naming::LbNames;
+use crate::objects::Address;
 use crate::objects::observed::Observed;
-use crate::objects::{Address, Route};
-use crate::objects::{InstanceFacts, InstanceLookup};
 
 /// What GCE holds for one LB plus the selfLinks of what exists (name -> selfLink), for the
 /// CloudLoadBalancer record.
@@ -33,7 +33,12 @@ impl ObservedLb {
 }
 
 /// GET with retries; 404 -> None.
-async fn get_opt<M, F, Fut>(gce: &Gce, policy: &RetryPolicy, call: &str, f: F) -> Result<Option<M>, GceError>
+pub(crate) async fn get_opt<M, F, Fut>(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    call: &str,
+    f: F,
+) -> Result<Option<M>, GceError>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = google_cloud_gax::Result<M>>,
@@ -51,7 +56,7 @@ where
 }
 
 /// Converts a fetched model into its mirror and remembers its selfLink under `kind/name`.
-fn keep<T: serde::de::DeserializeOwned>(
+pub(crate) fn keep<T: serde::de::DeserializeOwned>(
     out: &mut ObservedLb,
     kind: &str,
     name: &str,
@@ -244,6 +249,7 @@ macro_rules! list_all {
         .await
     }};
 }
+pub(crate) use list_all;
 
 pub(crate) async fn find_address_by_ip(
     gce: &Gce,
@@ -271,22 +277,6 @@ pub(crate) async fn find_address_by_ip(
     Ok(None)
 }
 
-/// Every route whose name starts with `prefix`.
-pub async fn list_routes(gce: &Gce, policy: &RetryPolicy, prefix: &str) -> Result<Vec<Route>, GceError> {
-    let call = "list routes";
-    let filter = format!("name eq {prefix}.*");
-    let items: Vec<model::Route> = list_all!(
-        gce,
-        policy,
-        call,
-        gce.routes
-            .list()
-            .set_project(&gce.project)
-            .set_filter(filter.clone())
-    )?;
-    items.iter().map(|m| from_model(call, m)).collect()
-}
-
 /// The forwarding rule named `name` alone (404 = None): whether a Service that carries none of
 /// our finalizers yet is another controller's (`lb::ownership::forwarding_rule_is_foreign`).
 pub async fn forwarding_rule(
@@ -305,210 +295,4 @@ pub async fn forwarding_rule(
     })
     .await?;
     m.map(|m| from_model(&call, &m)).transpose()
-}
-
-/// instances.get in `zone`: facts for node initialisation, or NotFound.
-pub async fn instance_facts(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    zone: &str,
-    name: &str,
-) -> Result<Option<InstanceFacts>, GceError> {
-    let call = format!("get zones/{zone}/instances/{name}");
-    let m = get_opt(gce, policy, &call, || {
-        gce.instances
-            .get()
-            .set_project(&gce.project)
-            .set_zone(zone)
-            .set_instance(name)
-            .send()
-    })
-    .await?;
-    let Some(m) = m else { return Ok(None) };
-    let v = to_json(&m);
-    let mut internal = Vec::new();
-    let mut external = Vec::new();
-    for nic in v["networkInterfaces"].as_array().into_iter().flatten() {
-        if let Some(ip) = nic["networkIP"].as_str() {
-            internal.push(ip.to_owned());
-        }
-        for ac in nic["accessConfigs"].as_array().into_iter().flatten() {
-            if let Some(ip) = ac["natIP"].as_str() {
-                external.push(ip.to_owned());
-            }
-        }
-    }
-    Ok(Some(InstanceFacts {
-        project: gce.project.clone(),
-        zone: zone.to_owned(),
-        name: name.to_owned(),
-        machine_type: v["machineType"].as_str().unwrap_or_default().to_owned(),
-        internal_ips: internal,
-        external_ips: external,
-    }))
-}
-
-/// Whether the instance exists (for the node lifecycle check).
-pub async fn instance_lookup(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    zone: &str,
-    name: &str,
-) -> Result<InstanceLookup, GceError> {
-    Ok(match instance_facts(gce, policy, zone, name).await? {
-        Some(_) => InstanceLookup::Exists,
-        None => InstanceLookup::NotFound,
-    })
-}
-
-/// What GCE holds for one internal LB: one GET per named object, the region's zones (the shared
-/// instance group may exist in any of them) with a GET and, where it exists, a listInstances per
-/// zone, and the address holding spec.loadBalancerIP.
-pub async fn observe_ilb(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    names: &crate::naming::IlbNames,
-    want_ip: Option<&str>,
-) -> Result<(crate::objects::observed::IlbObserved, ObservedLb), GceError> {
-    use crate::objects::observed::IlbObserved;
-    let (p, r) = (gce.project.as_str(), gce.region.as_str());
-    let mut links = ObservedLb::default();
-    let mut o = IlbObserved::default();
-
-    let call = format!("get addresses/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.addresses
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_address(&names.lb)
-            .send()
-    })
-    .await?;
-    o.address = keep(&mut links, "addresses", &names.lb, m)?;
-
-    let call = format!("get forwardingRules/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.forwarding_rules
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_forwarding_rule(&names.lb)
-            .send()
-    })
-    .await?;
-    o.forwarding_rule = keep(&mut links, "forwardingRules", &names.lb, m)?;
-
-    let call = format!("get backendServices/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.region_backend_services
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_backend_service(&names.lb)
-            .send()
-    })
-    .await?;
-    o.backend_service = keep(&mut links, "backendServices", &names.lb, m)?;
-
-    for (name, local) in [
-        (&names.nodes_health_check, false),
-        (&names.local_health_check, true),
-    ] {
-        let call = format!("get healthChecks/{name}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.health_checks
-                .get()
-                .set_project(p)
-                .set_health_check(name)
-                .send()
-        })
-        .await?;
-        let hc = keep(&mut links, "healthChecks", name, m)?;
-        if local {
-            o.local_health_check = hc;
-        } else {
-            o.nodes_health_check = hc;
-        }
-    }
-    for (name, slot) in [
-        (&names.firewall, 0),
-        (&names.legacy_firewall, 1),
-        (&names.nodes_health_check_firewall, 2),
-        (&names.local_health_check_firewall, 3),
-    ] {
-        let call = format!("get firewalls/{name}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.firewalls.get().set_project(p).set_firewall(name).send()
-        })
-        .await?;
-        let fw = keep(&mut links, "firewalls", name, m)?;
-        match slot {
-            0 => o.firewall = fw,
-            1 => o.legacy_firewall = fw,
-            2 => o.nodes_health_check_firewall = fw,
-            _ => o.local_health_check_firewall = fw,
-        }
-    }
-
-    let call = format!("get regions/{r}");
-    let region = with_retries(gce, policy, QuotaGroup::Read, || async {
-        gce.regions
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .send()
-            .await
-            .map_err(|e| GceError::from_gax(&call, &e))
-    })
-    .await?;
-    let zones: Vec<String> = region
-        .zones
-        .iter()
-        .map(|z| crate::objects::link_name(z).to_owned())
-        .collect();
-    for zone in zones {
-        let group = &names.instance_group;
-        let call = format!("get zones/{zone}/instanceGroups/{group}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.instance_groups
-                .get()
-                .set_project(p)
-                .set_zone(&zone)
-                .set_instance_group(group)
-                .send()
-        })
-        .await?;
-        let Some(m) = m else { continue };
-        if let Some(link) = to_json(&m).get("selfLink").and_then(Value::as_str) {
-            links
-                .self_links
-                .insert(format!("instanceGroups/{zone}/{group}"), link.to_owned());
-        }
-        let call = format!("listInstances zones/{zone}/instanceGroups/{group}");
-        let body: model::InstanceGroupsListInstancesRequest =
-            serde_json::from_value(serde_json::json!({ "instanceState": "ALL" }))
-                .map_err(|e| GceError::new(&call, format!("request body: {e}")))?;
-        let items: Vec<model::InstanceWithNamedPorts> = list_all!(
-            gce,
-            policy,
-            &call,
-            gce.instance_groups
-                .list_instances()
-                .set_project(p)
-                .set_zone(&zone)
-                .set_instance_group(group)
-                .set_body(body.clone())
-        )?;
-        let mut members: Vec<String> = items.into_iter().filter_map(|i| i.instance).collect();
-        members.sort();
-        o.instance_groups.insert(zone.clone(), members);
-    }
-
-    o.ip_holder = match want_ip {
-        Some(ip) if o.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip) => o.address.clone(),
-        Some(ip) => find_address_by_ip(gce, policy, ip).await?,
-        None => None,
-    };
-    Ok((o, links))
 }

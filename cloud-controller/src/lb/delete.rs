@@ -7,7 +7,7 @@
 //! The shared node health check is deleted whenever it exists, without asking who else uses it
 //! (upstream ensureHTTPHealthCheckDeleted): GCE refuses while another LB's pool references it
 //! (400 resourceInUseByAnotherResource), the executor counts that as done-but-kept
-//! ([`crate::gce::exec::Outcome::KeptInUse`]) and stops the plan there, and the I/O layer re-plans
+//! ([`crate::gce::outcome::Outcome::KeptInUse`]) and stops the plan there, and the I/O layer re-plans
 //! with `nodes_health_check_used_elsewhere` set, which keeps the check and its firewall. It comes
 //! last so that stop skips nothing but its firewall, which must stay while the check is used.
 //!

@@ -4,6 +4,19 @@
 //! [`ensure::ensure`] (validate, resolve IP, build [`desired::DesiredLb`], diff in [`plan`]) ->
 //! I/O executes the [`Action`](crate::objects::action::Action)s in order. On Service deletion: [`delete::plan_delete`].
 //! Which Services are ours at all: [`ownership`].
+//!
+//! To add a GCE call (a new mutation on a new or existing object), touch, top-down:
+//! - `objects.rs`: the object's mirror (only the fields set or compared), if new;
+//! - `objects/action.rs`: the `Action` variant and its `label`, `target_name`, `target_key`;
+//! - the planner that emits it (`lb/plan.rs`, `lb/delete.rs` or `lb/internal.rs`), and
+//!   `lb/stages.rs` if it may run beside its neighbours;
+//! - `gce/exec.rs`: its arm in `call_once` (the client call and operation wait) and, where GCE's
+//!   404/409/in-use answers mean "done", the `outcome` rules; `gce/client.rs` (and the crate's
+//!   `google-cloud-compute-v1` feature list) for a new service; `gce/convert.rs` needs nothing
+//!   when the REST field names match;
+//! - reading it back: `objects/observed.rs` and `gce/observe.rs`;
+//! - tests: `testutil/mini_gce.rs` (`MiniGce::apply`), and svcnet-fake-gce's REST route for the
+//!   end-to-end tests.
 
 pub mod address;
 pub mod delete;
@@ -12,6 +25,8 @@ pub mod drift;
 pub mod ensure;
 pub mod hosts;
 pub mod internal;
+pub mod internal_delete;
+pub mod internal_plan;
 pub mod ownership;
 pub mod plan;
 pub mod spec;

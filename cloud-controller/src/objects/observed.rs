@@ -25,7 +25,7 @@ pub struct Observed {
     /// GCE refused to delete the shared node health check earlier in this sync with 400
     /// resourceInUseByAnotherResource: another load balancer's pool references it. Not read from
     /// GCE (no target pool is listed, upstream learns it the same way); the I/O layer sets it for
-    /// the re-plan after a [`crate::gce::exec::Outcome::KeptInUse`] delete. While true, planners
+    /// the re-plan after a [`crate::gce::outcome::Outcome::KeptInUse`] delete. While true, planners
     /// neither retry that delete nor remove the check's firewall.
     pub nodes_health_check_used_elsewhere: bool,
 }
