@@ -8,15 +8,16 @@
 //! To add a GCE call (a new mutation on a new or existing object), touch, top-down:
 //! - `objects.rs`: the object's mirror (only the fields set or compared), if new;
 //! - `objects/action.rs`: the `Action` variant and its `label`, `target_name`, `target_key`;
-//! - the planner that emits it (`lb/plan.rs`, `lb/delete.rs` or `lb/internal.rs`), and
+//! - the planner that emits it (`lb/plan.rs`, `lb/delete.rs`, `lb/internal_plan.rs` or
+//!   `lb/internal_delete.rs`), and
 //!   `lb/stages.rs` if it may run beside its neighbours;
-//! - `gce/exec.rs`: its arm in `call_once` (the client call and operation wait) and, where GCE's
-//!   404/409/in-use answers mean "done", the `outcome` rules; `gce/client.rs` (and the crate's
-//!   `google-cloud-compute-v1` feature list) for a new service; `gce/convert.rs` needs nothing
-//!   when the REST field names match;
-//! - reading it back: `objects/observed.rs` and `gce/observe.rs`;
-//! - tests: `testutil/mini_gce.rs` (`MiniGce::apply`), and svcnet-fake-gce's REST route for the
-//!   end-to-end tests.
+//! - `gce/calls.rs`: the `call_once` dispatch and an arm in the function of its collection (the
+//!   client call and operation wait); `gce/outcome.rs` where GCE's 404/409/in-use answers mean "done"; `gce/client.rs`
+//!   (and the crate's `google-cloud-compute-v1` feature list) for a new service;
+//!   `gce/convert.rs` needs nothing when the REST field names match;
+//! - reading it back: `objects/observed.rs` and `gce/observe.rs` (`gce/observe_ilb.rs`);
+//! - tests: `testutil/mini_gce.rs` (`MiniGce::apply`), and svcnet-fake-gce's REST route
+//!   (`e2e/fake-gce`) for the end-to-end tests.
 
 pub mod address;
 pub mod delete;
