@@ -95,144 +95,201 @@ pub async fn observe_lb_again(
     want_ip: Option<&str>,
     reuse: Option<(&ObservedLb, &Touched)>,
 ) -> Result<ObservedLb, GceError> {
-    let (p, r) = (gce.project.as_str(), gce.region.as_str());
-    let mut out = ObservedLb::default();
-    // Some(previous value) when `kind/name` may be reused (its selfLink is copied along).
-    let reused = |out: &mut ObservedLb, kind: &str, name: &str| -> bool {
-        let key = format!("{kind}/{name}");
-        match reuse {
-            Some((prev, touched)) if !touched.contains(&key) => {
-                if let Some(link) = prev.self_links.get(&key) {
-                    out.self_links.insert(key, link.clone());
-                }
-                true
-            }
-            _ => false,
-        }
+    let mut rd = Reading {
+        reuse,
+        out: ObservedLb::default(),
     };
-    let prev = reuse.map(|(p, _)| &p.observed);
-
-    if reused(&mut out, "addresses", &names.lb) {
-        out.observed.address = prev.and_then(|o| o.address.clone());
-    } else {
-        let call = format!("get addresses/{}", names.lb);
-        let m = get_opt(gce, policy, &call, || {
-            gce.addresses
-                .get()
-                .set_project(p)
-                .set_region(r)
-                .set_address(&names.lb)
-                .send()
-        })
-        .await?;
-        out.observed.address = keep::<Address>(&mut out, "addresses", &names.lb, m)?;
-    }
-
-    for (name, slot) in [
-        (&names.firewall, 0),
-        (&names.nodes_health_check_firewall, 1),
-        (&names.local_health_check_firewall, 2),
-    ] {
-        let fw = if reused(&mut out, "firewalls", name) {
-            prev.and_then(|o| match slot {
-                0 => o.firewall.clone(),
-                1 => o.nodes_health_check_firewall.clone(),
-                _ => o.local_health_check_firewall.clone(),
-            })
-        } else {
-            let call = format!("get firewalls/{name}");
-            let m = get_opt(gce, policy, &call, || {
-                gce.firewalls.get().set_project(p).set_firewall(name).send()
-            })
-            .await?;
-            keep(&mut out, "firewalls", name, m)?
-        };
-        match slot {
-            0 => out.observed.firewall = fw,
-            1 => out.observed.nodes_health_check_firewall = fw,
-            _ => out.observed.local_health_check_firewall = fw,
-        }
-    }
-    for (name, local) in [
-        (&names.nodes_health_check, false),
-        (&names.local_health_check, true),
-    ] {
-        let hc = if reused(&mut out, "httpHealthChecks", name) {
-            prev.and_then(|o| {
-                if local {
-                    o.local_health_check.clone()
-                } else {
-                    o.nodes_health_check.clone()
-                }
-            })
-        } else {
-            let call = format!("get httpHealthChecks/{name}");
-            let m = get_opt(gce, policy, &call, || {
-                gce.http_health_checks
-                    .get()
-                    .set_project(p)
-                    .set_http_health_check(name)
-                    .send()
-            })
-            .await?;
-            keep(&mut out, "httpHealthChecks", name, m)?
-        };
-        if local {
-            out.observed.local_health_check = hc;
-        } else {
-            out.observed.nodes_health_check = hc;
-        }
-    }
-    if reused(&mut out, "targetPools", &names.lb) {
-        out.observed.target_pool = prev.and_then(|o| o.target_pool.clone());
-    } else {
-        let call = format!("get targetPools/{}", names.lb);
-        let m = get_opt(gce, policy, &call, || {
-            gce.target_pools
-                .get()
-                .set_project(p)
-                .set_region(r)
-                .set_target_pool(&names.lb)
-                .send()
-        })
-        .await?;
-        out.observed.target_pool = keep(&mut out, "targetPools", &names.lb, m)?;
-    }
-    if reused(&mut out, "forwardingRules", &names.lb) {
-        out.observed.forwarding_rule = prev.and_then(|o| o.forwarding_rule.clone());
-    } else {
-        let call = format!("get forwardingRules/{}", names.lb);
-        let m = get_opt(gce, policy, &call, || {
-            gce.forwarding_rules
-                .get()
-                .set_project(p)
-                .set_region(r)
-                .set_forwarding_rule(&names.lb)
-                .send()
-        })
-        .await?;
-        out.observed.forwarding_rule = keep(&mut out, "forwardingRules", &names.lb, m)?;
-    }
-
-    // The address holding the IP in use: the requested one, else the forwarding rule's.
-    let fr_ip = out
-        .observed
-        .forwarding_rule
-        .as_ref()
-        .map(|f| f.ip_address.clone());
-    let ip = want_ip.map(str::to_owned).or(fr_ip).filter(|ip| !ip.is_empty());
-    out.observed.ip_holder = match ip {
-        Some(ip) if out.observed.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip.as_str()) => {
-            out.observed.address.clone()
-        }
-        Some(ip) => find_address_by_ip(gce, policy, &ip).await?,
-        None => None,
-    };
+    read_address(gce, policy, names, &mut rd).await?;
+    read_firewalls(gce, policy, names, &mut rd).await?;
+    read_health_checks(gce, policy, names, &mut rd).await?;
+    read_pool_and_rule(gce, policy, names, &mut rd).await?;
+    let mut out = rd.out;
+    out.observed.ip_holder = ip_holder(gce, policy, want_ip, &out.observed).await?;
     // Not read from GCE: whether another pool uses the shared node health check is learnt by
     // trying to delete it (resourceInUseByAnotherResource), as upstream does; listing every target
     // pool cost O(load balancers) per delete. The I/O layer sets it after such an answer.
     out.observed.nodes_health_check_used_elsewhere = false;
     Ok(out)
+}
+
+/// One observation in progress: the previous one and what changed since, and what was read.
+struct Reading<'a> {
+    reuse: Option<(&'a ObservedLb, &'a Touched)>,
+    out: ObservedLb,
+}
+
+impl<'a> Reading<'a> {
+    /// The previous observation when `kind/name` may be taken from it (not touched since); its
+    /// selfLink is copied along.
+    fn previous(&mut self, kind: &str, name: &str) -> Option<&'a Observed> {
+        let (prev, touched) = self.reuse?;
+        let key = format!("{kind}/{name}");
+        if touched.contains(&key) {
+            return None;
+        }
+        if let Some(link) = prev.self_links.get(&key) {
+            self.out.self_links.insert(key, link.clone());
+        }
+        Some(&prev.observed)
+    }
+}
+
+async fn read_address(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    rd: &mut Reading<'_>,
+) -> Result<(), GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
+    rd.out.observed.address = match rd.previous("addresses", &names.lb) {
+        Some(prev) => prev.address.clone(),
+        None => {
+            let call = format!("get addresses/{}", names.lb);
+            let m = get_opt(gce, policy, &call, || {
+                gce.addresses
+                    .get()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_address(&names.lb)
+                    .send()
+            })
+            .await?;
+            keep::<Address>(&mut rd.out, "addresses", &names.lb, m)?
+        }
+    };
+    Ok(())
+}
+
+async fn read_firewalls(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    rd: &mut Reading<'_>,
+) -> Result<(), GceError> {
+    let p = gce.project.as_str();
+    for (name, slot) in [
+        (&names.firewall, 0),
+        (&names.nodes_health_check_firewall, 1),
+        (&names.local_health_check_firewall, 2),
+    ] {
+        let fw = match rd.previous("firewalls", name) {
+            Some(prev) => match slot {
+                0 => prev.firewall.clone(),
+                1 => prev.nodes_health_check_firewall.clone(),
+                _ => prev.local_health_check_firewall.clone(),
+            },
+            None => {
+                let call = format!("get firewalls/{name}");
+                let m = get_opt(gce, policy, &call, || {
+                    gce.firewalls.get().set_project(p).set_firewall(name).send()
+                })
+                .await?;
+                keep(&mut rd.out, "firewalls", name, m)?
+            }
+        };
+        match slot {
+            0 => rd.out.observed.firewall = fw,
+            1 => rd.out.observed.nodes_health_check_firewall = fw,
+            _ => rd.out.observed.local_health_check_firewall = fw,
+        }
+    }
+    Ok(())
+}
+
+async fn read_health_checks(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    rd: &mut Reading<'_>,
+) -> Result<(), GceError> {
+    let p = gce.project.as_str();
+    for (name, local) in [
+        (&names.nodes_health_check, false),
+        (&names.local_health_check, true),
+    ] {
+        let hc = match rd.previous("httpHealthChecks", name) {
+            Some(prev) if local => prev.local_health_check.clone(),
+            Some(prev) => prev.nodes_health_check.clone(),
+            None => {
+                let call = format!("get httpHealthChecks/{name}");
+                let m = get_opt(gce, policy, &call, || {
+                    gce.http_health_checks
+                        .get()
+                        .set_project(p)
+                        .set_http_health_check(name)
+                        .send()
+                })
+                .await?;
+                keep(&mut rd.out, "httpHealthChecks", name, m)?
+            }
+        };
+        if local {
+            rd.out.observed.local_health_check = hc;
+        } else {
+            rd.out.observed.nodes_health_check = hc;
+        }
+    }
+    Ok(())
+}
+
+async fn read_pool_and_rule(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    rd: &mut Reading<'_>,
+) -> Result<(), GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
+    rd.out.observed.target_pool = match rd.previous("targetPools", &names.lb) {
+        Some(prev) => prev.target_pool.clone(),
+        None => {
+            let call = format!("get targetPools/{}", names.lb);
+            let m = get_opt(gce, policy, &call, || {
+                gce.target_pools
+                    .get()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_target_pool(&names.lb)
+                    .send()
+            })
+            .await?;
+            keep(&mut rd.out, "targetPools", &names.lb, m)?
+        }
+    };
+    rd.out.observed.forwarding_rule = match rd.previous("forwardingRules", &names.lb) {
+        Some(prev) => prev.forwarding_rule.clone(),
+        None => {
+            let call = format!("get forwardingRules/{}", names.lb);
+            let m = get_opt(gce, policy, &call, || {
+                gce.forwarding_rules
+                    .get()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_forwarding_rule(&names.lb)
+                    .send()
+            })
+            .await?;
+            keep(&mut rd.out, "forwardingRules", &names.lb, m)?
+        }
+    };
+    Ok(())
+}
+
+/// The address holding the IP in use: the requested one, else the forwarding rule's.
+async fn ip_holder(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    want_ip: Option<&str>,
+    o: &Observed,
+) -> Result<Option<Address>, GceError> {
+    let fr_ip = o.forwarding_rule.as_ref().map(|f| f.ip_address.clone());
+    let ip = want_ip.map(str::to_owned).or(fr_ip).filter(|ip| !ip.is_empty());
+    Ok(match ip {
+        Some(ip) if o.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip.as_str()) => {
+            o.address.clone()
+        }
+        Some(ip) => find_address_by_ip(gce, policy, &ip).await?,
+        None => None,
+    })
 }
 
 /// A list as a Vec, through the item paginator, with retries of the whole listing.

@@ -22,10 +22,32 @@ pub async fn observe_ilb(
     names: &IlbNames,
     want_ip: Option<&str>,
 ) -> Result<(IlbObserved, ObservedLb), GceError> {
-    let (p, r) = (gce.project.as_str(), gce.region.as_str());
     let mut links = ObservedLb::default();
     let mut o = IlbObserved::default();
+    read_regional(gce, policy, names, &mut o, &mut links).await?;
+    read_global(gce, policy, names, &mut o, &mut links).await?;
+    for zone in region_zones(gce, policy).await? {
+        if let Some(members) = read_group(gce, policy, &zone, &names.instance_group, &mut links).await? {
+            o.instance_groups.insert(zone, members);
+        }
+    }
+    o.ip_holder = match want_ip {
+        Some(ip) if o.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip) => o.address.clone(),
+        Some(ip) => find_address_by_ip(gce, policy, ip).await?,
+        None => None,
+    };
+    Ok((o, links))
+}
 
+/// The address, forwarding rule and backend service named like the LB.
+async fn read_regional(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &IlbNames,
+    o: &mut IlbObserved,
+    links: &mut ObservedLb,
+) -> Result<(), GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
     let call = format!("get addresses/{}", names.lb);
     let m = get_opt(gce, policy, &call, || {
         gce.addresses
@@ -36,7 +58,7 @@ pub async fn observe_ilb(
             .send()
     })
     .await?;
-    o.address = keep(&mut links, "addresses", &names.lb, m)?;
+    o.address = keep(links, "addresses", &names.lb, m)?;
 
     let call = format!("get forwardingRules/{}", names.lb);
     let m = get_opt(gce, policy, &call, || {
@@ -48,7 +70,7 @@ pub async fn observe_ilb(
             .send()
     })
     .await?;
-    o.forwarding_rule = keep(&mut links, "forwardingRules", &names.lb, m)?;
+    o.forwarding_rule = keep(links, "forwardingRules", &names.lb, m)?;
 
     let call = format!("get backendServices/{}", names.lb);
     let m = get_opt(gce, policy, &call, || {
@@ -60,8 +82,19 @@ pub async fn observe_ilb(
             .send()
     })
     .await?;
-    o.backend_service = keep(&mut links, "backendServices", &names.lb, m)?;
+    o.backend_service = keep(links, "backendServices", &names.lb, m)?;
+    Ok(())
+}
 
+/// The health checks and firewalls (global objects).
+async fn read_global(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &IlbNames,
+    o: &mut IlbObserved,
+    links: &mut ObservedLb,
+) -> Result<(), GceError> {
+    let p = gce.project.as_str();
     for (name, local) in [
         (&names.nodes_health_check, false),
         (&names.local_health_check, true),
@@ -75,7 +108,7 @@ pub async fn observe_ilb(
                 .send()
         })
         .await?;
-        let hc = keep(&mut links, "healthChecks", name, m)?;
+        let hc = keep(links, "healthChecks", name, m)?;
         if local {
             o.local_health_check = hc;
         } else {
@@ -93,7 +126,7 @@ pub async fn observe_ilb(
             gce.firewalls.get().set_project(p).set_firewall(name).send()
         })
         .await?;
-        let fw = keep(&mut links, "firewalls", name, m)?;
+        let fw = keep(links, "firewalls", name, m)?;
         match slot {
             0 => o.firewall = fw,
             1 => o.legacy_firewall = fw,
@@ -101,7 +134,12 @@ pub async fn observe_ilb(
             _ => o.local_health_check_firewall = fw,
         }
     }
+    Ok(())
+}
 
+/// The zones of the region (by name).
+async fn region_zones(gce: &Gce, policy: &RetryPolicy) -> Result<Vec<String>, GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
     let call = format!("get regions/{r}");
     let region = with_retries(gce, policy, QuotaGroup::Read, || async {
         gce.regions
@@ -113,53 +151,54 @@ pub async fn observe_ilb(
             .map_err(|e| GceError::from_gax(&call, &e))
     })
     .await?;
-    let zones: Vec<String> = region
+    Ok(region
         .zones
         .iter()
         .map(|z| crate::objects::link_name(z).to_owned())
-        .collect();
-    for zone in zones {
-        let group = &names.instance_group;
-        let call = format!("get zones/{zone}/instanceGroups/{group}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.instance_groups
-                .get()
-                .set_project(p)
-                .set_zone(&zone)
-                .set_instance_group(group)
-                .send()
-        })
-        .await?;
-        let Some(m) = m else { continue };
-        if let Some(link) = to_json(&m).get("selfLink").and_then(Value::as_str) {
-            links
-                .self_links
-                .insert(format!("instanceGroups/{zone}/{group}"), link.to_owned());
-        }
-        let call = format!("listInstances zones/{zone}/instanceGroups/{group}");
-        let body: model::InstanceGroupsListInstancesRequest =
-            serde_json::from_value(serde_json::json!({ "instanceState": "ALL" }))
-                .map_err(|e| GceError::new(&call, format!("request body: {e}")))?;
-        let items: Vec<model::InstanceWithNamedPorts> = list_all!(
-            gce,
-            policy,
-            &call,
-            gce.instance_groups
-                .list_instances()
-                .set_project(p)
-                .set_zone(&zone)
-                .set_instance_group(group)
-                .set_body(body.clone())
-        )?;
-        let mut members: Vec<String> = items.into_iter().filter_map(|i| i.instance).collect();
-        members.sort();
-        o.instance_groups.insert(zone.clone(), members);
-    }
+        .collect())
+}
 
-    o.ip_holder = match want_ip {
-        Some(ip) if o.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip) => o.address.clone(),
-        Some(ip) => find_address_by_ip(gce, policy, ip).await?,
-        None => None,
-    };
-    Ok((o, links))
+/// The members (sorted instance URLs) of the shared instance group in `zone`; None without one.
+async fn read_group(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    zone: &str,
+    group: &str,
+    links: &mut ObservedLb,
+) -> Result<Option<Vec<String>>, GceError> {
+    let p = gce.project.as_str();
+    let call = format!("get zones/{zone}/instanceGroups/{group}");
+    let m = get_opt(gce, policy, &call, || {
+        gce.instance_groups
+            .get()
+            .set_project(p)
+            .set_zone(zone)
+            .set_instance_group(group)
+            .send()
+    })
+    .await?;
+    let Some(m) = m else { return Ok(None) };
+    if let Some(link) = to_json(&m).get("selfLink").and_then(Value::as_str) {
+        links
+            .self_links
+            .insert(format!("instanceGroups/{zone}/{group}"), link.to_owned());
+    }
+    let call = format!("listInstances zones/{zone}/instanceGroups/{group}");
+    let body: model::InstanceGroupsListInstancesRequest =
+        serde_json::from_value(serde_json::json!({ "instanceState": "ALL" }))
+            .map_err(|e| GceError::new(&call, format!("request body: {e}")))?;
+    let items: Vec<model::InstanceWithNamedPorts> = list_all!(
+        gce,
+        policy,
+        &call,
+        gce.instance_groups
+            .list_instances()
+            .set_project(p)
+            .set_zone(zone)
+            .set_instance_group(group)
+            .set_body(body.clone())
+    )?;
+    let mut members: Vec<String> = items.into_iter().filter_map(|i| i.instance).collect();
+    members.sort();
+    Ok(Some(members))
 }
