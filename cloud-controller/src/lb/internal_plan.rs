@@ -77,8 +77,59 @@ pub struct IlbPlan {
 pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
     let names = &d.names;
     let mut actions = Vec::new();
+    plan_groups(d, o, &mut actions);
+    let shared = d.spec.shared_health_check();
+    plan_health_check(d, o, shared, &mut actions);
+    let Some(IpPlan {
+        ip,
+        fr_equal,
+        release,
+        want_fr,
+    }) = plan_ip(d, o, &mut actions)
+    else {
+        return IlbPlan {
+            actions,
+            replan: true,
+            ingress_ip: None,
+        };
+    };
+    // A rule that differs goes first: the backend service may change under it.
+    if o.forwarding_rule.is_some() && !fr_equal {
+        actions.push(Action::DeleteForwardingRule {
+            name: names.lb.clone(),
+        });
+    }
+    let old_hc = o
+        .backend_service
+        .as_ref()
+        .and_then(|bs| bs.health_checks.first())
+        .map(|l| objects::link_name(l).to_owned());
+    match &o.backend_service {
+        None => actions.push(Action::CreateBackendService(d.backend_service.clone())),
+        Some(have) if !backend_services_equal(have, &d.backend_service) => {
+            actions.push(Action::UpdateBackendService(BackendService {
+                fingerprint: have.fingerprint.clone(),
+                ..d.backend_service.clone()
+            }))
+        }
+        Some(_) => {}
+    }
+    if !fr_equal {
+        actions.push(Action::CreateForwardingRule(want_fr));
+    }
+    plan_firewalls(d, o, cfg, &ip, shared, &mut actions);
+    plan_old_check(d, o, shared, old_hc.as_deref(), &mut actions);
+    actions.extend(release);
+    IlbPlan {
+        actions,
+        replan: false,
+        ingress_ip: Some(ip),
+    }
+}
 
-    // 1. Instance groups and their members (one add and one remove call per zone).
+/// Instance groups and their members (one add and one remove call per zone).
+fn plan_groups(d: &DesiredIlb, o: &IlbObserved, actions: &mut Vec<Action>) {
+    let names = &d.names;
     for (zone, want) in &d.instance_groups {
         let have = match o.instance_groups.get(zone) {
             Some(have) => have.clone(),
@@ -117,9 +168,10 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
             });
         }
     }
+}
 
-    // 2. Health check.
-    let shared = d.spec.shared_health_check();
+/// The health check of the wanted kind (shared or the Service's own).
+fn plan_health_check(d: &DesiredIlb, o: &IlbObserved, shared: bool, actions: &mut Vec<Action>) {
     let have_hc = if shared {
         &o.nodes_health_check
     } else {
@@ -132,8 +184,21 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
         ),
         Some(_) => {}
     }
+}
 
-    // 3. The IP (upstream ilbIPToUse) and whether the rule is (re)created.
+/// The rule's IP, and whether the rule stays.
+struct IpPlan {
+    ip: String,
+    /// The existing rule matches: it stays.
+    fr_equal: bool,
+    /// Our reservation, released as the plan's last step.
+    release: Option<Action>,
+    want_fr: ForwardingRule,
+}
+
+/// The IP (upstream ilbIPToUse) and whether the rule is (re)created; None when an address whose
+/// IP GCE picks is being reserved (the plan ends there and is made again).
+fn plan_ip(d: &DesiredIlb, o: &IlbObserved, actions: &mut Vec<Action>) -> Option<IpPlan> {
     let want_subnet = &d.forwarding_rule.subnetwork;
     let fr = o.forwarding_rule.as_ref();
     let ip_to_use = d.spec.base.requested_ip.clone().or_else(|| {
@@ -144,108 +209,85 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
     let mut want_fr = d.forwarding_rule.clone();
     want_fr.ip_address = ip_to_use.clone().unwrap_or_default();
     let fr_equal = fr.is_some_and(|have| rules_equal(have, &want_fr));
-    let mut release = None;
-    let ip = if fr_equal {
+    let (ip, release) = if fr_equal {
         // The rule stays: a reservation of ours is a leftover of an interrupted creation.
-        if o.address.is_some() {
-            release = Some(Action::DeleteAddress {
-                name: names.lb.clone(),
-            });
-        }
-        fr.map(|f| f.ip_address.clone()).unwrap_or_default()
+        let ip = fr.map(|f| f.ip_address.clone()).unwrap_or_default();
+        (ip, o.address.is_some().then(|| release_ours(d)))
     } else {
-        // Upstream addressManager.HoldAddress: our address if it fits, else a new reservation;
-        // a user's address holding the requested IP is used as it is.
-        let fits = o.address.as_ref().is_some_and(|a| {
-            a.address_type == SCHEME_INTERNAL
-                && a.address.is_some()
-                && ip_to_use.as_ref().is_none_or(|ip| a.address.as_ref() == Some(ip))
-        });
-        let user_holds = ip_to_use.as_ref().is_some_and(|ip| {
-            o.ip_holder
-                .as_ref()
-                .is_some_and(|a| a.name != names.lb && a.address.as_ref() == Some(ip))
-        });
-        if fits {
-            release = Some(Action::DeleteAddress {
-                name: names.lb.clone(),
-            });
-            o.address
-                .as_ref()
-                .and_then(|a| a.address.clone())
-                .unwrap_or_default()
-        } else if user_holds {
-            if o.address.is_some() {
-                release = Some(Action::DeleteAddress {
-                    name: names.lb.clone(),
-                });
-            }
-            ip_to_use.clone().unwrap_or_default()
-        } else {
-            if o.address.is_some() {
-                actions.push(Action::DeleteAddress {
-                    name: names.lb.clone(),
-                });
-            }
-            actions.push(Action::CreateAddress(Address {
-                name: names.lb.clone(),
-                description: naming::service_description(&d.spec.base.service_name),
-                address: ip_to_use.clone(),
-                network_tier: String::new(),
-                address_type: SCHEME_INTERNAL.to_owned(),
-                subnetwork: want_subnet.clone(),
-            }));
-            match &ip_to_use {
-                Some(ip) => {
-                    release = Some(Action::DeleteAddress {
-                        name: names.lb.clone(),
-                    });
-                    ip.clone()
-                }
-                None => {
-                    return IlbPlan {
-                        actions,
-                        replan: true,
-                        ingress_ip: None,
-                    };
-                }
-            }
-        }
+        hold_address(d, o, ip_to_use.as_ref(), actions)?
     };
     want_fr.ip_address = ip.clone();
+    Some(IpPlan {
+        ip,
+        fr_equal,
+        release,
+        want_fr,
+    })
+}
 
-    // 4. A rule that differs goes first: the backend service may change under it.
-    if fr.is_some() && !fr_equal {
-        actions.push(Action::DeleteForwardingRule {
-            name: names.lb.clone(),
-        });
+fn release_ours(d: &DesiredIlb) -> Action {
+    Action::DeleteAddress {
+        name: d.names.lb.clone(),
     }
+}
 
-    // 5. Backend service.
-    let old_hc = o
-        .backend_service
-        .as_ref()
-        .and_then(|bs| bs.health_checks.first())
-        .map(|l| objects::link_name(l).to_owned());
-    match &o.backend_service {
-        None => actions.push(Action::CreateBackendService(d.backend_service.clone())),
-        Some(have) if !backend_services_equal(have, &d.backend_service) => {
-            actions.push(Action::UpdateBackendService(BackendService {
-                fingerprint: have.fingerprint.clone(),
-                ..d.backend_service.clone()
-            }))
-        }
-        Some(_) => {}
+/// Upstream addressManager.HoldAddress: our address if it fits, else a new reservation; a user's
+/// address holding the requested IP is used as it is. Returns the IP and the release of our
+/// reservation, or None while GCE picks the IP of a new one.
+fn hold_address(
+    d: &DesiredIlb,
+    o: &IlbObserved,
+    ip_to_use: Option<&String>,
+    actions: &mut Vec<Action>,
+) -> Option<(String, Option<Action>)> {
+    let names = &d.names;
+    let fits = o.address.as_ref().is_some_and(|a| {
+        a.address_type == SCHEME_INTERNAL
+            && a.address.is_some()
+            && ip_to_use.is_none_or(|ip| a.address.as_ref() == Some(ip))
+    });
+    let user_holds = ip_to_use.is_some_and(|ip| {
+        o.ip_holder
+            .as_ref()
+            .is_some_and(|a| a.name != names.lb && a.address.as_ref() == Some(ip))
+    });
+    if fits {
+        let ip = o
+            .address
+            .as_ref()
+            .and_then(|a| a.address.clone())
+            .unwrap_or_default();
+        return Some((ip, Some(release_ours(d))));
     }
-
-    // 6. Forwarding rule.
-    if !fr_equal {
-        actions.push(Action::CreateForwardingRule(want_fr));
+    if user_holds {
+        let ip = ip_to_use.cloned().unwrap_or_default();
+        return Some((ip, o.address.is_some().then(|| release_ours(d))));
     }
+    if o.address.is_some() {
+        actions.push(release_ours(d));
+    }
+    actions.push(Action::CreateAddress(Address {
+        name: names.lb.clone(),
+        description: naming::service_description(&d.spec.base.service_name),
+        address: ip_to_use.cloned(),
+        network_tier: String::new(),
+        address_type: SCHEME_INTERNAL.to_owned(),
+        subnetwork: d.forwarding_rule.subnetwork.clone(),
+    }));
+    ip_to_use.map(|ip| (ip.clone(), Some(release_ours(d))))
+}
 
-    // 7. Firewalls: traffic (for the rule's IP), the legacy-named one once the new one exists,
-    // the health check's.
-    let want_fw = traffic_firewall(d, cfg, &ip);
+/// Firewalls: traffic (for the rule's IP), the legacy-named one once the new one exists, the
+/// health check's.
+fn plan_firewalls(
+    d: &DesiredIlb,
+    o: &IlbObserved,
+    cfg: &Config,
+    ip: &str,
+    shared: bool,
+    actions: &mut Vec<Action>,
+) {
+    let want_fw = traffic_firewall(d, cfg, ip);
     match &o.firewall {
         None => actions.push(Action::CreateFirewall(want_fw)),
         Some(have) if drift::firewall_differs(&want_fw, have, None) => {
@@ -255,7 +297,7 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
     }
     if o.legacy_firewall.is_some() {
         actions.push(Action::DeleteFirewall {
-            name: names.legacy_firewall.clone(),
+            name: d.names.legacy_firewall.clone(),
         });
     }
     let have_hc_fw = if shared {
@@ -270,10 +312,19 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
         }
         Some(_) => {}
     }
+}
 
-    // 8. The health check of the other kind (upstream clearPreviousInternalResources): the
-    // service's own once back on the shared one (also a leftover of an interrupted switch), the
-    // shared one only when our backend service used it (others may still: kept then).
+/// The health check of the other kind (upstream clearPreviousInternalResources): the service's
+/// own once back on the shared one (also a leftover of an interrupted switch), the shared one
+/// only when our backend service used it (others may still: kept then).
+fn plan_old_check(
+    d: &DesiredIlb,
+    o: &IlbObserved,
+    shared: bool,
+    old_hc: Option<&str>,
+    actions: &mut Vec<Action>,
+) {
+    let names = &d.names;
     if shared {
         if o.local_health_check.is_some() {
             actions.push(Action::DeleteHealthCheckV1 {
@@ -286,7 +337,7 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
                 name: names.local_health_check_firewall.clone(),
             });
         }
-    } else if old_hc.as_deref() == Some(names.nodes_health_check.as_str())
+    } else if old_hc == Some(names.nodes_health_check.as_str())
         && !o
             .kept_in_use
             .contains(&format!("healthChecks/{}", names.nodes_health_check))
@@ -302,12 +353,5 @@ pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
                 name: names.nodes_health_check_firewall.clone(),
             });
         }
-    }
-
-    actions.extend(release);
-    IlbPlan {
-        actions,
-        replan: false,
-        ingress_ip: Some(ip),
     }
 }
