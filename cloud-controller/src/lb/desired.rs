@@ -85,6 +85,42 @@ pub fn desired_lb(
         }],
     };
 
+    let (health_check, health_check_firewall) = health_check_and_firewall(spec, names, cfg, ip);
+    let target_pool = target_pool(spec, names, hosts, cfg, &health_check.name);
+
+    let forwarding_rule = ForwardingRule {
+        name: names.lb.clone(),
+        description: naming::service_description(&spec.service_name),
+        ip_address: ip.to_owned(),
+        ip_protocol: spec.protocol.clone(),
+        port_range: spec.port_range(),
+        target: cfg.target_pool_url(&names.lb),
+        network_tier: spec.network_tier.clone(),
+        ..ForwardingRule::default()
+    };
+
+    Ok(DesiredLb {
+        names: names.clone(),
+        spec: spec.clone(),
+        ip: ip.to_owned(),
+        address,
+        firewall,
+        firewall_ports_legacy: spec.firewall_port_list(),
+        health_check,
+        health_check_firewall,
+        target_pool,
+        forwarding_rule,
+    })
+}
+
+/// The LB's health check (the shared node check, or the Service's own for ETP Local) and the
+/// firewall letting the checkers reach it.
+fn health_check_and_firewall(
+    spec: &LbSpec,
+    names: &LbNames,
+    cfg: &Config,
+    ip: &str,
+) -> (HttpHealthCheck, Firewall) {
     let (hc_name, hc_fw_name, hc_fw_description, hc_fw_destination) = match spec.health_check {
         // Divergence: upstream puts the first LB's IP into the shared firewall's destinationRanges
         // and never compares it, so other LBs' health checks rely on luck. svcnet leaves it empty
@@ -116,41 +152,22 @@ pub fn desired_lb(
         }],
     };
 
+    (health_check, health_check_firewall)
+}
+
+/// The target pool of every eligible node's instance, checked by `hc_name`.
+fn target_pool(spec: &LbSpec, names: &LbNames, hosts: &[LbHost], cfg: &Config, hc_name: &str) -> TargetPool {
     let mut instances: Vec<String> = hosts
         .iter()
         .map(|h| cfg.instance_url(&h.zone, &h.instance))
         .collect();
     instances.sort();
     instances.dedup();
-    let target_pool = TargetPool {
+    TargetPool {
         name: names.lb.clone(),
         description: naming::service_description(&spec.service_name),
         instances,
         session_affinity: spec.session_affinity.clone(),
         health_checks: vec![cfg.http_health_check_url(hc_name)],
-    };
-
-    let forwarding_rule = ForwardingRule {
-        name: names.lb.clone(),
-        description: naming::service_description(&spec.service_name),
-        ip_address: ip.to_owned(),
-        ip_protocol: spec.protocol.clone(),
-        port_range: spec.port_range(),
-        target: cfg.target_pool_url(&names.lb),
-        network_tier: spec.network_tier.clone(),
-        ..ForwardingRule::default()
-    };
-
-    Ok(DesiredLb {
-        names: names.clone(),
-        spec: spec.clone(),
-        ip: ip.to_owned(),
-        address,
-        firewall,
-        firewall_ports_legacy: spec.firewall_port_list(),
-        health_check,
-        health_check_firewall,
-        target_pool,
-        forwarding_rule,
-    })
+    }
 }
