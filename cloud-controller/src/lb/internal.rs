@@ -123,61 +123,9 @@ pub struct DesiredIlb {
 }
 
 pub fn desired(spec: &IlbSpec, names: &IlbNames, hosts: &[LbHost], cfg: &Config) -> DesiredIlb {
-    let mut by_zone: BTreeMap<String, Vec<&LbHost>> = BTreeMap::new();
-    for h in hosts {
-        by_zone.entry(h.zone.clone()).or_default().push(h);
-    }
-    let instance_groups: BTreeMap<String, Vec<String>> = by_zone
-        .into_iter()
-        .map(|(zone, mut hs)| {
-            hs.sort_by(|a, b| a.instance.cmp(&b.instance));
-            hs.dedup();
-            hs.truncate(MAX_INSTANCES_PER_GROUP);
-            let urls = hs
-                .iter()
-                .map(|h| cfg.instance_url(&h.zone, &h.instance))
-                .collect();
-            (zone, urls)
-        })
-        .collect();
-
-    let shared = spec.shared_health_check();
-    let (hc_name, hc_fw_name) = if shared {
-        (&names.nodes_health_check, &names.nodes_health_check_firewall)
-    } else {
-        (&names.local_health_check, &names.local_health_check_firewall)
-    };
-    let port = spec.base.health_check.port();
-    let health_check = HealthCheck {
-        name: hc_name.clone(),
-        // Upstream newInternalLBHealthCheck: the shared check carries no description.
-        description: if shared {
-            String::new()
-        } else {
-            naming::service_description(&spec.base.service_name)
-        },
-        type_: HC_TYPE_HTTP.to_owned(),
-        check_interval_sec: HC_CHECK_INTERVAL_SEC,
-        timeout_sec: HC_TIMEOUT_SEC,
-        healthy_threshold: HC_HEALTHY_THRESHOLD,
-        unhealthy_threshold: HC_UNHEALTHY_THRESHOLD,
-        http_health_check: HttpHealthCheckSettings {
-            port,
-            request_path: spec.base.health_check.path().to_owned(),
-        },
-    };
-    let health_check_firewall = Firewall {
-        name: hc_fw_name.clone(),
-        description: String::new(),
-        network: cfg.network_url(),
-        source_ranges: cfg.health_check_source_ranges.clone(),
-        destination_ranges: Vec::new(),
-        target_tags: cfg.node_tags.clone(),
-        allowed: vec![FirewallAllowed {
-            ip_protocol: "tcp".into(),
-            ports: vec![port.to_string()],
-        }],
-    };
+    let instance_groups = instance_groups(hosts, cfg);
+    let (health_check, health_check_firewall) = health_check_and_firewall(spec, names, cfg);
+    let hc_name = &health_check.name;
     let backend_service = BackendService {
         name: names.lb.clone(),
         description: naming::service_description(&spec.base.service_name),
@@ -221,6 +169,70 @@ pub fn desired(spec: &IlbSpec, names: &IlbNames, hosts: &[LbHost], cfg: &Config)
         backend_service,
         forwarding_rule,
     }
+}
+
+/// zone -> the instance URLs of the first [`MAX_INSTANCES_PER_GROUP`] hosts there by name.
+fn instance_groups(hosts: &[LbHost], cfg: &Config) -> BTreeMap<String, Vec<String>> {
+    let mut by_zone: BTreeMap<String, Vec<&LbHost>> = BTreeMap::new();
+    for h in hosts {
+        by_zone.entry(h.zone.clone()).or_default().push(h);
+    }
+    by_zone
+        .into_iter()
+        .map(|(zone, mut hs)| {
+            hs.sort_by(|a, b| a.instance.cmp(&b.instance));
+            hs.dedup();
+            hs.truncate(MAX_INSTANCES_PER_GROUP);
+            let urls = hs
+                .iter()
+                .map(|h| cfg.instance_url(&h.zone, &h.instance))
+                .collect();
+            (zone, urls)
+        })
+        .collect()
+}
+
+/// The HTTP health check (the shared node check, or the Service's own for ETP Local) and its
+/// firewall.
+fn health_check_and_firewall(spec: &IlbSpec, names: &IlbNames, cfg: &Config) -> (HealthCheck, Firewall) {
+    let shared = spec.shared_health_check();
+    let (hc_name, hc_fw_name) = if shared {
+        (&names.nodes_health_check, &names.nodes_health_check_firewall)
+    } else {
+        (&names.local_health_check, &names.local_health_check_firewall)
+    };
+    let port = spec.base.health_check.port();
+    let health_check = HealthCheck {
+        name: hc_name.clone(),
+        // Upstream newInternalLBHealthCheck: the shared check carries no description.
+        description: if shared {
+            String::new()
+        } else {
+            naming::service_description(&spec.base.service_name)
+        },
+        type_: HC_TYPE_HTTP.to_owned(),
+        check_interval_sec: HC_CHECK_INTERVAL_SEC,
+        timeout_sec: HC_TIMEOUT_SEC,
+        healthy_threshold: HC_HEALTHY_THRESHOLD,
+        unhealthy_threshold: HC_UNHEALTHY_THRESHOLD,
+        http_health_check: HttpHealthCheckSettings {
+            port,
+            request_path: spec.base.health_check.path().to_owned(),
+        },
+    };
+    let health_check_firewall = Firewall {
+        name: hc_fw_name.clone(),
+        description: String::new(),
+        network: cfg.network_url(),
+        source_ranges: cfg.health_check_source_ranges.clone(),
+        destination_ranges: Vec::new(),
+        target_tags: cfg.node_tags.clone(),
+        allowed: vec![FirewallAllowed {
+            ip_protocol: "tcp".into(),
+            ports: vec![port.to_string()],
+        }],
+    };
+    (health_check, health_check_firewall)
 }
 
 /// The traffic firewall `k8s-fw-<lb>` for the rule's IP (upstream ensureInternalFirewalls).

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use ipnet::IpNet;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Service, ServicePort};
 
 use crate::error::{Error, Result};
 use crate::naming::{NODES_HEALTH_CHECK_PATH, NODES_HEALTH_CHECK_PORT};
@@ -70,6 +70,73 @@ pub fn service_object(service: &Service) -> String {
     )
 }
 
+/// The one protocol of all ports (TCP or UDP) and the distinct port numbers, sorted.
+fn protocol_and_ports(
+    object: &str,
+    first: &ServicePort,
+    ports: &[ServicePort],
+) -> Result<(String, Vec<i32>)> {
+    let object = object.to_owned();
+    let protocol = first.protocol.clone().unwrap_or_else(|| "TCP".into());
+    for port in &ports[1..] {
+        let other = port.protocol.clone().unwrap_or_else(|| "TCP".into());
+        if other != protocol {
+            return Err(Error::MixedProtocols {
+                object,
+                first: protocol,
+                other,
+            });
+        }
+    }
+    if protocol != "TCP" && protocol != "UDP" {
+        return Err(Error::UnsupportedProtocol {
+            object,
+            field: "spec.ports[0].protocol".into(),
+            value: protocol,
+        });
+    }
+    let ports: Vec<i32> = ports
+        .iter()
+        .map(|p| p.port)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+
+    Ok((protocol, ports))
+}
+
+/// `cloud.google.com/network-tier`: the tier, and whether the annotation set it.
+fn network_tier(object: &str, annotation: Option<&String>) -> Result<(String, bool)> {
+    Ok(match annotation {
+        None => (TIER_PREMIUM.to_owned(), false),
+        // Upstream compares case-sensitively against cloud.NetworkTierStandard/Premium.
+        Some(v) if v == "Standard" => (TIER_STANDARD.to_owned(), true),
+        Some(v) if v == "Premium" => (TIER_PREMIUM.to_owned(), true),
+        Some(v) => {
+            return Err(Error::InvalidNetworkTier {
+                object: object.to_owned(),
+                field: NETWORK_TIER_ANNOTATION.into(),
+                value: v.clone(),
+            });
+        }
+    })
+}
+
+/// spec.loadBalancerIP, when set, as an IP address.
+fn requested_ip(object: &str, ip: Option<String>) -> Result<Option<String>> {
+    let requested_ip = ip.filter(|ip| !ip.is_empty());
+    if let Some(ip) = &requested_ip
+        && ip.parse::<std::net::IpAddr>().is_err()
+    {
+        return Err(Error::RequestedIp {
+            object: object.to_owned(),
+            field: "spec.loadBalancerIP".into(),
+            message: format!("{ip:?} is not an IP address"),
+        });
+    }
+    Ok(requested_ip)
+}
+
 impl LbSpec {
     pub fn from_service(service: &Service) -> Result<Self> {
         let object = service_object(service);
@@ -92,30 +159,7 @@ impl LbSpec {
         let Some(first) = ports.first() else {
             return Err(Error::NoPorts { object });
         };
-        let protocol = first.protocol.clone().unwrap_or_else(|| "TCP".into());
-        for port in &ports[1..] {
-            let other = port.protocol.clone().unwrap_or_else(|| "TCP".into());
-            if other != protocol {
-                return Err(Error::MixedProtocols {
-                    object,
-                    first: protocol,
-                    other,
-                });
-            }
-        }
-        if protocol != "TCP" && protocol != "UDP" {
-            return Err(Error::UnsupportedProtocol {
-                object,
-                field: "spec.ports[0].protocol".into(),
-                value: protocol,
-            });
-        }
-        let ports: Vec<i32> = ports
-            .iter()
-            .map(|p| p.port)
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let (protocol, ports) = protocol_and_ports(&object, first, &ports)?;
 
         // Upstream translateAffinityType: anything but ClientIP is NONE.
         let session_affinity = match spec.session_affinity.as_deref() {
@@ -131,30 +175,10 @@ impl LbSpec {
             annotations.get(SOURCE_RANGES_ANNOTATION),
         )?;
 
-        let (network_tier, network_tier_annotated) = match annotations.get(NETWORK_TIER_ANNOTATION) {
-            None => (TIER_PREMIUM.to_owned(), false),
-            // Upstream compares case-sensitively against cloud.NetworkTierStandard/Premium.
-            Some(v) if v == "Standard" => (TIER_STANDARD.to_owned(), true),
-            Some(v) if v == "Premium" => (TIER_PREMIUM.to_owned(), true),
-            Some(v) => {
-                return Err(Error::InvalidNetworkTier {
-                    object,
-                    field: NETWORK_TIER_ANNOTATION.into(),
-                    value: v.clone(),
-                });
-            }
-        };
+        let (network_tier, network_tier_annotated) =
+            network_tier(&object, annotations.get(NETWORK_TIER_ANNOTATION))?;
 
-        let requested_ip = spec.load_balancer_ip.filter(|ip| !ip.is_empty());
-        if let Some(ip) = &requested_ip
-            && ip.parse::<std::net::IpAddr>().is_err()
-        {
-            return Err(Error::RequestedIp {
-                object,
-                field: "spec.loadBalancerIP".into(),
-                message: format!("{ip:?} is not an IP address"),
-            });
-        }
+        let requested_ip = requested_ip(&object, spec.load_balancer_ip)?;
 
         // Upstream GetServiceHealthCheckPathPort: Local policy on a LoadBalancer with a node port.
         let local = spec.external_traffic_policy.as_deref() == Some("Local");
