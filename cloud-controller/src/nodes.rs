@@ -99,6 +99,41 @@ fn address(type_: &str, address: &str) -> NodeAddress {
     }
 }
 
+/// The instance's addresses, kubelet's Hostname, and the `--node-ip` one first.
+fn node_addresses(node: &Node, facts: &InstanceFacts, object: &str) -> Result<Vec<NodeAddress>> {
+    let mut addresses: Vec<NodeAddress> = facts
+        .internal_ips
+        .iter()
+        .map(|ip| address("InternalIP", ip))
+        .chain(facts.external_ips.iter().map(|ip| address("ExternalIP", ip)))
+        .collect();
+    // The cloud reports no hostname: keep the one kubelet published (as upstream does).
+    let existing = node
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.clone())
+        .unwrap_or_default();
+    addresses.extend(existing.into_iter().filter(|a| a.type_ == "Hostname"));
+    // kubelet --node-ip must be an address the cloud knows, and goes first.
+    if let Some(ip) = node
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(PROVIDED_NODE_IP_ANNOTATION))
+    {
+        let Some(pos) = addresses.iter().position(|a| &a.address == ip) else {
+            return Err(Error::InvalidNodeAddress {
+                object: object.to_owned(),
+                field: format!("metadata.annotations[{PROVIDED_NODE_IP_ANNOTATION}]"),
+                message: format!("{ip:?} is not an address of instance {}", facts.name),
+            });
+        };
+        let a = addresses.remove(pos);
+        addresses.insert(0, a);
+    }
+    Ok(addresses)
+}
+
 pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
     let object = node_object(node);
     let spec = node.spec.clone().unwrap_or_default();
@@ -123,36 +158,7 @@ pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
         ),
     };
 
-    let mut addresses: Vec<NodeAddress> = facts
-        .internal_ips
-        .iter()
-        .map(|ip| address("InternalIP", ip))
-        .chain(facts.external_ips.iter().map(|ip| address("ExternalIP", ip)))
-        .collect();
-    // The cloud reports no hostname: keep the one kubelet published (as upstream does).
-    let existing = node
-        .status
-        .as_ref()
-        .and_then(|s| s.addresses.clone())
-        .unwrap_or_default();
-    addresses.extend(existing.into_iter().filter(|a| a.type_ == "Hostname"));
-    // kubelet --node-ip must be an address the cloud knows, and goes first.
-    if let Some(ip) = node
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(PROVIDED_NODE_IP_ANNOTATION))
-    {
-        let Some(pos) = addresses.iter().position(|a| &a.address == ip) else {
-            return Err(Error::InvalidNodeAddress {
-                object,
-                field: format!("metadata.annotations[{PROVIDED_NODE_IP_ANNOTATION}]"),
-                message: format!("{ip:?} is not an address of instance {}", facts.name),
-            });
-        };
-        let a = addresses.remove(pos);
-        addresses.insert(0, a);
-    }
+    let addresses = node_addresses(node, facts, &object)?;
 
     let machine_type = crate::objects::link_name(&facts.machine_type).to_owned();
     let region = region_of_zone(&facts.zone).to_owned();

@@ -33,60 +33,8 @@ pub fn build_status(
     let generation = svc.metadata.generation;
     if let (Some(names), Some(obs)) = (names, obs) {
         st.ingress_ip = ingress_ip.map(str::to_owned).or(st.ingress_ip.take());
-        let o = &obs.observed;
-        let r = |kind: &str, name: &str| GceResourceRef {
-            name: name.to_owned(),
-            self_link: obs.link(kind, name),
-        };
-        let mut gce = GceResources {
-            address: o.address.as_ref().map(|a| r("addresses", &a.name)),
-            forwarding_rule: o.forwarding_rule.as_ref().map(|f| r("forwardingRules", &f.name)),
-            target_pool: None,
-            firewalls: Vec::new(),
-            health_checks: Vec::new(),
-            load_balancing_scheme: Some("EXTERNAL".into()),
-            backend_service: None,
-            instance_groups: Vec::new(),
-        };
-        for (fw, name) in [
-            (&o.firewall, &names.firewall),
-            (&o.nodes_health_check_firewall, &names.nodes_health_check_firewall),
-            (&o.local_health_check_firewall, &names.local_health_check_firewall),
-        ] {
-            if fw.is_some() {
-                gce.firewalls.push(r("firewalls", name));
-            }
-        }
-        // Only the health check this LB's pool uses (the shared one may exist for others).
-        let pool_hcs: Vec<&str> = o
-            .target_pool
-            .as_ref()
-            .map(|p| {
-                p.health_checks
-                    .iter()
-                    .map(|l| crate::objects::link_name(l))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for name in [&names.nodes_health_check, &names.local_health_check] {
-            if pool_hcs.contains(&name.as_str()) {
-                gce.health_checks.push(r("httpHealthChecks", name));
-            }
-        }
-        st.gce = Some(gce);
-        st.set_target_pool(o.target_pool.as_ref().map(|p| {
-            let mut instances: Vec<String> = p
-                .instances
-                .iter()
-                .map(|i| crate::objects::link_name(i).to_owned())
-                .collect();
-            instances.sort();
-            TargetPoolStatus {
-                name: p.name.clone(),
-                self_link: obs.link("targetPools", &p.name),
-                instances,
-            }
-        }));
+        st.gce = Some(external_resources(names, obs));
+        st.set_target_pool(target_pool_status(obs));
     }
     let ports = svc
         .spec
@@ -116,6 +64,68 @@ pub fn build_status(
     ));
     st.observed_generation = generation;
     st
+}
+
+/// The record's view of an external LB's objects: what exists, and only the health check this
+/// LB's pool uses (the shared one may exist for others).
+fn external_resources(names: &LbNames, obs: &ObservedLb) -> GceResources {
+    let o = &obs.observed;
+    let r = |kind: &str, name: &str| GceResourceRef {
+        name: name.to_owned(),
+        self_link: obs.link(kind, name),
+    };
+    let mut gce = GceResources {
+        address: o.address.as_ref().map(|a| r("addresses", &a.name)),
+        forwarding_rule: o.forwarding_rule.as_ref().map(|f| r("forwardingRules", &f.name)),
+        target_pool: None,
+        firewalls: Vec::new(),
+        health_checks: Vec::new(),
+        load_balancing_scheme: Some("EXTERNAL".into()),
+        backend_service: None,
+        instance_groups: Vec::new(),
+    };
+    for (fw, name) in [
+        (&o.firewall, &names.firewall),
+        (&o.nodes_health_check_firewall, &names.nodes_health_check_firewall),
+        (&o.local_health_check_firewall, &names.local_health_check_firewall),
+    ] {
+        if fw.is_some() {
+            gce.firewalls.push(r("firewalls", name));
+        }
+    }
+    let pool_hcs: Vec<&str> = o
+        .target_pool
+        .as_ref()
+        .map(|p| {
+            p.health_checks
+                .iter()
+                .map(|l| crate::objects::link_name(l))
+                .collect()
+        })
+        .unwrap_or_default();
+    for name in [&names.nodes_health_check, &names.local_health_check] {
+        if pool_hcs.contains(&name.as_str()) {
+            gce.health_checks.push(r("httpHealthChecks", name));
+        }
+    }
+    gce
+}
+
+/// The pool's name, selfLink and instances (sorted names).
+fn target_pool_status(obs: &ObservedLb) -> Option<TargetPoolStatus> {
+    obs.observed.target_pool.as_ref().map(|p| {
+        let mut instances: Vec<String> = p
+            .instances
+            .iter()
+            .map(|i| crate::objects::link_name(i).to_owned())
+            .collect();
+        instances.sort();
+        TargetPoolStatus {
+            name: p.name.clone(),
+            self_link: obs.link("targetPools", &p.name),
+            instances,
+        }
+    })
 }
 
 /// Writes the record when it changed (ignoring the sync time). Returns whether it wrote.
