@@ -3,15 +3,15 @@
 //! waits and error classification. It never imports planning (`lb`, `routes`, `nodes`).
 
 mod calls;
-pub mod client;
-pub mod convert;
-pub mod error;
-pub mod exec;
-pub mod lookup;
-pub mod observe;
-pub mod observe_ilb;
-pub mod ops;
-pub mod outcome;
-pub mod ratelimit;
-pub mod request_id;
-pub mod retry;
+pub(crate) mod client;
+pub(crate) mod convert;
+pub(crate) mod error;
+pub(crate) mod exec;
+pub(crate) mod lookup;
+pub(crate) mod observe;
+pub(crate) mod observe_ilb;
+pub(crate) mod ops;
+pub(crate) mod outcome;
+pub(crate) mod ratelimit;
+pub(crate) mod request_id;
+pub(crate) mod retry;

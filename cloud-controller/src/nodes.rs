@@ -10,32 +10,32 @@ use serde_json::{Value, json};
 use crate::error::{Error, Result};
 use crate::objects::{InstanceFacts, InstanceLookup};
 
-pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+pub(crate) const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 /// Set by kubelet --node-ip when running with an external cloud provider.
-pub const PROVIDED_NODE_IP_ANNOTATION: &str = "alpha.kubernetes.io/provided-node-ip";
-pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
-pub const LABEL_REGION: &str = "topology.kubernetes.io/region";
-pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+pub(crate) const PROVIDED_NODE_IP_ANNOTATION: &str = "alpha.kubernetes.io/provided-node-ip";
+pub(crate) const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+pub(crate) const LABEL_REGION: &str = "topology.kubernetes.io/region";
+pub(crate) const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 /// Upstream still sets the deprecated beta labels next to the GA ones.
-pub const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
-pub const LABEL_REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
-pub const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
+pub(crate) const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
+pub(crate) const LABEL_REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
+pub(crate) const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderId {
+pub(crate) struct ProviderId {
     pub project: String,
     pub zone: String,
     pub instance: String,
 }
 
 impl ProviderId {
-    pub fn format(&self) -> String {
+    pub(crate) fn format(&self) -> String {
         format!("gce://{}/{}/{}", self.project, self.zone, self.instance)
     }
 }
 
 /// `gce://<project>/<zone>/<instance>`; None for anything else.
-pub fn parse_provider_id(s: &str) -> Option<ProviderId> {
+pub(crate) fn parse_provider_id(s: &str) -> Option<ProviderId> {
     let rest = s.strip_prefix("gce://")?;
     let mut parts = rest.split('/');
     let (project, zone, instance) = (parts.next()?, parts.next()?, parts.next()?);
@@ -50,13 +50,13 @@ pub fn parse_provider_id(s: &str) -> Option<ProviderId> {
 }
 
 /// Zone `us-central1-a` -> region `us-central1`.
-pub fn region_of_zone(zone: &str) -> &str {
+pub(crate) fn region_of_zone(zone: &str) -> &str {
     zone.rsplit_once('-').map_or(zone, |(region, _)| region)
 }
 
 /// Everything to write on an uninitialised node, ready to send as two merge patches.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NodeInit {
+pub(crate) struct NodeInit {
     /// Only when the node has none yet (providerID is immutable once set).
     pub provider_id: Option<String>,
     pub labels: BTreeMap<String, String>,
@@ -67,7 +67,7 @@ pub struct NodeInit {
 
 impl NodeInit {
     /// Merge patch for the node object (metadata.labels, spec.providerID, spec.taints).
-    pub fn spec_patch(&self) -> Value {
+    pub(crate) fn spec_patch(&self) -> Value {
         let mut spec = json!({ "taints": self.taints });
         if let (Some(id), Some(obj)) = (&self.provider_id, spec.as_object_mut()) {
             obj.insert("providerID".into(), Value::String(id.clone()));
@@ -76,7 +76,7 @@ impl NodeInit {
     }
 
     /// Merge patch for the status subresource.
-    pub fn status_patch(&self) -> Value {
+    pub(crate) fn status_patch(&self) -> Value {
         json!({ "status": { "addresses": self.addresses } })
     }
 }
@@ -85,7 +85,7 @@ fn node_object(node: &Node) -> String {
     format!("Node {}", node.metadata.name.as_deref().unwrap_or(""))
 }
 
-pub fn needs_initialization(node: &Node) -> bool {
+pub(crate) fn needs_initialization(node: &Node) -> bool {
     node.spec
         .as_ref()
         .and_then(|s| s.taints.as_ref())
@@ -134,7 +134,7 @@ fn node_addresses(node: &Node, facts: &InstanceFacts, object: &str) -> Result<Ve
     Ok(addresses)
 }
 
-pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
+pub(crate) fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
     let object = node_object(node);
     let spec = node.spec.clone().unwrap_or_default();
     let provider_id = match spec.provider_id.as_deref() {
@@ -191,14 +191,14 @@ pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LifecycleAction {
+pub(crate) enum LifecycleAction {
     Keep,
     /// Delete the Node object: NotReady and its VM is gone.
     Delete,
 }
 
 /// Whether the node's Ready condition is True (a missing condition counts as not ready).
-pub fn node_ready(node: &Node) -> bool {
+pub(crate) fn node_ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -208,7 +208,7 @@ pub fn node_ready(node: &Node) -> bool {
 
 /// Upstream cloud node lifecycle controller: only NotReady nodes are checked, and deleted when the
 /// instance no longer exists. A Ready node is never deleted, whatever the cloud says.
-pub fn plan_node_lifecycle(node: &Node, lookup: InstanceLookup) -> LifecycleAction {
+pub(crate) fn plan_node_lifecycle(node: &Node, lookup: InstanceLookup) -> LifecycleAction {
     if !node_ready(node) && lookup == InstanceLookup::NotFound {
         LifecycleAction::Delete
     } else {

@@ -6,20 +6,20 @@
 
 use serde::{Deserialize, Serialize};
 
-pub mod action;
-pub mod observed;
+pub(crate) mod action;
+pub(crate) mod observed;
 
 /// GCE `networkTier` values as the API spells them.
-pub const TIER_PREMIUM: &str = "PREMIUM";
-pub const TIER_STANDARD: &str = "STANDARD";
+pub(crate) const TIER_PREMIUM: &str = "PREMIUM";
+pub(crate) const TIER_STANDARD: &str = "STANDARD";
 /// Target pool `sessionAffinity` values.
-pub const AFFINITY_NONE: &str = "NONE";
-pub const AFFINITY_CLIENT_IP: &str = "CLIENT_IP";
+pub(crate) const AFFINITY_NONE: &str = "NONE";
+pub(crate) const AFFINITY_CLIENT_IP: &str = "CLIENT_IP";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
-pub struct Address {
+pub(crate) struct Address {
     pub name: String,
     pub description: String,
     /// None on insert lets GCE pick; Some(ip) reserves (or promotes) that IP.
@@ -38,7 +38,7 @@ pub struct Address {
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
-pub struct FirewallAllowed {
+pub(crate) struct FirewallAllowed {
     #[serde(rename = "IPProtocol")]
     pub ip_protocol: String,
     pub ports: Vec<String>,
@@ -47,7 +47,7 @@ pub struct FirewallAllowed {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
-pub struct Firewall {
+pub(crate) struct Firewall {
     pub name: String,
     pub description: String,
     /// Network URL.
@@ -62,7 +62,7 @@ pub struct Firewall {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
-pub struct HttpHealthCheck {
+pub(crate) struct HttpHealthCheck {
     pub name: String,
     pub description: String,
     pub port: i32,
@@ -76,7 +76,7 @@ pub struct HttpHealthCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
-pub struct TargetPool {
+pub(crate) struct TargetPool {
     pub name: String,
     pub description: String,
     /// Instance URLs.
@@ -90,7 +90,7 @@ pub struct TargetPool {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
-pub struct ForwardingRule {
+pub(crate) struct ForwardingRule {
     pub name: String,
     pub description: String,
     #[serde(rename = "IPAddress")]
@@ -130,20 +130,9 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// A zonal unmanaged instance group (upstream creates it with the name alone).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
-#[serde(rename_all = "camelCase")]
-pub struct InstanceGroup {
-    pub name: String,
-    /// Zone name (not URL) in the domain; GCE's `zone` URL is reduced to it when read.
-    #[serde(skip_serializing)]
-    pub zone: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Backend {
+pub(crate) struct Backend {
     /// Instance group URL.
     pub group: String,
 }
@@ -152,7 +141,7 @@ pub struct Backend {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
-pub struct BackendService {
+pub(crate) struct BackendService {
     pub name: String,
     pub description: String,
     pub protocol: String,
@@ -169,7 +158,7 @@ pub struct BackendService {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
-pub struct HttpHealthCheckSettings {
+pub(crate) struct HttpHealthCheckSettings {
     pub port: i32,
     pub request_path: String,
 }
@@ -178,7 +167,7 @@ pub struct HttpHealthCheckSettings {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
-pub struct HealthCheck {
+pub(crate) struct HealthCheck {
     pub name: String,
     pub description: String,
     #[serde(rename = "type")]
@@ -193,7 +182,7 @@ pub struct HealthCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
-pub struct Route {
+pub(crate) struct Route {
     pub name: String,
     pub description: String,
     pub dest_range: String,
@@ -208,12 +197,12 @@ pub struct Route {
 /// `https://.../compute/v1/projects/...` URLs, the fake GCE another host, upstream sometimes sends
 /// relative `zones/z/instances/i`. Everything from `projects/` (else from the scope segment) is
 /// the identity.
-pub fn same_link(a: &str, b: &str) -> bool {
+pub(crate) fn same_link(a: &str, b: &str) -> bool {
     link_key(a) == link_key(b)
 }
 
 /// The comparable part of a link (see [`same_link`]).
-pub fn link_key(link: &str) -> &str {
+pub(crate) fn link_key(link: &str) -> &str {
     let link = link.trim_start_matches('/');
     if let Some(i) = link.find("projects/") {
         return &link[i..];
@@ -223,7 +212,7 @@ pub fn link_key(link: &str) -> &str {
 
 /// Instances are compared from `zones/` on, as upstream's `hostURLToComparablePath` does, so a
 /// relative `zones/z/instances/i` equals the full URL.
-pub fn instance_key(link: &str) -> &str {
+pub(crate) fn instance_key(link: &str) -> &str {
     match link.find("zones/") {
         Some(i) => &link[i..],
         None => link,
@@ -231,13 +220,13 @@ pub fn instance_key(link: &str) -> &str {
 }
 
 /// Last path segment of a link (a resource name).
-pub fn link_name(link: &str) -> &str {
+pub(crate) fn link_name(link: &str) -> &str {
     link.rsplit('/').next().unwrap_or(link)
 }
 
 /// What instances.get told us about the node's VM.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceFacts {
+pub(crate) struct InstanceFacts {
     pub project: String,
     pub zone: String,
     pub name: String,
@@ -251,7 +240,7 @@ pub struct InstanceFacts {
 
 /// Result of looking the node's instance up in GCE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InstanceLookup {
+pub(crate) enum InstanceLookup {
     Exists,
     /// instances.get returned 404.
     NotFound,

@@ -8,23 +8,23 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::config::Config;
 use crate::objects::action::Action;
 
-pub mod fake_lb_gce;
-pub mod mini_gce;
-pub mod scenario;
+pub(crate) mod fake_lb_gce;
+pub(crate) mod mini_gce;
+pub(crate) mod scenario;
 
-pub use fake_lb_gce::FakeLbGce;
-pub use mini_gce::MiniGce;
-pub use scenario::Scenario;
+pub(crate) use fake_lb_gce::FakeLbGce;
+pub(crate) use mini_gce::MiniGce;
+pub(crate) use scenario::Scenario;
 
-pub const UID: &str = "4f6b2c1e-9a3d-4b8e-8c7f-0123456789ab";
+pub(crate) const UID: &str = "4f6b2c1e-9a3d-4b8e-8c7f-0123456789ab";
 
-pub fn config() -> Config {
+pub(crate) fn config() -> Config {
     let mut cfg = Config::new("proj", "us-central1", "default", "0123456789abcdef", "svcnet");
     cfg.node_tags = vec!["svcnet-node".into()];
     cfg
 }
 
-pub fn node(name: &str, zone: &str) -> Node {
+pub(crate) fn node(name: &str, zone: &str) -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -46,7 +46,7 @@ pub fn node(name: &str, zone: &str) -> Node {
     }
 }
 
-pub fn taint(key: &str) -> Taint {
+pub(crate) fn taint(key: &str) -> Taint {
     Taint {
         key: key.into(),
         effect: "NoSchedule".into(),
@@ -54,6 +54,6 @@ pub fn taint(key: &str) -> Taint {
     }
 }
 
-pub fn labels(actions: &[Action]) -> Vec<&'static str> {
+pub(crate) fn labels(actions: &[Action]) -> Vec<&'static str> {
     actions.iter().map(Action::label).collect()
 }

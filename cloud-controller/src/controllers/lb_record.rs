@@ -16,11 +16,11 @@ use svcnet_crds::{
 use crate::gce::observe::ObservedLb;
 use crate::naming::LbNames;
 
-pub const FIELD_MANAGER: &str = "svcnet-cloud-controller";
+pub(crate) const FIELD_MANAGER: &str = "svcnet-cloud-controller";
 
 /// The status for a sync that ended with `error` (None = success), built on the previous status
 /// so condition transition times survive.
-pub fn build_status(
+pub(crate) fn build_status(
     svc: &Service,
     previous: Option<&CloudLoadBalancerStatus>,
     names: Option<&LbNames>,
@@ -129,7 +129,7 @@ fn target_pool_status(obs: &ObservedLb) -> Option<TargetPoolStatus> {
 }
 
 /// Writes the record when it changed (ignoring the sync time). Returns whether it wrote.
-pub async fn write(client: &kube::Client, svc: &Service, mut status: CloudLoadBalancerStatus) -> bool {
+pub(crate) async fn write(client: &kube::Client, svc: &Service, mut status: CloudLoadBalancerStatus) -> bool {
     let Ok(clb) = CloudLoadBalancer::for_service(svc) else {
         return false;
     };
@@ -177,7 +177,7 @@ pub async fn write(client: &kube::Client, svc: &Service, mut status: CloudLoadBa
 }
 
 /// Reads the current status (None when absent or the CRD is not installed).
-pub async fn current(client: &kube::Client, svc: &Service) -> Option<CloudLoadBalancerStatus> {
+pub(crate) async fn current(client: &kube::Client, svc: &Service) -> Option<CloudLoadBalancerStatus> {
     let ns = svc.metadata.namespace.clone().unwrap_or_default();
     let name = svc.metadata.name.clone()?;
     let api: Api<CloudLoadBalancer> = Api::namespaced(client.clone(), &ns);
@@ -185,7 +185,7 @@ pub async fn current(client: &kube::Client, svc: &Service) -> Option<CloudLoadBa
 }
 
 /// Deletes the record once the load balancer is gone (no garbage collector is assumed).
-pub async fn delete(client: &kube::Client, svc: &Service) {
+pub(crate) async fn delete(client: &kube::Client, svc: &Service) {
     let ns = svc.metadata.namespace.clone().unwrap_or_default();
     let Some(name) = svc.metadata.name.clone() else {
         return;

@@ -16,7 +16,7 @@ use crate::nodes::{
     LifecycleAction, needs_initialization, node_ready, parse_provider_id, plan_node_init, plan_node_lifecycle,
 };
 
-pub async fn run(
+pub(crate) async fn run(
     shared: Arc<Shared>,
     mut trigger: watch::Receiver<String>,
     shutdown: svcnet_core::shutdown::Shutdown,

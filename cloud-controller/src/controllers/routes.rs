@@ -22,7 +22,7 @@ use crate::naming;
 use crate::routes::{Located, NetworkCondition, instance_name, nodes_to_locate, plan_routes};
 
 /// Runs until `shutdown` fires.
-pub async fn run(
+pub(crate) async fn run(
     shared: Arc<Shared>,
     mut trigger: watch::Receiver<String>,
     shutdown: svcnet_core::shutdown::Shutdown,
@@ -47,7 +47,7 @@ pub async fn run(
 }
 
 /// One reconciliation pass over all routes.
-pub async fn sync(sh: &Shared) -> Result<(), GceError> {
+pub(crate) async fn sync(sh: &Shared) -> Result<(), GceError> {
     let prefix = naming::route_prefix(&sh.cfg.cluster_name);
     let existing = list_routes(&sh.gce, &sh.tuning.retry, &prefix).await?;
     let nodes = sh.node_list();

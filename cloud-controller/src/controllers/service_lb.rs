@@ -38,7 +38,7 @@ use crate::lb::{self, spec::service_object};
 use crate::naming::LbNames;
 
 /// Runs the controller until `shutdown` resolves.
-pub async fn run(
+pub(crate) async fn run(
     shared: Arc<crate::controllers::Shared>,
     triggers: NodeTriggers,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,

@@ -31,7 +31,7 @@ pub enum CredentialsMode {
 }
 
 #[derive(Debug, Clone)]
-pub struct GceOptions {
+pub(crate) struct GceOptions {
     pub project: String,
     pub region: String,
     /// `http://127.0.0.1:PORT` for the fake; None = the real API.
@@ -49,7 +49,7 @@ pub struct GceOptions {
 }
 
 impl GceOptions {
-    pub fn new(project: &str, region: &str) -> Self {
+    pub(crate) fn new(project: &str, region: &str) -> Self {
         GceOptions {
             project: project.to_owned(),
             region: region.to_owned(),
@@ -74,7 +74,7 @@ impl GceOptions {
 
 /// Everything that talks to GCE. Cheap to clone (the clients are reference counted).
 #[derive(Clone, Debug)]
-pub struct Gce {
+pub(crate) struct Gce {
     pub project: String,
     pub region: String,
     pub call_timeout: Duration,
@@ -116,7 +116,7 @@ macro_rules! build {
 }
 
 impl Gce {
-    pub async fn new(opts: &GceOptions) -> Result<Self, GceError> {
+    pub(crate) async fn new(opts: &GceOptions) -> Result<Self, GceError> {
         let creds = if opts.anonymous() {
             google_cloud_auth::credentials::anonymous::Builder::new().build()
         } else {
@@ -149,7 +149,7 @@ impl Gce {
     }
 
     /// The token bucket of a quota group.
-    pub fn limiter(&self, group: QuotaGroup) -> &RateLimiter {
+    pub(crate) fn limiter(&self, group: QuotaGroup) -> &RateLimiter {
         self.limits.of(group)
     }
 }

@@ -17,7 +17,7 @@ use crate::objects::Route;
 use crate::objects::action::Action;
 
 /// Executes one action (with retries). See the module docs for what counts as done.
-pub async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
+pub(crate) async fn execute(gce: &Gce, policy: &RetryPolicy, action: &Action) -> Result<Outcome, GceError> {
     let call = format!("{} {}", action.label(), action.target_name());
     let call_ref = call.as_str();
     let result = with_mutation_retries(gce, policy, |rid| async move {
@@ -47,7 +47,11 @@ fn count(gce: &Gce, call: &str, outcome: &Result<Outcome, GceError>) {
 }
 
 /// routes.insert (with retries; 409 = done).
-pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Result<Outcome, GceError> {
+pub(crate) async fn create_route(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    route: &Route,
+) -> Result<Outcome, GceError> {
     let call = format!("create_route {}", route.name);
     let call_ref = call.as_str();
     let result = with_mutation_retries(gce, policy, |rid| async move {
@@ -68,7 +72,7 @@ pub async fn create_route(gce: &Gce, policy: &RetryPolicy, route: &Route) -> Res
 }
 
 /// routes.delete (with retries; 404 = done).
-pub async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result<Outcome, GceError> {
+pub(crate) async fn delete_route(gce: &Gce, policy: &RetryPolicy, name: &str) -> Result<Outcome, GceError> {
     let call = format!("delete_route {name}");
     let call_ref = call.as_str();
     let result = with_mutation_retries(gce, policy, |rid| async move {

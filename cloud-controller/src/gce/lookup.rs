@@ -13,7 +13,11 @@ use crate::gce::retry::{RetryPolicy, with_retries};
 use crate::objects::{InstanceFacts, InstanceLookup, Route};
 
 /// Every route whose name starts with `prefix`.
-pub async fn list_routes(gce: &Gce, policy: &RetryPolicy, prefix: &str) -> Result<Vec<Route>, GceError> {
+pub(crate) async fn list_routes(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    prefix: &str,
+) -> Result<Vec<Route>, GceError> {
     let call = "list routes";
     let filter = format!("name eq {prefix}.*");
     let items: Vec<model::Route> = list_all!(
@@ -29,7 +33,7 @@ pub async fn list_routes(gce: &Gce, policy: &RetryPolicy, prefix: &str) -> Resul
 }
 
 /// instances.get in `zone`: facts for node initialisation, or NotFound.
-pub async fn instance_facts(
+pub(crate) async fn instance_facts(
     gce: &Gce,
     policy: &RetryPolicy,
     zone: &str,
@@ -70,7 +74,7 @@ pub async fn instance_facts(
 }
 
 /// Whether the instance exists (for the node lifecycle check).
-pub async fn instance_lookup(
+pub(crate) async fn instance_lookup(
     gce: &Gce,
     policy: &RetryPolicy,
     zone: &str,

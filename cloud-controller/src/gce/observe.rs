@@ -21,13 +21,13 @@ use crate::objects::observed::Observed;
 /// What GCE holds for one LB plus the selfLinks of what exists (name -> selfLink), for the
 /// CloudLoadBalancer record.
 #[derive(Debug, Clone, Default)]
-pub struct ObservedLb {
+pub(crate) struct ObservedLb {
     pub observed: Observed,
     pub self_links: BTreeMap<String, String>,
 }
 
 impl ObservedLb {
-    pub fn link(&self, kind: &str, name: &str) -> Option<String> {
+    pub(crate) fn link(&self, kind: &str, name: &str) -> Option<String> {
         self.self_links.get(&format!("{kind}/{name}")).cloned()
     }
 }
@@ -72,23 +72,14 @@ pub(crate) fn keep<T: serde::de::DeserializeOwned>(
 
 /// Objects (`kind/name`, kind = the REST collection) whose state a sync changed since it last
 /// observed them; see [`observe_lb_again`].
-pub type Touched = std::collections::BTreeSet<String>;
+pub(crate) type Touched = std::collections::BTreeSet<String>;
 
-pub async fn observe_lb(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    names: &LbNames,
-    want_ip: Option<&str>,
-) -> Result<ObservedLb, GceError> {
-    observe_lb_again(gce, policy, names, want_ip, None).await
-}
-
-/// Like [`observe_lb`], but with `reuse = (previous observation, touched)` only the objects the
-/// sync's own actions touched since `previous` are fetched again; the rest are taken from
-/// `previous`. Within one sync nothing else changes our per-LB objects, so a new LB costs
+/// One GET per object of the LB (404 = None) and the address holding its IP. With `reuse =
+/// (previous observation, touched)` only the objects the sync's own actions touched since
+/// `previous` are fetched again; the rest are taken from `previous`. Within one sync nothing else changes our per-LB objects, so a new LB costs
 /// 8 + 1 + ~3 GETs instead of 3 x 8. Shared objects the caller must see fresh (after taking the
 /// shared-health-check lock) are observed with `reuse = None`.
-pub async fn observe_lb_again(
+pub(crate) async fn observe_lb_again(
     gce: &Gce,
     policy: &RetryPolicy,
     names: &LbNames,
@@ -336,7 +327,7 @@ pub(crate) async fn find_address_by_ip(
 
 /// The forwarding rule named `name` alone (404 = None): whether a Service that carries none of
 /// our finalizers yet is another controller's (`lb::ownership::forwarding_rule_is_foreign`).
-pub async fn forwarding_rule(
+pub(crate) async fn forwarding_rule(
     gce: &Gce,
     policy: &RetryPolicy,
     name: &str,

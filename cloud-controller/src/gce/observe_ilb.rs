@@ -16,7 +16,7 @@ use crate::objects::observed::IlbObserved;
 /// What GCE holds for one internal LB: one GET per named object, the region's zones (the shared
 /// instance group may exist in any of them) with a GET and, where it exists, a listInstances per
 /// zone, and the address holding spec.loadBalancerIP.
-pub async fn observe_ilb(
+pub(crate) async fn observe_ilb(
     gce: &Gce,
     policy: &RetryPolicy,
     names: &IlbNames,

@@ -8,7 +8,7 @@ use crate::objects::action::Action;
 
 /// How an action ended when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Done,
     /// 404 on delete/remove or 409 on insert: the state was already what we wanted.
     AlreadyDone,
@@ -20,7 +20,7 @@ pub enum Outcome {
 }
 
 /// How the (final) result of an action's call counts; see the module docs.
-pub fn outcome(action: &Action, result: Result<(), GceError>) -> Result<Outcome, GceError> {
+pub(crate) fn outcome(action: &Action, result: Result<(), GceError>) -> Result<Outcome, GceError> {
     match result {
         Ok(()) => Ok(Outcome::Done),
         Err(e) if is_delete(action) && e.is_not_found() => Ok(Outcome::AlreadyDone),

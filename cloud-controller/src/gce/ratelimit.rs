@@ -12,7 +12,7 @@ use tokio::time::Instant;
 /// insert/delete/patch/update/custom verbs; operations: operation get/wait, i.e. polls); the
 /// controller keeps one token bucket per group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuotaGroup {
+pub(crate) enum QuotaGroup {
     Read,
     Write,
     /// Taken by `ops::wait` before each operation poll.
@@ -21,7 +21,7 @@ pub enum QuotaGroup {
 
 /// One token bucket per [`QuotaGroup`].
 #[derive(Debug)]
-pub struct QuotaLimits {
+pub(crate) struct QuotaLimits {
     read: RateLimiter,
     write: RateLimiter,
     operations: RateLimiter,
@@ -29,7 +29,7 @@ pub struct QuotaLimits {
 
 impl QuotaLimits {
     /// `qps` per second and `burst` for each group alike; `qps` <= 0 disables limiting.
-    pub fn new(qps: f64, burst: u32) -> Self {
+    pub(crate) fn new(qps: f64, burst: u32) -> Self {
         QuotaLimits {
             read: RateLimiter::new(qps, burst),
             write: RateLimiter::new(qps, burst),
@@ -38,7 +38,7 @@ impl QuotaLimits {
     }
 
     /// The token bucket of a quota group.
-    pub fn of(&self, group: QuotaGroup) -> &RateLimiter {
+    pub(crate) fn of(&self, group: QuotaGroup) -> &RateLimiter {
         match group {
             QuotaGroup::Read => &self.read,
             QuotaGroup::Write => &self.write,
@@ -49,13 +49,13 @@ impl QuotaLimits {
 
 /// Pauses between operation polls: the first `initial`, each next one doubled, at most `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PollPacing {
+pub(crate) struct PollPacing {
     pub initial: Duration,
     pub max: Duration,
 }
 
 #[derive(Debug)]
-pub struct RateLimiter {
+pub(crate) struct RateLimiter {
     /// Tokens added per second (0 = unlimited).
     qps: f64,
     burst: f64,
@@ -70,7 +70,7 @@ struct Bucket {
 
 impl RateLimiter {
     /// `qps` <= 0 disables limiting. The bucket starts full.
-    pub fn new(qps: f64, burst: u32) -> Self {
+    pub(crate) fn new(qps: f64, burst: u32) -> Self {
         let burst = f64::from(burst.max(1));
         RateLimiter {
             qps,
@@ -82,13 +82,14 @@ impl RateLimiter {
         }
     }
 
-    pub fn unlimited() -> Self {
+    #[cfg(test)]
+    pub(crate) fn unlimited() -> Self {
         Self::new(0.0, 1)
     }
 
     /// Waits until a token is available and takes it. Waiters queue on the mutex, so they are
     /// served in order and none starves.
-    pub async fn acquire(&self) {
+    pub(crate) async fn acquire(&self) {
         if self.qps <= 0.0 {
             return;
         }

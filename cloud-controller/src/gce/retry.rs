@@ -13,7 +13,7 @@ use crate::gce::request_id::MutationId;
 
 /// Retry policy for GCE calls.
 #[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     pub min_delay: Duration,
     pub max_delay: Duration,
     pub max_times: usize,
@@ -30,7 +30,7 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    pub fn backoff(&self) -> ExponentialBuilder {
+    pub(crate) fn backoff(&self) -> ExponentialBuilder {
         ExponentialBuilder::default()
             .with_min_delay(self.min_delay)
             .with_max_delay(self.max_delay)
@@ -41,7 +41,7 @@ impl RetryPolicy {
 
 /// Runs `op` with the rate limiter of its quota group in front and backon retries for retryable
 /// errors.
-pub async fn with_retries<T, F, Fut>(
+pub(crate) async fn with_retries<T, F, Fut>(
     gce: &Gce,
     policy: &RetryPolicy,
     group: QuotaGroup,
@@ -72,7 +72,7 @@ where
 /// [`with_retries`] for one mutation: the attempts share a requestId, so a retry after GCE already
 /// accepted the call gets its operation back instead of a second mutation; an operation that ended
 /// DONE with an error gets a new id for the next attempt ([`MutationId`]).
-pub async fn with_mutation_retries<T, F, Fut>(
+pub(crate) async fn with_mutation_retries<T, F, Fut>(
     gce: &Gce,
     policy: &RetryPolicy,
     mut op: F,

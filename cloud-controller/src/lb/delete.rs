@@ -19,7 +19,7 @@ use crate::naming::LbNames;
 use crate::objects::action::Action;
 use crate::objects::observed::Observed;
 
-pub fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
+pub(crate) fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
     let mut actions = Vec::new();
     if forwarding_rule_is_foreign(observed.forwarding_rule.as_ref()) {
         return actions;
@@ -69,7 +69,7 @@ pub fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
 /// The shared node health check, then its firewall (upstream deletes the firewall only once the
 /// check is gone; a check already gone, e.g. after a crash between the two, still takes the
 /// firewall with it).
-pub fn delete_shared(names: &LbNames, observed: &Observed) -> Vec<Action> {
+pub(crate) fn delete_shared(names: &LbNames, observed: &Observed) -> Vec<Action> {
     let mut actions = Vec::new();
     if observed.nodes_health_check.is_some() {
         actions.push(Action::DeleteHealthCheck {

@@ -10,13 +10,13 @@ use crate::naming::{self, LbNames};
 use crate::objects::{Address, Firewall, FirewallAllowed, ForwardingRule, HttpHealthCheck, TargetPool};
 
 /// Upstream gce.go health check parameters (8 s interval, 1 s timeout, 1 healthy, 3 unhealthy).
-pub const HC_CHECK_INTERVAL_SEC: i32 = 8;
-pub const HC_TIMEOUT_SEC: i32 = 1;
-pub const HC_HEALTHY_THRESHOLD: i32 = 1;
-pub const HC_UNHEALTHY_THRESHOLD: i32 = 3;
+pub(crate) const HC_CHECK_INTERVAL_SEC: i32 = 8;
+pub(crate) const HC_TIMEOUT_SEC: i32 = 1;
+pub(crate) const HC_HEALTHY_THRESHOLD: i32 = 1;
+pub(crate) const HC_UNHEALTHY_THRESHOLD: i32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DesiredLb {
+pub(crate) struct DesiredLb {
     pub names: LbNames,
     pub spec: LbSpec,
     pub ip: String,
@@ -32,13 +32,13 @@ pub struct DesiredLb {
 }
 
 impl DesiredLb {
-    pub fn health_check_kind(&self) -> &HealthCheckKind {
+    pub(crate) fn health_check_kind(&self) -> &HealthCheckKind {
         &self.spec.health_check
     }
 }
 
 /// Upstream makeHTTPHealthCheck; note the description carries the *health check's* name.
-pub fn http_health_check(name: &str, kind: &HealthCheckKind) -> HttpHealthCheck {
+pub(crate) fn http_health_check(name: &str, kind: &HealthCheckKind) -> HttpHealthCheck {
     HttpHealthCheck {
         name: name.to_owned(),
         description: naming::service_description(name),
@@ -51,7 +51,7 @@ pub fn http_health_check(name: &str, kind: &HealthCheckKind) -> HttpHealthCheck 
     }
 }
 
-pub fn desired_lb(
+pub(crate) fn desired_lb(
     spec: &LbSpec,
     names: &LbNames,
     hosts: &[LbHost],

@@ -17,7 +17,7 @@ use crate::objects::action::Action;
 use crate::objects::observed::Observed;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnsurePlan {
+pub(crate) struct EnsurePlan {
     pub actions: Vec<Action>,
     /// The plan stops after reserving a new address (GCE picks the IP, which the firewall and the
     /// forwarding rule need): execute, GET the address, and plan again.
@@ -35,7 +35,7 @@ pub struct EnsurePlan {
 impl EnsurePlan {
     /// Only pool membership changes (node churn): upstream reports these as UpdatedLoadBalancer
     /// (UpdateLoadBalancer path) rather than EnsuringLoadBalancer/EnsuredLoadBalancer.
-    pub fn only_membership_changes(&self) -> bool {
+    pub(crate) fn only_membership_changes(&self) -> bool {
         !self.actions.is_empty()
             && self
                 .actions
@@ -45,12 +45,17 @@ impl EnsurePlan {
 }
 
 /// Names to GET before planning (the I/O layer fills [`Observed`] from them).
-pub fn lb_names(service: &Service, cfg: &Config) -> Result<LbNames> {
+pub(crate) fn lb_names(service: &Service, cfg: &Config) -> Result<LbNames> {
     let spec = LbSpec::from_service(service)?;
     LbNames::new(&spec.uid, &cfg.cluster_id, &spec.object)
 }
 
-pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observed) -> Result<EnsurePlan> {
+pub(crate) fn ensure(
+    service: &Service,
+    nodes: &[Node],
+    cfg: &Config,
+    observed: &Observed,
+) -> Result<EnsurePlan> {
     let mut spec = LbSpec::from_service(service)?;
     let names = LbNames::new(&spec.uid, &cfg.cluster_id, &spec.object)?;
     if forwarding_rule_is_foreign(observed.forwarding_rule.as_ref()) {

@@ -32,23 +32,24 @@ use crate::objects::{
 
 /// The Service asks for an internal LB (upstream GetLoadBalancerAnnotationType: the GKE key
 /// first, then the legacy one).
-pub const LB_TYPE_ANNOTATIONS: [&str; 2] = [
+pub(crate) const LB_TYPE_ANNOTATIONS: [&str; 2] = [
     "networking.gke.io/load-balancer-type",
     "cloud.google.com/load-balancer-type",
 ];
 /// Upstream ServiceAnnotationILBSubnet: subnetwork name of the forwarding rule (and its IP).
-pub const SUBNET_ANNOTATION: &str = "networking.gke.io/internal-load-balancer-subnet";
+pub(crate) const SUBNET_ANNOTATION: &str = "networking.gke.io/internal-load-balancer-subnet";
 /// Upstream ServiceAnnotationILBAllowGlobalAccess: "true" lets clients of other regions in.
-pub const GLOBAL_ACCESS_ANNOTATION: &str = "networking.gke.io/internal-load-balancer-allow-global-access";
-pub const SCHEME_INTERNAL: &str = "INTERNAL";
+pub(crate) const GLOBAL_ACCESS_ANNOTATION: &str =
+    "networking.gke.io/internal-load-balancer-allow-global-access";
+pub(crate) const SCHEME_INTERNAL: &str = "INTERNAL";
 /// Upstream maxL4ILBPorts: beyond this many ports the rule uses allPorts.
-pub const MAX_ILB_PORTS: usize = 5;
+pub(crate) const MAX_ILB_PORTS: usize = 5;
 /// Upstream maxInstancesPerInstanceGroup: groups keep the first 1000 nodes by name.
-pub const MAX_INSTANCES_PER_GROUP: usize = 1000;
+pub(crate) const MAX_INSTANCES_PER_GROUP: usize = 1000;
 /// Type of the health check upstream creates.
-pub const HC_TYPE_HTTP: &str = "HTTP";
+pub(crate) const HC_TYPE_HTTP: &str = "HTTP";
 
-pub fn is_internal(service: &Service) -> bool {
+pub(crate) fn is_internal(service: &Service) -> bool {
     let annotations = service.metadata.annotations.as_ref();
     LB_TYPE_ANNOTATIONS.iter().any(|key| {
         annotations
@@ -58,7 +59,7 @@ pub fn is_internal(service: &Service) -> bool {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IlbSpec {
+pub(crate) struct IlbSpec {
     pub base: LbSpec,
     /// Forwarding rule ports as strings, in the Service's order (upstream getPortsAndProtocol).
     pub rule_ports: Vec<String>,
@@ -68,7 +69,7 @@ pub struct IlbSpec {
 }
 
 impl IlbSpec {
-    pub fn from_service(service: &Service) -> Result<Self> {
+    pub(crate) fn from_service(service: &Service) -> Result<Self> {
         let base = LbSpec::from_service(service)?;
         let rule_ports = service
             .spec
@@ -99,18 +100,18 @@ impl IlbSpec {
         })
     }
 
-    pub fn shared_health_check(&self) -> bool {
+    pub(crate) fn shared_health_check(&self) -> bool {
         self.base.health_check == HealthCheckKind::Nodes
     }
 
-    pub fn subnetwork_url(&self, cfg: &Config) -> String {
+    pub(crate) fn subnetwork_url(&self, cfg: &Config) -> String {
         cfg.subnetwork_url(self.subnet.as_deref().unwrap_or(&cfg.subnetwork))
     }
 }
 
 /// The GCE objects of one internal LB except those that need the IP (firewall, rule's address).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DesiredIlb {
+pub(crate) struct DesiredIlb {
     pub names: IlbNames,
     pub spec: IlbSpec,
     /// zone -> member instance URLs (sorted).
@@ -122,7 +123,7 @@ pub struct DesiredIlb {
     pub forwarding_rule: ForwardingRule,
 }
 
-pub fn desired(spec: &IlbSpec, names: &IlbNames, hosts: &[LbHost], cfg: &Config) -> DesiredIlb {
+pub(crate) fn desired(spec: &IlbSpec, names: &IlbNames, hosts: &[LbHost], cfg: &Config) -> DesiredIlb {
     let instance_groups = instance_groups(hosts, cfg);
     let (health_check, health_check_firewall) = health_check_and_firewall(spec, names, cfg);
     let hc_name = &health_check.name;
@@ -236,7 +237,7 @@ fn health_check_and_firewall(spec: &IlbSpec, names: &IlbNames, cfg: &Config) -> 
 }
 
 /// The traffic firewall `k8s-fw-<lb>` for the rule's IP (upstream ensureInternalFirewalls).
-pub fn traffic_firewall(d: &DesiredIlb, cfg: &Config, ip: &str) -> Firewall {
+pub(crate) fn traffic_firewall(d: &DesiredIlb, cfg: &Config, ip: &str) -> Firewall {
     Firewall {
         name: d.names.firewall.clone(),
         description: naming::firewall_description(&d.spec.base.service_name, ip),

@@ -7,7 +7,7 @@ use crate::objects::observed::IlbObserved;
 
 /// Which objects a teardown may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Teardown {
+pub(crate) enum Teardown {
     /// The Service is gone (or no LoadBalancer any more): everything named like it.
     All,
     /// The Service turned external: leave a forwarding rule or address of the external kind
@@ -18,7 +18,7 @@ pub enum Teardown {
 /// Upstream ensureInternalLoadBalancerDeleted: address, rule, backend service, traffic firewalls,
 /// health checks and their firewalls, then the shared instance groups (kept while other internal
 /// LBs use them). Only what exists is deleted; a repeated delete plans nothing.
-pub fn plan_delete(names: &IlbNames, o: &IlbObserved, mode: Teardown) -> Vec<Action> {
+pub(crate) fn plan_delete(names: &IlbNames, o: &IlbObserved, mode: Teardown) -> Vec<Action> {
     let mut actions = Vec::new();
     let internal_only = mode == Teardown::InternalOnly;
     if let Some(a) = &o.address

@@ -13,7 +13,7 @@ use crate::objects::observed::IlbObserved;
 use crate::objects::{self, Address, Backend, BackendService, ForwardingRule, HealthCheck};
 
 /// Upstream forwardingRulesEqual (an empty IP on either side matches any).
-pub fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
+pub(crate) fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
     let set = |l: &[String]| l.iter().cloned().collect::<BTreeSet<_>>();
     (have.ip_address.is_empty() || want.ip_address.is_empty() || have.ip_address == want.ip_address)
         && have.ip_protocol == want.ip_protocol
@@ -26,7 +26,7 @@ pub fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
 }
 
 /// Upstream backendSvcEqual (backends compared by group link only).
-pub fn backend_services_equal(have: &BackendService, want: &BackendService) -> bool {
+pub(crate) fn backend_services_equal(have: &BackendService, want: &BackendService) -> bool {
     let groups = |b: &[Backend]| {
         b.iter()
             .map(|b| objects::link_key(&b.group).to_owned())
@@ -41,7 +41,7 @@ pub fn backend_services_equal(have: &BackendService, want: &BackendService) -> b
 }
 
 /// Upstream needToUpdateHealthChecks.
-pub fn health_check_differs(want: &HealthCheck, have: &HealthCheck) -> bool {
+pub(crate) fn health_check_differs(want: &HealthCheck, have: &HealthCheck) -> bool {
     have.http_health_check.port != want.http_health_check.port
         || have.http_health_check.request_path != want.http_health_check.request_path
         || have.type_ != want.type_
@@ -53,7 +53,7 @@ pub fn health_check_differs(want: &HealthCheck, have: &HealthCheck) -> bool {
 }
 
 /// Upstream mergeHealthChecks: larger timing values an operator set are kept.
-pub fn merged_health_check(want: &HealthCheck, have: &HealthCheck) -> HealthCheck {
+pub(crate) fn merged_health_check(want: &HealthCheck, have: &HealthCheck) -> HealthCheck {
     HealthCheck {
         check_interval_sec: want.check_interval_sec.max(have.check_interval_sec),
         timeout_sec: want.timeout_sec.max(have.timeout_sec),
@@ -64,7 +64,7 @@ pub fn merged_health_check(want: &HealthCheck, have: &HealthCheck) -> HealthChec
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IlbPlan {
+pub(crate) struct IlbPlan {
     pub actions: Vec<Action>,
     /// The plan ends with reserving an address whose IP GCE picks: execute, observe, plan again.
     pub replan: bool,
@@ -74,7 +74,7 @@ pub struct IlbPlan {
 /// Desired vs observed -> ordered calls (upstream ensureInternalLoadBalancer's order: instance
 /// groups, health check, address, [rule delete], backend service, rule, firewalls, old health
 /// check, address release). Empty when GCE matches.
-pub fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
+pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
     let names = &d.names;
     let mut actions = Vec::new();
     plan_groups(d, o, &mut actions);

@@ -19,32 +19,30 @@
 //! - tests: `testutil/mini_gce.rs` (`MiniGce::apply`), and svcnet-fake-gce's REST route
 //!   (`e2e/fake-gce`) for the end-to-end tests.
 
-pub mod address;
-pub mod delete;
-pub mod desired;
-pub mod drift;
-pub mod ensure;
-pub mod hosts;
-pub mod internal;
-pub mod internal_delete;
-pub mod internal_plan;
-pub mod ownership;
-pub mod plan;
-pub mod spec;
-pub mod stages;
+pub(crate) mod address;
+pub(crate) mod delete;
+pub(crate) mod desired;
+pub(crate) mod drift;
+pub(crate) mod ensure;
+pub(crate) mod hosts;
+pub(crate) mod internal;
+pub(crate) mod internal_delete;
+pub(crate) mod internal_plan;
+pub(crate) mod ownership;
+pub(crate) mod plan;
+pub(crate) mod spec;
+pub(crate) mod stages;
 
 #[cfg(test)]
 mod tests;
 
-pub use ownership::{
-    LB_CLEANUP_FINALIZER, LEGACY_EXTERNAL_LB_CLASS, NETLB_FINALIZER, Role, role, wants_load_balancer,
-};
+pub(crate) use ownership::{Role, role};
 
 /// Event reasons the service controller emits (Normal unless noted).
-pub const EVENT_ENSURING: &str = "EnsuringLoadBalancer";
-pub const EVENT_ENSURED: &str = "EnsuredLoadBalancer";
-pub const EVENT_UPDATED: &str = "UpdatedLoadBalancer";
-pub const EVENT_DELETING: &str = "DeletingLoadBalancer";
-pub const EVENT_DELETED: &str = "DeletedLoadBalancer";
+pub(crate) const EVENT_ENSURING: &str = "EnsuringLoadBalancer";
+pub(crate) const EVENT_ENSURED: &str = "EnsuredLoadBalancer";
+pub(crate) const EVENT_UPDATED: &str = "UpdatedLoadBalancer";
+pub(crate) const EVENT_DELETING: &str = "DeletingLoadBalancer";
+pub(crate) const EVENT_DELETED: &str = "DeletedLoadBalancer";
 /// Warning: carries the [`crate::Error`] (or GCE error) message.
-pub const EVENT_SYNC_FAILED: &str = "SyncLoadBalancerFailed";
+pub(crate) const EVENT_SYNC_FAILED: &str = "SyncLoadBalancerFailed";

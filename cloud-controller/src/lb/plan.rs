@@ -22,7 +22,7 @@ use crate::objects::action::Action;
 use crate::objects::observed::Observed;
 use crate::objects::{self, TargetPool};
 
-pub fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Vec<Action> {
+pub(crate) fn plan_ensure(desired: &DesiredLb, observed: &Observed, cfg: &Config) -> Vec<Action> {
     let mut actions = Vec::new();
     let r = recreates(desired, observed, cfg);
     let release = plan_address(desired, observed, r.creates_fr, &mut actions);

@@ -10,14 +10,14 @@ use crate::error::{Error, Result};
 use crate::naming::{NODES_HEALTH_CHECK_PATH, NODES_HEALTH_CHECK_PORT};
 use crate::objects::{AFFINITY_CLIENT_IP, AFFINITY_NONE, TIER_PREMIUM, TIER_STANDARD};
 
-pub const NETWORK_TIER_ANNOTATION: &str = "cloud.google.com/network-tier";
-pub const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
+pub(crate) const NETWORK_TIER_ANNOTATION: &str = "cloud.google.com/network-tier";
+pub(crate) const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
 /// Upstream's default when neither the field nor the annotation restricts sources.
 const DEFAULT_SOURCE_RANGE: &str = "0.0.0.0/0";
 
 /// Where the target pool's health check probes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HealthCheckKind {
+pub(crate) enum HealthCheckKind {
     /// ETP=Cluster: the shared `k8s-<clusterid>-node` check on kube-proxy's 10256 /healthz.
     Nodes,
     /// ETP=Local: a per-service check on spec.healthCheckNodePort.
@@ -25,7 +25,7 @@ pub enum HealthCheckKind {
 }
 
 impl HealthCheckKind {
-    pub fn port(&self) -> i32 {
+    pub(crate) fn port(&self) -> i32 {
         match self {
             HealthCheckKind::Nodes => NODES_HEALTH_CHECK_PORT,
             HealthCheckKind::Local { node_port } => *node_port,
@@ -33,13 +33,13 @@ impl HealthCheckKind {
     }
 
     /// Both kinds probe `/healthz` (upstream's GetServiceHealthCheckPathPort and GetNodesHealthCheckPath).
-    pub fn path(&self) -> &'static str {
+    pub(crate) fn path(&self) -> &'static str {
         NODES_HEALTH_CHECK_PATH
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LbSpec {
+pub(crate) struct LbSpec {
     /// `Service ns/name`, for errors.
     pub object: String,
     /// `ns/name`, for descriptions.
@@ -62,7 +62,7 @@ pub struct LbSpec {
     pub health_check: HealthCheckKind,
 }
 
-pub fn service_object(service: &Service) -> String {
+pub(crate) fn service_object(service: &Service) -> String {
     format!(
         "Service {}/{}",
         service.metadata.namespace.as_deref().unwrap_or(""),
@@ -138,7 +138,7 @@ fn requested_ip(object: &str, ip: Option<String>) -> Result<Option<String>> {
 }
 
 impl LbSpec {
-    pub fn from_service(service: &Service) -> Result<Self> {
+    pub(crate) fn from_service(service: &Service) -> Result<Self> {
         let object = service_object(service);
         let service_name = format!(
             "{}/{}",
@@ -202,14 +202,14 @@ impl LbSpec {
         })
     }
 
-    pub fn port_range(&self) -> String {
+    pub(crate) fn port_range(&self) -> String {
         let min = self.ports.first().copied().unwrap_or_default();
         let max = self.ports.last().copied().unwrap_or_default();
         format!("{min}-{max}")
     }
 
     /// Firewall ports as upstream writes them now: consecutive ports merged into `a-b` ranges.
-    pub fn firewall_port_ranges(&self) -> Vec<String> {
+    pub(crate) fn firewall_port_ranges(&self) -> Vec<String> {
         let mut out = Vec::new();
         let mut iter = self.ports.iter().copied();
         let Some(mut start) = iter.next() else { return out };
@@ -226,7 +226,7 @@ impl LbSpec {
     }
 
     /// Firewall ports as older upstream versions wrote them: one entry per port.
-    pub fn firewall_port_list(&self) -> Vec<String> {
+    pub(crate) fn firewall_port_list(&self) -> Vec<String> {
         self.ports.iter().map(|p| p.to_string()).collect()
     }
 }
@@ -263,7 +263,7 @@ fn source_ranges(object: &str, field: Option<&[String]>, annotation: Option<&Str
 
 /// Normalise CIDR strings the way [`LbSpec::source_ranges`] are, for comparing with GCE's copy.
 /// Unparsable entries are kept verbatim so they compare unequal (and get repaired).
-pub fn normalize_cidrs(list: &[String]) -> BTreeSet<String> {
+pub(crate) fn normalize_cidrs(list: &[String]) -> BTreeSet<String> {
     list.iter()
         .map(|s| {
             s.trim()

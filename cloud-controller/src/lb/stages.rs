@@ -22,7 +22,7 @@ fn independent(a: &Action) -> bool {
 }
 
 /// Splits `actions` into consecutive stages, in order; the actions of one stage may run at once.
-pub fn stages(actions: &[Action]) -> Vec<&[Action]> {
+pub(crate) fn stages(actions: &[Action]) -> Vec<&[Action]> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < actions.len() {

@@ -8,7 +8,7 @@ use crate::objects::{
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Observed {
+pub(crate) struct Observed {
     /// The address named like the load balancer (the controller's own reservation).
     pub address: Option<Address>,
     /// The regional address holding the IP the LB is to use, whatever its name (addresses.list
@@ -32,7 +32,7 @@ pub struct Observed {
 
 /// What GCE holds for one internal LB (404 = None / absent from the maps).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct IlbObserved {
+pub(crate) struct IlbObserved {
     pub address: Option<Address>,
     /// The regional address holding spec.loadBalancerIP, whatever its name.
     pub ip_holder: Option<Address>,

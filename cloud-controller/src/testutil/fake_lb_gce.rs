@@ -14,7 +14,7 @@ use crate::objects::action::Action;
 use super::MiniGce;
 
 #[derive(Default)]
-pub struct FakeLbGce {
+pub(crate) struct FakeLbGce {
     pub gce: Mutex<MiniGce>,
     /// Per observe call: the objects it was asked to read again (None = everything).
     pub reads: Mutex<Vec<Option<Touched>>>,
@@ -43,18 +43,18 @@ fn gce_error(call: &str, e: &str) -> GceError {
 }
 
 impl FakeLbGce {
-    pub fn new(gce: MiniGce) -> Self {
+    pub(crate) fn new(gce: MiniGce) -> Self {
         FakeLbGce {
             gce: Mutex::new(gce),
             ..Self::default()
         }
     }
 
-    pub fn state(&self) -> MiniGce {
+    pub(crate) fn state(&self) -> MiniGce {
         self.gce.lock().expect("fake lock").clone()
     }
 
-    pub fn call_labels(&self) -> Vec<&'static str> {
+    pub(crate) fn call_labels(&self) -> Vec<&'static str> {
         self.calls
             .lock()
             .expect("fake lock")
@@ -63,7 +63,7 @@ impl FakeLbGce {
             .collect()
     }
 
-    pub fn reads(&self) -> Vec<Option<Touched>> {
+    pub(crate) fn reads(&self) -> Vec<Option<Touched>> {
         self.reads.lock().expect("fake lock").clone()
     }
 }
@@ -108,10 +108,10 @@ impl LbGce for FakeLbGce {
 
 /// Records the events a sync announces.
 #[derive(Default)]
-pub struct Events(pub Mutex<Vec<&'static str>>);
+pub(crate) struct Events(pub Mutex<Vec<&'static str>>);
 
 impl Events {
-    pub fn reasons(&self) -> Vec<&'static str> {
+    pub(crate) fn reasons(&self) -> Vec<&'static str> {
         self.0.lock().expect("events lock").clone()
     }
 }

@@ -14,7 +14,7 @@ use crate::objects::{self, Address, Firewall, ForwardingRule, HttpHealthCheck, T
 
 /// In-memory GCE holding the objects by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MiniGce {
+pub(crate) struct MiniGce {
     pub addresses: BTreeMap<String, Address>,
     pub firewalls: BTreeMap<String, Firewall>,
     pub health_checks: BTreeMap<String, HttpHealthCheck>,
@@ -40,7 +40,7 @@ fn remove<T>(map: &mut BTreeMap<String, T>, name: &str) -> Result<T, String> {
 
 impl MiniGce {
     /// A user's reserved address (not created by the controller).
-    pub fn reserve_user_address(&mut self, name: &str, ip: &str, tier: &str) {
+    pub(crate) fn reserve_user_address(&mut self, name: &str, ip: &str, tier: &str) {
         self.addresses.insert(
             name.into(),
             Address {
@@ -53,7 +53,7 @@ impl MiniGce {
         );
     }
 
-    pub fn apply(&mut self, action: &Action) -> Result<(), String> {
+    pub(crate) fn apply(&mut self, action: &Action) -> Result<(), String> {
         self.calls += 1;
         match action {
             Action::CreateAddress(a) => {
@@ -187,12 +187,12 @@ impl MiniGce {
         }
     }
 
-    pub fn apply_all(&mut self, actions: &[Action]) -> Result<(), String> {
+    pub(crate) fn apply_all(&mut self, actions: &[Action]) -> Result<(), String> {
         actions.iter().try_for_each(|a| self.apply(a))
     }
 
     /// What the I/O layer would GET for this load balancer.
-    pub fn observed(&self, names: &LbNames, requested_ip: Option<&str>) -> Observed {
+    pub(crate) fn observed(&self, names: &LbNames, requested_ip: Option<&str>) -> Observed {
         let fr = self.forwarding_rules.get(&names.lb).cloned();
         let holder_ip = requested_ip
             .map(str::to_owned)
@@ -221,7 +221,7 @@ impl MiniGce {
     /// a `DeleteHealthCheck { keep_if_in_use: true }` refused with resourceInUseByAnotherResource
     /// counts as done-but-kept and ends the plan there. Returns how many actions ran and whether
     /// the plan ended on such a kept delete.
-    pub fn run_plan(&mut self, actions: &[Action]) -> Result<(usize, bool), String> {
+    pub(crate) fn run_plan(&mut self, actions: &[Action]) -> Result<(usize, bool), String> {
         for (i, action) in actions.iter().enumerate() {
             match self.apply(action) {
                 Ok(()) => {}
@@ -245,7 +245,7 @@ impl MiniGce {
 
     /// The delete path of the I/O layer: observe -> `plan_delete` -> run until a plan is empty
     /// (then the finalizer may go). Returns every action applied, in order.
-    pub fn delete_lb(&mut self, names: &LbNames, max_rounds: usize) -> Result<Vec<Action>, String> {
+    pub(crate) fn delete_lb(&mut self, names: &LbNames, max_rounds: usize) -> Result<Vec<Action>, String> {
         let mut applied = Vec::new();
         let mut kept = false;
         for _ in 0..max_rounds {
@@ -266,7 +266,7 @@ impl MiniGce {
 
     /// Plan/apply until a plan is empty; returns every action applied, in order.
     /// Fails if a plan is rejected by GCE rules or it does not settle in `max_rounds`.
-    pub fn converge(&mut self, scenario: &Scenario, max_rounds: usize) -> Result<Vec<Action>, String> {
+    pub(crate) fn converge(&mut self, scenario: &Scenario, max_rounds: usize) -> Result<Vec<Action>, String> {
         let names = scenario.names();
         let mut applied = Vec::new();
         let mut kept = false;

@@ -10,7 +10,7 @@ use crate::naming::LbNames;
 use crate::objects::observed::Observed;
 
 #[derive(Debug, Clone)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub cfg: Config,
     pub service: Service,
     pub nodes: Vec<Node>,
@@ -24,7 +24,7 @@ impl Default for Scenario {
 
 impl Scenario {
     /// default/web, LoadBalancer, TCP 80, three ready nodes in us-central1-a.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let service = Service {
             metadata: ObjectMeta {
                 name: Some("web".into()),
@@ -57,13 +57,13 @@ impl Scenario {
         self.service.spec.get_or_insert_with(Default::default)
     }
 
-    pub fn name(mut self, ns: &str, name: &str) -> Self {
+    pub(crate) fn name(mut self, ns: &str, name: &str) -> Self {
         self.service.metadata.namespace = Some(ns.into());
         self.service.metadata.name = Some(name.into());
         self
     }
 
-    pub fn ports(mut self, protocol: &str, ports: &[i32]) -> Self {
+    pub(crate) fn ports(mut self, protocol: &str, ports: &[i32]) -> Self {
         self.spec().ports = Some(
             ports
                 .iter()
@@ -77,39 +77,39 @@ impl Scenario {
         self
     }
 
-    pub fn raw_ports(mut self, ports: Vec<ServicePort>) -> Self {
+    pub(crate) fn raw_ports(mut self, ports: Vec<ServicePort>) -> Self {
         self.spec().ports = Some(ports);
         self
     }
 
-    pub fn etp_local(mut self, health_check_node_port: i32) -> Self {
+    pub(crate) fn etp_local(mut self, health_check_node_port: i32) -> Self {
         self.spec().external_traffic_policy = Some("Local".into());
         self.spec().health_check_node_port = Some(health_check_node_port);
         self
     }
 
-    pub fn etp_cluster(mut self) -> Self {
+    pub(crate) fn etp_cluster(mut self) -> Self {
         self.spec().external_traffic_policy = Some("Cluster".into());
         self.spec().health_check_node_port = None;
         self
     }
 
-    pub fn affinity(mut self, affinity: &str) -> Self {
+    pub(crate) fn affinity(mut self, affinity: &str) -> Self {
         self.spec().session_affinity = Some(affinity.into());
         self
     }
 
-    pub fn source_ranges(mut self, ranges: &[&str]) -> Self {
+    pub(crate) fn source_ranges(mut self, ranges: &[&str]) -> Self {
         self.spec().load_balancer_source_ranges = Some(ranges.iter().map(|s| s.to_string()).collect());
         self
     }
 
-    pub fn load_balancer_ip(mut self, ip: &str) -> Self {
+    pub(crate) fn load_balancer_ip(mut self, ip: &str) -> Self {
         self.spec().load_balancer_ip = Some(ip.into());
         self
     }
 
-    pub fn annotation(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn annotation(mut self, key: &str, value: &str) -> Self {
         self.service
             .metadata
             .annotations
@@ -118,31 +118,31 @@ impl Scenario {
         self
     }
 
-    pub fn with_nodes(mut self, nodes: Vec<Node>) -> Self {
+    pub(crate) fn with_nodes(mut self, nodes: Vec<Node>) -> Self {
         self.nodes = nodes;
         self
     }
 
-    pub fn add_node(mut self, name: &str, zone: &str) -> Self {
+    pub(crate) fn add_node(mut self, name: &str, zone: &str) -> Self {
         self.nodes.push(node(name, zone));
         self
     }
 
-    pub fn remove_node(mut self, name: &str) -> Self {
+    pub(crate) fn remove_node(mut self, name: &str) -> Self {
         self.nodes.retain(|n| n.metadata.name.as_deref() != Some(name));
         self
     }
 
-    pub fn names(&self) -> LbNames {
+    pub(crate) fn names(&self) -> LbNames {
         lb_names(&self.service, &self.cfg).expect("valid names")
     }
 
-    pub fn ensure(&self, observed: &Observed) -> crate::Result<EnsurePlan> {
+    pub(crate) fn ensure(&self, observed: &Observed) -> crate::Result<EnsurePlan> {
         ensure(&self.service, &self.nodes, &self.cfg, observed)
     }
 
     /// The IP GCE would be asked about for `Observed::ip_holder`.
-    pub fn requested_ip(&self) -> Option<String> {
+    pub(crate) fn requested_ip(&self) -> Option<String> {
         self.service
             .spec
             .as_ref()
