@@ -10,19 +10,19 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::PostParams;
 
-pub const CONFIG_MAP_NAMESPACE: &str = "kube-system";
-pub const CONFIG_MAP_NAME: &str = "ingress-uid";
-pub const KEY_CLUSTER: &str = "uid";
-pub const KEY_PROVIDER: &str = "provider-uid";
+pub(crate) const CONFIG_MAP_NAMESPACE: &str = "kube-system";
+pub(crate) const CONFIG_MAP_NAME: &str = "ingress-uid";
+pub(crate) const KEY_CLUSTER: &str = "uid";
+pub(crate) const KEY_PROVIDER: &str = "provider-uid";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterIds {
+pub(crate) struct ClusterIds {
     pub cluster: String,
     pub provider: String,
 }
 
 /// IDs from the ConfigMap data (provider falls back to the cluster ID, as upstream).
-pub fn from_data(data: &BTreeMap<String, String>) -> Option<ClusterIds> {
+pub(crate) fn from_data(data: &BTreeMap<String, String>) -> Option<ClusterIds> {
     let cluster = data.get(KEY_CLUSTER).filter(|v| !v.is_empty())?.clone();
     let provider = data
         .get(KEY_PROVIDER)
@@ -33,7 +33,7 @@ pub fn from_data(data: &BTreeMap<String, String>) -> Option<ClusterIds> {
 }
 
 /// 64 random bits as 16 lowercase hex digits (upstream: 8 random bytes, hex encoded).
-pub fn random_id() -> String {
+pub(crate) fn random_id() -> String {
     // RandomState is seeded from the OS's randomness; no extra dependency needed for an ID.
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
@@ -47,7 +47,7 @@ pub fn random_id() -> String {
 }
 
 /// Reads the IDs, creating the ConfigMap when absent.
-pub async fn get_or_create(client: &kube::Client) -> Result<ClusterIds, kube::Error> {
+pub(crate) async fn get_or_create(client: &kube::Client) -> Result<ClusterIds, kube::Error> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), CONFIG_MAP_NAMESPACE);
     for _ in 0..3 {
         if let Some(cm) = api.get_opt(CONFIG_MAP_NAME).await?

@@ -3,18 +3,18 @@
 use ipnet::IpNet;
 
 /// Upstream's `maxTargetPoolCreateInstances`: instances put into a new target pool in the insert call.
-pub const MAX_TARGET_POOL_CREATE_INSTANCES: usize = 200;
+pub(crate) const MAX_TARGET_POOL_CREATE_INSTANCES: usize = 200;
 /// Upstream's `maxInstancesPerTargetPoolUpdate`: instances per addInstance/removeInstance call.
-pub const MAX_INSTANCES_PER_TARGET_POOL_UPDATE: usize = 1000;
+pub(crate) const MAX_INSTANCES_PER_TARGET_POOL_UPDATE: usize = 1000;
 /// Source ranges of GCE L3/L4 health checkers (upstream's default `--cloud-provider-gce-lb-src-cidrs`).
-pub const L4_LB_HEALTH_CHECK_SOURCE_RANGES: [&str; 4] = [
+pub(crate) const L4_LB_HEALTH_CHECK_SOURCE_RANGES: [&str; 4] = [
     "130.211.0.0/22",
     "35.191.0.0/16",
     "209.85.152.0/22",
     "209.85.204.0/22",
 ];
 /// Base of GCE resource URLs; links are compared from `projects/` on, so a fake endpoint works too.
-pub const DEFAULT_COMPUTE_API_BASE: &str = "https://www.googleapis.com/compute/v1/";
+pub(crate) const DEFAULT_COMPUTE_API_BASE: &str = "https://www.googleapis.com/compute/v1/";
 
 /// How a change of externalTrafficPolicy (node health check <-> service health check) reaches the
 /// target pool.

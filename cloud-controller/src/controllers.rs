@@ -2,13 +2,18 @@
 //! initialisation/lifecycle. They share one [`Shared`] context: the kube client, the GCE
 //! clients, the domain [`Config`] and a reflector store of Nodes.
 
-pub mod lb_record;
-pub mod node_watch;
-pub mod nodes;
-pub mod routes;
-pub mod service_ilb;
-pub mod service_lb;
-pub mod verify_queue;
+mod lb_ctx;
+pub(crate) mod lb_record;
+mod lb_report;
+pub(crate) mod lb_rounds;
+mod lb_step;
+pub(crate) mod node_watch;
+pub(crate) mod nodes;
+pub(crate) mod routes;
+pub(crate) mod service_ilb;
+pub(crate) mod service_lb;
+mod shared_hc;
+pub(crate) mod verify_queue;
 
 use std::time::Duration;
 
@@ -19,11 +24,11 @@ use kube::runtime::reflector::Store;
 use crate::config::Config;
 use crate::gce::client::Gce;
 use crate::gce::error::GceError;
-use crate::gce::exec::RetryPolicy;
+use crate::gce::retry::RetryPolicy;
 
 /// Knobs of the controllers (from the command line).
 #[derive(Debug, Clone)]
-pub struct Tuning {
+pub(crate) struct Tuning {
     /// Services reconciled at once.
     pub concurrency: usize,
     /// Periodic re-check of every load balancer (drift repair), besides watch events.
@@ -57,7 +62,7 @@ impl Default for Tuning {
 }
 
 /// Everything the controllers share.
-pub struct Shared {
+pub(crate) struct Shared {
     pub client: kube::Client,
     pub gce: Gce,
     pub cfg: Config,
@@ -72,18 +77,18 @@ pub struct Shared {
 
 impl Shared {
     /// Waits until the node store holds the first full list (membership decisions need it).
-    pub async fn wait_nodes_ready(&self) {
+    pub(crate) async fn wait_nodes_ready(&self) {
         let mut rx = self.nodes_ready.clone();
         let _ = rx.wait_for(|r| *r).await;
     }
 
     /// Current nodes (cloned out of the reflector store).
-    pub fn node_list(&self) -> Vec<Node> {
+    pub(crate) fn node_list(&self) -> Vec<Node> {
         self.nodes.state().iter().map(|n| (**n).clone()).collect()
     }
 
     /// Publishes an event; failures are logged, never fail the sync (events are best effort).
-    pub async fn event(
+    pub(crate) async fn event(
         &self,
         obj: &k8s_openapi::api::core::v1::ObjectReference,
         warning: bool,
@@ -109,7 +114,7 @@ impl Shared {
 
 /// Why a sync failed (the error policy requeues with backoff).
 #[derive(Debug, thiserror::Error)]
-pub enum SyncError {
+pub(crate) enum SyncError {
     #[error(transparent)]
     Gce(#[from] GceError),
     #[error("kubernetes API: {0}")]
@@ -119,7 +124,7 @@ pub enum SyncError {
 }
 
 impl SyncError {
-    pub fn metric_label(&self) -> &'static str {
+    pub(crate) fn metric_label(&self) -> &'static str {
         match self {
             SyncError::Gce(e) => e.metric_label(),
             SyncError::Kube(_) => "kube",
@@ -128,8 +133,14 @@ impl SyncError {
     }
 }
 
+/// `namespace/name` of a Service: the key of per-Service memory and logs.
+pub(crate) fn key(svc: &k8s_openapi::api::core::v1::Service) -> String {
+    use kube::ResourceExt;
+    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
+}
+
 /// Exponential requeue delay for the `failures`-th consecutive failure.
-pub fn error_delay(tuning: &Tuning, failures: u32) -> Duration {
+pub(crate) fn error_delay(tuning: &Tuning, failures: u32) -> Duration {
     let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
     tuning.error_base.saturating_mul(factor).min(tuning.error_max)
 }

@@ -13,7 +13,7 @@
 //! ```
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GceConf {
+pub(crate) struct GceConf {
     pub project: Option<String>,
     pub network: Option<String>,
     pub subnetwork: Option<String>,
@@ -32,7 +32,7 @@ pub struct ConfError {
     pub message: String,
 }
 
-pub fn parse(path: &str, text: &str) -> Result<GceConf, ConfError> {
+pub(crate) fn parse(path: &str, text: &str) -> Result<GceConf, ConfError> {
     let mut conf = GceConf::default();
     let mut in_global = false;
     for (i, raw) in text.lines().enumerate() {

@@ -31,7 +31,7 @@ pub struct LeaderArgs {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum LeaderError {
+pub(crate) enum LeaderError {
     #[error("leader election: {0}")]
     Lease(#[from] kube_lease_manager::LeaseManagerError),
     #[error("leader election: invalid timing: grace ({grace}s) must be > 0 and < duration ({duration}s)")]
@@ -40,7 +40,7 @@ pub enum LeaderError {
     Stopped,
 }
 
-pub fn default_identity() -> String {
+pub(crate) fn default_identity() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .ok()
@@ -50,7 +50,7 @@ pub fn default_identity() -> String {
 }
 
 /// A held lease. Dropping it releases the lease (the watcher task sees the channel close).
-pub struct Leadership {
+pub(crate) struct Leadership {
     rx: watch::Receiver<bool>,
     handle: JoinHandle<Result<kube_lease_manager::LeaseManager, kube_lease_manager::LeaseManagerError>>,
     pub identity: String,
@@ -58,7 +58,7 @@ pub struct Leadership {
 
 impl Leadership {
     /// Resolves when the lease is lost (or its watcher died).
-    pub async fn lost(&mut self) {
+    pub(crate) async fn lost(&mut self) {
         loop {
             if !*self.rx.borrow_and_update() {
                 return;
@@ -70,7 +70,7 @@ impl Leadership {
     }
 
     /// Gives the lease up and waits for the release to be written.
-    pub async fn release(self) {
+    pub(crate) async fn release(self) {
         drop(self.rx);
         match self.handle.await {
             Ok(Ok(_)) => tracing::info!("lease released"),
@@ -81,7 +81,7 @@ impl Leadership {
 }
 
 /// Blocks until this replica holds the lease.
-pub async fn acquire(client: kube::Client, args: &LeaderArgs) -> Result<Leadership, LeaderError> {
+pub(crate) async fn acquire(client: kube::Client, args: &LeaderArgs) -> Result<Leadership, LeaderError> {
     if args.grace == 0 || args.grace >= args.duration {
         return Err(LeaderError::Timing {
             duration: args.duration,

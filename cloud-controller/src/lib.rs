@@ -4,21 +4,23 @@
 //! are [`gce`]'s `client`/`observe`/`exec` (official google-cloud-compute-v1 client) and
 //! [`controllers`] (kube-runtime), wired by [`run`] behind [`leader`] election.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod cli;
-pub mod clusterid;
-pub mod config;
-pub mod controllers;
-pub mod error;
-pub mod gce;
-pub mod gceconf;
-pub mod lb;
-pub mod leader;
+mod clusterid;
+mod config;
+mod controllers;
+mod error;
+mod gce;
+mod gceconf;
+mod lb;
+mod leader;
 pub mod metadata;
-pub mod metrics;
-pub mod naming;
-pub mod nodes;
-pub mod routes;
+mod metrics;
+mod naming;
+mod nodes;
+mod objects;
+mod routes;
 pub mod run;
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use prometheus_client::registry::Registry;
 type Labels = Vec<(String, String)>;
 
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     pub registry: Arc<Registry>,
     gce_calls: Family<Labels, Counter>,
     syncs: Family<Labels, Counter>,
@@ -26,7 +26,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut registry = Registry::with_prefix("svcnet_cloud_controller");
         let gce_calls = Family::<Labels, Counter>::default();
         let syncs = Family::<Labels, Counter>::default();
@@ -54,7 +54,7 @@ impl Metrics {
         }
     }
 
-    pub fn gce_call(&self, call: &str, result: &str) {
+    pub(crate) fn gce_call(&self, call: &str, result: &str) {
         self.gce_calls
             .get_or_create(&vec![
                 ("call".into(), call.into()),
@@ -63,7 +63,7 @@ impl Metrics {
             .inc();
     }
 
-    pub fn sync(&self, controller: &str, result: &str) {
+    pub(crate) fn sync(&self, controller: &str, result: &str) {
         self.syncs
             .get_or_create(&vec![
                 ("controller".into(), controller.into()),
@@ -72,12 +72,13 @@ impl Metrics {
             .inc();
     }
 
-    pub fn set_leader(&self, leader: bool) {
+    pub(crate) fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
     }
 
+    #[cfg(test)]
     /// The exposition text (for tests and debugging).
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out

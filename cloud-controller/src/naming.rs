@@ -5,17 +5,17 @@
 use crate::error::{Error, Result};
 
 /// Node health check (shared by all ETP=Cluster load balancers of the cluster): kube-proxy's healthz.
-pub const NODES_HEALTH_CHECK_PORT: i32 = 10256;
-pub const NODES_HEALTH_CHECK_PATH: &str = "/healthz";
+pub(crate) const NODES_HEALTH_CHECK_PORT: i32 = 10256;
+pub(crate) const NODES_HEALTH_CHECK_PATH: &str = "/healthz";
 /// Route description; the route controller lists only routes carrying it.
-pub const ROUTE_DESCRIPTION: &str = "k8s-node-route";
+pub(crate) const ROUTE_DESCRIPTION: &str = "k8s-node-route";
 /// Upstream truncates the cluster name to this many characters for route names.
-pub const ROUTE_CLUSTER_NAME_MAX: usize = 26;
+pub(crate) const ROUTE_CLUSTER_NAME_MAX: usize = 26;
 const LB_NAME_MAX: usize = 32;
 const GCE_NAME_MAX: usize = 63;
 
 /// `a` + the Service UID without dashes, cut to 32 characters (cloudprovider.DefaultLoadBalancerName).
-pub fn load_balancer_name(service_uid: &str) -> String {
+pub(crate) fn load_balancer_name(service_uid: &str) -> String {
     let mut name: String = std::iter::once('a')
         .chain(service_uid.chars().filter(|c| *c != '-'))
         .collect();
@@ -31,33 +31,33 @@ pub fn load_balancer_name(service_uid: &str) -> String {
 }
 
 /// Traffic firewall of a load balancer.
-pub fn firewall_name(lb_name: &str) -> String {
+pub(crate) fn firewall_name(lb_name: &str) -> String {
     format!("k8s-fw-{lb_name}")
 }
 
 /// Shared node health check.
-pub fn nodes_health_check_name(cluster_id: &str) -> String {
+pub(crate) fn nodes_health_check_name(cluster_id: &str) -> String {
     format!("k8s-{cluster_id}-node")
 }
 
 /// Firewall letting health checkers reach the node health check port.
-pub fn nodes_health_check_firewall_name(cluster_id: &str) -> String {
+pub(crate) fn nodes_health_check_firewall_name(cluster_id: &str) -> String {
     format!("{}-http-hc", nodes_health_check_name(cluster_id))
 }
 
 /// ETP=Local services get their own health check, named like the load balancer.
-pub fn local_health_check_name(lb_name: &str) -> String {
+pub(crate) fn local_health_check_name(lb_name: &str) -> String {
     lb_name.to_owned()
 }
 
-pub fn local_health_check_firewall_name(lb_name: &str) -> String {
+pub(crate) fn local_health_check_firewall_name(lb_name: &str) -> String {
     format!("k8s-{lb_name}-http-hc")
 }
 
 /// Route names: the cluster name cut to 26 characters (bytes, as upstream slices the Go string),
 /// `-`, the node UID. Upstream does no sanitising, so an invalid cluster name yields an invalid
 /// route name; we reject it here instead of letting GCE do it.
-pub fn route_prefix(cluster_name: &str) -> String {
+pub(crate) fn route_prefix(cluster_name: &str) -> String {
     let mut cut = cluster_name.len().min(ROUTE_CLUSTER_NAME_MAX);
     while !cluster_name.is_char_boundary(cut) {
         cut -= 1;
@@ -65,12 +65,12 @@ pub fn route_prefix(cluster_name: &str) -> String {
     format!("{}-", &cluster_name[..cut])
 }
 
-pub fn route_name(cluster_name: &str, node_uid: &str) -> String {
+pub(crate) fn route_name(cluster_name: &str, node_uid: &str) -> String {
     format!("{}{}", route_prefix(cluster_name), node_uid)
 }
 
 /// GCE resource names: `[a-z]([-a-z0-9]{0,61}[a-z0-9])?`.
-pub fn is_valid_gce_name(name: &str) -> bool {
+pub(crate) fn is_valid_gce_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
         return false;
@@ -83,7 +83,7 @@ pub fn is_valid_gce_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
 }
 
-pub fn validate_gce_name(name: &str, object: &str, field: &str) -> Result<()> {
+pub(crate) fn validate_gce_name(name: &str, object: &str, field: &str) -> Result<()> {
     if is_valid_gce_name(name) {
         Ok(())
     } else {
@@ -103,14 +103,14 @@ fn json_str(s: &str) -> String {
 
 /// Description of addresses, forwarding rules, target pools and health checks:
 /// `{"kubernetes.io/service-name":"ns/name"}`.
-pub fn service_description(service_name: &str) -> String {
+pub(crate) fn service_description(service_name: &str) -> String {
     format!("{{\"kubernetes.io/service-name\":{}}}", json_str(service_name))
 }
 
 /// Description of the traffic firewall (and the ETP=Local health check firewall). Byte-identical
 /// to upstream for ordinary names (including the space after the comma) so objects an upstream
 /// controller created are not seen as drifted.
-pub fn firewall_description(service_name: &str, ip: &str) -> String {
+pub(crate) fn firewall_description(service_name: &str, ip: &str) -> String {
     format!(
         "{{\"kubernetes.io/service-name\":{}, \"kubernetes.io/service-ip\":{}}}",
         json_str(service_name),
@@ -119,13 +119,13 @@ pub fn firewall_description(service_name: &str, ip: &str) -> String {
 }
 
 /// Description of the shared node health check firewall.
-pub fn cluster_description(cluster_id: &str) -> String {
+pub(crate) fn cluster_description(cluster_id: &str) -> String {
     format!("{{\"kubernetes.io/cluster-id\":{}}}", json_str(cluster_id))
 }
 
 /// All names of one load balancer, so the I/O layer knows what to GET before planning.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LbNames {
+pub(crate) struct LbNames {
     pub lb: String,
     pub firewall: String,
     pub nodes_health_check: String,
@@ -136,7 +136,7 @@ pub struct LbNames {
 
 impl LbNames {
     /// Validates every derived name; `object` names the Service for the error.
-    pub fn new(service_uid: &str, cluster_id: &str, object: &str) -> Result<Self> {
+    pub(crate) fn new(service_uid: &str, cluster_id: &str, object: &str) -> Result<Self> {
         let lb = load_balancer_name(service_uid);
         let names = LbNames {
             firewall: firewall_name(&lb),
@@ -159,7 +159,7 @@ impl LbNames {
 /// The backend service, the forwarding rule, the address and the ETP=Local health check are
 /// named like the load balancer; the instance groups and the node health check are shared.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IlbNames {
+pub(crate) struct IlbNames {
     pub lb: String,
     /// `k8s-fw-<lb>`: traffic firewall (same name as the external LB's).
     pub firewall: String,
@@ -177,7 +177,7 @@ pub struct IlbNames {
 }
 
 /// Upstream makeInstanceGroupName.
-pub fn instance_group_name(cluster_id: &str) -> String {
+pub(crate) fn instance_group_name(cluster_id: &str) -> String {
     if cluster_id.is_empty() {
         "k8s-ig".to_owned()
     } else {
@@ -186,12 +186,12 @@ pub fn instance_group_name(cluster_id: &str) -> String {
 }
 
 /// Upstream makeHealthCheckFirewallNameFromHC: the internal health check's firewall.
-pub fn internal_health_check_firewall_name(health_check: &str) -> String {
+pub(crate) fn internal_health_check_firewall_name(health_check: &str) -> String {
     format!("{health_check}-hc")
 }
 
 impl IlbNames {
-    pub fn new(service_uid: &str, cluster_id: &str, object: &str) -> Result<Self> {
+    pub(crate) fn new(service_uid: &str, cluster_id: &str, object: &str) -> Result<Self> {
         let lb = load_balancer_name(service_uid);
         let nodes_hc = nodes_health_check_name(cluster_id);
         let names = IlbNames {

@@ -8,33 +8,34 @@ use k8s_openapi::api::core::v1::{Node, NodeAddress, Taint};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
+use crate::objects::{InstanceFacts, InstanceLookup};
 
-pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+pub(crate) const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 /// Set by kubelet --node-ip when running with an external cloud provider.
-pub const PROVIDED_NODE_IP_ANNOTATION: &str = "alpha.kubernetes.io/provided-node-ip";
-pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
-pub const LABEL_REGION: &str = "topology.kubernetes.io/region";
-pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+pub(crate) const PROVIDED_NODE_IP_ANNOTATION: &str = "alpha.kubernetes.io/provided-node-ip";
+pub(crate) const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+pub(crate) const LABEL_REGION: &str = "topology.kubernetes.io/region";
+pub(crate) const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 /// Upstream still sets the deprecated beta labels next to the GA ones.
-pub const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
-pub const LABEL_REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
-pub const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
+pub(crate) const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
+pub(crate) const LABEL_REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
+pub(crate) const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderId {
+pub(crate) struct ProviderId {
     pub project: String,
     pub zone: String,
     pub instance: String,
 }
 
 impl ProviderId {
-    pub fn format(&self) -> String {
+    pub(crate) fn format(&self) -> String {
         format!("gce://{}/{}/{}", self.project, self.zone, self.instance)
     }
 }
 
 /// `gce://<project>/<zone>/<instance>`; None for anything else.
-pub fn parse_provider_id(s: &str) -> Option<ProviderId> {
+pub(crate) fn parse_provider_id(s: &str) -> Option<ProviderId> {
     let rest = s.strip_prefix("gce://")?;
     let mut parts = rest.split('/');
     let (project, zone, instance) = (parts.next()?, parts.next()?, parts.next()?);
@@ -49,27 +50,13 @@ pub fn parse_provider_id(s: &str) -> Option<ProviderId> {
 }
 
 /// Zone `us-central1-a` -> region `us-central1`.
-pub fn region_of_zone(zone: &str) -> &str {
+pub(crate) fn region_of_zone(zone: &str) -> &str {
     zone.rsplit_once('-').map_or(zone, |(region, _)| region)
-}
-
-/// What instances.get told us about the node's VM.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceFacts {
-    pub project: String,
-    pub zone: String,
-    pub name: String,
-    /// machineType URL or name.
-    pub machine_type: String,
-    /// networkInterfaces[0].networkIP (and further NICs).
-    pub internal_ips: Vec<String>,
-    /// accessConfigs[].natIP.
-    pub external_ips: Vec<String>,
 }
 
 /// Everything to write on an uninitialised node, ready to send as two merge patches.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NodeInit {
+pub(crate) struct NodeInit {
     /// Only when the node has none yet (providerID is immutable once set).
     pub provider_id: Option<String>,
     pub labels: BTreeMap<String, String>,
@@ -80,7 +67,7 @@ pub struct NodeInit {
 
 impl NodeInit {
     /// Merge patch for the node object (metadata.labels, spec.providerID, spec.taints).
-    pub fn spec_patch(&self) -> Value {
+    pub(crate) fn spec_patch(&self) -> Value {
         let mut spec = json!({ "taints": self.taints });
         if let (Some(id), Some(obj)) = (&self.provider_id, spec.as_object_mut()) {
             obj.insert("providerID".into(), Value::String(id.clone()));
@@ -89,7 +76,7 @@ impl NodeInit {
     }
 
     /// Merge patch for the status subresource.
-    pub fn status_patch(&self) -> Value {
+    pub(crate) fn status_patch(&self) -> Value {
         json!({ "status": { "addresses": self.addresses } })
     }
 }
@@ -98,7 +85,7 @@ fn node_object(node: &Node) -> String {
     format!("Node {}", node.metadata.name.as_deref().unwrap_or(""))
 }
 
-pub fn needs_initialization(node: &Node) -> bool {
+pub(crate) fn needs_initialization(node: &Node) -> bool {
     node.spec
         .as_ref()
         .and_then(|s| s.taints.as_ref())
@@ -112,7 +99,42 @@ fn address(type_: &str, address: &str) -> NodeAddress {
     }
 }
 
-pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
+/// The instance's addresses, kubelet's Hostname, and the `--node-ip` one first.
+fn node_addresses(node: &Node, facts: &InstanceFacts, object: &str) -> Result<Vec<NodeAddress>> {
+    let mut addresses: Vec<NodeAddress> = facts
+        .internal_ips
+        .iter()
+        .map(|ip| address("InternalIP", ip))
+        .chain(facts.external_ips.iter().map(|ip| address("ExternalIP", ip)))
+        .collect();
+    // The cloud reports no hostname: keep the one kubelet published (as upstream does).
+    let existing = node
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.clone())
+        .unwrap_or_default();
+    addresses.extend(existing.into_iter().filter(|a| a.type_ == "Hostname"));
+    // kubelet --node-ip must be an address the cloud knows, and goes first.
+    if let Some(ip) = node
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(PROVIDED_NODE_IP_ANNOTATION))
+    {
+        let Some(pos) = addresses.iter().position(|a| &a.address == ip) else {
+            return Err(Error::InvalidNodeAddress {
+                object: object.to_owned(),
+                field: format!("metadata.annotations[{PROVIDED_NODE_IP_ANNOTATION}]"),
+                message: format!("{ip:?} is not an address of instance {}", facts.name),
+            });
+        };
+        let a = addresses.remove(pos);
+        addresses.insert(0, a);
+    }
+    Ok(addresses)
+}
+
+pub(crate) fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
     let object = node_object(node);
     let spec = node.spec.clone().unwrap_or_default();
     let provider_id = match spec.provider_id.as_deref() {
@@ -136,38 +158,9 @@ pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
         ),
     };
 
-    let mut addresses: Vec<NodeAddress> = facts
-        .internal_ips
-        .iter()
-        .map(|ip| address("InternalIP", ip))
-        .chain(facts.external_ips.iter().map(|ip| address("ExternalIP", ip)))
-        .collect();
-    // The cloud reports no hostname: keep the one kubelet published (as upstream does).
-    let existing = node
-        .status
-        .as_ref()
-        .and_then(|s| s.addresses.clone())
-        .unwrap_or_default();
-    addresses.extend(existing.into_iter().filter(|a| a.type_ == "Hostname"));
-    // kubelet --node-ip must be an address the cloud knows, and goes first.
-    if let Some(ip) = node
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(PROVIDED_NODE_IP_ANNOTATION))
-    {
-        let Some(pos) = addresses.iter().position(|a| &a.address == ip) else {
-            return Err(Error::InvalidNodeAddress {
-                object,
-                field: format!("metadata.annotations[{PROVIDED_NODE_IP_ANNOTATION}]"),
-                message: format!("{ip:?} is not an address of instance {}", facts.name),
-            });
-        };
-        let a = addresses.remove(pos);
-        addresses.insert(0, a);
-    }
+    let addresses = node_addresses(node, facts, &object)?;
 
-    let machine_type = crate::gce::link_name(&facts.machine_type).to_owned();
+    let machine_type = crate::objects::link_name(&facts.machine_type).to_owned();
     let region = region_of_zone(&facts.zone).to_owned();
     let mut labels = node.metadata.labels.clone().unwrap_or_default();
     for (k, v) in [
@@ -197,23 +190,15 @@ pub fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {
     })
 }
 
-/// Result of looking the node's instance up in GCE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InstanceLookup {
-    Exists,
-    /// instances.get returned 404.
-    NotFound,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LifecycleAction {
+pub(crate) enum LifecycleAction {
     Keep,
     /// Delete the Node object: NotReady and its VM is gone.
     Delete,
 }
 
 /// Whether the node's Ready condition is True (a missing condition counts as not ready).
-pub fn node_ready(node: &Node) -> bool {
+pub(crate) fn node_ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -223,7 +208,7 @@ pub fn node_ready(node: &Node) -> bool {
 
 /// Upstream cloud node lifecycle controller: only NotReady nodes are checked, and deleted when the
 /// instance no longer exists. A Ready node is never deleted, whatever the cloud says.
-pub fn plan_node_lifecycle(node: &Node, lookup: InstanceLookup) -> LifecycleAction {
+pub(crate) fn plan_node_lifecycle(node: &Node, lookup: InstanceLookup) -> LifecycleAction {
     if !node_ready(node) && lookup == InstanceLookup::NotFound {
         LifecycleAction::Delete
     } else {

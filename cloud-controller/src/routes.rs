@@ -10,15 +10,15 @@ use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::gce::{self, Route};
 use crate::naming::{self, ROUTE_DESCRIPTION};
 use crate::nodes::parse_provider_id;
+use crate::objects::{self, Route};
 
-pub const ROUTE_PRIORITY: u32 = 1000;
-pub const CONDITION_NETWORK_UNAVAILABLE: &str = "NetworkUnavailable";
+pub(crate) const ROUTE_PRIORITY: u32 = 1000;
+pub(crate) const CONDITION_NETWORK_UNAVAILABLE: &str = "NetworkUnavailable";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NetworkCondition {
+pub(crate) struct NetworkCondition {
     pub node: String,
     /// "False" with reason RouteCreated, or "True" with NoRouteCreated.
     pub status: &'static str,
@@ -37,7 +37,7 @@ impl NetworkCondition {
     }
 
     /// What to write when creating the node's route failed.
-    pub fn failed(node: &str) -> Self {
+    pub(crate) fn failed(node: &str) -> Self {
         NetworkCondition {
             node: node.to_owned(),
             status: "True",
@@ -48,7 +48,7 @@ impl NetworkCondition {
 
     /// Strategic merge patch for the node status subresource (conditions merge by `type`).
     /// `now` is an RFC 3339 timestamp.
-    pub fn status_patch(&self, now: &str) -> Value {
+    pub(crate) fn status_patch(&self, now: &str) -> Value {
         json!({ "status": { "conditions": [{
             "type": CONDITION_NETWORK_UNAVAILABLE,
             "status": self.status,
@@ -61,7 +61,7 @@ impl NetworkCondition {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RoutePlan {
+pub(crate) struct RoutePlan {
     /// Deleted first: a changed CIDR reuses the route name.
     pub delete: Vec<String>,
     pub create: Vec<Route>,
@@ -76,11 +76,11 @@ pub struct RoutePlan {
 /// I/O layer fills it for [`nodes_to_locate`] the way upstream's CreateRoute does
 /// (getInstanceByName in providers/gce/gce_instances.go: instances.get by name in each of the
 /// cluster's zones in turn, 404 = try the next).
-pub type Located = BTreeMap<String, String>;
+pub(crate) type Located = BTreeMap<String, String>;
 
 /// The GCE instance name for a node name: upstream's canonicalizeInstanceName cuts a
 /// `name.c.project.internal` hostname at the first dot.
-pub fn instance_name(node_name: &str) -> &str {
+pub(crate) fn instance_name(node_name: &str) -> &str {
     node_name.split_once('.').map_or(node_name, |(name, _)| name)
 }
 
@@ -109,7 +109,7 @@ fn route_cidr(node: &Node, object: &str) -> Result<Option<IpNet>> {
 /// Nodes that need a route but carry no (valid) providerID and whose route does not exist yet:
 /// their instance must be looked up by name (see [`Located`]). A node whose route already
 /// exists is not looked up again.
-pub fn nodes_to_locate(nodes: &[Node], existing: &[Route], cfg: &Config) -> Vec<String> {
+pub(crate) fn nodes_to_locate(nodes: &[Node], existing: &[Route], cfg: &Config) -> Vec<String> {
     let mut out = Vec::new();
     for node in nodes {
         let name = node.metadata.name.clone().unwrap_or_default();
@@ -139,7 +139,7 @@ pub fn nodes_to_locate(nodes: &[Node], existing: &[Route], cfg: &Config) -> Vec<
 /// The route a node should have. Upstream routes one pod CIDR per node; svcnet takes the first
 /// IPv4 one of spec.podCIDRs (else spec.podCIDR): GCE instance next-hop routes are IPv4. The
 /// next hop is the instance of spec.providerID, else the one found by name (`located`).
-pub fn desired_route(node: &Node, cfg: &Config, located: &Located) -> Result<Option<Route>> {
+pub(crate) fn desired_route(node: &Node, cfg: &Config, located: &Located) -> Result<Option<Route>> {
     let name = node.metadata.name.clone().unwrap_or_default();
     let object = format!("Node {name}");
     let Some(dest) = route_cidr(node, &object)? else {
@@ -181,7 +181,7 @@ fn existing_route_of(node: &Node, ours: &[&Route], cfg: &Config) -> Option<Route
 }
 
 fn same_route(a: &Route, b: &Route) -> bool {
-    gce::instance_key(&a.next_hop_instance) == gce::instance_key(&b.next_hop_instance)
+    objects::instance_key(&a.next_hop_instance) == objects::instance_key(&b.next_hop_instance)
         && normalize(&a.dest_range) == normalize(&b.dest_range)
 }
 
@@ -214,7 +214,7 @@ fn has_route_created(node: &Node) -> bool {
 /// are considered ours (upstream's list filter), the rest are ignored. `located`: instances of
 /// nodes without providerID (see [`nodes_to_locate`]); such a node whose route exists already
 /// keeps it.
-pub fn plan_routes(nodes: &[Node], existing: &[Route], cfg: &Config, located: &Located) -> RoutePlan {
+pub(crate) fn plan_routes(nodes: &[Node], existing: &[Route], cfg: &Config, located: &Located) -> RoutePlan {
     let mut plan = RoutePlan::default();
     let prefix = naming::route_prefix(&cfg.cluster_name);
     let ours: Vec<&Route> = existing
@@ -222,7 +222,7 @@ pub fn plan_routes(nodes: &[Node], existing: &[Route], cfg: &Config, located: &L
         .filter(|r| {
             r.name.starts_with(&prefix)
                 && r.description == ROUTE_DESCRIPTION
-                && gce::same_link(&r.network, &cfg.network_url())
+                && objects::same_link(&r.network, &cfg.network_url())
         })
         .collect();
 

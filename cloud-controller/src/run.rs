@@ -9,11 +9,12 @@ use anyhow::Context;
 use kube::runtime::events::{Recorder, Reporter};
 use svcnet_core::shutdown::Shutdown;
 
-use crate::cli::{Cli, CliError};
+use crate::cli::{Cli, CliError, Resolved};
 use crate::config::Config;
+use crate::controllers::node_watch::NodeTriggers;
 use crate::controllers::{Shared, Tuning, node_watch, nodes, routes, service_lb};
 use crate::gce::client::{Gce, GceOptions};
-use crate::gce::exec::RetryPolicy;
+use crate::gce::retry::RetryPolicy;
 use crate::{clusterid, leader, metadata};
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -28,17 +29,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let client = svcnet_core::kube_client::client(&cli.kube)
         .await
         .context("kubernetes client")?;
-
     let metrics = Arc::new(crate::metrics::Metrics::new());
-    let listener = svcnet_core::http::bind(cli.metrics_addr).await?;
-    tracing::info!(addr = ?listener.local_addr().ok(), "serving /healthz and /metrics");
-    let router = svcnet_core::metrics::metrics_router(metrics.registry.clone())
-        .route("/healthz", axum::routing::get(|| async { "ok\n" }));
-    tokio::spawn(svcnet_core::http::serve_listener(
-        listener,
-        router,
-        shutdown.wait_owned(),
-    ));
+    serve_health(&cli, &metrics, &shutdown).await?;
 
     let mut leadership = if cli.leader.enabled {
         tokio::select! {
@@ -53,39 +45,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 
     let ids = clusterid::get_or_create(&client).await.context("cluster ID")?;
     tracing::info!(cluster_id = %ids.cluster, "cluster ID");
-    let mut cfg = Config::new(
-        &resolved.project,
-        &resolved.region,
-        &resolved.network,
-        &ids.cluster,
-        &resolved.cluster_name,
-    );
-    cfg.node_tags = resolved.node_tags.clone();
-    cfg.subnetwork = resolved.subnetwork.clone();
-    cfg.etp_transition = cli.etp_transition.into();
-    cfg.cluster_cidrs = cli.cluster_cidrs.clone();
-
-    let mut opts = GceOptions::new(&resolved.project, &resolved.region);
-    opts.endpoint = resolved.endpoint.clone();
-    opts.credentials = cli.gce_credentials;
-    opts.qps = cli.gce_qps;
-    opts.burst = cli.gce_burst;
-    opts.poll_initial = Duration::from_millis(cli.gce_poll_ms.max(1));
-    let mut gce = Gce::new(&opts).await.context("GCE client")?;
+    let mut gce = Gce::new(&gce_options(&cli, &resolved))
+        .await
+        .context("GCE client")?;
     gce.metrics = metrics.clone();
-
-    let tuning = Tuning {
-        concurrency: cli.concurrency.max(1),
-        lb_resync: Cli::duration(cli.lb_resync_seconds),
-        route_resync: Cli::duration(cli.route_resync_seconds),
-        node_monitor: Cli::duration(cli.node_monitor_seconds),
-        retry: RetryPolicy {
-            max_times: cli.gce_retries,
-            ..RetryPolicy::default()
-        },
-        verify_interval: crate::controllers::verify_queue::verify_interval(cli.gce_qps),
-        ..Tuning::default()
-    };
     let (nodes_store, triggers, node_task) = node_watch::spawn(client.clone());
     let reporter = Reporter {
         controller: "svcnet-cloud-controller".into(),
@@ -94,37 +57,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let shared = Arc::new(Shared {
         client: client.clone(),
         gce,
-        cfg,
+        cfg: domain_config(&cli, &resolved, &ids.cluster),
         zones: resolved.zones.clone(),
-        tuning,
+        tuning: tuning(&cli),
         nodes: nodes_store,
         nodes_ready: triggers.ready.clone(),
         recorder: Recorder::new(client.clone(), reporter),
     });
-
     let stop = Shutdown::new();
-    let mut tasks = Vec::new();
-    if cli.wants("service") {
-        tasks.push(tokio::spawn(service_lb::run(
-            shared.clone(),
-            triggers.clone(),
-            stop.wait_owned(),
-        )));
-    }
-    if cli.wants("route") {
-        tasks.push(tokio::spawn(routes::run(
-            shared.clone(),
-            triggers.routes.clone(),
-            stop.clone(),
-        )));
-    }
-    if cli.wants("node") {
-        tasks.push(tokio::spawn(nodes::run(
-            shared.clone(),
-            triggers.nodes.clone(),
-            stop.clone(),
-        )));
-    }
+    let tasks = spawn_controllers(&cli, &shared, &triggers, &stop);
 
     let lost = match leadership.as_mut() {
         Some(l) => tokio::select! {
@@ -151,4 +92,94 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         l.release().await;
     }
     Ok(())
+}
+
+/// `/healthz` and `/metrics` until shutdown.
+async fn serve_health(
+    cli: &Cli,
+    metrics: &crate::metrics::Metrics,
+    shutdown: &Shutdown,
+) -> anyhow::Result<()> {
+    let listener = svcnet_core::http::bind(cli.metrics_addr).await?;
+    tracing::info!(addr = ?listener.local_addr().ok(), "serving /healthz and /metrics");
+    let router = svcnet_core::metrics::metrics_router(metrics.registry.clone())
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    tokio::spawn(svcnet_core::http::serve_listener(
+        listener,
+        router,
+        shutdown.wait_owned(),
+    ));
+    Ok(())
+}
+
+fn domain_config(cli: &Cli, resolved: &Resolved, cluster_id: &str) -> Config {
+    let mut cfg = Config::new(
+        &resolved.project,
+        &resolved.region,
+        &resolved.network,
+        cluster_id,
+        &resolved.cluster_name,
+    );
+    cfg.node_tags = resolved.node_tags.clone();
+    cfg.subnetwork = resolved.subnetwork.clone();
+    cfg.etp_transition = cli.etp_transition.into();
+    cfg.cluster_cidrs = cli.cluster_cidrs.clone();
+    cfg
+}
+
+fn gce_options(cli: &Cli, resolved: &Resolved) -> GceOptions {
+    let mut opts = GceOptions::new(&resolved.project, &resolved.region);
+    opts.endpoint = resolved.endpoint.clone();
+    opts.credentials = cli.gce_credentials;
+    opts.qps = cli.gce_qps;
+    opts.burst = cli.gce_burst;
+    opts.poll_initial = Duration::from_millis(cli.gce_poll_ms.max(1));
+    opts
+}
+
+fn tuning(cli: &Cli) -> Tuning {
+    Tuning {
+        concurrency: cli.concurrency.max(1),
+        lb_resync: Cli::duration(cli.lb_resync_seconds),
+        route_resync: Cli::duration(cli.route_resync_seconds),
+        node_monitor: Cli::duration(cli.node_monitor_seconds),
+        retry: RetryPolicy {
+            max_times: cli.gce_retries,
+            ..RetryPolicy::default()
+        },
+        verify_interval: crate::controllers::verify_queue::verify_interval(cli.gce_qps),
+        ..Tuning::default()
+    }
+}
+
+/// The controllers `--controllers` asks for, each stopping on `stop`.
+fn spawn_controllers(
+    cli: &Cli,
+    shared: &Arc<Shared>,
+    triggers: &NodeTriggers,
+    stop: &Shutdown,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    if cli.wants("service") {
+        tasks.push(tokio::spawn(service_lb::run(
+            shared.clone(),
+            triggers.clone(),
+            stop.wait_owned(),
+        )));
+    }
+    if cli.wants("route") {
+        tasks.push(tokio::spawn(routes::run(
+            shared.clone(),
+            triggers.routes.clone(),
+            stop.clone(),
+        )));
+    }
+    if cli.wants("node") {
+        tasks.push(tokio::spawn(nodes::run(
+            shared.clone(),
+            triggers.nodes.clone(),
+            stop.clone(),
+        )));
+    }
+    tasks
 }

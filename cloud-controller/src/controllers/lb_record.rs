@@ -16,11 +16,11 @@ use svcnet_crds::{
 use crate::gce::observe::ObservedLb;
 use crate::naming::LbNames;
 
-pub const FIELD_MANAGER: &str = "svcnet-cloud-controller";
+pub(crate) const FIELD_MANAGER: &str = "svcnet-cloud-controller";
 
 /// The status for a sync that ended with `error` (None = success), built on the previous status
 /// so condition transition times survive.
-pub fn build_status(
+pub(crate) fn build_status(
     svc: &Service,
     previous: Option<&CloudLoadBalancerStatus>,
     names: Option<&LbNames>,
@@ -33,55 +33,8 @@ pub fn build_status(
     let generation = svc.metadata.generation;
     if let (Some(names), Some(obs)) = (names, obs) {
         st.ingress_ip = ingress_ip.map(str::to_owned).or(st.ingress_ip.take());
-        let o = &obs.observed;
-        let r = |kind: &str, name: &str| GceResourceRef {
-            name: name.to_owned(),
-            self_link: obs.link(kind, name),
-        };
-        let mut gce = GceResources {
-            address: o.address.as_ref().map(|a| r("addresses", &a.name)),
-            forwarding_rule: o.forwarding_rule.as_ref().map(|f| r("forwardingRules", &f.name)),
-            target_pool: None,
-            firewalls: Vec::new(),
-            health_checks: Vec::new(),
-            load_balancing_scheme: Some("EXTERNAL".into()),
-            backend_service: None,
-            instance_groups: Vec::new(),
-        };
-        for (fw, name) in [
-            (&o.firewall, &names.firewall),
-            (&o.nodes_health_check_firewall, &names.nodes_health_check_firewall),
-            (&o.local_health_check_firewall, &names.local_health_check_firewall),
-        ] {
-            if fw.is_some() {
-                gce.firewalls.push(r("firewalls", name));
-            }
-        }
-        // Only the health check this LB's pool uses (the shared one may exist for others).
-        let pool_hcs: Vec<&str> = o
-            .target_pool
-            .as_ref()
-            .map(|p| p.health_checks.iter().map(|l| crate::gce::link_name(l)).collect())
-            .unwrap_or_default();
-        for name in [&names.nodes_health_check, &names.local_health_check] {
-            if pool_hcs.contains(&name.as_str()) {
-                gce.health_checks.push(r("httpHealthChecks", name));
-            }
-        }
-        st.gce = Some(gce);
-        st.set_target_pool(o.target_pool.as_ref().map(|p| {
-            let mut instances: Vec<String> = p
-                .instances
-                .iter()
-                .map(|i| crate::gce::link_name(i).to_owned())
-                .collect();
-            instances.sort();
-            TargetPoolStatus {
-                name: p.name.clone(),
-                self_link: obs.link("targetPools", &p.name),
-                instances,
-            }
-        }));
+        st.gce = Some(external_resources(names, obs));
+        st.set_target_pool(target_pool_status(obs));
     }
     let ports = svc
         .spec
@@ -113,8 +66,70 @@ pub fn build_status(
     st
 }
 
+/// The record's view of an external LB's objects: what exists, and only the health check this
+/// LB's pool uses (the shared one may exist for others).
+fn external_resources(names: &LbNames, obs: &ObservedLb) -> GceResources {
+    let o = &obs.observed;
+    let r = |kind: &str, name: &str| GceResourceRef {
+        name: name.to_owned(),
+        self_link: obs.link(kind, name),
+    };
+    let mut gce = GceResources {
+        address: o.address.as_ref().map(|a| r("addresses", &a.name)),
+        forwarding_rule: o.forwarding_rule.as_ref().map(|f| r("forwardingRules", &f.name)),
+        target_pool: None,
+        firewalls: Vec::new(),
+        health_checks: Vec::new(),
+        load_balancing_scheme: Some("EXTERNAL".into()),
+        backend_service: None,
+        instance_groups: Vec::new(),
+    };
+    for (fw, name) in [
+        (&o.firewall, &names.firewall),
+        (&o.nodes_health_check_firewall, &names.nodes_health_check_firewall),
+        (&o.local_health_check_firewall, &names.local_health_check_firewall),
+    ] {
+        if fw.is_some() {
+            gce.firewalls.push(r("firewalls", name));
+        }
+    }
+    let pool_hcs: Vec<&str> = o
+        .target_pool
+        .as_ref()
+        .map(|p| {
+            p.health_checks
+                .iter()
+                .map(|l| crate::objects::link_name(l))
+                .collect()
+        })
+        .unwrap_or_default();
+    for name in [&names.nodes_health_check, &names.local_health_check] {
+        if pool_hcs.contains(&name.as_str()) {
+            gce.health_checks.push(r("httpHealthChecks", name));
+        }
+    }
+    gce
+}
+
+/// The pool's name, selfLink and instances (sorted names).
+fn target_pool_status(obs: &ObservedLb) -> Option<TargetPoolStatus> {
+    obs.observed.target_pool.as_ref().map(|p| {
+        let mut instances: Vec<String> = p
+            .instances
+            .iter()
+            .map(|i| crate::objects::link_name(i).to_owned())
+            .collect();
+        instances.sort();
+        TargetPoolStatus {
+            name: p.name.clone(),
+            self_link: obs.link("targetPools", &p.name),
+            instances,
+        }
+    })
+}
+
 /// Writes the record when it changed (ignoring the sync time). Returns whether it wrote.
-pub async fn write(client: &kube::Client, svc: &Service, mut status: CloudLoadBalancerStatus) -> bool {
+pub(crate) async fn write(client: &kube::Client, svc: &Service, mut status: CloudLoadBalancerStatus) -> bool {
     let Ok(clb) = CloudLoadBalancer::for_service(svc) else {
         return false;
     };
@@ -162,7 +177,7 @@ pub async fn write(client: &kube::Client, svc: &Service, mut status: CloudLoadBa
 }
 
 /// Reads the current status (None when absent or the CRD is not installed).
-pub async fn current(client: &kube::Client, svc: &Service) -> Option<CloudLoadBalancerStatus> {
+pub(crate) async fn current(client: &kube::Client, svc: &Service) -> Option<CloudLoadBalancerStatus> {
     let ns = svc.metadata.namespace.clone().unwrap_or_default();
     let name = svc.metadata.name.clone()?;
     let api: Api<CloudLoadBalancer> = Api::namespaced(client.clone(), &ns);
@@ -170,7 +185,7 @@ pub async fn current(client: &kube::Client, svc: &Service) -> Option<CloudLoadBa
 }
 
 /// Deletes the record once the load balancer is gone (no garbage collector is assumed).
-pub async fn delete(client: &kube::Client, svc: &Service) {
+pub(crate) async fn delete(client: &kube::Client, svc: &Service) {
     let ns = svc.metadata.namespace.clone().unwrap_or_default();
     let Some(name) = svc.metadata.name.clone() else {
         return;

@@ -14,7 +14,7 @@ use crate::nodes::needs_initialization;
 
 /// Wake-up channels (the value is a fingerprint; receivers only care that it changed).
 #[derive(Clone)]
-pub struct NodeTriggers {
+pub(crate) struct NodeTriggers {
     /// Target pool membership may have changed.
     pub lb: watch::Receiver<String>,
     /// Pod CIDRs, node UIDs or instances changed.
@@ -27,7 +27,7 @@ pub struct NodeTriggers {
 }
 
 /// What decides pool membership: eligible instances and nodes still waiting for a providerID.
-pub fn lb_fingerprint(nodes: &[Node]) -> String {
+pub(crate) fn lb_fingerprint(nodes: &[Node]) -> String {
     let (hosts, skipped) = lb_hosts(nodes);
     let hosts: Vec<String> = hosts
         .iter()
@@ -37,7 +37,7 @@ pub fn lb_fingerprint(nodes: &[Node]) -> String {
 }
 
 /// What decides routes: name, uid, provider ID and pod CIDRs of every node.
-pub fn route_fingerprint(nodes: &[Node]) -> String {
+pub(crate) fn route_fingerprint(nodes: &[Node]) -> String {
     let mut rows: Vec<String> = nodes
         .iter()
         .map(|n| {
@@ -57,7 +57,7 @@ pub fn route_fingerprint(nodes: &[Node]) -> String {
 }
 
 /// What the node controller acts on: nodes to initialise, and which nodes are NotReady.
-pub fn node_fingerprint(nodes: &[Node]) -> String {
+pub(crate) fn node_fingerprint(nodes: &[Node]) -> String {
     let mut rows: Vec<String> = nodes
         .iter()
         .filter(|n| needs_initialization(n) || !crate::nodes::node_ready(n))
@@ -74,7 +74,7 @@ pub fn node_fingerprint(nodes: &[Node]) -> String {
 }
 
 /// Starts the node reflector task. The store is ready once the first list completed.
-pub fn spawn(client: kube::Client) -> (Store<Node>, NodeTriggers, tokio::task::JoinHandle<()>) {
+pub(crate) fn spawn(client: kube::Client) -> (Store<Node>, NodeTriggers, tokio::task::JoinHandle<()>) {
     let (reader, writer) = reflector::store();
     let (lb_tx, lb) = watch::channel(String::new());
     let (routes_tx, routes) = watch::channel(String::new());
@@ -125,7 +125,7 @@ pub fn spawn(client: kube::Client) -> (Store<Node>, NodeTriggers, tokio::task::J
 }
 
 /// A watch receiver as a stream of wake-ups (for `Controller::reconcile_all_on`).
-pub fn changes(rx: watch::Receiver<String>) -> impl Stream<Item = ()> + Send + 'static {
+pub(crate) fn changes(rx: watch::Receiver<String>) -> impl Stream<Item = ()> + Send + 'static {
     futures::stream::unfold(rx, |mut rx| async move {
         rx.changed().await.ok()?;
         Some(((), rx))

@@ -11,12 +11,12 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use tokio::sync::watch;
 
 use crate::controllers::{Shared, SyncError};
-use crate::gce::observe::{instance_facts, instance_lookup};
+use crate::gce::lookup::{instance_facts, instance_lookup};
 use crate::nodes::{
     LifecycleAction, needs_initialization, node_ready, parse_provider_id, plan_node_init, plan_node_lifecycle,
 };
 
-pub async fn run(
+pub(crate) async fn run(
     shared: Arc<Shared>,
     mut trigger: watch::Receiver<String>,
     shutdown: svcnet_core::shutdown::Shutdown,
@@ -52,7 +52,7 @@ pub async fn run(
 
 /// Where the node's instance is: its providerID, else an instance named like the node in one
 /// of the cluster's zones (upstream looks instances up by node name).
-async fn locate(sh: &Shared, node: &Node) -> Result<Option<crate::nodes::InstanceFacts>, SyncError> {
+async fn locate(sh: &Shared, node: &Node) -> Result<Option<crate::objects::InstanceFacts>, SyncError> {
     let name = node.metadata.name.clone().unwrap_or_default();
     if let Some(id) = node
         .spec

@@ -17,12 +17,12 @@ use tokio::sync::watch;
 use crate::controllers::Shared;
 use crate::gce::error::GceError;
 use crate::gce::exec::{create_route, delete_route};
-use crate::gce::observe::{instance_facts, list_routes};
+use crate::gce::lookup::{instance_facts, list_routes};
 use crate::naming;
 use crate::routes::{Located, NetworkCondition, instance_name, nodes_to_locate, plan_routes};
 
 /// Runs until `shutdown` fires.
-pub async fn run(
+pub(crate) async fn run(
     shared: Arc<Shared>,
     mut trigger: watch::Receiver<String>,
     shutdown: svcnet_core::shutdown::Shutdown,
@@ -47,7 +47,7 @@ pub async fn run(
 }
 
 /// One reconciliation pass over all routes.
-pub async fn sync(sh: &Shared) -> Result<(), GceError> {
+pub(crate) async fn sync(sh: &Shared) -> Result<(), GceError> {
     let prefix = naming::route_prefix(&sh.cfg.cluster_name);
     let existing = list_routes(&sh.gce, &sh.tuning.retry, &prefix).await?;
     let nodes = sh.node_list();
@@ -86,17 +86,18 @@ pub async fn sync(sh: &Shared) -> Result<(), GceError> {
         }
     }
     let gce = sh.gce.clone();
-    let created: Vec<(crate::gce::Route, Result<_, GceError>)> = futures::stream::iter(plan.create.clone())
-        .map(move |route| {
-            let gce = gce.clone();
-            async move {
-                let r = create_route(&gce, &retry, &route).await;
-                (route, r)
-            }
-        })
-        .buffer_unordered(n)
-        .collect()
-        .await;
+    let created: Vec<(crate::objects::Route, Result<_, GceError>)> =
+        futures::stream::iter(plan.create.clone())
+            .map(move |route| {
+                let gce = gce.clone();
+                async move {
+                    let r = create_route(&gce, &retry, &route).await;
+                    (route, r)
+                }
+            })
+            .buffer_unordered(n)
+            .collect()
+            .await;
     // Nodes whose route could not be created (matched by next hop instance).
     let mut failed = BTreeSet::new();
     for (route, res) in created {
@@ -104,7 +105,7 @@ pub async fn sync(sh: &Shared) -> Result<(), GceError> {
             Ok(_) => tracing::info!(route = %route.name, dest = %route.dest_range, "route created"),
             Err(err) => {
                 tracing::warn!(route = %route.name, %err, "creating route failed");
-                failed.insert(crate::gce::instance_key(&route.next_hop_instance).to_owned());
+                failed.insert(crate::objects::instance_key(&route.next_hop_instance).to_owned());
             }
         }
     }

@@ -8,18 +8,22 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::Service;
 use svcnet_crds::{GceResourceRef, GceResources};
 
-use crate::controllers::service_lb::{
-    LbCtx, invalid_service, key, obj_ref, patch_ingress, sync_failed_plain,
-};
-use crate::controllers::{Shared, SyncError, lb_record};
+use crate::controllers::lb_ctx::LbCtx;
+use crate::controllers::lb_report::{invalid_service, obj_ref, patch_ingress, sync_failed};
+use crate::controllers::{Shared, SyncError, key, lb_record};
 use crate::gce::error::GceError;
-use crate::gce::exec::{Outcome, execute};
-use crate::gce::observe::{ObservedLb, observe_ilb};
-use crate::lb::action::Action;
+use crate::gce::exec::execute;
+use crate::gce::observe::ObservedLb;
+use crate::gce::observe_ilb::observe_ilb;
+use crate::gce::outcome::Outcome;
 use crate::lb::hosts::lb_hosts;
-use crate::lb::internal::{self, IlbObserved, IlbSpec, Teardown};
+use crate::lb::internal::{self, IlbSpec};
+use crate::lb::internal_delete::{Teardown, plan_delete};
+use crate::lb::internal_plan::plan_ensure;
 use crate::lb::stages::stages;
 use crate::naming::IlbNames;
+use crate::objects::action::Action;
+use crate::objects::observed::IlbObserved;
 
 const MAX_ROUNDS: usize = 6;
 
@@ -56,14 +60,17 @@ fn names_of(svc: &Service, sh: &Shared) -> crate::Result<IlbNames> {
 }
 
 /// Builds or repairs the internal LB; Ok(requeue) with status and record written.
-pub async fn ensure_ilb(svc: &Service, ctx: &LbCtx) -> Result<kube::runtime::controller::Action, SyncError> {
+pub(crate) async fn ensure_ilb(
+    svc: &Service,
+    ctx: &LbCtx,
+) -> Result<kube::runtime::controller::Action, SyncError> {
     let sh = &ctx.shared;
     let oref = obj_ref(svc);
     let (names, spec) = match names_of(svc, sh).and_then(|n| Ok((n, IlbSpec::from_service(svc)?))) {
         Ok(x) => x,
-        Err(e) => return Ok(invalid_service(svc, ctx, &e).await),
+        Err(e) => return Ok(invalid_service(svc, sh, &e).await),
     };
-    let _guard = ctx.shared_lock().await;
+    let _guard = ctx.shared_hc.lock().await;
     let mut kept = BTreeSet::new();
     let mut announced = false;
     let mut done = None;
@@ -74,16 +81,16 @@ pub async fn ensure_ilb(svc: &Service, ctx: &LbCtx) -> Result<kube::runtime::con
             let e = crate::Error::NoEligibleNodes {
                 object: spec.base.object.clone(),
             };
-            return Ok(invalid_service(svc, ctx, &e).await);
+            return Ok(invalid_service(svc, sh, &e).await);
         }
         let (mut o, links) =
             match observe_ilb(&sh.gce, &sh.tuning.retry, &names, want_ip(svc).as_deref()).await {
                 Ok(x) => x,
-                Err(e) => return Err(sync_failed_plain(svc, ctx, e.into()).await),
+                Err(e) => return Err(sync_failed(svc, sh, None, None, e.into()).await),
             };
         o.kept_in_use = kept.clone();
         let desired = internal::desired(&spec, &names, &hosts, &sh.cfg);
-        let plan = internal::plan_ensure(&desired, &o, &sh.cfg);
+        let plan = plan_ensure(&desired, &o, &sh.cfg);
         if plan.actions.is_empty() && !plan.replan {
             done = Some((plan, o, links));
             break;
@@ -102,12 +109,12 @@ pub async fn ensure_ilb(svc: &Service, ctx: &LbCtx) -> Result<kube::runtime::con
             tracing::info!(service = %key(svc), nodes = ?skipped, "nodes without providerID are not in the instance groups yet");
         }
         if let Err(e) = execute_plan(sh, &plan.actions, &mut kept).await {
-            return Err(sync_failed_plain(svc, ctx, e.into()).await);
+            return Err(sync_failed(svc, sh, None, None, e.into()).await);
         }
     }
     let Some((plan, o, links)) = done else {
         let e = SyncError::NotConverged(format!("internal load balancer {} did not converge", names.lb));
-        return Err(sync_failed_plain(svc, ctx, e).await);
+        return Err(sync_failed(svc, sh, None, None, e).await);
     };
     let ip = plan.ingress_ip.clone();
     let status_changed = match &ip {
@@ -167,7 +174,12 @@ fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources
     let bs_hcs: Vec<&str> = o
         .backend_service
         .as_ref()
-        .map(|b| b.health_checks.iter().map(|l| crate::gce::link_name(l)).collect())
+        .map(|b| {
+            b.health_checks
+                .iter()
+                .map(|l| crate::objects::link_name(l))
+                .collect()
+        })
         .unwrap_or_default();
     for name in [&names.nodes_health_check, &names.local_health_check] {
         if bs_hcs.contains(&name.as_str()) {
@@ -179,7 +191,7 @@ fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources
 
 /// Tears the internal LB down (`mode`: everything, or only what cannot be the external LB's);
 /// Ok once nothing of it is left (shared objects other LBs use are kept).
-pub async fn cleanup_ilb(svc: &Service, ctx: &LbCtx, mode: Teardown) -> Result<(), SyncError> {
+pub(crate) async fn cleanup_ilb(svc: &Service, ctx: &LbCtx, mode: Teardown) -> Result<(), SyncError> {
     let sh = &ctx.shared;
     let names = match names_of(svc, sh) {
         Ok(n) => n,
@@ -188,16 +200,16 @@ pub async fn cleanup_ilb(svc: &Service, ctx: &LbCtx, mode: Teardown) -> Result<(
             return Ok(());
         }
     };
-    let _guard = ctx.shared_lock().await;
+    let _guard = ctx.shared_hc.lock().await;
     let mut kept = BTreeSet::new();
     let mut announced = false;
     for _ in 0..MAX_ROUNDS {
         let (mut o, _) = match observe_ilb(&sh.gce, &sh.tuning.retry, &names, None).await {
             Ok(x) => x,
-            Err(e) => return Err(sync_failed_plain(svc, ctx, e.into()).await),
+            Err(e) => return Err(sync_failed(svc, sh, None, None, e.into()).await),
         };
         o.kept_in_use = kept.clone();
-        let actions = internal::plan_delete(&names, &o, mode);
+        let actions = plan_delete(&names, &o, mode);
         if actions.is_empty() {
             if announced && mode == Teardown::All {
                 sh.event(
@@ -221,9 +233,9 @@ pub async fn cleanup_ilb(svc: &Service, ctx: &LbCtx, mode: Teardown) -> Result<(
         }
         announced = true;
         if let Err(e) = execute_plan(sh, &actions, &mut kept).await {
-            return Err(sync_failed_plain(svc, ctx, e.into()).await);
+            return Err(sync_failed(svc, sh, None, None, e.into()).await);
         }
     }
     let e = SyncError::NotConverged(format!("internal load balancer {} not fully deleted", names.lb));
-    Err(sync_failed_plain(svc, ctx, e).await)
+    Err(sync_failed(svc, sh, None, None, e).await)
 }

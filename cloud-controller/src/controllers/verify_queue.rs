@@ -14,14 +14,14 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// GETs one verification of a converged load balancer costs (the LB's objects; see C1).
-pub const READS_PER_VERIFICATION: f64 = 8.0;
+pub(crate) const READS_PER_VERIFICATION: f64 = 8.0;
 /// Share of the read quota the background verifications may use; the rest is left to new and
 /// changed Services (and to gcloud, the console, other controllers).
-pub const VERIFY_READ_SHARE: f64 = 0.75;
+pub(crate) const VERIFY_READ_SHARE: f64 = 0.75;
 
 /// Pause between two verification slots for a read bucket of `read_qps` GETs per second
 /// (0 = unlimited: no pause, nothing is held back).
-pub fn verify_interval(read_qps: f64) -> Duration {
+pub(crate) fn verify_interval(read_qps: f64) -> Duration {
     if read_qps <= 0.0 || !read_qps.is_finite() {
         return Duration::ZERO;
     }
@@ -29,7 +29,7 @@ pub fn verify_interval(read_qps: f64) -> Duration {
 }
 
 #[derive(Debug)]
-pub struct VerifyQueue {
+pub(crate) struct VerifyQueue {
     interval: Duration,
     /// Per Service key: the resourceVersion it had at first sight and its slot.
     slots: HashMap<String, (String, Instant)>,
@@ -38,7 +38,7 @@ pub struct VerifyQueue {
 }
 
 impl VerifyQueue {
-    pub fn new(interval: Duration) -> Self {
+    pub(crate) fn new(interval: Duration) -> Self {
         VerifyQueue {
             interval,
             slots: HashMap::new(),
@@ -48,7 +48,7 @@ impl VerifyQueue {
 
     /// For a converged-looking Service not yet synced by this process: how long to wait before
     /// verifying it (None = now). `version` is its resourceVersion.
-    pub fn wait(&mut self, key: &str, version: &str, now: Instant) -> Option<Duration> {
+    pub(crate) fn wait(&mut self, key: &str, version: &str, now: Instant) -> Option<Duration> {
         if self.interval.is_zero() {
             return None;
         }
@@ -69,11 +69,12 @@ impl VerifyQueue {
     }
 
     /// The Service was synced (or deleted): it needs no slot any more.
-    pub fn forget(&mut self, key: &str) {
+    pub(crate) fn forget(&mut self, key: &str) {
         self.slots.remove(key);
     }
 
-    pub fn pending(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
         self.slots.len()
     }
 }

@@ -17,9 +17,7 @@ use google_cloud_compute_v1::client::{
 use google_cloud_gax::retry_policy::NeverRetry;
 
 use crate::gce::error::GceError;
-use crate::gce::exec::QuotaGroup;
-use crate::gce::ops::PollPacing;
-use crate::gce::ratelimit::RateLimiter;
+use crate::gce::ratelimit::{PollPacing, QuotaGroup, QuotaLimits, RateLimiter};
 use crate::gce::request_id::PollTransientErrors;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -33,7 +31,7 @@ pub enum CredentialsMode {
 }
 
 #[derive(Debug, Clone)]
-pub struct GceOptions {
+pub(crate) struct GceOptions {
     pub project: String,
     pub region: String,
     /// `http://127.0.0.1:PORT` for the fake; None = the real API.
@@ -51,7 +49,7 @@ pub struct GceOptions {
 }
 
 impl GceOptions {
-    pub fn new(project: &str, region: &str) -> Self {
+    pub(crate) fn new(project: &str, region: &str) -> Self {
         GceOptions {
             project: project.to_owned(),
             region: region.to_owned(),
@@ -76,15 +74,13 @@ impl GceOptions {
 
 /// Everything that talks to GCE. Cheap to clone (the clients are reference counted).
 #[derive(Clone, Debug)]
-pub struct Gce {
+pub(crate) struct Gce {
     pub project: String,
     pub region: String,
     pub call_timeout: Duration,
     /// Token buckets of GCE's read (get/list), write (mutation) and operation-read (polls)
     /// quota groups.
-    pub read_limiter: Arc<RateLimiter>,
-    pub write_limiter: Arc<RateLimiter>,
-    pub operations_limiter: Arc<RateLimiter>,
+    limits: Arc<QuotaLimits>,
     /// Pauses between operation polls.
     pub poll_pacing: PollPacing,
     pub metrics: Arc<crate::metrics::Metrics>,
@@ -120,7 +116,7 @@ macro_rules! build {
 }
 
 impl Gce {
-    pub async fn new(opts: &GceOptions) -> Result<Self, GceError> {
+    pub(crate) async fn new(opts: &GceOptions) -> Result<Self, GceError> {
         let creds = if opts.anonymous() {
             google_cloud_auth::credentials::anonymous::Builder::new().build()
         } else {
@@ -132,9 +128,7 @@ impl Gce {
             project: opts.project.clone(),
             region: opts.region.clone(),
             call_timeout: opts.call_timeout,
-            read_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
-            write_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
-            operations_limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
+            limits: Arc::new(QuotaLimits::new(opts.qps, opts.burst)),
             poll_pacing: PollPacing {
                 initial: opts.poll_initial,
                 max: opts.poll_max,
@@ -155,11 +149,7 @@ impl Gce {
     }
 
     /// The token bucket of a quota group.
-    pub fn limiter(&self, group: QuotaGroup) -> &RateLimiter {
-        match group {
-            QuotaGroup::Read => &self.read_limiter,
-            QuotaGroup::Write => &self.write_limiter,
-            QuotaGroup::Operations => &self.operations_limiter,
-        }
+    pub(crate) fn limiter(&self, group: QuotaGroup) -> &RateLimiter {
+        self.limits.of(group)
     }
 }

@@ -10,26 +10,26 @@ use serde_json::Value;
 use crate::gce::error::GceError;
 
 /// Mirror (or any serialisable value) -> client model.
-pub fn to_model<M: DeserializeOwned>(what: &str, mirror: &impl Serialize) -> Result<M, GceError> {
+pub(crate) fn to_model<M: DeserializeOwned>(what: &str, mirror: &impl Serialize) -> Result<M, GceError> {
     let mut v = serde_json::to_value(mirror).map_err(|e| GceError::new(what, format!("encoding: {e}")))?;
     prune(&mut v);
     serde_json::from_value(v).map_err(|e| GceError::new(what, format!("converting to the client model: {e}")))
 }
 
 /// Client model -> mirror (mirrors default every missing field).
-pub fn from_model<T: DeserializeOwned>(what: &str, model: &impl Serialize) -> Result<T, GceError> {
+pub(crate) fn from_model<T: DeserializeOwned>(what: &str, model: &impl Serialize) -> Result<T, GceError> {
     let v = serde_json::to_value(model).map_err(|e| GceError::new(what, format!("encoding: {e}")))?;
     serde_json::from_value(v)
         .map_err(|e| GceError::new(what, format!("converting from the client model: {e}")))
 }
 
 /// Any model as JSON (for selfLinks and fields the mirrors do not carry).
-pub fn to_json(model: &impl Serialize) -> Value {
+pub(crate) fn to_json(model: &impl Serialize) -> Value {
     serde_json::to_value(model).unwrap_or(Value::Null)
 }
 
 /// Removes empty strings, empty arrays and nulls, recursively.
-pub fn prune(v: &mut Value) {
+pub(crate) fn prune(v: &mut Value) {
     match v {
         Value::Object(map) => {
             for child in map.values_mut() {

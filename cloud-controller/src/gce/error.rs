@@ -5,14 +5,14 @@
 use serde_json::Value;
 
 /// Google's `error.errors[].reason` values the controller reacts to.
-pub const REASON_RATE_LIMIT: &str = "rateLimitExceeded";
-pub const REASON_USER_RATE_LIMIT: &str = "userRateLimitExceeded";
-pub const REASON_QUOTA: &str = "quotaExceeded";
-pub const REASON_IN_USE: &str = "resourceInUseByAnotherResource";
+pub(crate) const REASON_RATE_LIMIT: &str = "rateLimitExceeded";
+pub(crate) const REASON_USER_RATE_LIMIT: &str = "userRateLimitExceeded";
+pub(crate) const REASON_QUOTA: &str = "quotaExceeded";
+pub(crate) const REASON_IN_USE: &str = "resourceInUseByAnotherResource";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("GCE {call}: {}{message}", status.map(|s| format!("{s} ")).unwrap_or_default())]
-pub struct GceError {
+pub(crate) struct GceError {
     /// What was being done, e.g. `create_firewall k8s-fw-a123` or `get targetPools/a123`.
     pub call: String,
     /// HTTP status (of the call, or `httpErrorStatusCode` of a failed operation).
@@ -27,7 +27,7 @@ pub struct GceError {
 }
 
 impl GceError {
-    pub fn new(call: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(call: impl Into<String>, message: impl Into<String>) -> Self {
         GceError {
             call: call.into(),
             status: None,
@@ -39,7 +39,7 @@ impl GceError {
     }
 
     /// Maps a google-cloud-gax error: HTTP status, and the reason parsed from the JSON payload.
-    pub fn from_gax(call: impl Into<String>, err: &google_cloud_gax::error::Error) -> Self {
+    pub(crate) fn from_gax(call: impl Into<String>, err: &google_cloud_gax::error::Error) -> Self {
         let mut e = GceError::new(call, err.to_string());
         e.status = err.http_status_code();
         // JSON error bodies arrive parsed: Google's `error.errors[].reason` becomes an ErrorInfo
@@ -64,19 +64,19 @@ impl GceError {
         e
     }
 
-    pub fn is_not_found(&self) -> bool {
+    pub(crate) fn is_not_found(&self) -> bool {
         self.status == Some(404)
             || self.reason.as_deref() == Some("notFound")
             || self.reason.as_deref() == Some("RESOURCE_NOT_FOUND")
     }
 
-    pub fn is_already_exists(&self) -> bool {
+    pub(crate) fn is_already_exists(&self) -> bool {
         self.status == Some(409)
             || self.reason.as_deref() == Some("alreadyExists")
             || self.reason.as_deref() == Some("RESOURCE_ALREADY_EXISTS")
     }
 
-    pub fn is_in_use(&self) -> bool {
+    pub(crate) fn is_in_use(&self) -> bool {
         self.reason.as_deref() == Some(REASON_IN_USE)
             || self.reason.as_deref() == Some("RESOURCE_IN_USE_BY_ANOTHER_RESOURCE")
     }
@@ -84,7 +84,7 @@ impl GceError {
     /// Worth retrying after a pause: rate limits, quota (may free up), server-side trouble and
     /// transport failures. Everything else (400 invalid, 403 forbidden, 404/409 outside their
     /// done-cases) fails the sync at once.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         if self.transport {
             return true;
         }
@@ -106,7 +106,7 @@ impl GceError {
     }
 
     /// Low-cardinality label for metrics.
-    pub fn metric_label(&self) -> &'static str {
+    pub(crate) fn metric_label(&self) -> &'static str {
         if self.transport {
             "transport"
         } else if self.is_retryable() {
@@ -124,7 +124,7 @@ impl GceError {
 }
 
 /// `{"error":{"code","message","errors":[{"reason","message"}]}}` -> (reason, message).
-pub fn parse_google_error(payload: &[u8]) -> (Option<String>, Option<String>) {
+pub(crate) fn parse_google_error(payload: &[u8]) -> (Option<String>, Option<String>) {
     let Ok(v) = serde_json::from_slice::<Value>(payload) else {
         return (None, None);
     };

@@ -1,6 +1,7 @@
-//! Reads what GCE holds, into the domain's plain types: one GET per object of a load balancer
-//! (404 = None), the address holding the LB's IP, the cluster's routes, and instance facts for node
-//! initialisation. Target pools are never listed (see `lb::delete` for the shared health check).
+//! Reads what GCE holds for an external load balancer, into the domain's plain types: one GET per
+//! object (404 = None), the address holding the LB's IP; the read helpers the other readers
+//! (`observe_ilb`, `lookup`) share. Target pools are never listed (see `lb::delete` for the
+//! shared health check).
 
 use std::collections::BTreeMap;
 
@@ -11,28 +12,33 @@ use serde_json::Value;
 use crate::gce::client::Gce;
 use crate::gce::convert::{from_model, to_json};
 use crate::gce::error::GceError;
-use crate::gce::exec::{QuotaGroup, RetryPolicy, with_retries};
-use crate::gce::{Address, Route};
-use crate::lb::observed::Observed;
+use crate::gce::ratelimit::QuotaGroup;
+use crate::gce::retry::{RetryPolicy, with_retries};
 use crate::naming::LbNames;
-use crate::nodes::{InstanceFacts, InstanceLookup};
+use crate::objects::Address;
+use crate::objects::observed::Observed;
 
 /// What GCE holds for one LB plus the selfLinks of what exists (name -> selfLink), for the
 /// CloudLoadBalancer record.
 #[derive(Debug, Clone, Default)]
-pub struct ObservedLb {
+pub(crate) struct ObservedLb {
     pub observed: Observed,
     pub self_links: BTreeMap<String, String>,
 }
 
 impl ObservedLb {
-    pub fn link(&self, kind: &str, name: &str) -> Option<String> {
+    pub(crate) fn link(&self, kind: &str, name: &str) -> Option<String> {
         self.self_links.get(&format!("{kind}/{name}")).cloned()
     }
 }
 
 /// GET with retries; 404 -> None.
-async fn get_opt<M, F, Fut>(gce: &Gce, policy: &RetryPolicy, call: &str, f: F) -> Result<Option<M>, GceError>
+pub(crate) async fn get_opt<M, F, Fut>(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    call: &str,
+    f: F,
+) -> Result<Option<M>, GceError>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = google_cloud_gax::Result<M>>,
@@ -50,7 +56,7 @@ where
 }
 
 /// Converts a fetched model into its mirror and remembers its selfLink under `kind/name`.
-fn keep<T: serde::de::DeserializeOwned>(
+pub(crate) fn keep<T: serde::de::DeserializeOwned>(
     out: &mut ObservedLb,
     kind: &str,
     name: &str,
@@ -66,167 +72,215 @@ fn keep<T: serde::de::DeserializeOwned>(
 
 /// Objects (`kind/name`, kind = the REST collection) whose state a sync changed since it last
 /// observed them; see [`observe_lb_again`].
-pub type Touched = std::collections::BTreeSet<String>;
+pub(crate) type Touched = std::collections::BTreeSet<String>;
 
-pub async fn observe_lb(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    names: &LbNames,
-    want_ip: Option<&str>,
-) -> Result<ObservedLb, GceError> {
-    observe_lb_again(gce, policy, names, want_ip, None).await
-}
-
-/// Like [`observe_lb`], but with `reuse = (previous observation, touched)` only the objects the
-/// sync's own actions touched since `previous` are fetched again; the rest are taken from
-/// `previous`. Within one sync nothing else changes our per-LB objects, so a new LB costs
+/// One GET per object of the LB (404 = None) and the address holding its IP. With `reuse =
+/// (previous observation, touched)` only the objects the sync's own actions touched since
+/// `previous` are fetched again; the rest are taken from `previous`. Within one sync nothing else changes our per-LB objects, so a new LB costs
 /// 8 + 1 + ~3 GETs instead of 3 x 8. Shared objects the caller must see fresh (after taking the
 /// shared-health-check lock) are observed with `reuse = None`.
-pub async fn observe_lb_again(
+pub(crate) async fn observe_lb_again(
     gce: &Gce,
     policy: &RetryPolicy,
     names: &LbNames,
     want_ip: Option<&str>,
     reuse: Option<(&ObservedLb, &Touched)>,
 ) -> Result<ObservedLb, GceError> {
-    let (p, r) = (gce.project.as_str(), gce.region.as_str());
-    let mut out = ObservedLb::default();
-    // Some(previous value) when `kind/name` may be reused (its selfLink is copied along).
-    let reused = |out: &mut ObservedLb, kind: &str, name: &str| -> bool {
-        let key = format!("{kind}/{name}");
-        match reuse {
-            Some((prev, touched)) if !touched.contains(&key) => {
-                if let Some(link) = prev.self_links.get(&key) {
-                    out.self_links.insert(key, link.clone());
-                }
-                true
-            }
-            _ => false,
-        }
+    let mut rd = Reading {
+        reuse,
+        out: ObservedLb::default(),
     };
-    let prev = reuse.map(|(p, _)| &p.observed);
-
-    if reused(&mut out, "addresses", &names.lb) {
-        out.observed.address = prev.and_then(|o| o.address.clone());
-    } else {
-        let call = format!("get addresses/{}", names.lb);
-        let m = get_opt(gce, policy, &call, || {
-            gce.addresses
-                .get()
-                .set_project(p)
-                .set_region(r)
-                .set_address(&names.lb)
-                .send()
-        })
-        .await?;
-        out.observed.address = keep::<Address>(&mut out, "addresses", &names.lb, m)?;
-    }
-
-    for (name, slot) in [
-        (&names.firewall, 0),
-        (&names.nodes_health_check_firewall, 1),
-        (&names.local_health_check_firewall, 2),
-    ] {
-        let fw = if reused(&mut out, "firewalls", name) {
-            prev.and_then(|o| match slot {
-                0 => o.firewall.clone(),
-                1 => o.nodes_health_check_firewall.clone(),
-                _ => o.local_health_check_firewall.clone(),
-            })
-        } else {
-            let call = format!("get firewalls/{name}");
-            let m = get_opt(gce, policy, &call, || {
-                gce.firewalls.get().set_project(p).set_firewall(name).send()
-            })
-            .await?;
-            keep(&mut out, "firewalls", name, m)?
-        };
-        match slot {
-            0 => out.observed.firewall = fw,
-            1 => out.observed.nodes_health_check_firewall = fw,
-            _ => out.observed.local_health_check_firewall = fw,
-        }
-    }
-    for (name, local) in [
-        (&names.nodes_health_check, false),
-        (&names.local_health_check, true),
-    ] {
-        let hc = if reused(&mut out, "httpHealthChecks", name) {
-            prev.and_then(|o| {
-                if local {
-                    o.local_health_check.clone()
-                } else {
-                    o.nodes_health_check.clone()
-                }
-            })
-        } else {
-            let call = format!("get httpHealthChecks/{name}");
-            let m = get_opt(gce, policy, &call, || {
-                gce.http_health_checks
-                    .get()
-                    .set_project(p)
-                    .set_http_health_check(name)
-                    .send()
-            })
-            .await?;
-            keep(&mut out, "httpHealthChecks", name, m)?
-        };
-        if local {
-            out.observed.local_health_check = hc;
-        } else {
-            out.observed.nodes_health_check = hc;
-        }
-    }
-    if reused(&mut out, "targetPools", &names.lb) {
-        out.observed.target_pool = prev.and_then(|o| o.target_pool.clone());
-    } else {
-        let call = format!("get targetPools/{}", names.lb);
-        let m = get_opt(gce, policy, &call, || {
-            gce.target_pools
-                .get()
-                .set_project(p)
-                .set_region(r)
-                .set_target_pool(&names.lb)
-                .send()
-        })
-        .await?;
-        out.observed.target_pool = keep(&mut out, "targetPools", &names.lb, m)?;
-    }
-    if reused(&mut out, "forwardingRules", &names.lb) {
-        out.observed.forwarding_rule = prev.and_then(|o| o.forwarding_rule.clone());
-    } else {
-        let call = format!("get forwardingRules/{}", names.lb);
-        let m = get_opt(gce, policy, &call, || {
-            gce.forwarding_rules
-                .get()
-                .set_project(p)
-                .set_region(r)
-                .set_forwarding_rule(&names.lb)
-                .send()
-        })
-        .await?;
-        out.observed.forwarding_rule = keep(&mut out, "forwardingRules", &names.lb, m)?;
-    }
-
-    // The address holding the IP in use: the requested one, else the forwarding rule's.
-    let fr_ip = out
-        .observed
-        .forwarding_rule
-        .as_ref()
-        .map(|f| f.ip_address.clone());
-    let ip = want_ip.map(str::to_owned).or(fr_ip).filter(|ip| !ip.is_empty());
-    out.observed.ip_holder = match ip {
-        Some(ip) if out.observed.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip.as_str()) => {
-            out.observed.address.clone()
-        }
-        Some(ip) => find_address_by_ip(gce, policy, &ip).await?,
-        None => None,
-    };
+    read_address(gce, policy, names, &mut rd).await?;
+    read_firewalls(gce, policy, names, &mut rd).await?;
+    read_health_checks(gce, policy, names, &mut rd).await?;
+    read_pool_and_rule(gce, policy, names, &mut rd).await?;
+    let mut out = rd.out;
+    out.observed.ip_holder = ip_holder(gce, policy, want_ip, &out.observed).await?;
     // Not read from GCE: whether another pool uses the shared node health check is learnt by
     // trying to delete it (resourceInUseByAnotherResource), as upstream does; listing every target
     // pool cost O(load balancers) per delete. The I/O layer sets it after such an answer.
     out.observed.nodes_health_check_used_elsewhere = false;
     Ok(out)
+}
+
+/// One observation in progress: the previous one and what changed since, and what was read.
+struct Reading<'a> {
+    reuse: Option<(&'a ObservedLb, &'a Touched)>,
+    out: ObservedLb,
+}
+
+impl<'a> Reading<'a> {
+    /// The previous observation when `kind/name` may be taken from it (not touched since); its
+    /// selfLink is copied along.
+    fn previous(&mut self, kind: &str, name: &str) -> Option<&'a Observed> {
+        let (prev, touched) = self.reuse?;
+        let key = format!("{kind}/{name}");
+        if touched.contains(&key) {
+            return None;
+        }
+        if let Some(link) = prev.self_links.get(&key) {
+            self.out.self_links.insert(key, link.clone());
+        }
+        Some(&prev.observed)
+    }
+}
+
+async fn read_address(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    rd: &mut Reading<'_>,
+) -> Result<(), GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
+    rd.out.observed.address = match rd.previous("addresses", &names.lb) {
+        Some(prev) => prev.address.clone(),
+        None => {
+            let call = format!("get addresses/{}", names.lb);
+            let m = get_opt(gce, policy, &call, || {
+                gce.addresses
+                    .get()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_address(&names.lb)
+                    .send()
+            })
+            .await?;
+            keep::<Address>(&mut rd.out, "addresses", &names.lb, m)?
+        }
+    };
+    Ok(())
+}
+
+async fn read_firewalls(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    rd: &mut Reading<'_>,
+) -> Result<(), GceError> {
+    let p = gce.project.as_str();
+    for (name, slot) in [
+        (&names.firewall, 0),
+        (&names.nodes_health_check_firewall, 1),
+        (&names.local_health_check_firewall, 2),
+    ] {
+        let fw = match rd.previous("firewalls", name) {
+            Some(prev) => match slot {
+                0 => prev.firewall.clone(),
+                1 => prev.nodes_health_check_firewall.clone(),
+                _ => prev.local_health_check_firewall.clone(),
+            },
+            None => {
+                let call = format!("get firewalls/{name}");
+                let m = get_opt(gce, policy, &call, || {
+                    gce.firewalls.get().set_project(p).set_firewall(name).send()
+                })
+                .await?;
+                keep(&mut rd.out, "firewalls", name, m)?
+            }
+        };
+        match slot {
+            0 => rd.out.observed.firewall = fw,
+            1 => rd.out.observed.nodes_health_check_firewall = fw,
+            _ => rd.out.observed.local_health_check_firewall = fw,
+        }
+    }
+    Ok(())
+}
+
+async fn read_health_checks(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    rd: &mut Reading<'_>,
+) -> Result<(), GceError> {
+    let p = gce.project.as_str();
+    for (name, local) in [
+        (&names.nodes_health_check, false),
+        (&names.local_health_check, true),
+    ] {
+        let hc = match rd.previous("httpHealthChecks", name) {
+            Some(prev) if local => prev.local_health_check.clone(),
+            Some(prev) => prev.nodes_health_check.clone(),
+            None => {
+                let call = format!("get httpHealthChecks/{name}");
+                let m = get_opt(gce, policy, &call, || {
+                    gce.http_health_checks
+                        .get()
+                        .set_project(p)
+                        .set_http_health_check(name)
+                        .send()
+                })
+                .await?;
+                keep(&mut rd.out, "httpHealthChecks", name, m)?
+            }
+        };
+        if local {
+            rd.out.observed.local_health_check = hc;
+        } else {
+            rd.out.observed.nodes_health_check = hc;
+        }
+    }
+    Ok(())
+}
+
+async fn read_pool_and_rule(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &LbNames,
+    rd: &mut Reading<'_>,
+) -> Result<(), GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
+    rd.out.observed.target_pool = match rd.previous("targetPools", &names.lb) {
+        Some(prev) => prev.target_pool.clone(),
+        None => {
+            let call = format!("get targetPools/{}", names.lb);
+            let m = get_opt(gce, policy, &call, || {
+                gce.target_pools
+                    .get()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_target_pool(&names.lb)
+                    .send()
+            })
+            .await?;
+            keep(&mut rd.out, "targetPools", &names.lb, m)?
+        }
+    };
+    rd.out.observed.forwarding_rule = match rd.previous("forwardingRules", &names.lb) {
+        Some(prev) => prev.forwarding_rule.clone(),
+        None => {
+            let call = format!("get forwardingRules/{}", names.lb);
+            let m = get_opt(gce, policy, &call, || {
+                gce.forwarding_rules
+                    .get()
+                    .set_project(p)
+                    .set_region(r)
+                    .set_forwarding_rule(&names.lb)
+                    .send()
+            })
+            .await?;
+            keep(&mut rd.out, "forwardingRules", &names.lb, m)?
+        }
+    };
+    Ok(())
+}
+
+/// The address holding the IP in use: the requested one, else the forwarding rule's.
+async fn ip_holder(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    want_ip: Option<&str>,
+    o: &Observed,
+) -> Result<Option<Address>, GceError> {
+    let fr_ip = o.forwarding_rule.as_ref().map(|f| f.ip_address.clone());
+    let ip = want_ip.map(str::to_owned).or(fr_ip).filter(|ip| !ip.is_empty());
+    Ok(match ip {
+        Some(ip) if o.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip.as_str()) => {
+            o.address.clone()
+        }
+        Some(ip) => find_address_by_ip(gce, policy, &ip).await?,
+        None => None,
+    })
 }
 
 /// A list as a Vec, through the item paginator, with retries of the whole listing.
@@ -243,6 +297,7 @@ macro_rules! list_all {
         .await
     }};
 }
+pub(crate) use list_all;
 
 pub(crate) async fn find_address_by_ip(
     gce: &Gce,
@@ -270,29 +325,13 @@ pub(crate) async fn find_address_by_ip(
     Ok(None)
 }
 
-/// Every route whose name starts with `prefix`.
-pub async fn list_routes(gce: &Gce, policy: &RetryPolicy, prefix: &str) -> Result<Vec<Route>, GceError> {
-    let call = "list routes";
-    let filter = format!("name eq {prefix}.*");
-    let items: Vec<model::Route> = list_all!(
-        gce,
-        policy,
-        call,
-        gce.routes
-            .list()
-            .set_project(&gce.project)
-            .set_filter(filter.clone())
-    )?;
-    items.iter().map(|m| from_model(call, m)).collect()
-}
-
 /// The forwarding rule named `name` alone (404 = None): whether a Service that carries none of
 /// our finalizers yet is another controller's (`lb::ownership::forwarding_rule_is_foreign`).
-pub async fn forwarding_rule(
+pub(crate) async fn forwarding_rule(
     gce: &Gce,
     policy: &RetryPolicy,
     name: &str,
-) -> Result<Option<crate::gce::ForwardingRule>, GceError> {
+) -> Result<Option<crate::objects::ForwardingRule>, GceError> {
     let call = format!("get forwardingRules/{name}");
     let m = get_opt(gce, policy, &call, || {
         gce.forwarding_rules
@@ -304,210 +343,4 @@ pub async fn forwarding_rule(
     })
     .await?;
     m.map(|m| from_model(&call, &m)).transpose()
-}
-
-/// instances.get in `zone`: facts for node initialisation, or NotFound.
-pub async fn instance_facts(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    zone: &str,
-    name: &str,
-) -> Result<Option<InstanceFacts>, GceError> {
-    let call = format!("get zones/{zone}/instances/{name}");
-    let m = get_opt(gce, policy, &call, || {
-        gce.instances
-            .get()
-            .set_project(&gce.project)
-            .set_zone(zone)
-            .set_instance(name)
-            .send()
-    })
-    .await?;
-    let Some(m) = m else { return Ok(None) };
-    let v = to_json(&m);
-    let mut internal = Vec::new();
-    let mut external = Vec::new();
-    for nic in v["networkInterfaces"].as_array().into_iter().flatten() {
-        if let Some(ip) = nic["networkIP"].as_str() {
-            internal.push(ip.to_owned());
-        }
-        for ac in nic["accessConfigs"].as_array().into_iter().flatten() {
-            if let Some(ip) = ac["natIP"].as_str() {
-                external.push(ip.to_owned());
-            }
-        }
-    }
-    Ok(Some(InstanceFacts {
-        project: gce.project.clone(),
-        zone: zone.to_owned(),
-        name: name.to_owned(),
-        machine_type: v["machineType"].as_str().unwrap_or_default().to_owned(),
-        internal_ips: internal,
-        external_ips: external,
-    }))
-}
-
-/// Whether the instance exists (for the node lifecycle check).
-pub async fn instance_lookup(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    zone: &str,
-    name: &str,
-) -> Result<InstanceLookup, GceError> {
-    Ok(match instance_facts(gce, policy, zone, name).await? {
-        Some(_) => InstanceLookup::Exists,
-        None => InstanceLookup::NotFound,
-    })
-}
-
-/// What GCE holds for one internal LB: one GET per named object, the region's zones (the shared
-/// instance group may exist in any of them) with a GET and, where it exists, a listInstances per
-/// zone, and the address holding spec.loadBalancerIP.
-pub async fn observe_ilb(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    names: &crate::naming::IlbNames,
-    want_ip: Option<&str>,
-) -> Result<(crate::lb::internal::IlbObserved, ObservedLb), GceError> {
-    use crate::lb::internal::IlbObserved;
-    let (p, r) = (gce.project.as_str(), gce.region.as_str());
-    let mut links = ObservedLb::default();
-    let mut o = IlbObserved::default();
-
-    let call = format!("get addresses/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.addresses
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_address(&names.lb)
-            .send()
-    })
-    .await?;
-    o.address = keep(&mut links, "addresses", &names.lb, m)?;
-
-    let call = format!("get forwardingRules/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.forwarding_rules
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_forwarding_rule(&names.lb)
-            .send()
-    })
-    .await?;
-    o.forwarding_rule = keep(&mut links, "forwardingRules", &names.lb, m)?;
-
-    let call = format!("get backendServices/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.region_backend_services
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_backend_service(&names.lb)
-            .send()
-    })
-    .await?;
-    o.backend_service = keep(&mut links, "backendServices", &names.lb, m)?;
-
-    for (name, local) in [
-        (&names.nodes_health_check, false),
-        (&names.local_health_check, true),
-    ] {
-        let call = format!("get healthChecks/{name}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.health_checks
-                .get()
-                .set_project(p)
-                .set_health_check(name)
-                .send()
-        })
-        .await?;
-        let hc = keep(&mut links, "healthChecks", name, m)?;
-        if local {
-            o.local_health_check = hc;
-        } else {
-            o.nodes_health_check = hc;
-        }
-    }
-    for (name, slot) in [
-        (&names.firewall, 0),
-        (&names.legacy_firewall, 1),
-        (&names.nodes_health_check_firewall, 2),
-        (&names.local_health_check_firewall, 3),
-    ] {
-        let call = format!("get firewalls/{name}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.firewalls.get().set_project(p).set_firewall(name).send()
-        })
-        .await?;
-        let fw = keep(&mut links, "firewalls", name, m)?;
-        match slot {
-            0 => o.firewall = fw,
-            1 => o.legacy_firewall = fw,
-            2 => o.nodes_health_check_firewall = fw,
-            _ => o.local_health_check_firewall = fw,
-        }
-    }
-
-    let call = format!("get regions/{r}");
-    let region = with_retries(gce, policy, QuotaGroup::Read, || async {
-        gce.regions
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .send()
-            .await
-            .map_err(|e| GceError::from_gax(&call, &e))
-    })
-    .await?;
-    let zones: Vec<String> = region
-        .zones
-        .iter()
-        .map(|z| crate::gce::link_name(z).to_owned())
-        .collect();
-    for zone in zones {
-        let group = &names.instance_group;
-        let call = format!("get zones/{zone}/instanceGroups/{group}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.instance_groups
-                .get()
-                .set_project(p)
-                .set_zone(&zone)
-                .set_instance_group(group)
-                .send()
-        })
-        .await?;
-        let Some(m) = m else { continue };
-        if let Some(link) = to_json(&m).get("selfLink").and_then(Value::as_str) {
-            links
-                .self_links
-                .insert(format!("instanceGroups/{zone}/{group}"), link.to_owned());
-        }
-        let call = format!("listInstances zones/{zone}/instanceGroups/{group}");
-        let body: model::InstanceGroupsListInstancesRequest =
-            serde_json::from_value(serde_json::json!({ "instanceState": "ALL" }))
-                .map_err(|e| GceError::new(&call, format!("request body: {e}")))?;
-        let items: Vec<model::InstanceWithNamedPorts> = list_all!(
-            gce,
-            policy,
-            &call,
-            gce.instance_groups
-                .list_instances()
-                .set_project(p)
-                .set_zone(&zone)
-                .set_instance_group(group)
-                .set_body(body.clone())
-        )?;
-        let mut members: Vec<String> = items.into_iter().filter_map(|i| i.instance).collect();
-        members.sort();
-        o.instance_groups.insert(zone.clone(), members);
-    }
-
-    o.ip_holder = match want_ip {
-        Some(ip) if o.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip) => o.address.clone(),
-        Some(ip) => find_address_by_ip(gce, policy, ip).await?,
-        None => None,
-    };
-    Ok((o, links))
 }

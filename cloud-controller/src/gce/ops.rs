@@ -15,18 +15,10 @@ use google_cloud_lro::{Poller, PollingResult};
 
 use crate::gce::client::Gce;
 use crate::gce::error::GceError;
-use crate::gce::exec::QuotaGroup;
-use crate::gce::ratelimit::RateLimiter;
-
-/// Pauses between operation polls: the first `initial`, each next one doubled, at most `max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PollPacing {
-    pub initial: Duration,
-    pub max: Duration,
-}
+use crate::gce::ratelimit::{PollPacing, QuotaGroup, RateLimiter};
 
 /// Ok when the operation finished without an error.
-pub fn check_done(call: &str, op: &Operation) -> Result<(), GceError> {
+pub(crate) fn check_done(call: &str, op: &Operation) -> Result<(), GceError> {
     if op.status != Some(Status::Done) {
         return Err(GceError::new(
             call,
@@ -60,7 +52,7 @@ pub fn check_done(call: &str, op: &Operation) -> Result<(), GceError> {
 
 /// Sends the call behind `poller` and waits for its operation (see the module docs), under the
 /// call timeout of `gce`.
-pub async fn wait<P>(gce: &Gce, call: &str, poller: P) -> Result<Operation, GceError>
+pub(crate) async fn wait<P>(gce: &Gce, call: &str, poller: P) -> Result<Operation, GceError>
 where
     P: Poller<Operation, Operation>,
 {
@@ -76,7 +68,7 @@ where
 
 /// [`wait`] with its parts passed in: polls through `limiter` with `pacing`, fails after
 /// `timeout`, and checks that the operation finished without an error.
-pub async fn await_operation<P>(
+pub(crate) async fn await_operation<P>(
     limiter: &RateLimiter,
     pacing: PollPacing,
     timeout: Duration,

@@ -24,7 +24,7 @@ use crate::gce::error::GceError;
 /// A random (version 4) UUID. The bits come from std's per-process random hasher keys mixed with
 /// a counter and the clock: unique within the process by the counter, across processes by the
 /// keys; no extra dependency for 122 bits that only need to be unique, not secret.
-pub fn new_request_id() -> String {
+pub(crate) fn new_request_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let now = std::time::SystemTime::now()
@@ -59,7 +59,7 @@ pub fn new_request_id() -> String {
 /// it remembers the id, so retrying with it only replays the failure (each replay after a longer
 /// backoff), while the failed operation changed nothing and a new id is a safe new attempt.
 #[derive(Debug)]
-pub struct MutationId(Mutex<String>);
+pub(crate) struct MutationId(Mutex<String>);
 
 impl Default for MutationId {
     fn default() -> Self {
@@ -69,7 +69,7 @@ impl Default for MutationId {
 
 impl MutationId {
     /// The id the next attempt sends.
-    pub fn current(&self) -> String {
+    pub(crate) fn current(&self) -> String {
         match self.0.lock() {
             Ok(id) => id.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -77,7 +77,7 @@ impl MutationId {
     }
 
     /// Takes note of an attempt's failure (see the type's docs).
-    pub fn failed(&self, err: &GceError) {
+    pub(crate) fn failed(&self, err: &GceError) {
         if !err.from_operation {
             return;
         }
@@ -94,7 +94,7 @@ impl MutationId {
 /// client's default policy gives up on everything but 503, which made the executor send the
 /// mutation again. The wait as a whole is bounded by the call timeout (`ops::wait`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PollTransientErrors;
+pub(crate) struct PollTransientErrors;
 
 impl PollingErrorPolicy for PollTransientErrors {
     fn on_error(&self, _state: &PollingState, error: Error) -> RetryResult {

@@ -6,11 +6,11 @@
 //! only while the forwarding rule is (re)created.
 
 use crate::error::{Error, Result};
-use crate::lb::observed::Observed;
 use crate::lb::spec::LbSpec;
+use crate::objects::observed::Observed;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IpChoice {
+pub(crate) enum IpChoice {
     /// Use `ip`. `controller_owned`: held in the controller's own address named like the LB
     /// (to be created or promoted if missing). Otherwise a user's reserved address holds it.
     Known { ip: String, controller_owned: bool },
@@ -19,7 +19,7 @@ pub enum IpChoice {
 }
 
 /// `observed` must already be free of wrong-tier objects (see [`crate::lb::ensure`]).
-pub fn resolve_ip(spec: &LbSpec, lb_name: &str, observed: &Observed) -> Result<IpChoice> {
+pub(crate) fn resolve_ip(spec: &LbSpec, lb_name: &str, observed: &Observed) -> Result<IpChoice> {
     let fr_ip = observed
         .forwarding_rule
         .as_ref()

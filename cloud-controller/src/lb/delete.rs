@@ -7,19 +7,19 @@
 //! The shared node health check is deleted whenever it exists, without asking who else uses it
 //! (upstream ensureHTTPHealthCheckDeleted): GCE refuses while another LB's pool references it
 //! (400 resourceInUseByAnotherResource), the executor counts that as done-but-kept
-//! ([`crate::gce::exec::Outcome::KeptInUse`]) and stops the plan there, and the I/O layer re-plans
+//! ([`crate::gce::outcome::Outcome::KeptInUse`]) and stops the plan there, and the I/O layer re-plans
 //! with `nodes_health_check_used_elsewhere` set, which keeps the check and its firewall. It comes
 //! last so that stop skips nothing but its firewall, which must stay while the check is used.
 //!
 //! A forwarding rule named like the LB that points at a backend service is another controller's
 //! ([`crate::lb::ownership::forwarding_rule_is_foreign`]): then nothing is deleted at all.
 
-use crate::lb::action::Action;
-use crate::lb::observed::Observed;
 use crate::lb::ownership::forwarding_rule_is_foreign;
 use crate::naming::LbNames;
+use crate::objects::action::Action;
+use crate::objects::observed::Observed;
 
-pub fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
+pub(crate) fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
     let mut actions = Vec::new();
     if forwarding_rule_is_foreign(observed.forwarding_rule.as_ref()) {
         return actions;
@@ -69,7 +69,7 @@ pub fn plan_delete(names: &LbNames, observed: &Observed) -> Vec<Action> {
 /// The shared node health check, then its firewall (upstream deletes the firewall only once the
 /// check is gone; a check already gone, e.g. after a crash between the two, still takes the
 /// firewall with it).
-pub fn delete_shared(names: &LbNames, observed: &Observed) -> Vec<Action> {
+pub(crate) fn delete_shared(names: &LbNames, observed: &Observed) -> Vec<Action> {
     let mut actions = Vec::new();
     if observed.nodes_health_check.is_some() {
         actions.push(Action::DeleteHealthCheck {

@@ -4,19 +4,19 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::gce::{Address, Firewall, FirewallAllowed, ForwardingRule, HttpHealthCheck, TargetPool};
 use crate::lb::hosts::LbHost;
 use crate::lb::spec::{HealthCheckKind, LbSpec};
 use crate::naming::{self, LbNames};
+use crate::objects::{Address, Firewall, FirewallAllowed, ForwardingRule, HttpHealthCheck, TargetPool};
 
 /// Upstream gce.go health check parameters (8 s interval, 1 s timeout, 1 healthy, 3 unhealthy).
-pub const HC_CHECK_INTERVAL_SEC: i32 = 8;
-pub const HC_TIMEOUT_SEC: i32 = 1;
-pub const HC_HEALTHY_THRESHOLD: i32 = 1;
-pub const HC_UNHEALTHY_THRESHOLD: i32 = 3;
+pub(crate) const HC_CHECK_INTERVAL_SEC: i32 = 8;
+pub(crate) const HC_TIMEOUT_SEC: i32 = 1;
+pub(crate) const HC_HEALTHY_THRESHOLD: i32 = 1;
+pub(crate) const HC_UNHEALTHY_THRESHOLD: i32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DesiredLb {
+pub(crate) struct DesiredLb {
     pub names: LbNames,
     pub spec: LbSpec,
     pub ip: String,
@@ -32,13 +32,13 @@ pub struct DesiredLb {
 }
 
 impl DesiredLb {
-    pub fn health_check_kind(&self) -> &HealthCheckKind {
+    pub(crate) fn health_check_kind(&self) -> &HealthCheckKind {
         &self.spec.health_check
     }
 }
 
 /// Upstream makeHTTPHealthCheck; note the description carries the *health check's* name.
-pub fn http_health_check(name: &str, kind: &HealthCheckKind) -> HttpHealthCheck {
+pub(crate) fn http_health_check(name: &str, kind: &HealthCheckKind) -> HttpHealthCheck {
     HttpHealthCheck {
         name: name.to_owned(),
         description: naming::service_description(name),
@@ -51,7 +51,7 @@ pub fn http_health_check(name: &str, kind: &HealthCheckKind) -> HttpHealthCheck 
     }
 }
 
-pub fn desired_lb(
+pub(crate) fn desired_lb(
     spec: &LbSpec,
     names: &LbNames,
     hosts: &[LbHost],
@@ -85,6 +85,42 @@ pub fn desired_lb(
         }],
     };
 
+    let (health_check, health_check_firewall) = health_check_and_firewall(spec, names, cfg, ip);
+    let target_pool = target_pool(spec, names, hosts, cfg, &health_check.name);
+
+    let forwarding_rule = ForwardingRule {
+        name: names.lb.clone(),
+        description: naming::service_description(&spec.service_name),
+        ip_address: ip.to_owned(),
+        ip_protocol: spec.protocol.clone(),
+        port_range: spec.port_range(),
+        target: cfg.target_pool_url(&names.lb),
+        network_tier: spec.network_tier.clone(),
+        ..ForwardingRule::default()
+    };
+
+    Ok(DesiredLb {
+        names: names.clone(),
+        spec: spec.clone(),
+        ip: ip.to_owned(),
+        address,
+        firewall,
+        firewall_ports_legacy: spec.firewall_port_list(),
+        health_check,
+        health_check_firewall,
+        target_pool,
+        forwarding_rule,
+    })
+}
+
+/// The LB's health check (the shared node check, or the Service's own for ETP Local) and the
+/// firewall letting the checkers reach it.
+fn health_check_and_firewall(
+    spec: &LbSpec,
+    names: &LbNames,
+    cfg: &Config,
+    ip: &str,
+) -> (HttpHealthCheck, Firewall) {
     let (hc_name, hc_fw_name, hc_fw_description, hc_fw_destination) = match spec.health_check {
         // Divergence: upstream puts the first LB's IP into the shared firewall's destinationRanges
         // and never compares it, so other LBs' health checks rely on luck. svcnet leaves it empty
@@ -116,41 +152,22 @@ pub fn desired_lb(
         }],
     };
 
+    (health_check, health_check_firewall)
+}
+
+/// The target pool of every eligible node's instance, checked by `hc_name`.
+fn target_pool(spec: &LbSpec, names: &LbNames, hosts: &[LbHost], cfg: &Config, hc_name: &str) -> TargetPool {
     let mut instances: Vec<String> = hosts
         .iter()
         .map(|h| cfg.instance_url(&h.zone, &h.instance))
         .collect();
     instances.sort();
     instances.dedup();
-    let target_pool = TargetPool {
+    TargetPool {
         name: names.lb.clone(),
         description: naming::service_description(&spec.service_name),
         instances,
         session_affinity: spec.session_affinity.clone(),
         health_checks: vec![cfg.http_health_check_url(hc_name)],
-    };
-
-    let forwarding_rule = ForwardingRule {
-        name: names.lb.clone(),
-        description: naming::service_description(&spec.service_name),
-        ip_address: ip.to_owned(),
-        ip_protocol: spec.protocol.clone(),
-        port_range: spec.port_range(),
-        target: cfg.target_pool_url(&names.lb),
-        network_tier: spec.network_tier.clone(),
-        ..ForwardingRule::default()
-    };
-
-    Ok(DesiredLb {
-        names: names.clone(),
-        spec: spec.clone(),
-        ip: ip.to_owned(),
-        address,
-        firewall,
-        firewall_ports_legacy: spec.firewall_port_list(),
-        health_check,
-        health_check_firewall,
-        target_pool,
-        forwarding_rule,
-    })
+    }
 }

@@ -4,15 +4,15 @@
 
 use std::collections::BTreeSet;
 
-use crate::gce::{self, Firewall, ForwardingRule, HttpHealthCheck};
 use crate::lb::spec::normalize_cidrs;
+use crate::objects::{self, Firewall, ForwardingRule, HttpHealthCheck};
 
 fn set(list: &[String]) -> BTreeSet<&str> {
     list.iter().map(String::as_str).collect()
 }
 
 /// Firewall needs a patch. `alt_ports` is another acceptable spelling of the ports.
-pub fn firewall_differs(want: &Firewall, have: &Firewall, alt_ports: Option<&[String]>) -> bool {
+pub(crate) fn firewall_differs(want: &Firewall, have: &Firewall, alt_ports: Option<&[String]>) -> bool {
     let [want_allowed] = want.allowed.as_slice() else {
         return true;
     };
@@ -33,7 +33,7 @@ pub fn firewall_differs(want: &Firewall, have: &Firewall, alt_ports: Option<&[St
 
 /// Upstream needToUpdateHTTPHealthChecks: identity fields must match, timing values may only be
 /// larger than ours (an operator may have slowed the check down on purpose).
-pub fn health_check_differs(want: &HttpHealthCheck, have: &HttpHealthCheck) -> bool {
+pub(crate) fn health_check_differs(want: &HttpHealthCheck, have: &HttpHealthCheck) -> bool {
     have.port != want.port
         || have.request_path != want.request_path
         || have.description != want.description
@@ -44,7 +44,7 @@ pub fn health_check_differs(want: &HttpHealthCheck, have: &HttpHealthCheck) -> b
 }
 
 /// Upstream mergeHTTPHealthChecks: the update keeps the larger of the two timing values.
-pub fn merged_health_check(want: &HttpHealthCheck, have: &HttpHealthCheck) -> HttpHealthCheck {
+pub(crate) fn merged_health_check(want: &HttpHealthCheck, have: &HttpHealthCheck) -> HttpHealthCheck {
     HttpHealthCheck {
         check_interval_sec: want.check_interval_sec.max(have.check_interval_sec),
         timeout_sec: want.timeout_sec.max(have.timeout_sec),
@@ -56,7 +56,7 @@ pub fn merged_health_check(want: &HttpHealthCheck, have: &HttpHealthCheck) -> Ht
 
 /// The forwarding rule must be deleted and recreated (GCE cannot update these fields):
 /// IP, port range or protocol changed (upstream forwardingRuleNeedsUpdate).
-pub fn forwarding_rule_needs_recreate(want: &ForwardingRule, have: &ForwardingRule) -> bool {
+pub(crate) fn forwarding_rule_needs_recreate(want: &ForwardingRule, have: &ForwardingRule) -> bool {
     have.ip_address != want.ip_address
         || have.port_range != want.port_range
         || have.ip_protocol != want.ip_protocol
@@ -64,12 +64,12 @@ pub fn forwarding_rule_needs_recreate(want: &ForwardingRule, have: &ForwardingRu
 
 /// The pool's affinity changed. Upstream ignores an empty affinity GCE may report, to avoid a
 /// needless recreation (downtime) for pools created without one.
-pub fn affinity_changed(want: &str, have: &str) -> bool {
+pub(crate) fn affinity_changed(want: &str, have: &str) -> bool {
     !have.is_empty() && have != want
 }
 
-pub fn links_equal(a: &[String], b: &[String]) -> bool {
-    let a: BTreeSet<&str> = a.iter().map(|l| gce::link_key(l)).collect();
-    let b: BTreeSet<&str> = b.iter().map(|l| gce::link_key(l)).collect();
+pub(crate) fn links_equal(a: &[String], b: &[String]) -> bool {
+    let a: BTreeSet<&str> = a.iter().map(|l| objects::link_key(l)).collect();
+    let b: BTreeSet<&str> = b.iter().map(|l| objects::link_key(l)).collect();
     a == b
 }

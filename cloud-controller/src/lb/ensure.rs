@@ -5,19 +5,19 @@ use k8s_openapi::api::core::v1::{Node, Service};
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::gce::Address;
-use crate::lb::action::Action;
 use crate::lb::address::{IpChoice, resolve_ip};
 use crate::lb::desired::{DesiredLb, desired_lb};
 use crate::lb::hosts::lb_hosts;
-use crate::lb::observed::Observed;
 use crate::lb::ownership::forwarding_rule_is_foreign;
 use crate::lb::plan::plan_ensure;
 use crate::lb::spec::LbSpec;
 use crate::naming::LbNames;
+use crate::objects::Address;
+use crate::objects::action::Action;
+use crate::objects::observed::Observed;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnsurePlan {
+pub(crate) struct EnsurePlan {
     pub actions: Vec<Action>,
     /// The plan stops after reserving a new address (GCE picks the IP, which the firewall and the
     /// forwarding rule need): execute, GET the address, and plan again.
@@ -35,7 +35,7 @@ pub struct EnsurePlan {
 impl EnsurePlan {
     /// Only pool membership changes (node churn): upstream reports these as UpdatedLoadBalancer
     /// (UpdateLoadBalancer path) rather than EnsuringLoadBalancer/EnsuredLoadBalancer.
-    pub fn only_membership_changes(&self) -> bool {
+    pub(crate) fn only_membership_changes(&self) -> bool {
         !self.actions.is_empty()
             && self
                 .actions
@@ -45,12 +45,17 @@ impl EnsurePlan {
 }
 
 /// Names to GET before planning (the I/O layer fills [`Observed`] from them).
-pub fn lb_names(service: &Service, cfg: &Config) -> Result<LbNames> {
+pub(crate) fn lb_names(service: &Service, cfg: &Config) -> Result<LbNames> {
     let spec = LbSpec::from_service(service)?;
     LbNames::new(&spec.uid, &cfg.cluster_id, &spec.object)
 }
 
-pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observed) -> Result<EnsurePlan> {
+pub(crate) fn ensure(
+    service: &Service,
+    nodes: &[Node],
+    cfg: &Config,
+    observed: &Observed,
+) -> Result<EnsurePlan> {
     let mut spec = LbSpec::from_service(service)?;
     let names = LbNames::new(&spec.uid, &cfg.cluster_id, &spec.object)?;
     if forwarding_rule_is_foreign(observed.forwarding_rule.as_ref()) {
@@ -64,50 +69,14 @@ pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observ
         });
     }
     if !spec.network_tier_annotated {
-        // Without the annotation upstream leaves an existing LB in whatever tier it has. svcnet
-        // goes one step further and *keeps* that tier for objects it (re)creates, so a forwarding
-        // rule recreated for a port change cannot end up in another tier than its address.
-        // Moving to a user's address keeps upstream's rule (default PREMIUM, checked in resolve_ip).
-        let to_user_ip =
-            spec.requested_ip.is_some() && observed.ip_holder.as_ref().is_some_and(|a| a.name != names.lb);
-        let existing = observed.forwarding_rule.as_ref().map(|f| f.network_tier.as_str());
-        let existing = existing.or(observed.address.as_ref().map(|a| a.network_tier.as_str()));
-        if let Some(tier) = existing.filter(|t| !t.is_empty() && !to_user_ip) {
-            spec.network_tier = tier.to_owned();
-        }
+        keep_existing_tier(&mut spec, &names, observed);
     }
     let (hosts, skipped_nodes) = lb_hosts(nodes);
     if hosts.is_empty() {
         return Err(crate::error::Error::NoEligibleNodes { object: spec.object });
     }
 
-    // Upstream deleteWrongNetworkTieredResources: only when the tier annotation is present, so a
-    // missing annotation never tears down a working LB of the other tier.
-    let mut observed = observed.clone();
-    let mut actions = Vec::new();
-    if spec.network_tier_annotated {
-        if observed
-            .forwarding_rule
-            .as_ref()
-            .is_some_and(|f| wrong_tier(&f.network_tier, &spec.network_tier))
-        {
-            actions.push(Action::DeleteForwardingRule {
-                name: names.lb.clone(),
-            });
-            observed.forwarding_rule = None;
-        }
-        if observed
-            .address
-            .as_ref()
-            .is_some_and(|a| wrong_tier(&a.network_tier, &spec.network_tier))
-        {
-            actions.push(Action::DeleteAddress {
-                name: names.lb.clone(),
-            });
-            observed.address = None;
-            observed.ip_holder = observed.ip_holder.filter(|a| a.name != names.lb);
-        }
-    }
+    let (observed, mut actions) = delete_wrong_tier(&spec, &names, observed);
 
     match resolve_ip(&spec, &names.lb, &observed)? {
         IpChoice::Reserve => {
@@ -140,6 +109,52 @@ pub fn ensure(service: &Service, nodes: &[Node], cfg: &Config, observed: &Observ
             })
         }
     }
+}
+
+/// Without the tier annotation upstream leaves an existing LB in whatever tier it has. svcnet
+/// goes one step further and *keeps* that tier for objects it (re)creates, so a forwarding rule
+/// recreated for a port change cannot end up in another tier than its address. Moving to a
+/// user's address keeps upstream's rule (default PREMIUM, checked in resolve_ip).
+fn keep_existing_tier(spec: &mut LbSpec, names: &LbNames, observed: &Observed) {
+    let to_user_ip =
+        spec.requested_ip.is_some() && observed.ip_holder.as_ref().is_some_and(|a| a.name != names.lb);
+    let existing = observed.forwarding_rule.as_ref().map(|f| f.network_tier.as_str());
+    let existing = existing.or(observed.address.as_ref().map(|a| a.network_tier.as_str()));
+    if let Some(tier) = existing.filter(|t| !t.is_empty() && !to_user_ip) {
+        spec.network_tier = tier.to_owned();
+    }
+}
+
+/// Upstream deleteWrongNetworkTieredResources: only when the tier annotation is present, so a
+/// missing annotation never tears down a working LB of the other tier. Returns the observation
+/// without what is being deleted, and the deletes.
+fn delete_wrong_tier(spec: &LbSpec, names: &LbNames, observed: &Observed) -> (Observed, Vec<Action>) {
+    let mut observed = observed.clone();
+    let mut actions = Vec::new();
+    if spec.network_tier_annotated {
+        if observed
+            .forwarding_rule
+            .as_ref()
+            .is_some_and(|f| wrong_tier(&f.network_tier, &spec.network_tier))
+        {
+            actions.push(Action::DeleteForwardingRule {
+                name: names.lb.clone(),
+            });
+            observed.forwarding_rule = None;
+        }
+        if observed
+            .address
+            .as_ref()
+            .is_some_and(|a| wrong_tier(&a.network_tier, &spec.network_tier))
+        {
+            actions.push(Action::DeleteAddress {
+                name: names.lb.clone(),
+            });
+            observed.address = None;
+            observed.ip_holder = observed.ip_holder.filter(|a| a.name != names.lb);
+        }
+    }
+    (observed, actions)
 }
 
 fn wrong_tier(have: &str, want: &str) -> bool {

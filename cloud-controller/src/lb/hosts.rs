@@ -12,12 +12,12 @@ use k8s_openapi::api::core::v1::Node;
 
 use crate::nodes::parse_provider_id;
 
-pub const EXCLUDE_LB_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
-pub const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+pub(crate) const EXCLUDE_LB_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+pub(crate) const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
 
 /// A target pool member.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct LbHost {
+pub(crate) struct LbHost {
     pub zone: String,
     pub instance: String,
 }
@@ -31,7 +31,7 @@ fn parse_go_bool(v: &str) -> Option<bool> {
     }
 }
 
-pub fn node_is_eligible(node: &Node) -> bool {
+pub(crate) fn node_is_eligible(node: &Node) -> bool {
     if node.metadata.deletion_timestamp.is_some() {
         return false;
     }
@@ -55,7 +55,7 @@ pub fn node_is_eligible(node: &Node) -> bool {
 /// Eligible nodes mapped to instances via `spec.providerID`. Nodes without a usable providerID
 /// (not initialised yet) cannot be placed in a pool; they are returned by name in the second list
 /// so the caller can log them and retry after the node controller has run.
-pub fn lb_hosts(nodes: &[Node]) -> (Vec<LbHost>, Vec<String>) {
+pub(crate) fn lb_hosts(nodes: &[Node]) -> (Vec<LbHost>, Vec<String>) {
     let mut hosts = Vec::new();
     let mut skipped = Vec::new();
     for node in nodes.iter().filter(|n| node_is_eligible(n)) {

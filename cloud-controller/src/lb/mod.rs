@@ -1,36 +1,48 @@
 //! External (target pool) load balancers: Service -> desired GCE objects -> ordered calls.
 //!
-//! Flow per sync: [`ensure::lb_names`] (what to GET) -> I/O fills [`observed::Observed`] ->
+//! Flow per sync: [`ensure::lb_names`] (what to GET) -> I/O fills [`Observed`](crate::objects::observed::Observed) ->
 //! [`ensure::ensure`] (validate, resolve IP, build [`desired::DesiredLb`], diff in [`plan`]) ->
-//! I/O executes the [`action::Action`]s in order. On Service deletion: [`delete::plan_delete`].
+//! I/O executes the [`Action`](crate::objects::action::Action)s in order. On Service deletion: [`delete::plan_delete`].
 //! Which Services are ours at all: [`ownership`].
+//!
+//! To add a GCE call (a new mutation on a new or existing object), touch, top-down:
+//! - `objects.rs`: the object's mirror (only the fields set or compared), if new;
+//! - `objects/action.rs`: the `Action` variant and its `label`, `target_name`, `target_key`;
+//! - the planner that emits it (`lb/plan.rs`, `lb/delete.rs`, `lb/internal_plan.rs` or
+//!   `lb/internal_delete.rs`), and
+//!   `lb/stages.rs` if it may run beside its neighbours;
+//! - `gce/calls.rs`: the `call_once` dispatch and an arm in the function of its collection (the
+//!   client call and operation wait); `gce/outcome.rs` where GCE's 404/409/in-use answers mean "done"; `gce/client.rs`
+//!   (and the crate's `google-cloud-compute-v1` feature list) for a new service;
+//!   `gce/convert.rs` needs nothing when the REST field names match;
+//! - reading it back: `objects/observed.rs` and `gce/observe.rs` (`gce/observe_ilb.rs`);
+//! - tests: `testutil/mini_gce.rs` (`MiniGce::apply`), and svcnet-fake-gce's REST route
+//!   (`e2e/fake-gce`) for the end-to-end tests.
 
-pub mod action;
-pub mod address;
-pub mod delete;
-pub mod desired;
-pub mod drift;
-pub mod ensure;
-pub mod hosts;
-pub mod internal;
-pub mod observed;
-pub mod ownership;
-pub mod plan;
-pub mod spec;
-pub mod stages;
+pub(crate) mod address;
+pub(crate) mod delete;
+pub(crate) mod desired;
+pub(crate) mod drift;
+pub(crate) mod ensure;
+pub(crate) mod hosts;
+pub(crate) mod internal;
+pub(crate) mod internal_delete;
+pub(crate) mod internal_plan;
+pub(crate) mod ownership;
+pub(crate) mod plan;
+pub(crate) mod spec;
+pub(crate) mod stages;
 
 #[cfg(test)]
 mod tests;
 
-pub use ownership::{
-    LB_CLEANUP_FINALIZER, LEGACY_EXTERNAL_LB_CLASS, NETLB_FINALIZER, Role, role, wants_load_balancer,
-};
+pub(crate) use ownership::{Role, role};
 
 /// Event reasons the service controller emits (Normal unless noted).
-pub const EVENT_ENSURING: &str = "EnsuringLoadBalancer";
-pub const EVENT_ENSURED: &str = "EnsuredLoadBalancer";
-pub const EVENT_UPDATED: &str = "UpdatedLoadBalancer";
-pub const EVENT_DELETING: &str = "DeletingLoadBalancer";
-pub const EVENT_DELETED: &str = "DeletedLoadBalancer";
+pub(crate) const EVENT_ENSURING: &str = "EnsuringLoadBalancer";
+pub(crate) const EVENT_ENSURED: &str = "EnsuredLoadBalancer";
+pub(crate) const EVENT_UPDATED: &str = "UpdatedLoadBalancer";
+pub(crate) const EVENT_DELETING: &str = "DeletingLoadBalancer";
+pub(crate) const EVENT_DELETED: &str = "DeletedLoadBalancer";
 /// Warning: carries the [`crate::Error`] (or GCE error) message.
-pub const EVENT_SYNC_FAILED: &str = "SyncLoadBalancerFailed";
+pub(crate) const EVENT_SYNC_FAILED: &str = "SyncLoadBalancerFailed";

@@ -11,41 +11,41 @@
 
 use k8s_openapi::api::core::v1::Service;
 
-use crate::gce::ForwardingRule;
+use crate::objects::ForwardingRule;
 
 /// Finalizer the service controller puts on Services it built a load balancer for.
-pub const LB_CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+pub(crate) const LB_CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 /// Upstream's NetLBFinalizerV1 (providers/gce/gce_util.go): added by ensureExternalLoadBalancer,
 /// removed at the end of ensureExternalLoadBalancerDeleted.
-pub const NETLB_FINALIZER: &str = "gke.networking.io/l4-netlb-v1";
+pub(crate) const NETLB_FINALIZER: &str = "gke.networking.io/l4-netlb-v1";
 /// Upstream's ILBFinalizerV1 (gce_loadbalancer_internal.go): the Service may own internal LB
 /// objects; added before the first of them is made, removed once the last is gone.
-pub const ILB_FINALIZER: &str = "gke.networking.io/l4-ilb-v1";
+pub(crate) const ILB_FINALIZER: &str = "gke.networking.io/l4-ilb-v1";
 /// Finalizers of an external load balancer of ours, in the order they are added.
-pub const OUR_FINALIZERS: [&str; 2] = [LB_CLEANUP_FINALIZER, NETLB_FINALIZER];
+pub(crate) const OUR_FINALIZERS: [&str; 2] = [LB_CLEANUP_FINALIZER, NETLB_FINALIZER];
 /// Finalizers of an internal load balancer of ours, in the order they are added.
-pub const OUR_ILB_FINALIZERS: [&str; 2] = [LB_CLEANUP_FINALIZER, ILB_FINALIZER];
+pub(crate) const OUR_ILB_FINALIZERS: [&str; 2] = [LB_CLEANUP_FINALIZER, ILB_FINALIZER];
 /// Every finalizer this controller may have put on a Service.
-pub const ALL_OUR_FINALIZERS: [&str; 3] = [LB_CLEANUP_FINALIZER, NETLB_FINALIZER, ILB_FINALIZER];
+pub(crate) const ALL_OUR_FINALIZERS: [&str; 3] = [LB_CLEANUP_FINALIZER, NETLB_FINALIZER, ILB_FINALIZER];
 /// Upstream's LegacyRegionalInternalLoadBalancerClass: served like no class on internal Services.
-pub const LEGACY_INTERNAL_LB_CLASS: &str = "networking.gke.io/l4-regional-internal-legacy";
+pub(crate) const LEGACY_INTERNAL_LB_CLASS: &str = "networking.gke.io/l4-regional-internal-legacy";
 /// Finalizers of the controllers that build backend-service load balancers: NetLB v2 (RBS) and v3
 /// (NEG-based RBS) per gce_util.go's usesL4RBS, and ingress-gce's ILB subsetting finalizer
 /// `gke.networking.io/l4-ilb-v2` (ILBFinalizerV2 in gce_loadbalancer_internal.go).
-pub const FOREIGN_FINALIZERS: [&str; 3] = [
+pub(crate) const FOREIGN_FINALIZERS: [&str; 3] = [
     "gke.networking.io/l4-netlb-v2",
     "gke.networking.io/l4-netlb-v3",
     "gke.networking.io/l4-ilb-v2",
 ];
 /// Upstream's RBSAnnotationKey / RBSEnabled: the Service asks for the RBS-based NetLB.
-pub const RBS_ANNOTATION: &str = "cloud.google.com/l4-rbs";
-pub const RBS_ENABLED: &str = "enabled";
+pub(crate) const RBS_ANNOTATION: &str = "cloud.google.com/l4-rbs";
+pub(crate) const RBS_ENABLED: &str = "enabled";
 /// The only loadBalancerClass this controller serves besides none (upstream's legacy class).
-pub const LEGACY_EXTERNAL_LB_CLASS: &str = "networking.gke.io/l4-regional-external-legacy";
+pub(crate) const LEGACY_EXTERNAL_LB_CLASS: &str = "networking.gke.io/l4-regional-external-legacy";
 
 /// What the controller does with a Service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// An external target-pool load balancer of ours.
     Ours,
     /// An internal passthrough load balancer of ours (`lb::internal`).
@@ -57,7 +57,7 @@ pub enum Role {
     NotLoadBalancer,
 }
 
-pub fn role(service: &Service) -> Role {
+pub(crate) fn role(service: &Service) -> Role {
     if let Some(reason) = foreign_reason(service) {
         return Role::Foreign(reason);
     }
@@ -72,12 +72,13 @@ pub fn role(service: &Service) -> Role {
     }
 }
 
+#[cfg(test)]
 /// Whether this controller builds an external target-pool LB for the Service.
-pub fn wants_load_balancer(service: &Service) -> bool {
+pub(crate) fn wants_load_balancer(service: &Service) -> bool {
     role(service) == Role::Ours
 }
 
-pub fn has_finalizer(service: &Service, name: &str) -> bool {
+pub(crate) fn has_finalizer(service: &Service, name: &str) -> bool {
     service
         .metadata
         .finalizers
@@ -86,13 +87,13 @@ pub fn has_finalizer(service: &Service, name: &str) -> bool {
 }
 
 /// Whether the Service carries at least one of [`ALL_OUR_FINALIZERS`] (then it may own GCE objects).
-pub fn has_any_of_ours(service: &Service) -> bool {
+pub(crate) fn has_any_of_ours(service: &Service) -> bool {
     ALL_OUR_FINALIZERS.iter().any(|f| has_finalizer(service, f))
 }
 
 /// The finalizer list with `add` added and `remove` removed, every other entry in place; None
 /// when nothing changes.
-pub fn finalizers_with(service: &Service, add: &[&str], remove: &[&str]) -> Option<Vec<String>> {
+pub(crate) fn finalizers_with(service: &Service, add: &[&str], remove: &[&str]) -> Option<Vec<String>> {
     let current = service.metadata.finalizers.clone().unwrap_or_default();
     let mut next: Vec<String> = current
         .iter()
@@ -109,7 +110,7 @@ pub fn finalizers_with(service: &Service, add: &[&str], remove: &[&str]) -> Opti
 
 /// The finalizer list with ours added (`add`) or removed, keeping every other entry in place;
 /// None when nothing changes.
-pub fn finalizers_with_ours(service: &Service, add: bool) -> Option<Vec<String>> {
+pub(crate) fn finalizers_with_ours(service: &Service, add: bool) -> Option<Vec<String>> {
     let current = service.metadata.finalizers.clone().unwrap_or_default();
     let next: Vec<String> = if add {
         let mut next = current.clone();
@@ -132,7 +133,7 @@ pub fn finalizers_with_ours(service: &Service, add: bool) -> Option<Vec<String>>
 /// A forwarding rule named like our LB that points at a backend service belongs to a
 /// backend-service load balancer (usesL4RBS's last check): never planned over, never deleted.
 /// An INTERNAL one is our own internal LB's (the Service was internal before).
-pub fn forwarding_rule_is_foreign(rule: Option<&ForwardingRule>) -> bool {
+pub(crate) fn forwarding_rule_is_foreign(rule: Option<&ForwardingRule>) -> bool {
     rule.is_some_and(|r| {
         !r.backend_service.is_empty() && r.load_balancing_scheme != crate::lb::internal::SCHEME_INTERNAL
     })

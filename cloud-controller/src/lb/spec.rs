@@ -4,20 +4,20 @@
 use std::collections::BTreeSet;
 
 use ipnet::IpNet;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Service, ServicePort};
 
 use crate::error::{Error, Result};
-use crate::gce::{AFFINITY_CLIENT_IP, AFFINITY_NONE, TIER_PREMIUM, TIER_STANDARD};
 use crate::naming::{NODES_HEALTH_CHECK_PATH, NODES_HEALTH_CHECK_PORT};
+use crate::objects::{AFFINITY_CLIENT_IP, AFFINITY_NONE, TIER_PREMIUM, TIER_STANDARD};
 
-pub const NETWORK_TIER_ANNOTATION: &str = "cloud.google.com/network-tier";
-pub const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
+pub(crate) const NETWORK_TIER_ANNOTATION: &str = "cloud.google.com/network-tier";
+pub(crate) const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
 /// Upstream's default when neither the field nor the annotation restricts sources.
 const DEFAULT_SOURCE_RANGE: &str = "0.0.0.0/0";
 
 /// Where the target pool's health check probes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HealthCheckKind {
+pub(crate) enum HealthCheckKind {
     /// ETP=Cluster: the shared `k8s-<clusterid>-node` check on kube-proxy's 10256 /healthz.
     Nodes,
     /// ETP=Local: a per-service check on spec.healthCheckNodePort.
@@ -25,7 +25,7 @@ pub enum HealthCheckKind {
 }
 
 impl HealthCheckKind {
-    pub fn port(&self) -> i32 {
+    pub(crate) fn port(&self) -> i32 {
         match self {
             HealthCheckKind::Nodes => NODES_HEALTH_CHECK_PORT,
             HealthCheckKind::Local { node_port } => *node_port,
@@ -33,13 +33,13 @@ impl HealthCheckKind {
     }
 
     /// Both kinds probe `/healthz` (upstream's GetServiceHealthCheckPathPort and GetNodesHealthCheckPath).
-    pub fn path(&self) -> &'static str {
+    pub(crate) fn path(&self) -> &'static str {
         NODES_HEALTH_CHECK_PATH
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LbSpec {
+pub(crate) struct LbSpec {
     /// `Service ns/name`, for errors.
     pub object: String,
     /// `ns/name`, for descriptions.
@@ -62,7 +62,7 @@ pub struct LbSpec {
     pub health_check: HealthCheckKind,
 }
 
-pub fn service_object(service: &Service) -> String {
+pub(crate) fn service_object(service: &Service) -> String {
     format!(
         "Service {}/{}",
         service.metadata.namespace.as_deref().unwrap_or(""),
@@ -70,8 +70,75 @@ pub fn service_object(service: &Service) -> String {
     )
 }
 
+/// The one protocol of all ports (TCP or UDP) and the distinct port numbers, sorted.
+fn protocol_and_ports(
+    object: &str,
+    first: &ServicePort,
+    ports: &[ServicePort],
+) -> Result<(String, Vec<i32>)> {
+    let object = object.to_owned();
+    let protocol = first.protocol.clone().unwrap_or_else(|| "TCP".into());
+    for port in &ports[1..] {
+        let other = port.protocol.clone().unwrap_or_else(|| "TCP".into());
+        if other != protocol {
+            return Err(Error::MixedProtocols {
+                object,
+                first: protocol,
+                other,
+            });
+        }
+    }
+    if protocol != "TCP" && protocol != "UDP" {
+        return Err(Error::UnsupportedProtocol {
+            object,
+            field: "spec.ports[0].protocol".into(),
+            value: protocol,
+        });
+    }
+    let ports: Vec<i32> = ports
+        .iter()
+        .map(|p| p.port)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+
+    Ok((protocol, ports))
+}
+
+/// `cloud.google.com/network-tier`: the tier, and whether the annotation set it.
+fn network_tier(object: &str, annotation: Option<&String>) -> Result<(String, bool)> {
+    Ok(match annotation {
+        None => (TIER_PREMIUM.to_owned(), false),
+        // Upstream compares case-sensitively against cloud.NetworkTierStandard/Premium.
+        Some(v) if v == "Standard" => (TIER_STANDARD.to_owned(), true),
+        Some(v) if v == "Premium" => (TIER_PREMIUM.to_owned(), true),
+        Some(v) => {
+            return Err(Error::InvalidNetworkTier {
+                object: object.to_owned(),
+                field: NETWORK_TIER_ANNOTATION.into(),
+                value: v.clone(),
+            });
+        }
+    })
+}
+
+/// spec.loadBalancerIP, when set, as an IP address.
+fn requested_ip(object: &str, ip: Option<String>) -> Result<Option<String>> {
+    let requested_ip = ip.filter(|ip| !ip.is_empty());
+    if let Some(ip) = &requested_ip
+        && ip.parse::<std::net::IpAddr>().is_err()
+    {
+        return Err(Error::RequestedIp {
+            object: object.to_owned(),
+            field: "spec.loadBalancerIP".into(),
+            message: format!("{ip:?} is not an IP address"),
+        });
+    }
+    Ok(requested_ip)
+}
+
 impl LbSpec {
-    pub fn from_service(service: &Service) -> Result<Self> {
+    pub(crate) fn from_service(service: &Service) -> Result<Self> {
         let object = service_object(service);
         let service_name = format!(
             "{}/{}",
@@ -92,30 +159,7 @@ impl LbSpec {
         let Some(first) = ports.first() else {
             return Err(Error::NoPorts { object });
         };
-        let protocol = first.protocol.clone().unwrap_or_else(|| "TCP".into());
-        for port in &ports[1..] {
-            let other = port.protocol.clone().unwrap_or_else(|| "TCP".into());
-            if other != protocol {
-                return Err(Error::MixedProtocols {
-                    object,
-                    first: protocol,
-                    other,
-                });
-            }
-        }
-        if protocol != "TCP" && protocol != "UDP" {
-            return Err(Error::UnsupportedProtocol {
-                object,
-                field: "spec.ports[0].protocol".into(),
-                value: protocol,
-            });
-        }
-        let ports: Vec<i32> = ports
-            .iter()
-            .map(|p| p.port)
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let (protocol, ports) = protocol_and_ports(&object, first, &ports)?;
 
         // Upstream translateAffinityType: anything but ClientIP is NONE.
         let session_affinity = match spec.session_affinity.as_deref() {
@@ -131,30 +175,10 @@ impl LbSpec {
             annotations.get(SOURCE_RANGES_ANNOTATION),
         )?;
 
-        let (network_tier, network_tier_annotated) = match annotations.get(NETWORK_TIER_ANNOTATION) {
-            None => (TIER_PREMIUM.to_owned(), false),
-            // Upstream compares case-sensitively against cloud.NetworkTierStandard/Premium.
-            Some(v) if v == "Standard" => (TIER_STANDARD.to_owned(), true),
-            Some(v) if v == "Premium" => (TIER_PREMIUM.to_owned(), true),
-            Some(v) => {
-                return Err(Error::InvalidNetworkTier {
-                    object,
-                    field: NETWORK_TIER_ANNOTATION.into(),
-                    value: v.clone(),
-                });
-            }
-        };
+        let (network_tier, network_tier_annotated) =
+            network_tier(&object, annotations.get(NETWORK_TIER_ANNOTATION))?;
 
-        let requested_ip = spec.load_balancer_ip.filter(|ip| !ip.is_empty());
-        if let Some(ip) = &requested_ip
-            && ip.parse::<std::net::IpAddr>().is_err()
-        {
-            return Err(Error::RequestedIp {
-                object,
-                field: "spec.loadBalancerIP".into(),
-                message: format!("{ip:?} is not an IP address"),
-            });
-        }
+        let requested_ip = requested_ip(&object, spec.load_balancer_ip)?;
 
         // Upstream GetServiceHealthCheckPathPort: Local policy on a LoadBalancer with a node port.
         let local = spec.external_traffic_policy.as_deref() == Some("Local");
@@ -178,14 +202,14 @@ impl LbSpec {
         })
     }
 
-    pub fn port_range(&self) -> String {
+    pub(crate) fn port_range(&self) -> String {
         let min = self.ports.first().copied().unwrap_or_default();
         let max = self.ports.last().copied().unwrap_or_default();
         format!("{min}-{max}")
     }
 
     /// Firewall ports as upstream writes them now: consecutive ports merged into `a-b` ranges.
-    pub fn firewall_port_ranges(&self) -> Vec<String> {
+    pub(crate) fn firewall_port_ranges(&self) -> Vec<String> {
         let mut out = Vec::new();
         let mut iter = self.ports.iter().copied();
         let Some(mut start) = iter.next() else { return out };
@@ -202,7 +226,7 @@ impl LbSpec {
     }
 
     /// Firewall ports as older upstream versions wrote them: one entry per port.
-    pub fn firewall_port_list(&self) -> Vec<String> {
+    pub(crate) fn firewall_port_list(&self) -> Vec<String> {
         self.ports.iter().map(|p| p.to_string()).collect()
     }
 }
@@ -239,7 +263,7 @@ fn source_ranges(object: &str, field: Option<&[String]>, annotation: Option<&Str
 
 /// Normalise CIDR strings the way [`LbSpec::source_ranges`] are, for comparing with GCE's copy.
 /// Unparsable entries are kept verbatim so they compare unequal (and get repaired).
-pub fn normalize_cidrs(list: &[String]) -> BTreeSet<String> {
+pub(crate) fn normalize_cidrs(list: &[String]) -> BTreeSet<String> {
     list.iter()
         .map(|s| {
             s.trim()

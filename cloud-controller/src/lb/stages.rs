@@ -9,7 +9,7 @@
 //! Nothing is planned differently: a crash between stages leaves the same named objects a serial
 //! run could leave, and the next sync (or the delete path) finds them by name.
 
-use crate::lb::action::Action;
+use crate::objects::action::Action;
 
 fn independent(a: &Action) -> bool {
     matches!(
@@ -22,7 +22,7 @@ fn independent(a: &Action) -> bool {
 }
 
 /// Splits `actions` into consecutive stages, in order; the actions of one stage may run at once.
-pub fn stages(actions: &[Action]) -> Vec<&[Action]> {
+pub(crate) fn stages(actions: &[Action]) -> Vec<&[Action]> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < actions.len() {

@@ -1,7 +1,7 @@
 use google_cloud_compute_v1::model;
 
 use super::{from_model, prune, to_model};
-use crate::gce::{Firewall, FirewallAllowed, ForwardingRule};
+use crate::objects::{Firewall, FirewallAllowed, ForwardingRule};
 
 #[test]
 fn firewall_mirror_round_trips_through_the_client_model() {

@@ -45,7 +45,8 @@ use google_cloud_gax::polling_error_policy::AlwaysContinue;
 use google_cloud_lro::Poller;
 use tokio::time::Instant;
 
-use super::{PollPacing, await_operation};
+use super::await_operation;
+use crate::gce::ratelimit::PollPacing;
 use crate::gce::ratelimit::RateLimiter;
 
 const PACING: PollPacing = PollPacing {

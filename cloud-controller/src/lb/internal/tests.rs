@@ -1,6 +1,11 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::lb::internal_delete::*;
+use crate::lb::internal_plan::*;
+use crate::objects::Address;
+use crate::objects::action::Action;
+use crate::objects::observed::IlbObserved;
 use crate::testutil::{Scenario, config};
 
 fn ilb(s: Scenario) -> Scenario {

@@ -21,15 +21,15 @@ fn links_from_another_endpoint_or_relative_are_equal() {
     pool.instances = pool
         .instances
         .iter()
-        .map(|i| gce::instance_key(i).to_owned())
+        .map(|i| objects::instance_key(i).to_owned())
         .collect();
     pool.health_checks = pool
         .health_checks
         .iter()
-        .map(|l| format!("http://127.0.0.1:9999/compute/v1/{}", gce::link_key(l)))
+        .map(|l| format!("http://127.0.0.1:9999/compute/v1/{}", objects::link_key(l)))
         .collect();
     let fr = observed.forwarding_rule.as_mut().unwrap();
-    fr.target = format!("http://10.0.0.1/compute/v1/{}", gce::link_key(&fr.target));
+    fr.target = format!("http://10.0.0.1/compute/v1/{}", objects::link_key(&fr.target));
     assert_eq!(plan_ensure(&desired, &observed, &s.cfg), vec![]);
 }
 
@@ -46,8 +46,8 @@ fn foreign_health_check_on_pool_is_replaced_in_place() {
     );
 }
 
-fn leftover(desired: &DesiredLb, ip: &str) -> crate::gce::Address {
-    crate::gce::Address {
+fn leftover(desired: &DesiredLb, ip: &str) -> crate::objects::Address {
+    crate::objects::Address {
         name: desired.names.lb.clone(),
         address: Some(ip.into()),
         ..Default::default()

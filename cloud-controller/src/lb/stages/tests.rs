@@ -1,5 +1,5 @@
 use super::*;
-use crate::gce::{Firewall, HttpHealthCheck};
+use crate::objects::{Firewall, HttpHealthCheck};
 
 fn fw(name: &str) -> Action {
     Action::CreateFirewall(Firewall {

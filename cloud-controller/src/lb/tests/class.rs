@@ -1,12 +1,12 @@
 //! Which Services this controller serves, and how a plan maps to events.
 
-use crate::gce::ForwardingRule;
 use crate::lb::delete::plan_delete;
-use crate::lb::observed::Observed;
+use crate::lb::ownership::{LB_CLEANUP_FINALIZER, LEGACY_EXTERNAL_LB_CLASS, wants_load_balancer};
 use crate::lb::ownership::{
     NETLB_FINALIZER, OUR_FINALIZERS, Role, finalizers_with_ours, forwarding_rule_is_foreign, role,
 };
-use crate::lb::{LB_CLEANUP_FINALIZER, LEGACY_EXTERNAL_LB_CLASS, wants_load_balancer};
+use crate::objects::ForwardingRule;
+use crate::objects::observed::Observed;
 use crate::testutil::{MiniGce, Scenario};
 
 fn with_finalizers(mut s: Scenario, finalizers: &[&str]) -> Scenario {

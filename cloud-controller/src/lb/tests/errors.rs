@@ -3,8 +3,8 @@
 use k8s_openapi::api::core::v1::ServicePort;
 
 use crate::error::Error;
-use crate::lb::observed::Observed;
 use crate::lb::spec::{NETWORK_TIER_ANNOTATION, SOURCE_RANGES_ANNOTATION};
+use crate::objects::observed::Observed;
 use crate::testutil::Scenario;
 
 fn err(s: Scenario) -> Error {

@@ -5,8 +5,8 @@
 use proptest::prelude::*;
 
 use crate::config::EtpTransition;
-use crate::gce::{self, TIER_PREMIUM};
 use crate::lb::spec::{HealthCheckKind, NETWORK_TIER_ANNOTATION};
+use crate::objects::{self, TIER_PREMIUM};
 use crate::testutil::{MiniGce, Scenario, node};
 
 const USER_IP: &str = "198.51.100.9";
@@ -164,7 +164,7 @@ proptest! {
         check_matches_desired(&gce, &sb)?;
 
         // GCE allows one health check per pool; MiniGce enforces it on every call too.
-        let pool_links: Vec<&str> = gce.pools.values().flat_map(|p| p.health_checks.iter().map(|l| gce::link_key(l))).collect();
+        let pool_links: Vec<&str> = gce.pools.values().flat_map(|p| p.health_checks.iter().map(|l| objects::link_key(l))).collect();
         prop_assert!(pool_links.len() <= 1);
     }
 

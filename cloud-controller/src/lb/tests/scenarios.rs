@@ -1,11 +1,11 @@
 //! End-to-end planner scenarios: plan -> apply to MiniGce -> re-plan.
 
 use crate::config::EtpTransition;
-use crate::gce::{AFFINITY_CLIENT_IP, TIER_PREMIUM, TIER_STANDARD};
-use crate::lb::action::Action;
 use crate::lb::delete::plan_delete;
-use crate::lb::observed::Observed;
 use crate::lb::spec::NETWORK_TIER_ANNOTATION;
+use crate::objects::action::Action;
+use crate::objects::observed::Observed;
+use crate::objects::{AFFINITY_CLIENT_IP, TIER_PREMIUM, TIER_STANDARD};
 use crate::testutil::{MiniGce, Scenario, labels};
 
 const LB: &str = "a4f6b2c1e9a3d4b8e8c7f0123456789a";

@@ -2,11 +2,11 @@
 //! delete is tried once our pool is gone and GCE's resourceInUseByAnotherResource means "kept"
 //! (MiniGce refuses like GCE). And which GCE object each action touches (a sync re-reads only those).
 
-use crate::gce::{Firewall, HttpHealthCheck};
-use crate::lb::action::Action;
 use crate::lb::delete::plan_delete;
-use crate::lb::observed::Observed;
 use crate::lb::stages::stages;
+use crate::objects::action::Action;
+use crate::objects::observed::Observed;
+use crate::objects::{Firewall, HttpHealthCheck};
 use crate::testutil::{MiniGce, Scenario};
 
 const NODE_HC: &str = "k8s-0123456789abcdef-node";

@@ -1,6 +1,6 @@
 use super::{Outcome, outcome};
 use crate::gce::error::GceError;
-use crate::lb::action::Action;
+use crate::objects::action::Action;
 
 fn err(status: u16, reason: &str, from_operation: bool) -> GceError {
     GceError {

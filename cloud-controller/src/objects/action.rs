@@ -2,12 +2,12 @@
 //! (waiting for the operation), stopping at the first error; 404 on delete and 409 on create count
 //! as done, as upstream treats them.
 
-use crate::gce::{
+use crate::objects::{
     Address, BackendService, Firewall, ForwardingRule, HealthCheck, HttpHealthCheck, TargetPool,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// addresses.insert (region). `address: None` = let GCE pick; re-plan afterwards to learn it.
     CreateAddress(Address),
     /// addresses.delete (region). On an address in use this demotes the IP to ephemeral.
@@ -112,7 +112,7 @@ pub enum Action {
 
 impl Action {
     /// Short verb for logs and metrics labels (`svcnet_gce_calls_total{action=...}`).
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             Action::CreateAddress(_) => "create_address",
             Action::DeleteAddress { .. } => "delete_address",
@@ -146,7 +146,7 @@ impl Action {
 
     /// `kind/name` of the GCE object the call mutates (kind = the REST collection), as
     /// `gce::observe::Touched` keys it.
-    pub fn target_key(&self) -> String {
+    pub(crate) fn target_key(&self) -> String {
         let kind = match self {
             Action::CreateInstanceGroup { zone, .. }
             | Action::DeleteInstanceGroup { zone, .. }
@@ -181,7 +181,7 @@ impl Action {
     }
 
     /// Name of the GCE object the call mutates (the pool for instance/health-check membership).
-    pub fn target_name(&self) -> &str {
+    pub(crate) fn target_name(&self) -> &str {
         match self {
             Action::CreateAddress(a) => &a.name,
             Action::CreateFirewall(f) | Action::PatchFirewall(f) => &f.name,

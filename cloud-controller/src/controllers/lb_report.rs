@@ -1,0 +1,93 @@
+//! What a load balancer sync tells Kubernetes besides finalizers: events on the Service, its
+//! `status.loadBalancer.ingress`, and the CloudLoadBalancer record of a failure.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ObjectReference, Service};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action as Requeue;
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+
+use crate::controllers::lb_rounds::Announce;
+use crate::controllers::{Shared, SyncError, key, lb_record};
+use crate::gce::observe::ObservedLb;
+use crate::lb;
+use crate::naming::LbNames;
+
+pub(crate) fn obj_ref(svc: &Service) -> ObjectReference {
+    svc.object_ref(&())
+}
+
+/// Normal events on one Service (the round loops announce their work through it).
+pub(crate) struct ServiceEvents<'a> {
+    pub sh: &'a Shared,
+    pub oref: ObjectReference,
+}
+
+impl Announce for ServiceEvents<'_> {
+    async fn event(&self, reason: &'static str, note: &'static str) {
+        self.sh.event(&self.oref, false, reason, note.into()).await;
+    }
+}
+
+/// Validation errors: Warning event, no GCE call; retried when the Service changes (and
+/// periodically, in case nodes appear).
+pub(crate) async fn invalid_service(svc: &Service, sh: &Shared, e: &crate::Error) -> Requeue {
+    tracing::warn!(service = %key(svc), error = %e, label = e.metric_label(), "invalid load balancer Service");
+    sh.event(
+        &obj_ref(svc),
+        true,
+        lb::EVENT_SYNC_FAILED,
+        format!("Error syncing load balancer: {e}"),
+    )
+    .await;
+    let prev = lb_record::current(&sh.client, svc).await;
+    let st = lb_record::build_status(svc, prev.as_ref(), None, None, None, Some(&e.to_string()));
+    lb_record::write(&sh.client, svc, st).await;
+    Requeue::requeue(Duration::from_secs(300).min(sh.tuning.lb_resync))
+}
+
+/// A failed sync: Warning event and the error in the record (with what was observed, if any).
+pub(crate) async fn sync_failed(
+    svc: &Service,
+    sh: &Shared,
+    names: Option<&LbNames>,
+    obs: Option<&ObservedLb>,
+    e: SyncError,
+) -> SyncError {
+    sh.event(
+        &obj_ref(svc),
+        true,
+        lb::EVENT_SYNC_FAILED,
+        format!("Error syncing load balancer: {e}"),
+    )
+    .await;
+    let prev = lb_record::current(&sh.client, svc).await;
+    let st = lb_record::build_status(svc, prev.as_ref(), names, obs, None, Some(&e.to_string()));
+    lb_record::write(&sh.client, svc, st).await;
+    e
+}
+
+/// Sets (or clears) `status.loadBalancer.ingress`, only when it differs. Returns whether it wrote.
+pub(crate) async fn patch_ingress(svc: &Service, sh: &Shared, ip: Option<&str>) -> Result<bool, SyncError> {
+    let current: Vec<Option<String>> = svc
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .map(|i| i.iter().map(|i| i.ip.clone()).collect())
+        .unwrap_or_default();
+    let want: Vec<Option<String>> = ip.map(|ip| vec![Some(ip.to_owned())]).unwrap_or_default();
+    if current == want {
+        return Ok(false);
+    }
+    let body = match ip {
+        Some(ip) => json!({ "status": { "loadBalancer": { "ingress": [{ "ip": ip }] } } }),
+        None => json!({ "status": { "loadBalancer": { "ingress": null } } }),
+    };
+    let api: Api<Service> = Api::namespaced(sh.client.clone(), &svc.namespace().unwrap_or_default());
+    api.patch_status(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&body))
+        .await?;
+    Ok(true)
+}

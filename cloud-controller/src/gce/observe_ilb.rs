@@ -1,0 +1,204 @@
+//! Reads what GCE holds for an internal load balancer (404 = None).
+
+use google_cloud_compute_v1::model;
+use google_cloud_gax::paginator::ItemPaginator;
+use serde_json::Value;
+
+use crate::gce::client::Gce;
+use crate::gce::convert::to_json;
+use crate::gce::error::GceError;
+use crate::gce::observe::{ObservedLb, find_address_by_ip, get_opt, keep, list_all};
+use crate::gce::ratelimit::QuotaGroup;
+use crate::gce::retry::{RetryPolicy, with_retries};
+use crate::naming::IlbNames;
+use crate::objects::observed::IlbObserved;
+
+/// What GCE holds for one internal LB: one GET per named object, the region's zones (the shared
+/// instance group may exist in any of them) with a GET and, where it exists, a listInstances per
+/// zone, and the address holding spec.loadBalancerIP.
+pub(crate) async fn observe_ilb(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &IlbNames,
+    want_ip: Option<&str>,
+) -> Result<(IlbObserved, ObservedLb), GceError> {
+    let mut links = ObservedLb::default();
+    let mut o = IlbObserved::default();
+    read_regional(gce, policy, names, &mut o, &mut links).await?;
+    read_global(gce, policy, names, &mut o, &mut links).await?;
+    for zone in region_zones(gce, policy).await? {
+        if let Some(members) = read_group(gce, policy, &zone, &names.instance_group, &mut links).await? {
+            o.instance_groups.insert(zone, members);
+        }
+    }
+    o.ip_holder = match want_ip {
+        Some(ip) if o.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip) => o.address.clone(),
+        Some(ip) => find_address_by_ip(gce, policy, ip).await?,
+        None => None,
+    };
+    Ok((o, links))
+}
+
+/// The address, forwarding rule and backend service named like the LB.
+async fn read_regional(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &IlbNames,
+    o: &mut IlbObserved,
+    links: &mut ObservedLb,
+) -> Result<(), GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
+    let call = format!("get addresses/{}", names.lb);
+    let m = get_opt(gce, policy, &call, || {
+        gce.addresses
+            .get()
+            .set_project(p)
+            .set_region(r)
+            .set_address(&names.lb)
+            .send()
+    })
+    .await?;
+    o.address = keep(links, "addresses", &names.lb, m)?;
+
+    let call = format!("get forwardingRules/{}", names.lb);
+    let m = get_opt(gce, policy, &call, || {
+        gce.forwarding_rules
+            .get()
+            .set_project(p)
+            .set_region(r)
+            .set_forwarding_rule(&names.lb)
+            .send()
+    })
+    .await?;
+    o.forwarding_rule = keep(links, "forwardingRules", &names.lb, m)?;
+
+    let call = format!("get backendServices/{}", names.lb);
+    let m = get_opt(gce, policy, &call, || {
+        gce.region_backend_services
+            .get()
+            .set_project(p)
+            .set_region(r)
+            .set_backend_service(&names.lb)
+            .send()
+    })
+    .await?;
+    o.backend_service = keep(links, "backendServices", &names.lb, m)?;
+    Ok(())
+}
+
+/// The health checks and firewalls (global objects).
+async fn read_global(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &IlbNames,
+    o: &mut IlbObserved,
+    links: &mut ObservedLb,
+) -> Result<(), GceError> {
+    let p = gce.project.as_str();
+    for (name, local) in [
+        (&names.nodes_health_check, false),
+        (&names.local_health_check, true),
+    ] {
+        let call = format!("get healthChecks/{name}");
+        let m = get_opt(gce, policy, &call, || {
+            gce.health_checks
+                .get()
+                .set_project(p)
+                .set_health_check(name)
+                .send()
+        })
+        .await?;
+        let hc = keep(links, "healthChecks", name, m)?;
+        if local {
+            o.local_health_check = hc;
+        } else {
+            o.nodes_health_check = hc;
+        }
+    }
+    for (name, slot) in [
+        (&names.firewall, 0),
+        (&names.legacy_firewall, 1),
+        (&names.nodes_health_check_firewall, 2),
+        (&names.local_health_check_firewall, 3),
+    ] {
+        let call = format!("get firewalls/{name}");
+        let m = get_opt(gce, policy, &call, || {
+            gce.firewalls.get().set_project(p).set_firewall(name).send()
+        })
+        .await?;
+        let fw = keep(links, "firewalls", name, m)?;
+        match slot {
+            0 => o.firewall = fw,
+            1 => o.legacy_firewall = fw,
+            2 => o.nodes_health_check_firewall = fw,
+            _ => o.local_health_check_firewall = fw,
+        }
+    }
+    Ok(())
+}
+
+/// The zones of the region (by name).
+async fn region_zones(gce: &Gce, policy: &RetryPolicy) -> Result<Vec<String>, GceError> {
+    let (p, r) = (gce.project.as_str(), gce.region.as_str());
+    let call = format!("get regions/{r}");
+    let region = with_retries(gce, policy, QuotaGroup::Read, || async {
+        gce.regions
+            .get()
+            .set_project(p)
+            .set_region(r)
+            .send()
+            .await
+            .map_err(|e| GceError::from_gax(&call, &e))
+    })
+    .await?;
+    Ok(region
+        .zones
+        .iter()
+        .map(|z| crate::objects::link_name(z).to_owned())
+        .collect())
+}
+
+/// The members (sorted instance URLs) of the shared instance group in `zone`; None without one.
+async fn read_group(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    zone: &str,
+    group: &str,
+    links: &mut ObservedLb,
+) -> Result<Option<Vec<String>>, GceError> {
+    let p = gce.project.as_str();
+    let call = format!("get zones/{zone}/instanceGroups/{group}");
+    let m = get_opt(gce, policy, &call, || {
+        gce.instance_groups
+            .get()
+            .set_project(p)
+            .set_zone(zone)
+            .set_instance_group(group)
+            .send()
+    })
+    .await?;
+    let Some(m) = m else { return Ok(None) };
+    if let Some(link) = to_json(&m).get("selfLink").and_then(Value::as_str) {
+        links
+            .self_links
+            .insert(format!("instanceGroups/{zone}/{group}"), link.to_owned());
+    }
+    let call = format!("listInstances zones/{zone}/instanceGroups/{group}");
+    let body: model::InstanceGroupsListInstancesRequest =
+        serde_json::from_value(serde_json::json!({ "instanceState": "ALL" }))
+            .map_err(|e| GceError::new(&call, format!("request body: {e}")))?;
+    let items: Vec<model::InstanceWithNamedPorts> = list_all!(
+        gce,
+        policy,
+        &call,
+        gce.instance_groups
+            .list_instances()
+            .set_project(p)
+            .set_zone(zone)
+            .set_instance_group(group)
+            .set_body(body.clone())
+    )?;
+    let mut members: Vec<String> = items.into_iter().filter_map(|i| i.instance).collect();
+    members.sort();
+    Ok(Some(members))
+}

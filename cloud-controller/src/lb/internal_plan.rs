@@ -1,0 +1,357 @@
+//! Internal LB plan: desired vs observed -> actions in upstream's order (groups, check, address,
+//! [rule delete], backend service, rule, firewalls, old check, release) with upstream's equality
+//! rules.
+
+use std::collections::BTreeSet;
+
+use crate::config::Config;
+use crate::lb::drift;
+use crate::lb::internal::{DesiredIlb, SCHEME_INTERNAL, traffic_firewall};
+use crate::naming;
+use crate::objects::action::Action;
+use crate::objects::observed::IlbObserved;
+use crate::objects::{self, Address, Backend, BackendService, ForwardingRule, HealthCheck};
+
+/// Upstream forwardingRulesEqual (an empty IP on either side matches any).
+pub(crate) fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
+    let set = |l: &[String]| l.iter().cloned().collect::<BTreeSet<_>>();
+    (have.ip_address.is_empty() || want.ip_address.is_empty() || have.ip_address == want.ip_address)
+        && have.ip_protocol == want.ip_protocol
+        && have.load_balancing_scheme == want.load_balancing_scheme
+        && set(&have.ports) == set(&want.ports)
+        && have.all_ports == want.all_ports
+        && objects::same_link(&have.backend_service, &want.backend_service)
+        && have.allow_global_access == want.allow_global_access
+        && objects::same_link(&have.subnetwork, &want.subnetwork)
+}
+
+/// Upstream backendSvcEqual (backends compared by group link only).
+pub(crate) fn backend_services_equal(have: &BackendService, want: &BackendService) -> bool {
+    let groups = |b: &[Backend]| {
+        b.iter()
+            .map(|b| objects::link_key(&b.group).to_owned())
+            .collect::<BTreeSet<_>>()
+    };
+    have.protocol == want.protocol
+        && have.description == want.description
+        && have.session_affinity == want.session_affinity
+        && have.load_balancing_scheme == want.load_balancing_scheme
+        && drift::links_equal(&have.health_checks, &want.health_checks)
+        && groups(&have.backends) == groups(&want.backends)
+}
+
+/// Upstream needToUpdateHealthChecks.
+pub(crate) fn health_check_differs(want: &HealthCheck, have: &HealthCheck) -> bool {
+    have.http_health_check.port != want.http_health_check.port
+        || have.http_health_check.request_path != want.http_health_check.request_path
+        || have.type_ != want.type_
+        || have.description != want.description
+        || have.check_interval_sec < want.check_interval_sec
+        || have.timeout_sec < want.timeout_sec
+        || have.unhealthy_threshold < want.unhealthy_threshold
+        || have.healthy_threshold < want.healthy_threshold
+}
+
+/// Upstream mergeHealthChecks: larger timing values an operator set are kept.
+pub(crate) fn merged_health_check(want: &HealthCheck, have: &HealthCheck) -> HealthCheck {
+    HealthCheck {
+        check_interval_sec: want.check_interval_sec.max(have.check_interval_sec),
+        timeout_sec: want.timeout_sec.max(have.timeout_sec),
+        unhealthy_threshold: want.unhealthy_threshold.max(have.unhealthy_threshold),
+        healthy_threshold: want.healthy_threshold.max(have.healthy_threshold),
+        ..want.clone()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IlbPlan {
+    pub actions: Vec<Action>,
+    /// The plan ends with reserving an address whose IP GCE picks: execute, observe, plan again.
+    pub replan: bool,
+    pub ingress_ip: Option<String>,
+}
+
+/// Desired vs observed -> ordered calls (upstream ensureInternalLoadBalancer's order: instance
+/// groups, health check, address, [rule delete], backend service, rule, firewalls, old health
+/// check, address release). Empty when GCE matches.
+pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
+    let names = &d.names;
+    let mut actions = Vec::new();
+    plan_groups(d, o, &mut actions);
+    let shared = d.spec.shared_health_check();
+    plan_health_check(d, o, shared, &mut actions);
+    let Some(IpPlan {
+        ip,
+        fr_equal,
+        release,
+        want_fr,
+    }) = plan_ip(d, o, &mut actions)
+    else {
+        return IlbPlan {
+            actions,
+            replan: true,
+            ingress_ip: None,
+        };
+    };
+    // A rule that differs goes first: the backend service may change under it.
+    if o.forwarding_rule.is_some() && !fr_equal {
+        actions.push(Action::DeleteForwardingRule {
+            name: names.lb.clone(),
+        });
+    }
+    let old_hc = o
+        .backend_service
+        .as_ref()
+        .and_then(|bs| bs.health_checks.first())
+        .map(|l| objects::link_name(l).to_owned());
+    match &o.backend_service {
+        None => actions.push(Action::CreateBackendService(d.backend_service.clone())),
+        Some(have) if !backend_services_equal(have, &d.backend_service) => {
+            actions.push(Action::UpdateBackendService(BackendService {
+                fingerprint: have.fingerprint.clone(),
+                ..d.backend_service.clone()
+            }))
+        }
+        Some(_) => {}
+    }
+    if !fr_equal {
+        actions.push(Action::CreateForwardingRule(want_fr));
+    }
+    plan_firewalls(d, o, cfg, &ip, shared, &mut actions);
+    plan_old_check(d, o, shared, old_hc.as_deref(), &mut actions);
+    actions.extend(release);
+    IlbPlan {
+        actions,
+        replan: false,
+        ingress_ip: Some(ip),
+    }
+}
+
+/// Instance groups and their members (one add and one remove call per zone).
+fn plan_groups(d: &DesiredIlb, o: &IlbObserved, actions: &mut Vec<Action>) {
+    let names = &d.names;
+    for (zone, want) in &d.instance_groups {
+        let have = match o.instance_groups.get(zone) {
+            Some(have) => have.clone(),
+            None => {
+                actions.push(Action::CreateInstanceGroup {
+                    zone: zone.clone(),
+                    name: names.instance_group.clone(),
+                });
+                Vec::new()
+            }
+        };
+        let have_keys: BTreeSet<&str> = have.iter().map(|l| objects::instance_key(l)).collect();
+        let want_keys: BTreeSet<&str> = want.iter().map(|l| objects::instance_key(l)).collect();
+        let remove: Vec<String> = have
+            .iter()
+            .filter(|l| !want_keys.contains(objects::instance_key(l)))
+            .cloned()
+            .collect();
+        let add: Vec<String> = want
+            .iter()
+            .filter(|l| !have_keys.contains(objects::instance_key(l)))
+            .cloned()
+            .collect();
+        if !remove.is_empty() {
+            actions.push(Action::RemoveGroupInstances {
+                zone: zone.clone(),
+                group: names.instance_group.clone(),
+                instances: remove,
+            });
+        }
+        if !add.is_empty() {
+            actions.push(Action::AddGroupInstances {
+                zone: zone.clone(),
+                group: names.instance_group.clone(),
+                instances: add,
+            });
+        }
+    }
+}
+
+/// The health check of the wanted kind (shared or the Service's own).
+fn plan_health_check(d: &DesiredIlb, o: &IlbObserved, shared: bool, actions: &mut Vec<Action>) {
+    let have_hc = if shared {
+        &o.nodes_health_check
+    } else {
+        &o.local_health_check
+    };
+    match have_hc {
+        None => actions.push(Action::CreateHealthCheckV1(d.health_check.clone())),
+        Some(have) if health_check_differs(&d.health_check, have) => actions.push(
+            Action::UpdateHealthCheckV1(merged_health_check(&d.health_check, have)),
+        ),
+        Some(_) => {}
+    }
+}
+
+/// The rule's IP, and whether the rule stays.
+struct IpPlan {
+    ip: String,
+    /// The existing rule matches: it stays.
+    fr_equal: bool,
+    /// Our reservation, released as the plan's last step.
+    release: Option<Action>,
+    want_fr: ForwardingRule,
+}
+
+/// The IP (upstream ilbIPToUse) and whether the rule is (re)created; None when an address whose
+/// IP GCE picks is being reserved (the plan ends there and is made again).
+fn plan_ip(d: &DesiredIlb, o: &IlbObserved, actions: &mut Vec<Action>) -> Option<IpPlan> {
+    let want_subnet = &d.forwarding_rule.subnetwork;
+    let fr = o.forwarding_rule.as_ref();
+    let ip_to_use = d.spec.base.requested_ip.clone().or_else(|| {
+        fr.filter(|f| objects::same_link(&f.subnetwork, want_subnet))
+            .map(|f| f.ip_address.clone())
+            .filter(|ip| !ip.is_empty())
+    });
+    let mut want_fr = d.forwarding_rule.clone();
+    want_fr.ip_address = ip_to_use.clone().unwrap_or_default();
+    let fr_equal = fr.is_some_and(|have| rules_equal(have, &want_fr));
+    let (ip, release) = if fr_equal {
+        // The rule stays: a reservation of ours is a leftover of an interrupted creation.
+        let ip = fr.map(|f| f.ip_address.clone()).unwrap_or_default();
+        (ip, o.address.is_some().then(|| release_ours(d)))
+    } else {
+        hold_address(d, o, ip_to_use.as_ref(), actions)?
+    };
+    want_fr.ip_address = ip.clone();
+    Some(IpPlan {
+        ip,
+        fr_equal,
+        release,
+        want_fr,
+    })
+}
+
+fn release_ours(d: &DesiredIlb) -> Action {
+    Action::DeleteAddress {
+        name: d.names.lb.clone(),
+    }
+}
+
+/// Upstream addressManager.HoldAddress: our address if it fits, else a new reservation; a user's
+/// address holding the requested IP is used as it is. Returns the IP and the release of our
+/// reservation, or None while GCE picks the IP of a new one.
+fn hold_address(
+    d: &DesiredIlb,
+    o: &IlbObserved,
+    ip_to_use: Option<&String>,
+    actions: &mut Vec<Action>,
+) -> Option<(String, Option<Action>)> {
+    let names = &d.names;
+    let fits = o.address.as_ref().is_some_and(|a| {
+        a.address_type == SCHEME_INTERNAL
+            && a.address.is_some()
+            && ip_to_use.is_none_or(|ip| a.address.as_ref() == Some(ip))
+    });
+    let user_holds = ip_to_use.is_some_and(|ip| {
+        o.ip_holder
+            .as_ref()
+            .is_some_and(|a| a.name != names.lb && a.address.as_ref() == Some(ip))
+    });
+    if fits {
+        let ip = o
+            .address
+            .as_ref()
+            .and_then(|a| a.address.clone())
+            .unwrap_or_default();
+        return Some((ip, Some(release_ours(d))));
+    }
+    if user_holds {
+        let ip = ip_to_use.cloned().unwrap_or_default();
+        return Some((ip, o.address.is_some().then(|| release_ours(d))));
+    }
+    if o.address.is_some() {
+        actions.push(release_ours(d));
+    }
+    actions.push(Action::CreateAddress(Address {
+        name: names.lb.clone(),
+        description: naming::service_description(&d.spec.base.service_name),
+        address: ip_to_use.cloned(),
+        network_tier: String::new(),
+        address_type: SCHEME_INTERNAL.to_owned(),
+        subnetwork: d.forwarding_rule.subnetwork.clone(),
+    }));
+    ip_to_use.map(|ip| (ip.clone(), Some(release_ours(d))))
+}
+
+/// Firewalls: traffic (for the rule's IP), the legacy-named one once the new one exists, the
+/// health check's.
+fn plan_firewalls(
+    d: &DesiredIlb,
+    o: &IlbObserved,
+    cfg: &Config,
+    ip: &str,
+    shared: bool,
+    actions: &mut Vec<Action>,
+) {
+    let want_fw = traffic_firewall(d, cfg, ip);
+    match &o.firewall {
+        None => actions.push(Action::CreateFirewall(want_fw)),
+        Some(have) if drift::firewall_differs(&want_fw, have, None) => {
+            actions.push(Action::PatchFirewall(want_fw))
+        }
+        Some(_) => {}
+    }
+    if o.legacy_firewall.is_some() {
+        actions.push(Action::DeleteFirewall {
+            name: d.names.legacy_firewall.clone(),
+        });
+    }
+    let have_hc_fw = if shared {
+        &o.nodes_health_check_firewall
+    } else {
+        &o.local_health_check_firewall
+    };
+    match have_hc_fw {
+        None => actions.push(Action::CreateFirewall(d.health_check_firewall.clone())),
+        Some(have) if drift::firewall_differs(&d.health_check_firewall, have, None) => {
+            actions.push(Action::PatchFirewall(d.health_check_firewall.clone()))
+        }
+        Some(_) => {}
+    }
+}
+
+/// The health check of the other kind (upstream clearPreviousInternalResources): the service's
+/// own once back on the shared one (also a leftover of an interrupted switch), the shared one
+/// only when our backend service used it (others may still: kept then).
+fn plan_old_check(
+    d: &DesiredIlb,
+    o: &IlbObserved,
+    shared: bool,
+    old_hc: Option<&str>,
+    actions: &mut Vec<Action>,
+) {
+    let names = &d.names;
+    if shared {
+        if o.local_health_check.is_some() {
+            actions.push(Action::DeleteHealthCheckV1 {
+                name: names.local_health_check.clone(),
+                keep_if_in_use: true,
+            });
+        }
+        if o.local_health_check_firewall.is_some() {
+            actions.push(Action::DeleteFirewall {
+                name: names.local_health_check_firewall.clone(),
+            });
+        }
+    } else if old_hc == Some(names.nodes_health_check.as_str())
+        && !o
+            .kept_in_use
+            .contains(&format!("healthChecks/{}", names.nodes_health_check))
+    {
+        if o.nodes_health_check.is_some() {
+            actions.push(Action::DeleteHealthCheckV1 {
+                name: names.nodes_health_check.clone(),
+                keep_if_in_use: true,
+            });
+        }
+        if o.nodes_health_check_firewall.is_some() {
+            actions.push(Action::DeleteFirewall {
+                name: names.nodes_health_check_firewall.clone(),
+            });
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! GCE objects as plain data, the leaf both planning (`lb`, `routes`, `nodes`) and I/O (`gce`)
+//! stand on: mirrors of the Compute v1 REST resources the controller writes, the calls on them
+//! ([`action`]) and what GCE was seen to hold ([`observed`]). Field names follow the REST JSON
+//! (serde renames), so the I/O layer maps them 1:1 onto google-cloud-compute-v1 models and the fake
+//! GCE can read them directly. Only the fields the controller sets or compares are here.
+
+use serde::{Deserialize, Serialize};
+
+pub(crate) mod action;
+pub(crate) mod observed;
+
+/// GCE `networkTier` values as the API spells them.
+pub(crate) const TIER_PREMIUM: &str = "PREMIUM";
+pub(crate) const TIER_STANDARD: &str = "STANDARD";
+/// Target pool `sessionAffinity` values.
+pub(crate) const AFFINITY_NONE: &str = "NONE";
+pub(crate) const AFFINITY_CLIENT_IP: &str = "CLIENT_IP";
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Address {
+    pub name: String,
+    pub description: String,
+    /// None on insert lets GCE pick; Some(ip) reserves (or promotes) that IP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Empty for internal addresses (upstream sets no tier on them).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub network_tier: String,
+    /// EXTERNAL (GCE's default, empty here when not sent) or INTERNAL.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub address_type: String,
+    /// Subnetwork URL of an INTERNAL address.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subnetwork: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct FirewallAllowed {
+    #[serde(rename = "IPProtocol")]
+    pub ip_protocol: String,
+    pub ports: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Firewall {
+    pub name: String,
+    pub description: String,
+    /// Network URL.
+    pub network: String,
+    pub source_ranges: Vec<String>,
+    /// Empty = all destinations (GCE's meaning for ingress rules).
+    pub destination_ranges: Vec<String>,
+    pub target_tags: Vec<String>,
+    pub allowed: Vec<FirewallAllowed>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HttpHealthCheck {
+    pub name: String,
+    pub description: String,
+    pub port: i32,
+    pub request_path: String,
+    pub check_interval_sec: i32,
+    pub timeout_sec: i32,
+    pub healthy_threshold: i32,
+    pub unhealthy_threshold: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TargetPool {
+    pub name: String,
+    pub description: String,
+    /// Instance URLs.
+    pub instances: Vec<String>,
+    /// NONE | CLIENT_IP ("" when GCE reports none; upstream never recreates for "").
+    pub session_affinity: String,
+    /// HTTP health check URLs (a target pool holds at most one).
+    pub health_checks: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ForwardingRule {
+    pub name: String,
+    pub description: String,
+    #[serde(rename = "IPAddress")]
+    pub ip_address: String,
+    #[serde(rename = "IPProtocol")]
+    pub ip_protocol: String,
+    /// `min-max` of the service ports (external rules).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub port_range: String,
+    /// Target pool URL (external rules).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub target: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub network_tier: String,
+    /// Backend service URL: svcnet's internal rules, or another controller's backend-service
+    /// load balancer (see `lb::ownership`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub backend_service: String,
+    /// EXTERNAL (GCE's default, empty when not sent) or INTERNAL.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub load_balancing_scheme: String,
+    /// Internal rules: the service ports (at most 5), else `all_ports`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<String>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub all_ports: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_global_access: bool,
+    /// Network and subnetwork URLs (internal rules).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub network: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subnetwork: String,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Backend {
+    /// Instance group URL.
+    pub group: String,
+}
+
+/// A regional backend service (internal passthrough load balancer).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BackendService {
+    pub name: String,
+    pub description: String,
+    pub protocol: String,
+    pub session_affinity: String,
+    pub load_balancing_scheme: String,
+    /// Health check URLs (exactly one).
+    pub health_checks: Vec<String>,
+    pub backends: Vec<Backend>,
+    /// Optimistic lock: an update carries the fingerprint last read.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub fingerprint: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HttpHealthCheckSettings {
+    pub port: i32,
+    pub request_path: String,
+}
+
+/// A (non-legacy, global) health check of type HTTP, as internal load balancers use.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HealthCheck {
+    pub name: String,
+    pub description: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub check_interval_sec: i32,
+    pub timeout_sec: i32,
+    pub healthy_threshold: i32,
+    pub unhealthy_threshold: i32,
+    pub http_health_check: HttpHealthCheckSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Route {
+    pub name: String,
+    pub description: String,
+    pub dest_range: String,
+    /// Instance URL.
+    pub next_hop_instance: String,
+    /// Network URL.
+    pub network: String,
+    pub priority: u32,
+}
+
+/// Compare two GCE resource links regardless of the endpoint they were built with: GCE returns full
+/// `https://.../compute/v1/projects/...` URLs, the fake GCE another host, upstream sometimes sends
+/// relative `zones/z/instances/i`. Everything from `projects/` (else from the scope segment) is
+/// the identity.
+pub(crate) fn same_link(a: &str, b: &str) -> bool {
+    link_key(a) == link_key(b)
+}
+
+/// The comparable part of a link (see [`same_link`]).
+pub(crate) fn link_key(link: &str) -> &str {
+    let link = link.trim_start_matches('/');
+    if let Some(i) = link.find("projects/") {
+        return &link[i..];
+    }
+    link
+}
+
+/// Instances are compared from `zones/` on, as upstream's `hostURLToComparablePath` does, so a
+/// relative `zones/z/instances/i` equals the full URL.
+pub(crate) fn instance_key(link: &str) -> &str {
+    match link.find("zones/") {
+        Some(i) => &link[i..],
+        None => link,
+    }
+}
+
+/// Last path segment of a link (a resource name).
+pub(crate) fn link_name(link: &str) -> &str {
+    link.rsplit('/').next().unwrap_or(link)
+}
+
+/// What instances.get told us about the node's VM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InstanceFacts {
+    pub project: String,
+    pub zone: String,
+    pub name: String,
+    /// machineType URL or name.
+    pub machine_type: String,
+    /// networkInterfaces[0].networkIP (and further NICs).
+    pub internal_ips: Vec<String>,
+    /// accessConfigs[].natIP.
+    pub external_ips: Vec<String>,
+}
+
+/// Result of looking the node's instance up in GCE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InstanceLookup {
+    Exists,
+    /// instances.get returned 404.
+    NotFound,
+}

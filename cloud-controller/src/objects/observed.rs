@@ -1,0 +1,53 @@
+//! What GCE holds for one load balancer, fetched by the I/O layer by the names in
+//! [`crate::naming::LbNames`] (404 = None) before planning.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::objects::{
+    Address, BackendService, Firewall, ForwardingRule, HealthCheck, HttpHealthCheck, TargetPool,
+};
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Observed {
+    /// The address named like the load balancer (the controller's own reservation).
+    pub address: Option<Address>,
+    /// The regional address holding the IP the LB is to use, whatever its name (addresses.list
+    /// with `address eq IP`): spec.loadBalancerIP when set, else the forwarding rule's IP.
+    /// Named differently from the LB = owned by the user, never modified or released.
+    pub ip_holder: Option<Address>,
+    pub firewall: Option<Firewall>,
+    pub nodes_health_check: Option<HttpHealthCheck>,
+    pub nodes_health_check_firewall: Option<Firewall>,
+    pub local_health_check: Option<HttpHealthCheck>,
+    pub local_health_check_firewall: Option<Firewall>,
+    pub target_pool: Option<TargetPool>,
+    pub forwarding_rule: Option<ForwardingRule>,
+    /// GCE refused to delete the shared node health check earlier in this sync with 400
+    /// resourceInUseByAnotherResource: another load balancer's pool references it. Not read from
+    /// GCE (no target pool is listed, upstream learns it the same way); the I/O layer sets it for
+    /// the re-plan after a [`crate::gce::outcome::Outcome::KeptInUse`] delete. While true, planners
+    /// neither retry that delete nor remove the check's firewall.
+    pub nodes_health_check_used_elsewhere: bool,
+}
+
+/// What GCE holds for one internal LB (404 = None / absent from the maps).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct IlbObserved {
+    pub address: Option<Address>,
+    /// The regional address holding spec.loadBalancerIP, whatever its name.
+    pub ip_holder: Option<Address>,
+    pub forwarding_rule: Option<ForwardingRule>,
+    pub backend_service: Option<BackendService>,
+    pub nodes_health_check: Option<HealthCheck>,
+    pub local_health_check: Option<HealthCheck>,
+    pub firewall: Option<Firewall>,
+    pub legacy_firewall: Option<Firewall>,
+    pub nodes_health_check_firewall: Option<Firewall>,
+    pub local_health_check_firewall: Option<Firewall>,
+    /// zone -> member instance URLs of the shared instance group there (zones without one absent).
+    pub instance_groups: BTreeMap<String, Vec<String>>,
+    /// Action target keys ([`Action::target_key`](crate::objects::action::Action::target_key)) GCE refused to delete earlier in this sync
+    /// because another load balancer uses them (resourceInUseByAnotherResource): kept, and for a
+    /// health check its firewall too.
+    pub kept_in_use: BTreeSet<String>,
+}

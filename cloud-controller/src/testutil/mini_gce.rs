@@ -1,0 +1,286 @@
+//! `MiniGce`, a tiny in-memory GCE that applies [`Action`]s with the constraints real GCE
+//! enforces (409 on duplicate insert, 404 on missing, resourceInUse on referenced objects, one
+//! health check per pool), so an ill-ordered plan fails the test instead of passing silently.
+//! It is synchronous and speaks `Action`s, not REST: property tests run thousands of plans
+//! through it in milliseconds, which the REST-level `svcnet-fake-gce` process cannot do.
+
+use std::collections::BTreeMap;
+
+use super::Scenario;
+use crate::naming::LbNames;
+use crate::objects::action::Action;
+use crate::objects::observed::Observed;
+use crate::objects::{self, Address, Firewall, ForwardingRule, HttpHealthCheck, TargetPool};
+
+/// In-memory GCE holding the objects by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct MiniGce {
+    pub addresses: BTreeMap<String, Address>,
+    pub firewalls: BTreeMap<String, Firewall>,
+    pub health_checks: BTreeMap<String, HttpHealthCheck>,
+    pub pools: BTreeMap<String, TargetPool>,
+    pub forwarding_rules: BTreeMap<String, ForwardingRule>,
+    pub next_ip: u8,
+    pub calls: usize,
+    /// Shared health check deletes refused as in use and counted as done ([`MiniGce::run_plan`]).
+    pub kept: usize,
+}
+
+fn insert<T: Clone>(map: &mut BTreeMap<String, T>, name: &str, value: &T) -> Result<(), String> {
+    if map.contains_key(name) {
+        return Err(format!("409 alreadyExists: {name}"));
+    }
+    map.insert(name.to_owned(), value.clone());
+    Ok(())
+}
+
+fn remove<T>(map: &mut BTreeMap<String, T>, name: &str) -> Result<T, String> {
+    map.remove(name).ok_or_else(|| format!("404 notFound: {name}"))
+}
+
+impl MiniGce {
+    /// A user's reserved address (not created by the controller).
+    pub(crate) fn reserve_user_address(&mut self, name: &str, ip: &str, tier: &str) {
+        self.addresses.insert(
+            name.into(),
+            Address {
+                name: name.into(),
+                description: String::new(),
+                address: Some(ip.into()),
+                network_tier: tier.into(),
+                ..Address::default()
+            },
+        );
+    }
+
+    pub(crate) fn apply(&mut self, action: &Action) -> Result<(), String> {
+        self.calls += 1;
+        match action {
+            Action::CreateAddress(a) => {
+                let mut a = a.clone();
+                match &a.address {
+                    Some(ip) => {
+                        if self.addresses.values().any(|x| x.address.as_deref() == Some(ip)) {
+                            return Err(format!("400 IP {ip} already reserved"));
+                        }
+                    }
+                    None => {
+                        self.next_ip += 1;
+                        a.address = Some(format!("203.0.113.{}", self.next_ip));
+                    }
+                }
+                insert(&mut self.addresses, &a.name.clone(), &a)
+            }
+            Action::DeleteAddress { name } => remove(&mut self.addresses, name).map(drop),
+            Action::CreateFirewall(f) => insert(&mut self.firewalls, &f.name, f),
+            Action::PatchFirewall(f) => {
+                let have = self.firewalls.get_mut(&f.name).ok_or("404 firewall")?;
+                *have = f.clone();
+                Ok(())
+            }
+            Action::DeleteFirewall { name } => remove(&mut self.firewalls, name).map(drop),
+            Action::CreateHealthCheck(h) => insert(&mut self.health_checks, &h.name, h),
+            Action::UpdateHealthCheck(h) => {
+                let have = self.health_checks.get_mut(&h.name).ok_or("404 health check")?;
+                *have = h.clone();
+                Ok(())
+            }
+            Action::DeleteHealthCheck { name, .. } => {
+                if self
+                    .pools
+                    .values()
+                    .any(|p| p.health_checks.iter().any(|l| objects::link_name(l) == name))
+                {
+                    return Err(format!("400 resourceInUseByAnotherResource: health check {name}"));
+                }
+                remove(&mut self.health_checks, name).map(drop)
+            }
+            Action::CreateTargetPool(p) => {
+                if p.health_checks.len() > 1 {
+                    return Err("400 at most one health check".into());
+                }
+                for hc in &p.health_checks {
+                    if !self.health_checks.contains_key(objects::link_name(hc)) {
+                        return Err(format!("404 health check {hc}"));
+                    }
+                }
+                insert(&mut self.pools, &p.name, p)
+            }
+            Action::DeleteTargetPool { name } => {
+                if self
+                    .forwarding_rules
+                    .values()
+                    .any(|f| objects::link_name(&f.target) == name)
+                {
+                    return Err(format!("400 resourceInUseByAnotherResource: pool {name}"));
+                }
+                remove(&mut self.pools, name).map(drop)
+            }
+            Action::AddInstances { pool, instances } => {
+                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
+                for i in instances {
+                    if p.instances
+                        .iter()
+                        .any(|x| objects::instance_key(x) == objects::instance_key(i))
+                    {
+                        return Err(format!("400 instance {i} already in pool"));
+                    }
+                    p.instances.push(i.clone());
+                }
+                Ok(())
+            }
+            Action::RemoveInstances { pool, instances } => {
+                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
+                for i in instances {
+                    let before = p.instances.len();
+                    p.instances
+                        .retain(|x| objects::instance_key(x) != objects::instance_key(i));
+                    if p.instances.len() == before {
+                        return Err(format!("400 instance {i} not in pool"));
+                    }
+                }
+                Ok(())
+            }
+            Action::AddHealthCheck { pool, health_check } => {
+                if !self.health_checks.contains_key(objects::link_name(health_check)) {
+                    return Err(format!("404 health check {health_check}"));
+                }
+                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
+                if !p.health_checks.is_empty() {
+                    return Err("400 pool already has a health check".into());
+                }
+                p.health_checks.push(health_check.clone());
+                Ok(())
+            }
+            Action::RemoveHealthCheck { pool, health_check } => {
+                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
+                let before = p.health_checks.len();
+                p.health_checks.retain(|l| !objects::same_link(l, health_check));
+                if before == p.health_checks.len() {
+                    return Err("400 health check not in pool".into());
+                }
+                Ok(())
+            }
+            Action::CreateForwardingRule(f) => {
+                if !self.pools.contains_key(objects::link_name(&f.target)) {
+                    return Err(format!("404 target {}", f.target));
+                }
+                insert(&mut self.forwarding_rules, &f.name, f)
+            }
+            Action::DeleteForwardingRule { name } => remove(&mut self.forwarding_rules, name).map(drop),
+            Action::SetTarget {
+                forwarding_rule,
+                target,
+            } => {
+                if !self.pools.contains_key(objects::link_name(target)) {
+                    return Err(format!("404 target {target}"));
+                }
+                let f = self
+                    .forwarding_rules
+                    .get_mut(forwarding_rule)
+                    .ok_or("404 forwarding rule")?;
+                f.target = target.clone();
+                Ok(())
+            }
+            // Internal LB calls: planned by `lb::internal`, executed against the fake GCE only.
+            other => Err(format!("MiniGce models external LBs only: {}", other.label())),
+        }
+    }
+
+    pub(crate) fn apply_all(&mut self, actions: &[Action]) -> Result<(), String> {
+        actions.iter().try_for_each(|a| self.apply(a))
+    }
+
+    /// What the I/O layer would GET for this load balancer.
+    pub(crate) fn observed(&self, names: &LbNames, requested_ip: Option<&str>) -> Observed {
+        let fr = self.forwarding_rules.get(&names.lb).cloned();
+        let holder_ip = requested_ip
+            .map(str::to_owned)
+            .or_else(|| fr.as_ref().map(|f| f.ip_address.clone()));
+        Observed {
+            address: self.addresses.get(&names.lb).cloned(),
+            ip_holder: holder_ip.and_then(|ip| {
+                self.addresses
+                    .values()
+                    .find(|a| a.address.as_deref() == Some(&ip))
+                    .cloned()
+            }),
+            firewall: self.firewalls.get(&names.firewall).cloned(),
+            nodes_health_check: self.health_checks.get(&names.nodes_health_check).cloned(),
+            nodes_health_check_firewall: self.firewalls.get(&names.nodes_health_check_firewall).cloned(),
+            local_health_check: self.health_checks.get(&names.local_health_check).cloned(),
+            local_health_check_firewall: self.firewalls.get(&names.local_health_check_firewall).cloned(),
+            target_pool: self.pools.get(&names.lb).cloned(),
+            forwarding_rule: fr,
+            // Never listed: the I/O layer learns it from a kept delete (see `run_plan`).
+            nodes_health_check_used_elsewhere: false,
+        }
+    }
+
+    /// Applies a plan the way the I/O layer executes it: in order, stopping at the first error;
+    /// a `DeleteHealthCheck { keep_if_in_use: true }` refused with resourceInUseByAnotherResource
+    /// counts as done-but-kept and ends the plan there. Returns how many actions ran and whether
+    /// the plan ended on such a kept delete.
+    pub(crate) fn run_plan(&mut self, actions: &[Action]) -> Result<(usize, bool), String> {
+        for (i, action) in actions.iter().enumerate() {
+            match self.apply(action) {
+                Ok(()) => {}
+                Err(e)
+                    if matches!(
+                        action,
+                        Action::DeleteHealthCheck {
+                            keep_if_in_use: true,
+                            ..
+                        }
+                    ) && e.contains("resourceInUseByAnotherResource") =>
+                {
+                    self.kept += 1;
+                    return Ok((i + 1, true));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((actions.len(), false))
+    }
+
+    /// The delete path of the I/O layer: observe -> `plan_delete` -> run until a plan is empty
+    /// (then the finalizer may go). Returns every action applied, in order.
+    pub(crate) fn delete_lb(&mut self, names: &LbNames, max_rounds: usize) -> Result<Vec<Action>, String> {
+        let mut applied = Vec::new();
+        let mut kept = false;
+        for _ in 0..max_rounds {
+            let mut observed = self.observed(names, None);
+            observed.nodes_health_check_used_elsewhere = kept;
+            let plan = crate::lb::delete::plan_delete(names, &observed);
+            if plan.is_empty() {
+                return Ok(applied);
+            }
+            let (ran, kept_now) = self.run_plan(&plan)?;
+            kept |= kept_now;
+            applied.extend(plan.into_iter().take(ran));
+        }
+        Err(format!(
+            "delete did not settle in {max_rounds} rounds: {applied:#?}"
+        ))
+    }
+
+    /// Plan/apply until a plan is empty; returns every action applied, in order.
+    /// Fails if a plan is rejected by GCE rules or it does not settle in `max_rounds`.
+    pub(crate) fn converge(&mut self, scenario: &Scenario, max_rounds: usize) -> Result<Vec<Action>, String> {
+        let names = scenario.names();
+        let mut applied = Vec::new();
+        let mut kept = false;
+        for _ in 0..max_rounds {
+            let mut observed = self.observed(&names, scenario.requested_ip().as_deref());
+            observed.nodes_health_check_used_elsewhere = kept;
+            let plan = scenario.ensure(&observed).map_err(|e| e.to_string())?;
+            if plan.actions.is_empty() {
+                return Ok(applied);
+            }
+            let (ran, kept_now) = self.run_plan(&plan.actions)?;
+            kept |= kept_now;
+            applied.extend(plan.actions.into_iter().take(ran));
+        }
+        Err(format!("no convergence after {max_rounds} rounds: {applied:#?}"))
+    }
+}
