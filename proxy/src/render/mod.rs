@@ -1,7 +1,8 @@
 //! Pure renderer: ProxyState + node facts + config -> the KUBE-* chains of one IP family.
 //!
 //! `render` builds the whole desired ruleset as plain data ([`Rendered`]); `payload` turns it into
-//! iptables-restore text; `partial` writes only what changed against the digests of the last sync.
+//! iptables-restore text; [`Rendered::partial_payload`] writes only what changed against the digests
+//! of the last sync.
 //! The daemon renders through [`Renderer`], which keeps digests instead of rule text between syncs.
 
 mod cache;

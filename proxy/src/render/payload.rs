@@ -497,7 +497,8 @@ pub const DEFAULT_RESTORE_MAX_CHAINS: usize = 5000;
 pub const FRESH_TABLE_MAX_CHAINS: usize = 1000;
 
 impl Rendered {
-    /// Digests of every chain (the bench's way to diff two renders; the daemon diffs [`Rendered`]s).
+    /// Digests of every chain, to diff two complete renders (bench, tests); the daemon's
+    /// [`super::Renderer`] keeps digests port by port instead.
     pub fn digests(&self) -> ChainDigests {
         let mut d = BTreeMap::new();
         for c in &self.filter {
