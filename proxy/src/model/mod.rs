@@ -6,6 +6,7 @@ pub mod endpoints;
 mod error;
 pub mod intern;
 pub mod ip;
+mod node;
 pub mod record;
 pub mod service;
 pub mod topology;
