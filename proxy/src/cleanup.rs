@@ -122,7 +122,7 @@ pub fn run(args: &CleanupArgs) -> anyhow::Result<String> {
         .build()
         .context("starting the async runtime")?;
     rt.block_on(async {
-        let backend = crate::iptables::detect_backend(args.iptables_backend.forced()).await;
+        let backend = crate::iptables::detect_backend(crate::settings::backend(args.iptables_backend)).await;
         let mut out = String::new();
         for family in [Family::V4, Family::V6] {
             let ipt = crate::iptables::Iptables::new(family, backend);

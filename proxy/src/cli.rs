@@ -1,19 +1,18 @@
-//! Command-line flags: the node agent (`run`), `cleanup`, and the offline debugging subcommands
-//! (`render`, `trace`, `explain`, in [`crate::offline`]). Flag names follow kube-proxy where the
-//! concept exists; `--config` files are laid over them by [`crate::config_file`].
+//! Command-line flags, and nothing else: the node agent (`run`), `cleanup`, and the offline debugging
+//! subcommands (`render`, `trace`, `explain`). Flag names follow kube-proxy where the concept exists.
+//! What the values mean is checked once, at start, by `settings` (which also lays a `--config` file
+//! over them).
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use ipnet::IpNet;
 
-use crate::config::{DetectLocal, Layout, NodePortAddresses, RenderConfig};
-use crate::input::{Objects, node_facts};
+use crate::config::{Layout, ProxyMode};
+use crate::config_file::parse_duration;
 use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
-use crate::model::{Family, NodeFacts};
 use crate::render::DEFAULT_RESTORE_MAX_CHAINS;
 
 #[derive(Parser, Debug)]
@@ -91,63 +90,6 @@ fn ip_arg(s: &str) -> Result<IpAddr, String> {
     parse_ip_sloppy(s.trim()).ok_or_else(|| format!("{s:?} is not an IP address"))
 }
 
-impl RuleArgs {
-    pub fn render_config(&self, family: Family, node: &NodeFacts) -> Result<RenderConfig> {
-        let detect_local = match self.detect_local_mode.as_str() {
-            "ClusterCIDR" if self.cluster_cidr.is_empty() => DetectLocal::None,
-            "ClusterCIDR" => DetectLocal::ClusterCidr(self.cluster_cidr.clone()),
-            "NodeCIDR" => DetectLocal::NodeCidr(node.pod_cidrs.clone()),
-            "BridgeInterface" => DetectLocal::BridgeInterface(
-                self.pod_bridge_interface
-                    .clone()
-                    .context("--detect-local-mode BridgeInterface needs --pod-bridge-interface")?,
-            ),
-            "InterfaceNamePrefix" => DetectLocal::InterfaceNamePrefix(
-                self.pod_interface_name_prefix
-                    .clone()
-                    .context("--detect-local-mode InterfaceNamePrefix needs --pod-interface-name-prefix")?,
-            ),
-            other => bail!(
-                "--detect-local-mode {other:?}: expected ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix"
-            ),
-        };
-        let cfg = RenderConfig {
-            family,
-            layout: self.layout,
-            detect_local,
-            masquerade_all: self.masquerade_all,
-            masquerade_bit: self.iptables_masquerade_bit,
-            nodeport_addresses: NodePortAddresses::parse(&self.nodeport_addresses)?,
-            localhost_nodeports: self.iptables_localhost_nodeports,
-            service_cidrs: self.service_cidr.clone(),
-            ..RenderConfig::default()
-        };
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    pub fn node_facts(&self, objects: &Objects) -> NodeFacts {
-        let mut facts = objects
-            .nodes
-            .iter()
-            .find(|n| {
-                n.metadata.name.as_deref() == Some(self.node_name.as_str()) || self.node_name.is_empty()
-            })
-            .map(node_facts)
-            .unwrap_or_default();
-        if !self.node_name.is_empty() {
-            facts.name = self.node_name.clone();
-        }
-        for ip in &self.node_ip {
-            if !facts.ips.contains(ip) {
-                facts.ips.push(*ip);
-                facts.interface_ips.push(*ip);
-            }
-        }
-        facts
-    }
-}
-
 /// What the node's iptables and kernel support, which the daemon detects; `render` and `explain`
 /// assume a current node unless told otherwise.
 #[derive(Args, Debug, Clone, Copy)]
@@ -220,14 +162,6 @@ pub struct ExplainArgs {
     pub caps: NodeCaps,
 }
 
-/// `--proxy-mode`: which ruleset `render` prints.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProxyMode {
-    #[default]
-    Iptables,
-    Nftables,
-}
-
 /// `--iptables-backend`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendArg {
@@ -238,18 +172,8 @@ pub enum BackendArg {
     Legacy,
 }
 
-impl BackendArg {
-    pub fn forced(self) -> Option<crate::iptables::Backend> {
-        match self {
-            BackendArg::Auto => None,
-            BackendArg::Nft => Some(crate::iptables::Backend::Nft),
-            BackendArg::Legacy => Some(crate::iptables::Backend::Legacy),
-        }
-    }
-}
-
-pub(crate) fn duration_arg(s: &str) -> Result<Duration, String> {
-    crate::config_file::parse_duration(s)
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
 }
 
 #[derive(Args, Debug, Clone)]
@@ -263,10 +187,10 @@ pub struct RunArgs {
     /// The node's name (default: the hostname); its Node object gives topology labels, podCIDR and IPs.
     #[arg(long)]
     pub hostname_override: Option<String>,
-    /// Minimum time between two syncs (changes arriving sooner are batched).
     /// iptables (KUBE-* chains through iptables-restore) or nftables (upstream's `kube-proxy` table).
     #[arg(long, value_enum, default_value_t = ProxyMode::Iptables)]
     pub proxy_mode: ProxyMode,
+    /// Minimum time between two syncs (changes arriving sooner are batched).
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub iptables_min_sync_period: Duration,
     /// Maximum time between two syncs (periodic resync and canary check).

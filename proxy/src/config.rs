@@ -1,4 +1,5 @@
-//! Render-time configuration: the kube-proxy flags that change rule text.
+//! Render-time configuration: the kube-proxy flags that change rule text, as plain values (the
+//! enums double as flag values).
 
 use std::net::IpAddr;
 
@@ -17,6 +18,14 @@ pub enum Layout {
     /// Destination-prefix dispatch chains (KUBE-DST-*), O(log services) rules per new connection.
     #[default]
     Tree,
+}
+
+/// `--proxy-mode`: which netfilter interface the rules are written for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProxyMode {
+    #[default]
+    Iptables,
+    Nftables,
 }
 
 /// `--detect-local-mode`: how "traffic from a local pod" is recognised.

@@ -5,11 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use serde::Deserialize;
-
-use crate::cli::{ProxyMode, RunArgs, duration_arg};
-use crate::model::ip::parse_cidr_sloppy;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -73,44 +69,6 @@ pub struct ConntrackCfg {
     pub tcp_be_liberal: Option<bool>,
     pub udp_timeout: Option<String>,
     pub udp_stream_timeout: Option<String>,
-}
-
-impl ConntrackCfg {
-    /// Overlays the file's values on the flags'.
-    pub fn apply_to(self, args: &mut crate::sysctls::ConntrackArgs) -> Result<(), String> {
-        if let Some(v) = self.max_per_core {
-            args.conntrack_max_per_core = v;
-        }
-        if let Some(v) = self.min {
-            args.conntrack_min = v;
-        }
-        if let Some(v) = self.tcp_be_liberal {
-            args.conntrack_tcp_be_liberal = v;
-        }
-        for (field, v, slot) in [
-            (
-                "tcpEstablishedTimeout",
-                self.tcp_established_timeout,
-                &mut args.conntrack_tcp_timeout_established,
-            ),
-            (
-                "tcpCloseWaitTimeout",
-                self.tcp_close_wait_timeout,
-                &mut args.conntrack_tcp_timeout_close_wait,
-            ),
-            ("udpTimeout", self.udp_timeout, &mut args.conntrack_udp_timeout),
-            (
-                "udpStreamTimeout",
-                self.udp_stream_timeout,
-                &mut args.conntrack_udp_timeout_stream,
-            ),
-        ] {
-            if let Some(v) = v {
-                *slot = parse_duration(&v).map_err(|e| format!("{field}: {e}"))?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The fields svcnet reads.
@@ -227,95 +185,3 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests;
-
-/// `--config` laid over the flags.
-impl RunArgs {
-    /// Applies `--config` over the flags (kube-proxy: the file wins).
-    pub fn apply_config_file(&mut self) -> anyhow::Result<()> {
-        let Some(path) = self.config.clone() else {
-            return Ok(());
-        };
-        let f = crate::config_file::KubeProxyConfiguration::load(&path)?;
-        if let Some(k) = f
-            .client_connection
-            .and_then(|c| c.kubeconfig)
-            .filter(|k| !k.is_empty())
-        {
-            self.kube.kubeconfig = Some(PathBuf::from(k));
-        }
-        if let Some(h) = f.hostname_override.filter(|h| !h.is_empty()) {
-            self.hostname_override = Some(h);
-        }
-        if let Some(c) = f.cluster_cidr.filter(|c| !c.is_empty()) {
-            self.rules.cluster_cidr = c
-                .split(',')
-                .map(|c| {
-                    parse_cidr_sloppy(c.trim())
-                        .with_context(|| format!("{}: clusterCIDR {c:?} is not a CIDR", path.display()))
-                })
-                .collect::<anyhow::Result<_>>()?;
-        }
-        if let Some(m) = f.detect_local_mode.filter(|m| !m.is_empty()) {
-            self.rules.detect_local_mode = m;
-        }
-        if let Some(d) = f.detect_local {
-            if let Some(b) = d.bridge_interface.filter(|b| !b.is_empty()) {
-                self.rules.pod_bridge_interface = Some(b);
-            }
-            if let Some(p) = d.interface_name_prefix.filter(|p| !p.is_empty()) {
-                self.rules.pod_interface_name_prefix = Some(p);
-            }
-        }
-        if let Some(c) = f.conntrack {
-            c.apply_to(&mut self.conntrack)
-                .map_err(|e| anyhow::anyhow!("{}: conntrack.{e}", path.display()))?;
-        }
-        if let Some(m) = f.mode.as_deref() {
-            self.proxy_mode = match m {
-                "nftables" => ProxyMode::Nftables,
-                _ => ProxyMode::Iptables,
-            };
-        }
-        if let Some(n) = f.nftables.filter(|_| self.proxy_mode == ProxyMode::Nftables) {
-            if let Some(v) = n.masquerade_all {
-                self.rules.masquerade_all = v;
-            }
-            if let Some(v) = n.masquerade_bit {
-                self.rules.iptables_masquerade_bit = v;
-            }
-            if let Some(v) = n.min_sync_period {
-                self.iptables_min_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
-            }
-            if let Some(v) = n.sync_period {
-                self.iptables_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
-            }
-        }
-        if let Some(i) = f.iptables.filter(|_| self.proxy_mode == ProxyMode::Iptables) {
-            if let Some(v) = i.masquerade_all {
-                self.rules.masquerade_all = v;
-            }
-            if let Some(v) = i.masquerade_bit {
-                self.rules.iptables_masquerade_bit = v;
-            }
-            if let Some(v) = i.localhost_node_ports {
-                self.rules.iptables_localhost_nodeports = v;
-            }
-            if let Some(v) = i.min_sync_period {
-                self.iptables_min_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
-            }
-            if let Some(v) = i.sync_period {
-                self.iptables_sync_period = duration_arg(&v).map_err(anyhow::Error::msg)?;
-            }
-        }
-        if let Some(n) = f.node_port_addresses {
-            self.rules.nodeport_addresses = n;
-        }
-        if let Some(a) = f.healthz_bind_address {
-            self.healthz_bind_address = a;
-        }
-        if let Some(a) = f.metrics_bind_address {
-            self.metrics_bind_address = a;
-        }
-        Ok(())
-    }
-}

@@ -4,14 +4,15 @@
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::PathBuf;
+use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use crate::cli::{NodeCaps, ProxyMode, RuleArgs};
-use crate::model::{Family, NodeFacts, ServicePort, categorize, topology::Topology};
-use crate::offline::load;
+use crate::config::{DetectLocal, ProxyMode, RenderConfig};
+use crate::input::load;
+use crate::model::{Family, NodeFacts, ProxyState, ServicePort, categorize, topology::Topology};
 use crate::render::{FullOptions, naming, render};
+use crate::settings::{Caps, RuleSettings};
 use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
 
 const OUTSIDE_V4: IpAddr = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 10));
@@ -33,10 +34,10 @@ impl Rules {
 }
 
 pub fn explain(
-    file: &PathBuf,
+    file: &Path,
     service: &str,
-    rules: &RuleArgs,
-    caps: NodeCaps,
+    rules: &RuleSettings,
+    caps: Caps,
     mode: ProxyMode,
 ) -> Result<String> {
     let Some((ns, name)) = service.split_once('/') else {
@@ -128,11 +129,11 @@ fn explain_port(
     out: &mut String,
     p: &ServicePort,
     owned: &[&str],
-    state: &crate::model::ProxyState,
+    state: &ProxyState,
     node: &NodeFacts,
     ruleset: &Rules,
     family: Family,
-    cfg: &crate::config::RenderConfig,
+    cfg: &RenderConfig,
 ) {
     let proto = p.name.protocol;
     let pname = if p.name.port.is_empty() {
@@ -341,15 +342,10 @@ fn explain_port(
                 Verdict::Drop => "DROPPED".into(),
                 Verdict::Accept => "not a service packet here (destination unchanged)".into(),
             };
-            let masq = if o.masquerade {
-                ", source masqueraded to the node"
-            } else {
-                ", source kept"
-            };
-            let masq = if matches!(o.verdict, Verdict::Drop | Verdict::Reject) {
-                ""
-            } else {
-                masq
+            let masq = match (&o.verdict, o.masquerade) {
+                (Verdict::Drop | Verdict::Reject, _) => "",
+                (_, true) => ", source masqueraded to the node",
+                (_, false) => ", source kept",
             };
             let _ = writeln!(
                 out,
@@ -383,7 +379,7 @@ fn dedup_chains(steps: &[trace::Step]) -> Vec<&str> {
 }
 
 /// An address inside this node's pod CIDR, or inside the cluster CIDR, to stand for "a local pod".
-fn pod_source(node: &NodeFacts, cfg: &crate::config::RenderConfig) -> Option<IpAddr> {
+fn pod_source(node: &NodeFacts, cfg: &RenderConfig) -> Option<IpAddr> {
     let from_cidrs = |cidrs: &[ipnet::IpNet]| {
         cidrs
             .iter()
@@ -394,7 +390,7 @@ fn pod_source(node: &NodeFacts, cfg: &crate::config::RenderConfig) -> Option<IpA
         return Some(ip);
     }
     match &cfg.detect_local {
-        crate::config::DetectLocal::ClusterCidr(c) | crate::config::DetectLocal::NodeCidr(c) => from_cidrs(c),
+        DetectLocal::ClusterCidr(c) | DetectLocal::NodeCidr(c) => from_cidrs(c),
         _ => None,
     }
 }

@@ -1,12 +1,17 @@
 //! Offline input for `render` and `explain`: a multi-document YAML (or JSON) of Services,
-//! EndpointSlices and optionally this Node, as `kubectl get -o yaml` prints them (`kind: List` too).
+//! EndpointSlices and optionally this Node, as `kubectl get -o yaml` prints them (`kind: List` too),
+//! loaded into the model and render config of one family.
 
+use std::path::Path;
+
+use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use thiserror::Error;
 
-use crate::model::NodeFacts;
-use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
+use crate::config::RenderConfig;
+use crate::model::{Family, NodeFacts, ProxyState};
+use crate::settings::{Caps, RuleSettings};
 
 #[derive(Debug, Error)]
 pub enum InputError {
@@ -81,32 +86,31 @@ fn push(out: &mut Objects, doc: usize, v: serde_json::Value) -> Result<(), Input
     Ok(())
 }
 
-/// Node facts from a Node object: labels, podCIDRs, InternalIP/ExternalIP addresses.
-pub fn node_facts(node: &Node) -> NodeFacts {
-    let mut facts = NodeFacts {
-        name: node.metadata.name.clone().unwrap_or_default(),
-        labels: node.metadata.labels.clone().unwrap_or_default(),
-        ..Default::default()
-    };
-    if let Some(spec) = &node.spec {
-        let cidrs = spec
-            .pod_cidrs
-            .clone()
-            .filter(|c| !c.is_empty())
-            .or_else(|| spec.pod_cidr.clone().map(|c| vec![c]));
-        facts.pod_cidrs = cidrs
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|c| parse_cidr_sloppy(c))
-            .collect();
+/// The file's text; `-` reads stdin.
+pub fn read(path: &Path) -> Result<String> {
+    if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        return Ok(s);
     }
-    if let Some(addrs) = node.status.as_ref().and_then(|s| s.addresses.as_ref()) {
-        for a in addrs.iter().filter(|a| a.type_ == "InternalIP") {
-            if let Some(ip) = parse_ip_sloppy(&a.address) {
-                facts.ips.push(ip);
-            }
-        }
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Loads objects and builds the model for one family; model errors are printed as warnings.
+pub fn load(
+    file: &Path,
+    rules: &RuleSettings,
+    caps: Caps,
+    family: Family,
+) -> Result<(Objects, NodeFacts, ProxyState, RenderConfig)> {
+    let objects = parse_objects(&read(file)?).with_context(|| format!("parsing {}", file.display()))?;
+    let node = rules.node_facts(rules.pick_node(&objects.nodes));
+    let mut cfg = rules.render_config(family, &node);
+    cfg.random_fully = caps.random_fully;
+    cfg.nfacct = caps.nfacct;
+    let state = ProxyState::from_k8s(&objects.services, &objects.slices, family);
+    for e in &state.errors {
+        eprintln!("warning: {e}");
     }
-    facts.interface_ips = facts.ips.clone();
-    facts
+    Ok((objects, node, state, cfg))
 }

@@ -30,6 +30,7 @@ pub mod offline;
 pub mod render;
 pub mod runner;
 pub mod service_health;
+pub mod settings;
 pub mod sync;
 pub mod sysctls;
 pub mod trace;

@@ -1,9 +1,10 @@
-//! svcnet-proxy binary: flags in `svcnet_proxy::cli`, the agent in `daemon`, the offline commands in
-//! `offline`.
+//! svcnet-proxy binary: flags in `svcnet_proxy::cli`, checked into `settings`; the agent in `daemon`,
+//! the offline commands in `offline`.
 #![forbid(unsafe_code)]
 
 use clap::Parser;
 use svcnet_proxy::cli::{Cli, Command};
+use svcnet_proxy::settings::RunSettings;
 use svcnet_proxy::{cleanup, daemon, offline};
 
 /// jemalloc, configured in .cargo/config.toml to return freed pages at once: a node's proxy keeps
@@ -13,13 +14,13 @@ use svcnet_proxy::{cleanup, daemon, offline};
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    let out = match &cli.command {
-        Command::Run(a) => return daemon::main(a.clone()),
-        Command::Cleanup(a) => cleanup::run(a)?,
-        Command::Render(a) => offline::run_render(a)?,
-        Command::Trace(a) => offline::run_trace(a)?,
-        Command::Explain(a) => offline::run_explain(a)?,
+    let out = match Cli::parse().command {
+        // Bad flags end the process here, before anything on the node is touched.
+        Command::Run(a) => return daemon::main(RunSettings::from_args(a)?),
+        Command::Cleanup(a) => cleanup::run(&a)?,
+        Command::Render(a) => offline::run_render(&a)?,
+        Command::Trace(a) => offline::run_trace(&a)?,
+        Command::Explain(a) => offline::run_explain(&a)?,
     };
     print!("{out}");
     Ok(())

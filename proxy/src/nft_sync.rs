@@ -87,7 +87,7 @@ impl NftFamilySync {
         self.model.update(&snap.services, &snap.slices);
         let node = settings.live_node_facts(snap).await;
         // nfacct and the iptables-only capabilities are off in this mode (settings say so).
-        let cfg = settings.render_config(family, &node)?;
+        let cfg = settings.render_config(family, &node);
         let full = self.full_reason(settings);
 
         let state = self.model.state();

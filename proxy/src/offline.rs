@@ -1,48 +1,20 @@
 //! The offline commands: `render`, `trace` and `explain` read objects or rules from files and print
 //! what a node would do; nothing here touches the machine.
 
-use std::path::PathBuf;
-
 use anyhow::{Context, Result};
 
-use crate::cli::{ExplainArgs, NodeCaps, ProxyMode, RenderArgs, RuleArgs, TraceArgs};
-use crate::config::RenderConfig;
-use crate::input::{Objects, parse_objects};
-use crate::model::{Family, NodeFacts, ProxyState};
+use crate::cli::{ExplainArgs, RenderArgs, TraceArgs};
+use crate::config::ProxyMode;
+use crate::input::{load, read};
+use crate::model::Family;
 use crate::render::{FullOptions, render};
+use crate::settings::RuleSettings;
 use crate::trace;
-
-fn read(path: &PathBuf) -> Result<String> {
-    if path.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-        return Ok(s);
-    }
-    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-}
-
-/// Loads objects and builds the model for one family; model errors are printed as warnings.
-pub fn load(
-    file: &PathBuf,
-    rules: &RuleArgs,
-    caps: NodeCaps,
-    family: Family,
-) -> Result<(Objects, NodeFacts, ProxyState, RenderConfig)> {
-    let objects = parse_objects(&read(file)?).with_context(|| format!("parsing {}", file.display()))?;
-    let node = rules.node_facts(&objects);
-    let mut cfg = rules.render_config(family, &node)?;
-    cfg.random_fully = caps.random_fully;
-    cfg.nfacct = caps.nfacct;
-    let state = ProxyState::from_k8s(&objects.services, &objects.slices, family);
-    for e in &state.errors {
-        eprintln!("warning: {e}");
-    }
-    Ok((objects, node, state, cfg))
-}
 
 pub fn run_render(args: &RenderArgs) -> Result<String> {
     let family = if args.ipv6 { Family::V6 } else { Family::V4 };
-    let (_, node, state, cfg) = load(&args.file, &args.rules, args.caps, family)?;
+    let rules = RuleSettings::from_args(&args.rules)?;
+    let (_, node, state, cfg) = load(&args.file, &rules, args.caps.into(), family)?;
     if args.proxy_mode == ProxyMode::Nftables {
         return Ok(crate::nft::render(&state, &node, &cfg).text());
     }
@@ -92,5 +64,12 @@ pub fn run_trace(args: &TraceArgs) -> Result<String> {
 }
 
 pub fn run_explain(args: &ExplainArgs) -> Result<String> {
-    crate::explain::explain(&args.file, &args.service, &args.rules, args.caps, args.proxy_mode)
+    let rules = RuleSettings::from_args(&args.rules)?;
+    crate::explain::explain(
+        &args.file,
+        &args.service,
+        &rules,
+        args.caps.into(),
+        args.proxy_mode,
+    )
 }

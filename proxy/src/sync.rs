@@ -8,6 +8,8 @@
 //! ([`Renderer`]: digests of what the kernel holds, no rule text): unchanged service ports are not
 //! rendered again, and payloads are restored batch by batch while the render goes on.
 
+mod debug;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,10 +19,8 @@ use k8s_openapi::api::core::v1::Node;
 use thiserror::Error;
 
 use crate::apply::{ensure_jumps, restore};
-use crate::cli::RuleArgs;
 use crate::config::RenderConfig;
 use crate::conntrack;
-use crate::input::Objects;
 use crate::iptables::{Iptables, IptablesError};
 use crate::metrics::{Metrics, family_labels, table_labels};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
@@ -28,14 +28,13 @@ use crate::render::naming::is_service_chain;
 use crate::render::{
     Done, FRESH_TABLE_MAX_CHAINS, PayloadStats, RenderStats, Renderer, UNBATCHED, ensured_jumps,
 };
+use crate::settings::RuleSettings;
 
 /// Upstream forces a full sync at least this often, to repair anything partial syncs missed.
 pub const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Error)]
 pub enum SyncError {
-    #[error("configuration: {0}")]
-    Config(String),
     #[error(transparent)]
     Iptables(#[from] IptablesError),
 }
@@ -68,11 +67,12 @@ pub struct Snapshot {
     pub node: Option<Node>,
 }
 
-/// Settings that do not change while running.
+/// What a sync needs that does not change while running: the checked rule flags and what was
+/// detected on the node at start.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// Rule flags; `node_name` is already the effective node name.
-    pub rules: RuleArgs,
+    /// `node_name` is the effective node name.
+    pub rules: RuleSettings,
     pub sync_period: Duration,
     pub random_fully: bool,
     /// The nfacct counters exist (created at start).
@@ -95,30 +95,23 @@ pub(crate) fn is_large(state: &ProxyState) -> bool {
 
 impl Settings {
     pub fn node_facts(&self, snap: &Snapshot) -> NodeFacts {
-        let objects = Objects {
-            nodes: snap.node.iter().cloned().collect(),
-            ..Default::default()
-        };
-        self.rules.node_facts(&objects)
+        self.rules.node_facts(snap.node.as_ref())
     }
 
     /// The render config of `family` on `node`: the rule flags plus the node's detected capabilities.
-    pub fn render_config(&self, family: Family, node: &NodeFacts) -> Result<RenderConfig, SyncError> {
-        let mut cfg = self
-            .rules
-            .render_config(family, node)
-            .map_err(|e| SyncError::Config(format!("{e:#}")))?;
+    pub fn render_config(&self, family: Family, node: &NodeFacts) -> RenderConfig {
+        let mut cfg = self.rules.render_config(family, node);
         cfg.random_fully = self.random_fully;
         cfg.nfacct = self.nfacct;
         cfg.conntrack_tcp_liberal = self.tcp_liberal;
-        Ok(cfg)
+        cfg
     }
 
     /// [`Settings::node_facts`] plus, with `--nodeport-addresses`, the live interface addresses its
     /// CIDRs select among.
     pub async fn live_node_facts(&self, snap: &Snapshot) -> NodeFacts {
         let mut node = self.node_facts(snap);
-        if !self.rules.nodeport_addresses.is_empty() {
+        if !self.rules.nodeport_addresses.cidrs.is_empty() || self.rules.nodeport_addresses.primary {
             for ip in crate::addresses::local_addresses().await {
                 if !node.interface_ips.contains(&ip) {
                     node.interface_ips.push(ip);
@@ -210,7 +203,7 @@ impl FamilySync {
         let labels = family_labels(family);
         self.model.update(&snap.services, &snap.slices);
         let node = settings.live_node_facts(snap).await;
-        let cfg = settings.render_config(family, &node)?;
+        let cfg = settings.render_config(family, &node);
         let full = self.full_reason(settings).await;
         let written = match self.apply(&node, &cfg, full, settings, seq).await {
             Ok(w) => w,
@@ -284,13 +277,18 @@ impl FamilySync {
                 max_chains = max_chains.min(FRESH_TABLE_MAX_CHAINS);
             }
         }
-        let mut debug = self.debug_file(settings, seq, full);
+        let mut debug = debug::file(
+            settings.payload_dir.as_deref(),
+            self.family(),
+            seq,
+            full.is_some(),
+        );
         let (mut bytes, mut calls) = (0, 0);
         let mut pass = self
             .renderer
             .begin(self.model.state(), node, cfg, full.is_some(), max_chains);
         while let Some(text) = pass.next_batch() {
-            save_debug(&mut debug, &text);
+            debug::save(&mut debug, &text);
             restore(&self.ipt, &text).await?;
             bytes += text.len();
             calls += 1;
@@ -306,7 +304,7 @@ impl FamilySync {
         }
         let (rest, done) = pass.finish(full.is_some(), &stale);
         for text in &rest.texts {
-            save_debug(&mut debug, text);
+            debug::save(&mut debug, text);
             restore(&self.ipt, text).await?;
             bytes += text.len();
             calls += 1;
@@ -318,22 +316,6 @@ impl FamilySync {
             calls,
         })
     }
-
-    /// Debug: where this sync's payloads are saved (`NNNNNN-<family>-<full|partial>.rules`).
-    fn debug_file(
-        &self,
-        settings: &Settings,
-        seq: u64,
-        full: Option<FullReason>,
-    ) -> Option<(PathBuf, String)> {
-        let dir = settings.payload_dir.as_ref()?;
-        let fam = match self.family() {
-            Family::V4 => "ipv4",
-            Family::V6 => "ipv6",
-        };
-        let kind = if full.is_some() { "full" } else { "partial" };
-        Some((dir.join(format!("{seq:06}-{fam}-{kind}.rules")), String::new()))
-    }
 }
 
 /// What one sync wrote.
@@ -343,23 +325,6 @@ struct Written {
     stats: PayloadStats,
     bytes: usize,
     calls: usize,
-}
-
-/// Appends a payload to the debug file (created at the first payload; a sync that writes nothing
-/// leaves none).
-fn save_debug(file: &mut Option<(PathBuf, String)>, text: &str) {
-    let Some((path, _)) = file else {
-        return;
-    };
-    let result = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&*path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
-    if let Err(err) = result {
-        tracing::warn!(%err, path = %path.display(), "writing debug payload failed");
-        *file = None;
-    }
 }
 
 fn record_rule_counts(metrics: &Metrics, family: Family, written: &Written) {
