@@ -1,5 +1,6 @@
 //! `--config FILE`: the subset of kube-proxy's `KubeProxyConfiguration` (kubeproxy.config.k8s.io/v1alpha1)
-//! that svcnet understands. As with kube-proxy, values from the file win over command-line flags.
+//! that svcnet understands, read and checked field by field. As with kube-proxy, values from the file win
+//! over command-line flags (laid over them by `settings`).
 //! Unknown fields are ignored (so upstream files load); `mode` must be empty, `iptables` or `nftables`.
 
 use std::path::{Path, PathBuf};
