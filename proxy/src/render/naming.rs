@@ -88,7 +88,7 @@ mod tests {
     use super::*;
 
     // Current upstream names an unnamed port `ns/name` (pkg/proxy/types.go, fmtPortName); the vectors
-    // are the ones DESIGN.md records for kube-proxy v1.34.
+    // are the chain names kube-proxy v1.34 writes for these ports.
     #[test]
     fn current_upstream_vectors() {
         assert_eq!(svc_chain("default/hostnames", "tcp"), "KUBE-SVC-YN5D6RYVEVZOH44Q");
