@@ -31,7 +31,7 @@ pub enum SettingsError {
     Flag { flag: &'static str, reason: String },
     #[error(transparent)]
     ConfigFile(#[from] ConfigFileError),
-    #[error("reading the hostname (set --hostname-override): {0}")]
+    #[error("reading the hostname (set --hostname-override)")]
     Hostname(#[source] std::io::Error),
     #[error("empty node name: set --hostname-override")]
     EmptyNodeName,
