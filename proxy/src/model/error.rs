@@ -1,3 +1,5 @@
+//! What the model reports about API objects it could not use: they are skipped, never fatal.
+
 use thiserror::Error;
 
 /// A problem with one API object. The message names the object and the field.
