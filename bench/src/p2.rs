@@ -289,13 +289,14 @@ fn nft_sync(
         None => nft::full(next, &Existing::default(), false),
     };
     let payload = t.elapsed();
-    if tx.text.is_empty() {
+    if tx.ops.is_empty() {
         return Err(BenchError::Check(
             "a change produced no nftables transaction".into(),
         ));
     }
-    let restore = lab.agent.restore("nft", &tx.text)?;
-    let lines = tx.text.lines().count();
+    let text = tx.text();
+    let restore = lab.agent.restore("nft", &text)?;
+    let lines = text.lines().count();
     applied.commit(tx);
     Ok(Sync {
         render,

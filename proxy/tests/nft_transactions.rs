@@ -201,11 +201,11 @@ fn check(steps: &[Vec<Option<Svc>>], incremental: &Netns, fresh: &Netns) -> Resu
         } else {
             nft::partial(&applied, next.clone())
         };
-        apply(incremental, &tx.text)?;
+        apply(incremental, &tx.text())?;
         applied.commit(tx);
 
         let whole = nft::full(next, &Existing::default(), true);
-        apply(fresh, &whole.text)?;
+        apply(fresh, &whole.text())?;
         let (a, b) = (listing(incremental), listing(fresh));
         if a != b {
             let a: Vec<String> = a.iter().map(Value::to_string).collect();
