@@ -554,7 +554,8 @@ fn a_partial_transaction_touches_only_the_changed_service() {
     assert!(old_ep.starts_with("endpoint-") && new_ep.starts_with("endpoint-"));
     let tx = partial(&applied(&before), after);
     let b = chain_names("b");
-    let lines: Vec<&str> = tx.text().lines().collect();
+    let text = tx.text();
+    let lines: Vec<&str> = text.lines().collect();
     // New endpoint chain declared first, service chain rewritten, old endpoint chain emptied and removed.
     assert_eq!(lines[0], format!("add chain ip kube-proxy {new_ep}"));
     assert!(lines.contains(&format!("flush chain ip kube-proxy {}", b.cluster).as_str()));
@@ -618,7 +619,8 @@ fn a_full_transaction_removes_stale_chains_and_sets_after_emptying_them() {
         sets: ["affinity-OLD".to_string()].into(),
     };
     let tx = full(r, &existing, false);
-    let lines: Vec<&str> = tx.text().lines().collect();
+    let text = tx.text();
+    let lines: Vec<&str> = text.lines().collect();
     let pos = |l: &str| {
         lines
             .iter()
