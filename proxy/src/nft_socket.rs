@@ -74,14 +74,13 @@ impl NftSocket {
         })
     }
 
-    /// The sequence number the next batch should start after.
+    /// The sequence number the next batch should start after (its messages follow it).
     pub fn next_seq(&self) -> u32 {
         self.seq
     }
 
     /// Sends one batch and waits for its outcome: `Ok` once the kernel committed all of it.
     pub fn apply(&mut self, batch: &Batch) -> Result<(), NetlinkError> {
-        let first = self.seq;
         self.seq = batch.last_seq.wrapping_add(1);
         // A batch is one datagram: the socket must take all of it at once.
         let want = batch.bytes.len() + 64 * 1024;
@@ -108,7 +107,7 @@ impl NftSocket {
                 if errno != 0 && refused.is_none() {
                     refused = Some(NetlinkError::Refused {
                         // Message 0 is the batch begin (a commit failure is reported on it).
-                        index: seq.wrapping_sub(first) as usize,
+                        index: seq.wrapping_sub(batch.first_seq) as usize,
                         errno,
                     });
                 }

@@ -128,7 +128,14 @@ impl NftFamilySync {
         let prev_sets = self.applied.ruleset().sets().into_iter().cloned().collect();
         let (tx, written) = self.nft.write(tx, prev_sets).await;
         let payload_len = match written {
-            Ok((_, bytes)) => bytes,
+            Ok((writer, bytes)) => {
+                if bytes > 0 {
+                    let mut l = labels.clone();
+                    l.push(("writer", writer.label().to_string()));
+                    metrics.nft_writes.get_or_create(&l).inc();
+                }
+                bytes
+            }
             Err(err) => {
                 metrics.nft_sync_failures.get_or_create(&labels).inc();
                 self.recreate = full.is_some();

@@ -124,6 +124,15 @@ pub enum Writer {
     Binary,
 }
 
+impl Writer {
+    pub fn label(self) -> &'static str {
+        match self {
+            Writer::Netlink => "netlink",
+            Writer::Binary => "nft",
+        }
+    }
+}
+
 enum WriteError {
     Encode(netlink::EncodeError),
     Kernel(IptablesError),
@@ -133,21 +142,48 @@ fn write_netlink(tx: &Transaction, sets: &[Set], timeout: Duration) -> Result<us
     if tx.ops.is_empty() {
         return Ok(0);
     }
-    let kernel =
-        |e: crate::nft_socket::NetlinkError| WriteError::Kernel(IptablesError::Netlink(e.to_string()));
-    let mut socket = NftSocket::open(timeout).map_err(kernel)?;
-    let batch = netlink::encode(
-        tx.family(),
-        &tx.ops,
-        sets.iter().chain(tx.sets()),
-        socket.next_seq(),
-    )
-    .map_err(WriteError::Encode)?;
+    let mut socket = NftSocket::open(timeout).map_err(kernel_error)?;
+    let all_sets: Vec<&Set> = sets.iter().chain(tx.sets()).collect();
+    let mut bytes = 0;
+    for ops in batches(tx) {
+        bytes += write_batch(&mut socket, tx, ops, &all_sets)?;
+    }
+    Ok(bytes)
+}
+
+fn kernel_error(e: crate::nft_socket::NetlinkError) -> WriteError {
+    WriteError::Kernel(IptablesError::Netlink(e.to_string()))
+}
+
+/// Steps per batch when a first load streams.
+pub const STREAM_BATCH_OPS: usize = 20_000;
+
+/// The ops of a transaction as batches: one, or bounded ones in order for the first load of an
+/// empty kernel. The kernel binds each anonymous set (one per service port's `numgen` map) by
+/// walking every step of its batch, so one batch for 10k services takes minutes
+/// (docs/BENCHMARKS.md, P2).
+pub fn batches(tx: &Transaction) -> Vec<&[crate::nft::Op]> {
+    if tx.streamable {
+        tx.ops.chunks(STREAM_BATCH_OPS).collect()
+    } else {
+        vec![&tx.ops[..]]
+    }
+}
+
+/// One batch; a refusal names the step the kernel refused.
+fn write_batch(
+    socket: &mut NftSocket,
+    tx: &Transaction,
+    ops: &[crate::nft::Op],
+    sets: &[&Set],
+) -> Result<usize, WriteError> {
+    let batch = netlink::encode(tx.family(), ops, sets.iter().copied(), socket.next_seq())
+        .map_err(WriteError::Encode)?;
     socket.apply(&batch).map_err(|e| match e {
         crate::nft_socket::NetlinkError::Refused { index, errno } => {
             let step = batch
                 .op_of_message(index)
-                .and_then(|i| tx.ops.get(i))
+                .and_then(|i| ops.get(i))
                 .map(|op| tx.op_text(op))
                 .unwrap_or_else(|| "the batch as a whole".to_string());
             WriteError::Kernel(IptablesError::Netlink(format!(
@@ -156,7 +192,7 @@ fn write_netlink(tx: &Transaction, sets: &[Set], timeout: Duration) -> Result<us
                 step.trim_end()
             )))
         }
-        other => kernel(other),
+        other => kernel_error(other),
     })?;
     Ok(batch.bytes.len())
 }

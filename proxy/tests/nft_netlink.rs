@@ -167,3 +167,37 @@ fn a_netlink_batch_leaves_the_kernel_as_nft_f_does() {
     }
     println!("netlink and nft -f agree on {rules} rules");
 }
+
+#[test]
+fn a_refused_batch_changes_nothing_and_names_its_step() {
+    let Some(ns) = svcnet_netns::netns_or_skip("nftnlC") else {
+        return;
+    };
+    let path = Path::new("/run/netns").join(ns.name());
+    let mut socket = NftSocket::open_in(&path, Duration::from_secs(10)).expect("socket");
+    let good = vec![nft::Op::AddTable, nft::Op::AddChain(nft::Chain::new("kept"))];
+    let batch = netlink::encode(Family::V4, &good, [], socket.next_seq()).expect("encode");
+    socket.apply(&batch).expect("a valid batch is applied");
+    let bad = vec![
+        nft::Op::AddChain(nft::Chain::new("added")),
+        nft::Op::DeleteChain("missing".into()),
+        nft::Op::FlushChain("kept".into()),
+    ];
+    let batch = netlink::encode(Family::V4, &bad, [], socket.next_seq()).expect("encode");
+    match socket.apply(&batch) {
+        Err(svcnet_proxy::nft_socket::NetlinkError::Refused { index, errno }) => {
+            assert_eq!(
+                batch.op_of_message(index),
+                Some(1),
+                "the refused step is the delete"
+            );
+            assert_eq!(errno, 2, "ENOENT");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let table = list(&ns, Family::V4, false);
+    assert!(
+        table.contains("chain kept") && !table.contains("chain added"),
+        "{table}"
+    );
+}

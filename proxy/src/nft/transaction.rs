@@ -113,6 +113,9 @@ pub struct Transaction {
     pub stats: Stats,
     next: Ruleset,
     index: IndexChange,
+    /// The first load of an empty kernel: no rule exists that a partly written table could break, so
+    /// the steps may go in several bounded batches (in order) rather than one.
+    pub streamable: bool,
 }
 
 impl Transaction {
@@ -186,11 +189,19 @@ pub fn full(next: Ruleset, existing: &Existing, recreate: bool) -> Transaction {
     ops.extend(chains.iter().map(|c| Op::AddChain(declaration(c))));
     ops.extend(sets.iter().map(|s| Op::AddSet((*s).clone())));
     if !recreate {
-        // Empty what is rewritten below, and whatever goes, so nothing refers to a stale chain.
-        for c in chains.iter().map(|c| &c.name).chain(stale_chains.iter().copied()) {
+        // Empty what is rewritten below, and whatever goes, so nothing refers to a stale chain. What
+        // the table does not have yet is empty already.
+        let rewritten = chains
+            .iter()
+            .map(|c| &c.name)
+            .filter(|c| existing.chains.contains(*c));
+        for c in rewritten.chain(stale_chains.iter().copied()) {
             ops.push(Op::FlushChain(c.clone()));
         }
-        for s in sets.iter().filter(|s| s.timeout.is_none()) {
+        for s in sets
+            .iter()
+            .filter(|s| s.timeout.is_none() && existing.sets.contains(&s.name))
+        {
             ops.push(Op::FlushSet {
                 name: s.name.clone(),
                 is_map: s.is_map,
@@ -227,6 +238,7 @@ pub fn full(next: Ruleset, existing: &Existing, recreate: bool) -> Transaction {
         stats,
         next,
         index: IndexChange::Replace(index),
+        streamable: !recreate && existing.chains.is_empty() && existing.sets.is_empty(),
     }
 }
 
@@ -357,6 +369,7 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
         stats,
         next,
         index: IndexChange::Delta(delta),
+        streamable: false,
     }
 }
 

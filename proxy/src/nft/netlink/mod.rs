@@ -72,6 +72,8 @@ pub(super) fn nfproto(family: Family) -> u8 {
 #[derive(Debug)]
 pub struct Batch {
     pub bytes: Vec<u8>,
+    /// The sequence number of the batch begin message.
+    pub first_seq: u32,
     /// The sequence number of the last message: the one that asks for an acknowledgement.
     pub last_seq: u32,
     /// Messages in the batch (without begin and end).
@@ -108,6 +110,7 @@ pub fn encode<'a>(
     };
     let begin = w.begin(kind::BATCH_BEGIN, kind::F_REQUEST, 0, kind::SUBSYS_NFTABLES);
     w.end(begin);
+    let first_seq = w.seq;
     let mut enc = objects::Encoder {
         w: &mut w,
         family,
@@ -131,6 +134,7 @@ pub fn encode<'a>(
     w.end(end);
     Ok(Batch {
         bytes: w.buf,
+        first_seq,
         last_seq,
         messages,
         op_of,
