@@ -73,6 +73,16 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         lines > 0.0 && lines * 20.0 < full,
         "partial {lines} vs full {full}"
     );
+    // P2: the nftables mode's netlink writer ran beside nft -f, and wrote small transactions too.
+    for writer in ["nftnl", "nft"] {
+        let row = stdout
+            .lines()
+            .find(|l| field(l, 0) == writer && l.contains("endpoint replaced"))
+            .unwrap_or_else(|| panic!("no P2 {writer} row:\n{stdout}"));
+        let lines: f64 = field(row, 3).parse().unwrap();
+        let full: f64 = field(row, 4).parse().unwrap();
+        assert!(lines > 0.0 && lines * 20.0 < full, "{row}");
+    }
     // C1: a new LB is created by 7 mutating calls (address, 2 firewalls, health check, pool,
     // forwarding rule, address release; budget 8); a no-op resync reads but never writes.
     let c1 = |what: &str| {

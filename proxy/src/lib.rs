@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod model;
 pub mod nfacct;
 pub mod nft;
+pub mod nft_socket;
 pub mod nft_sync;
 pub mod nftables;
 pub mod offline;
