@@ -34,6 +34,10 @@ pub enum ClusterError {
     Kubectl { args: String, stderr: String },
     #[error("unexpected answer from the API: {0}")]
     Api(String),
+    #[error("`{what}` failed ({status})")]
+    Cargo { what: String, status: String },
+    #[error("{what}: HTTP {status}: {body}")]
+    Http { what: String, status: u16, body: String },
 }
 
 impl ClusterError {
