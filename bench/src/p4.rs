@@ -206,7 +206,7 @@ pub fn load(api: &str, services: usize, endpoints: usize, parallel: usize) -> Re
                     })
                     .and_then(|r| r.ok("create endpointslice"));
                     if let Err(e) = r {
-                        *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.into());
                         return;
                     }
                 }

@@ -209,10 +209,9 @@ fn setup(p: &UParams, progress: &mut dyn FnMut(&str)) -> Result<(Shared, Duratio
 /// The command line of `proxy` inside `ns`.
 fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Proc, PathBuf), BenchError> {
     let (log, log_path) = procs::log_file(sh.dir.path(), proxy.tag())?;
-    let kube = |e: svcnet_testcluster::ClusterError| BenchError::Check(e.to_string());
     let mut cmd = match proxy {
         Proxy::KubeIptables | Proxy::KubeNftables => {
-            let bin = svcnet_testcluster::binaries().map_err(kube)?.kube_proxy();
+            let bin = svcnet_testcluster::binaries()?.kube_proxy();
             let mode = if proxy == Proxy::KubeIptables {
                 "iptables"
             } else {
@@ -238,7 +237,7 @@ fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Pr
             } else {
                 "flat"
             };
-            let kubeconfig = sh.cluster.component_kubeconfig(Component::Proxy).map_err(kube)?;
+            let kubeconfig = sh.cluster.component_kubeconfig(Component::Proxy)?;
             let mut c = ns.command(&bins.path(procs::PROXY).to_string_lossy());
             c.arg("run")
                 .arg("--kubeconfig")

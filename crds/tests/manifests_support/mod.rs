@@ -129,34 +129,8 @@ pub struct Bins {
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "svcnet-proxy", "-p", "svcnet-cloud-controller"]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        // cargo test gives this process the variables of the crate under test (CARGO_MANIFEST_DIR, ...);
-        // build scripts that watch them (ring's does) would see a change and rebuild the TLS stack and
-        // everything above it on every run, and again on the next plain cargo build.
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy();
-            if [
-                "CARGO_MANIFEST_",
-                "CARGO_PKG_",
-                "CARGO_CRATE_",
-                "CARGO_BIN_",
-                "CARGO_PRIMARY_",
-                "CARGO_TARGET_TMPDIR",
-            ]
-            .iter()
-            .any(|p| key.starts_with(p))
-            {
-                cmd.env_remove(key.as_ref());
-            }
-        }
-        let st = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
-        assert!(st.success(), "building the binaries failed");
+        let dir = svcnet_testcluster::siblings::build(&["svcnet-proxy", "svcnet-cloud-controller"])
+            .unwrap_or_else(|e| panic!("building the binaries: {e}"));
         let b = Bins {
             proxy: dir.join("svcnet-proxy"),
             controller: dir.join("svcnet-cloud-controller"),
