@@ -8,10 +8,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use svcnet_testcluster::announce;
 
 use crate::error::BenchError;
+use crate::netns::Netns;
 
 pub const FAKE_GCE: &str = "svcnet-fake-gce";
 pub const CONTROLLER: &str = "svcnet-cloud-controller";
@@ -105,6 +107,34 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs this binary's `load-api` inside `ns` against the plain-HTTP API at `api` (S Services x E
+/// endpoints) and returns how long the load took, as the loader reports it.
+pub fn load_api(ns: &Netns, api: &str, services: usize, endpoints: usize) -> Result<Duration, BenchError> {
+    let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
+    let out = ns
+        .command(&exe.to_string_lossy())
+        .args(["load-api", "--api", api])
+        .args(["--services", &services.to_string()])
+        .args(["--endpoints", &endpoints.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| BenchError::io("load-api", e))?;
+    if !out.status.success() {
+        return Err(BenchError::Check(format!(
+            "load-api failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let load = Duration::from_secs_f64(
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0),
+    );
+    Ok(load)
 }
 
 /// A log file for a child's stderr (in `dir`), and a second handle to read it back.

@@ -166,28 +166,7 @@ fn setup(p: &UParams, progress: &mut dyn FnMut(&str)) -> Result<(Shared, Duratio
         "--accept-hosts=.*",
     ]);
     let (api_proxy, api) = spawn_kubectl_proxy(&mut cmd)?;
-    let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
-    let out = cp
-        .command(&exe.to_string_lossy())
-        .args(["load-api", "--api", &api])
-        .args(["--services", &p.services.to_string()])
-        .args(["--endpoints", &p.endpoints.to_string()])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| BenchError::io("load-api", e))?;
-    if !out.status.success() {
-        return Err(BenchError::Check(format!(
-            "load-api failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
-    let load = Duration::from_secs_f64(
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .last()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0.0),
-    );
+    let load = procs::load_api(&cp, &api, p.services, p.endpoints)?;
     progress(&format!(
         "U: loaded {} x {} in {:.1} s",
         p.services,
