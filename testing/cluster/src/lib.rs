@@ -19,7 +19,8 @@
 //!
 //! Beside it, the helpers the whole harness shares, defined once: [`http`] (a blocking HTTP/1.1
 //! client), [`wait`] (polling), [`kubeconfig`], [`siblings`] (building other workspace packages'
-//! binaries for a test) and [`announce`] (starting a server that prints its address).
+//! binaries for a test), [`announce`] (starting a server that prints its address) and [`gcloud`]
+//! (the real gcloud pointed at the fake GCE).
 #![forbid(unsafe_code)]
 
 pub mod announce;
@@ -30,6 +31,7 @@ mod components;
 mod error;
 mod etcd;
 mod flags;
+pub mod gcloud;
 pub mod http;
 pub mod kubeconfig;
 mod kubectl;
