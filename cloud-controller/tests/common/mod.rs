@@ -495,8 +495,13 @@ pub fn ingress_ip(svc: &Service) -> Option<String> {
 
 /// Waits for the Service's ingress IP.
 pub async fn wait_ingress(client: &kube::Client, name: &str) -> (Service, String) {
+    wait_ingress_within(client, name, WAIT).await
+}
+
+/// Waits up to `timeout` for the Service's ingress IP.
+pub async fn wait_ingress_within(client: &kube::Client, name: &str, timeout: Duration) -> (Service, String) {
     let api: Api<Service> = Api::namespaced(client.clone(), "default");
-    eventually(&format!("ingress IP of {name}"), WAIT, || {
+    eventually(&format!("ingress IP of {name}"), timeout, || {
         let api = api.clone();
         async move {
             let s = api.get(name).await.ok()?;
