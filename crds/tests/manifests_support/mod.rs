@@ -63,34 +63,18 @@ pub fn docs(text: &str) -> Vec<Value> {
         .collect()
 }
 
-fn target_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("CARGO_TARGET_DIR") {
-        return PathBuf::from(d);
-    }
-    // <target>/<profile>/deps/<test> -> <target>
-    let exe = std::env::current_exe().unwrap();
-    exe.ancestors()
-        .nth(3)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir)
-}
-
 /// The `kubernetes-validate` CLI (PyPI) from a venv cached under the target dir, so only the first run
 /// downloads. None (after SKIPPED) only when python3/venv is missing outside CI; a failed install fails.
 pub fn validator() -> Option<PathBuf> {
     static V: OnceLock<Option<PathBuf>> = OnceLock::new();
     V.get_or_init(|| {
-        let dir = target_dir().join("manifests-validate-venv");
-        let bin = dir.join("bin/kubernetes-validate");
-        if runs(bin.to_str().unwrap(), &["--version"]) {
-            return Some(bin);
-        }
-        let venv_ok = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !venv_ok {
+        let bin = |dir: &Path| dir.join("bin/kubernetes-validate");
+        let venv =
+            svcnet_testcluster::python::venv("manifests-validate-venv", "kubernetes-validate", |dir| {
+                runs(bin(dir).to_str().unwrap(), &["--version"])
+            })
+            .unwrap_or_else(|e| panic!("installing kubernetes-validate: {e}"));
+        let Some(dir) = venv else {
             assert!(
                 !in_ci(),
                 "python3 -m venv failed under CI=true: cannot install kubernetes-validate"
@@ -99,22 +83,8 @@ pub fn validator() -> Option<PathBuf> {
                 "SKIPPED: python3 -m venv failed (python3-venv missing?); schema validation did not run"
             );
             return None;
-        }
-        let st = Command::new(dir.join("bin/pip"))
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "kubernetes-validate",
-            ])
-            .status()
-            .unwrap();
-        assert!(st.success(), "pip install kubernetes-validate failed");
-        assert!(
-            runs(bin.to_str().unwrap(), &["--version"]),
-            "kubernetes-validate not runnable after install"
-        );
-        Some(bin)
+        };
+        Some(bin(&dir))
     })
     .clone()
 }

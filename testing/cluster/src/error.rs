@@ -35,7 +35,7 @@ pub enum ClusterError {
     #[error("unexpected answer from the API: {0}")]
     Api(String),
     #[error("`{what}` failed ({status})")]
-    Cargo { what: String, status: String },
+    Command { what: String, status: String },
     #[error("{what}: HTTP {status}: {body}")]
     Http { what: String, status: u16, body: String },
 }

@@ -19,8 +19,8 @@
 //!
 //! Beside it, the helpers the whole harness shares, defined once: [`http`] (a blocking HTTP/1.1
 //! client), [`wait`] (polling), [`kubeconfig`], [`siblings`] (building other workspace packages'
-//! binaries for a test), [`announce`] (starting a server that prints its address) and [`gcloud`]
-//! (the real gcloud pointed at the fake GCE).
+//! binaries for a test), [`announce`] (starting a server that prints its address), [`gcloud`]
+//! (the real gcloud pointed at the fake GCE) and [`python`] (cached venvs of PyPI packages).
 #![forbid(unsafe_code)]
 
 pub mod announce;
@@ -36,6 +36,7 @@ pub mod http;
 pub mod kubeconfig;
 mod kubectl;
 mod plan;
+pub mod python;
 pub mod siblings;
 mod spawn;
 mod sweep;

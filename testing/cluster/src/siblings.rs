@@ -52,7 +52,7 @@ pub fn build(packages: &[&str]) -> Result<PathBuf, ClusterError> {
         .status()
         .map_err(ClusterError::io(what.clone()))?;
     if !status.success() {
-        return Err(ClusterError::Cargo {
+        return Err(ClusterError::Command {
             what,
             status: status.to_string(),
         });

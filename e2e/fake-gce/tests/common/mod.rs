@@ -150,19 +150,6 @@ pub fn reason(v: &Value) -> &str {
     v["error"]["errors"][0]["reason"].as_str().unwrap_or("")
 }
 
-/// The target directory (for caches such as the Python venv).
-pub fn target_dir() -> std::path::PathBuf {
-    if let Ok(d) = std::env::var("CARGO_TARGET_DIR") {
-        return d.into();
-    }
-    // .../target/debug/svcnet-fake-gce -> .../target
-    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_svcnet-fake-gce"));
-    exe.parent()
-        .and_then(|p| p.parent())
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir)
-}
-
 /// Is `tool` runnable? (Used to print SKIPPED lines instead of passing silently.)
 pub fn have(tool: &str) -> bool {
     Command::new(tool)

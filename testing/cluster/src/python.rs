@@ -1,0 +1,53 @@
+//! Python tools and clients from PyPI for tests (the manifests' schema validator, the official GCE
+//! client), each in a venv cached under the target directory: only the first run downloads, and
+//! nothing is installed into the machine's Python.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{ClusterError, siblings};
+
+/// The venv `<target>/<name>` with `package` installed by pip; `ready(dir)` says whether an existing
+/// venv already has it (then nothing runs). None when `python3 -m venv` is not available (the
+/// caller skips or fails by its own rule); an error when pip fails or the package is still not
+/// ready after installing it.
+pub fn venv(
+    name: &str,
+    package: &str,
+    ready: impl Fn(&Path) -> bool,
+) -> Result<Option<PathBuf>, ClusterError> {
+    let target = siblings::profile_dir()?
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = target.join(name);
+    if ready(&dir) {
+        return Ok(Some(dir));
+    }
+    let created = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !created {
+        return Ok(None);
+    }
+    let what = format!("pip install {package} into {}", dir.display());
+    let status = Command::new(dir.join("bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check", package])
+        .status()
+        .map_err(ClusterError::io(what.clone()))?;
+    if !status.success() {
+        return Err(ClusterError::Command {
+            what,
+            status: status.to_string(),
+        });
+    }
+    if !ready(&dir) {
+        return Err(ClusterError::Api(format!(
+            "{package} is not usable from {} after installing it",
+            dir.display()
+        )));
+    }
+    Ok(Some(dir))
+}
