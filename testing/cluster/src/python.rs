@@ -51,3 +51,24 @@ pub fn venv(
     }
     Ok(Some(dir))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ready_venv_is_taken_as_it_is_under_the_target_dir() {
+        let dir = venv("svcnet-python-test-venv", "nothing", |_| true)
+            .expect("venv")
+            .expect("ready");
+        let target = siblings::profile_dir().expect("profile dir");
+        assert_eq!(
+            Some(dir.as_path()),
+            target
+                .parent()
+                .map(|t| t.join("svcnet-python-test-venv"))
+                .as_deref()
+        );
+        assert!(!dir.exists(), "nothing was created for a ready venv");
+    }
+}
