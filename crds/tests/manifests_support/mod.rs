@@ -9,15 +9,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
+use svcnet_netns::in_ci;
 use svcnet_testcluster::{Cluster, Options};
 
 /// `manifests/` of this repository.
 pub fn manifests_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../manifests")
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
 fn runs(tool: &str, args: &[&str]) -> bool {
