@@ -32,17 +32,15 @@ pub fn venv(
     if !created {
         return Ok(None);
     }
-    let what = format!("pip install {package} into {}", dir.display());
-    let status = Command::new(dir.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check", package])
-        .status()
-        .map_err(ClusterError::io(what.clone()))?;
-    if !status.success() {
-        return Err(ClusterError::Command {
-            what,
-            status: status.to_string(),
-        });
-    }
+    ClusterError::run_ok(
+        Command::new(dir.join("bin/pip")).args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            package,
+        ]),
+        format!("pip install {package} into {}", dir.display()),
+    )?;
     if !ready(&dir) {
         return Err(ClusterError::Api(format!(
             "{package} is not usable from {} after installing it",

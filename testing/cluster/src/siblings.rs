@@ -46,17 +46,10 @@ pub fn build(packages: &[&str]) -> Result<PathBuf, ClusterError> {
         }
     }
     let what = format!("cargo build -p {}", packages.join(" -p "));
-    let status = cmd
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::null())
-        .status()
-        .map_err(ClusterError::io(what.clone()))?;
-    if !status.success() {
-        return Err(ClusterError::Command {
-            what,
-            status: status.to_string(),
-        });
-    }
+    ClusterError::run_ok(
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR")).stdin(Stdio::null()),
+        what,
+    )?;
     Ok(dir)
 }
 
