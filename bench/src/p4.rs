@@ -219,6 +219,43 @@ pub fn load(api: &str, services: usize, endpoints: usize, parallel: usize) -> Re
     }
 }
 
+/// Runs the loader (this binary's `load-api`) inside `ns`, where the API listens, against the
+/// plain-HTTP `api`; returns the load time it reports (its output's last word, in seconds; 0 when
+/// it printed none).
+pub fn load_api(ns: &Netns, api: &str, services: usize, endpoints: usize) -> Result<Duration, BenchError> {
+    let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
+    let out = ns
+        .command(&exe.to_string_lossy())
+        .args(["load-api", "--api", api])
+        .args([
+            "--services",
+            &services.to_string(),
+            "--endpoints",
+            &endpoints.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| BenchError::io("load-api", e))?;
+    if !out.status.success() {
+        return Err(BenchError::Check(format!(
+            "load-api failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(load_seconds(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The load time `load-api` printed: the last word of its output, in seconds (0 when absent).
+pub fn load_seconds(stdout: &str) -> Duration {
+    Duration::from_secs_f64(
+        stdout
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0),
+    )
+}
+
 fn one_case(
     bins: &Bins,
     p: &P4Params,
@@ -251,33 +288,7 @@ fn one_case(
         .admin_kubectl()
         .command(&["proxy", "--address=127.0.0.1", "--port=0"]);
     let (api_proxy, api) = spawn_kubectl_proxy(&mut cmd)?;
-    // The loader is this binary, inside the namespace (the API listens on the namespace's lo).
-    let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
-    let out = ns
-        .command(&exe.to_string_lossy())
-        .args(["load-api", "--api", &api])
-        .args([
-            "--services",
-            &services.to_string(),
-            "--endpoints",
-            &endpoints.to_string(),
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| BenchError::io("load-api", e))?;
-    if !out.status.success() {
-        return Err(BenchError::Check(format!(
-            "load-api failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
-    let load = Duration::from_secs_f64(
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .last()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0.0),
-    );
+    let load = load_api(&ns, &api, services, endpoints)?;
     progress(&format!("  loaded in {:.1} s", load.as_secs_f64()));
 
     let (log, log_path) = procs::log_file(dir.path(), "proxy")?;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use crate::agent::Agent;
 use crate::error::BenchError;
 use crate::netns::Netns;
-use crate::p4::NODE;
+use crate::p4::{NODE, load_api};
 use crate::procs::{self, Bins, Proc, spawn_kubectl_proxy};
 use svcnet_testcluster::{Cluster, Component, Options};
 
@@ -166,28 +166,7 @@ fn setup(p: &UParams, progress: &mut dyn FnMut(&str)) -> Result<(Shared, Duratio
         "--accept-hosts=.*",
     ]);
     let (api_proxy, api) = spawn_kubectl_proxy(&mut cmd)?;
-    let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
-    let out = cp
-        .command(&exe.to_string_lossy())
-        .args(["load-api", "--api", &api])
-        .args(["--services", &p.services.to_string()])
-        .args(["--endpoints", &p.endpoints.to_string()])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| BenchError::io("load-api", e))?;
-    if !out.status.success() {
-        return Err(BenchError::Check(format!(
-            "load-api failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
-    let load = Duration::from_secs_f64(
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .last()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0.0),
-    );
+    let load = load_api(&cp, &api, p.services, p.endpoints)?;
     progress(&format!(
         "U: loaded {} x {} in {:.1} s",
         p.services,

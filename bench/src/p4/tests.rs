@@ -65,3 +65,13 @@ fn caches_count_as_loaded_once_every_kind_is_listed() {
         "{two}DEBUG list complete kind=EndpointSlice\n"
     )));
 }
+
+#[test]
+fn load_time_is_the_loaders_last_word() {
+    assert_eq!(
+        load_seconds("loaded 10 services x 2 endpoints in 2.500\n"),
+        Duration::from_millis(2500)
+    );
+    assert_eq!(load_seconds(""), Duration::ZERO, "no output: 0, as before");
+    assert_eq!(load_seconds("loaded in ?\n"), Duration::ZERO, "not a number: 0");
+}
