@@ -14,7 +14,7 @@ use svcnet_crds::{
 };
 
 use crate::gce::observe::ObservedLb;
-use crate::naming::LbNames;
+use crate::naming::{GuardNames, LbNames};
 
 pub(crate) const FIELD_MANAGER: &str = "svcnet-cloud-controller";
 
@@ -70,21 +70,17 @@ pub(crate) fn build_status(
 /// LB's pool uses (the shared one may exist for others).
 fn external_resources(names: &LbNames, obs: &ObservedLb) -> GceResources {
     let o = &obs.observed;
+    let fws = [
+        &o.firewall,
+        &o.nodes_health_check_firewall,
+        &o.local_health_check_firewall,
+    ];
+    let backend_checks = o.target_pool.as_ref().map(|p| p.health_checks.as_slice());
     let (firewalls, health_checks) = guards(
         obs,
-        [
-            (o.firewall.is_some(), &names.firewall),
-            (
-                o.nodes_health_check_firewall.is_some(),
-                &names.nodes_health_check_firewall,
-            ),
-            (
-                o.local_health_check_firewall.is_some(),
-                &names.local_health_check_firewall,
-            ),
-        ],
-        [&names.nodes_health_check, &names.local_health_check],
-        o.target_pool.as_ref().map(|p| p.health_checks.as_slice()),
+        names,
+        fws.map(Option::is_some),
+        backend_checks,
         "httpHealthChecks",
     );
     GceResources {
@@ -114,19 +110,20 @@ pub(crate) fn resource_ref(links: &ObservedLb, kind: &str, name: &str) -> GceRes
 }
 
 /// The record's firewalls and health checks, alike for external and internal LBs: each of the
-/// three firewalls (traffic, nodes check, local check) that exists (`firewalls`: exists, name),
-/// and each of the two health checks (`checks`: nodes, local) that the LB's backend lists
-/// (`backend_checks`: the target pool's or backend service's check links; a shared check that
-/// exists for other LBs only is not this LB's), in the checks' collection `check_kind`.
+/// three firewalls of `names` that exists (`exists`, in [`GuardNames::firewalls`] order), and each
+/// of its two health checks that the LB's backend lists (`backend_checks`: the target pool's or
+/// backend service's check links; a shared check that exists for other LBs only is not this
+/// LB's), in the checks' collection `check_kind`.
 pub(crate) fn guards(
     links: &ObservedLb,
-    firewalls: [(bool, &String); 3],
-    checks: [&String; 2],
+    names: &impl GuardNames,
+    exists: [bool; 3],
     backend_checks: Option<&[String]>,
     check_kind: &str,
 ) -> (Vec<GceResourceRef>, Vec<GceResourceRef>) {
-    let firewalls = firewalls
+    let firewalls = exists
         .into_iter()
+        .zip(names.firewalls())
         .filter(|(exists, _)| *exists)
         .map(|(_, name)| resource_ref(links, "firewalls", name))
         .collect();
@@ -135,7 +132,8 @@ pub(crate) fn guards(
         .iter()
         .map(|l| crate::objects::link_name(l))
         .collect();
-    let checks = checks
+    let checks = names
+        .health_checks()
         .into_iter()
         .filter(|name| used.contains(&name.as_str()))
         .map(|name| resource_ref(links, check_kind, name))

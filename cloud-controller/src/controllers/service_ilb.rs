@@ -141,21 +141,17 @@ pub(crate) async fn ensure_ilb(
 /// The CloudLoadBalancer record's view of an internal LB: scheme, rule, backend service,
 /// firewalls, the health check its backend service uses, and the instance groups.
 fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources {
+    let fws = [
+        &o.firewall,
+        &o.nodes_health_check_firewall,
+        &o.local_health_check_firewall,
+    ];
+    let backend_checks = o.backend_service.as_ref().map(|b| b.health_checks.as_slice());
     let (firewalls, health_checks) = lb_record::guards(
         links,
-        [
-            (o.firewall.is_some(), &names.firewall),
-            (
-                o.nodes_health_check_firewall.is_some(),
-                &names.nodes_health_check_firewall,
-            ),
-            (
-                o.local_health_check_firewall.is_some(),
-                &names.local_health_check_firewall,
-            ),
-        ],
-        [&names.nodes_health_check, &names.local_health_check],
-        o.backend_service.as_ref().map(|b| b.health_checks.as_slice()),
+        names,
+        fws.map(Option::is_some),
+        backend_checks,
         "healthChecks",
     );
     GceResources {

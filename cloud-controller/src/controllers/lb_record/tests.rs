@@ -48,12 +48,8 @@ fn no_backend_no_health_checks() {
     let n = names();
     let (firewalls, checks) = guards(
         &ObservedLb::default(),
-        [
-            (true, &n.firewall),
-            (false, &n.nodes_health_check_firewall),
-            (false, &n.local_health_check_firewall),
-        ],
-        [&n.nodes_health_check, &n.local_health_check],
+        &n,
+        [true, false, false],
         None,
         "healthChecks",
     );
