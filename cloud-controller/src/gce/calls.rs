@@ -44,16 +44,22 @@ macro_rules! send {
     };
 }
 
+/// [`send!`] for a regional collection: the region set right after the project.
+macro_rules! send_regional {
+    ($c:expr, $collection:ident . $verb:ident () $(. $setter:ident ($arg:expr))*) => {
+        send!($c, $collection.$verb().set_region(&$c.gce.region) $(.$setter($arg))*)
+    };
+}
+
 /// One attempt of `action` with request id `rid`.
 pub(crate) async fn call_once(gce: &Gce, action: &Action, call: &str, rid: &str) -> Result<(), GceError> {
     let c = Call { gce, call, rid };
-    let r = gce.region.as_str();
     match action {
         Action::CreateAddress(a) => {
             let m: model::Address = to_model(call, a)?;
-            send!(c, addresses.insert().set_region(r).set_body(m))
+            send_regional!(c, addresses.insert().set_body(m))
         }
-        Action::DeleteAddress { name } => send!(c, addresses.delete().set_region(r).set_address(name)),
+        Action::DeleteAddress { name } => send_regional!(c, addresses.delete().set_address(name)),
         Action::CreateFirewall(f) => {
             let m: model::Firewall = to_model(call, f)?;
             send!(c, firewalls.insert().set_body(m))
@@ -108,79 +114,59 @@ pub(crate) async fn call_once(gce: &Gce, action: &Action, call: &str, rid: &str)
 
 /// Target pools with their members, and forwarding rules (the regional half of an external LB).
 async fn regional(c: &Call<'_>, action: &Action) -> Result<(), GceError> {
-    let (call, r) = (c.call, c.gce.region.as_str());
+    let call = c.call;
     match action {
         Action::CreateTargetPool(t) => {
             let m: model::TargetPool = to_model(call, t)?;
-            send!(c, target_pools.insert().set_region(r).set_body(m))
+            send_regional!(c, target_pools.insert().set_body(m))
         }
         Action::DeleteTargetPool { name } => {
-            send!(c, target_pools.delete().set_region(r).set_target_pool(name))
+            send_regional!(c, target_pools.delete().set_target_pool(name))
         }
         Action::AddInstances { pool, instances } => {
             let m: model::TargetPoolsAddInstanceRequest = instances_body(call, instances)?;
-            send!(
-                c,
-                target_pools
-                    .add_instance()
-                    .set_region(r)
-                    .set_target_pool(pool)
-                    .set_body(m)
-            )
+            send_regional!(c, target_pools.add_instance().set_target_pool(pool).set_body(m))
         }
         Action::RemoveInstances { pool, instances } => {
             let m: model::TargetPoolsRemoveInstanceRequest = instances_body(call, instances)?;
-            send!(
+            send_regional!(
                 c,
-                target_pools
-                    .remove_instance()
-                    .set_region(r)
-                    .set_target_pool(pool)
-                    .set_body(m)
+                target_pools.remove_instance().set_target_pool(pool).set_body(m)
             )
         }
         Action::AddHealthCheck { pool, health_check } => {
             let m: model::TargetPoolsAddHealthCheckRequest = health_check_body(call, health_check)?;
-            send!(
+            send_regional!(
                 c,
-                target_pools
-                    .add_health_check()
-                    .set_region(r)
-                    .set_target_pool(pool)
-                    .set_body(m)
+                target_pools.add_health_check().set_target_pool(pool).set_body(m)
             )
         }
         Action::RemoveHealthCheck { pool, health_check } => {
             let m: model::TargetPoolsRemoveHealthCheckRequest = health_check_body(call, health_check)?;
-            send!(
+            send_regional!(
                 c,
                 target_pools
                     .remove_health_check()
-                    .set_region(r)
                     .set_target_pool(pool)
                     .set_body(m)
             )
         }
         Action::CreateForwardingRule(f) => {
             let m: model::ForwardingRule = to_model(call, f)?;
-            send!(c, forwarding_rules.insert().set_region(r).set_body(m))
+            send_regional!(c, forwarding_rules.insert().set_body(m))
         }
         Action::DeleteForwardingRule { name } => {
-            send!(
-                c,
-                forwarding_rules.delete().set_region(r).set_forwarding_rule(name)
-            )
+            send_regional!(c, forwarding_rules.delete().set_forwarding_rule(name))
         }
         Action::SetTarget {
             forwarding_rule,
             target,
         } => {
             let m: model::TargetReference = body(call, json!({ "target": target }))?;
-            send!(
+            send_regional!(
                 c,
                 forwarding_rules
                     .set_target()
-                    .set_region(r)
                     .set_forwarding_rule(forwarding_rule)
                     .set_body(m)
             )
@@ -191,7 +177,7 @@ async fn regional(c: &Call<'_>, action: &Action) -> Result<(), GceError> {
 
 /// Unmanaged instance groups (zonal), health checks and regional backend services: internal LBs.
 async fn internal_lb(c: &Call<'_>, action: &Action) -> Result<(), GceError> {
-    let (call, r) = (c.call, c.gce.region.as_str());
+    let call = c.call;
     match action {
         Action::CreateInstanceGroup { zone, name } => {
             let m: model::InstanceGroup = body(call, json!({ "name": name }))?;
@@ -244,27 +230,20 @@ async fn internal_lb(c: &Call<'_>, action: &Action) -> Result<(), GceError> {
         Action::DeleteHealthCheckV1 { name, .. } => send!(c, health_checks.delete().set_health_check(name)),
         Action::CreateBackendService(b) => {
             let m: model::BackendService = to_model(call, b)?;
-            send!(c, region_backend_services.insert().set_region(r).set_body(m))
+            send_regional!(c, region_backend_services.insert().set_body(m))
         }
         Action::UpdateBackendService(b) => {
             let m: model::BackendService = to_model(call, b)?;
-            send!(
+            send_regional!(
                 c,
                 region_backend_services
                     .update()
-                    .set_region(r)
                     .set_backend_service(&b.name)
                     .set_body(m)
             )
         }
         Action::DeleteBackendService { name } => {
-            send!(
-                c,
-                region_backend_services
-                    .delete()
-                    .set_region(r)
-                    .set_backend_service(name)
-            )
+            send_regional!(c, region_backend_services.delete().set_backend_service(name))
         }
         other => Err(misrouted(call, other)),
     }
