@@ -127,14 +127,18 @@ pub fn load_api(ns: &Netns, api: &str, services: usize, endpoints: usize) -> Res
             String::from_utf8_lossy(&out.stderr)
         )));
     }
-    let load = Duration::from_secs_f64(
-        String::from_utf8_lossy(&out.stdout)
+    Ok(load_seconds(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The loader prints its time in seconds as its last word; anything else reads as 0.
+pub fn load_seconds(stdout: &str) -> Duration {
+    Duration::from_secs_f64(
+        stdout
             .split_whitespace()
             .last()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0.0),
-    );
-    Ok(load)
+    )
 }
 
 /// A log file for a child's stderr (in `dir`), and a second handle to read it back.
@@ -155,4 +159,19 @@ pub fn spawn_kubectl_proxy(cmd: &mut Command) -> Result<(Proc, String), BenchErr
         },
         addr,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_time_is_the_loaders_last_word() {
+        assert_eq!(
+            load_seconds("loaded 10 services x 2 endpoints in 2.500\n"),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(load_seconds(""), Duration::ZERO, "no output: 0");
+        assert_eq!(load_seconds("loaded in ?\n"), Duration::ZERO, "not a number: 0");
+    }
 }
