@@ -37,14 +37,17 @@ pub enum Proxy {
     SvcnetTree,
     /// svcnet-proxy, `--layout flat` (KUBE-SERVICES as upstream).
     SvcnetFlat,
+    /// svcnet-proxy, `--proxy-mode nftables` (upstream's nftables table, written over netlink).
+    SvcnetNftables,
 }
 
 impl Proxy {
-    pub const ALL: [Proxy; 4] = [
+    pub const ALL: [Proxy; 5] = [
         Proxy::KubeIptables,
         Proxy::KubeNftables,
         Proxy::SvcnetTree,
         Proxy::SvcnetFlat,
+        Proxy::SvcnetNftables,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +56,7 @@ impl Proxy {
             Proxy::KubeNftables => "kube-proxy nftables",
             Proxy::SvcnetTree => "svcnet tree",
             Proxy::SvcnetFlat => "svcnet flat",
+            Proxy::SvcnetNftables => "svcnet nft",
         }
     }
 
@@ -62,6 +66,7 @@ impl Proxy {
             Proxy::KubeNftables => "up-knft",
             Proxy::SvcnetTree => "up-tree",
             Proxy::SvcnetFlat => "up-flat",
+            Proxy::SvcnetNftables => "up-snft",
         }
     }
 }

@@ -165,8 +165,8 @@ fn quick_upstream_anchor_runs_all_four_proxies_on_one_state() {
     assert!(!stdout.contains("\nP1 "), "--only u ran P1:\n{stdout}");
 }
 
-/// U: all four proxies (kube-proxy iptables and nftables, svcnet tree and flat) synced the same
-/// state and made every timed change live; each svcnet figure has a ratio to each upstream mode.
+/// U: all five proxies (kube-proxy iptables and nftables, svcnet tree, flat and nftables) synced the
+/// same state and made every timed change live; each svcnet figure has a ratio to each upstream mode.
 fn check_upstream_anchor(stdout: &str) {
     let u = stdout
         .split("\nU ")
@@ -188,11 +188,11 @@ fn check_upstream_anchor(stdout: &str) {
         "CPU s per 1000 endpoint changes",
     ] {
         let cells = row(label);
-        assert_eq!(cells.len(), 4 + 4, "{label}: 4 proxies and 4 ratios: {cells:?}");
-        for v in &cells[..4] {
+        assert_eq!(cells.len(), 5 + 6, "{label}: 5 proxies and 6 ratios: {cells:?}");
+        for v in &cells[..5] {
             assert!(v.parse::<f64>().is_ok_and(|v| v > 0.0), "{label}: {cells:?}");
         }
-        for r in &cells[4..] {
+        for r in &cells[5..] {
             assert!(r.ends_with('x'), "{label}: ratio {r}");
         }
     }
@@ -201,6 +201,7 @@ fn check_upstream_anchor(stdout: &str) {
         "kube-proxy nftables",
         "svcnet tree",
         "svcnet flat",
+        "svcnet nft",
     ] {
         assert!(!u.contains(&format!("    {name}: ")), "{name} failed:\n{u}");
     }

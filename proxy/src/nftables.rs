@@ -158,16 +158,11 @@ fn kernel_error(e: crate::nft_socket::NetlinkError) -> WriteError {
 /// Steps per batch when a first load streams.
 pub const STREAM_BATCH_OPS: usize = 20_000;
 
-/// The ops of a transaction as batches: one, or bounded ones in order for the first load of an
-/// empty kernel. The kernel binds each anonymous set (one per service port's `numgen` map) by
-/// walking every step of its batch, so one batch for 10k services takes minutes
-/// (docs/BENCHMARKS.md, P2).
+/// The ops of a transaction as the daemon sends them (see [`Transaction::batches`]): the kernel binds
+/// each anonymous set (one per service port's `numgen` map) by walking every step of its batch, so
+/// one batch for 10k services takes minutes (docs/BENCHMARKS.md, P2).
 pub fn batches(tx: &Transaction) -> Vec<&[crate::nft::Op]> {
-    if tx.streamable {
-        tx.ops.chunks(STREAM_BATCH_OPS).collect()
-    } else {
-        vec![&tx.ops[..]]
-    }
+    tx.batches(STREAM_BATCH_OPS)
 }
 
 /// One batch; a refusal names the step the kernel refused.

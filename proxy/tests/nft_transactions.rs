@@ -7,6 +7,8 @@
 //! netlink batches (the daemon's writer); the fresh loads always through `nft -f`. Never in the root
 //! namespace.
 
+mod common;
+
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use proptest::prelude::*;
@@ -152,38 +154,6 @@ fn render(step: &[Option<Svc>], node_ip: &str) -> nft::Ruleset {
     nft::render(&state, &node, &cfg)
 }
 
-/// The table as the kernel lists it, comparable across tables built differently: handles dropped,
-/// set elements sorted (a hash set lists in hash order), objects grouped by kind and name with each
-/// chain's rules in order.
-fn listing(ns: &Netns) -> Vec<Value> {
-    let text = ns.ok(&["nft", "-j", "list", "table", "ip", "kube-proxy"]);
-    let doc: Value = serde_json::from_str(&text).expect("nft -j output");
-    let mut out: Vec<(u8, String, Value)> = Vec::new();
-    for item in doc["nftables"].as_array().expect("nftables array") {
-        let Some((kind, body)) = item.as_object().and_then(|o| o.iter().next()) else {
-            continue;
-        };
-        let mut body = body.clone();
-        if let Some(o) = body.as_object_mut() {
-            o.remove("handle");
-            if let Some(Value::Array(elems)) = o.get_mut("elem") {
-                elems.sort_by_key(Value::to_string);
-            }
-        }
-        let (order, key) = match kind.as_str() {
-            "table" => (0, String::new()),
-            "set" | "map" => (1, body["name"].as_str().unwrap_or_default().to_string()),
-            "chain" => (2, body["name"].as_str().unwrap_or_default().to_string()),
-            "rule" => (3, body["chain"].as_str().unwrap_or_default().to_string()),
-            _ => continue,
-        };
-        out.push((order, key, json!({ kind.as_str(): body })));
-    }
-    // Stable: rules keep their order within a chain.
-    out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    out.into_iter().map(|(_, _, v)| v).collect()
-}
-
 fn apply(ns: &Netns, text: &str) -> Result<(), TestCaseError> {
     if text.is_empty() {
         return Ok(());
@@ -247,7 +217,10 @@ fn check(
 
         let whole = nft::full(next, &Existing::default(), true);
         apply(fresh, &whole.text())?;
-        let (a, b) = (listing(incremental), listing(fresh));
+        let (a, b) = (
+            common::nft_listing(incremental, "ip"),
+            common::nft_listing(fresh, "ip"),
+        );
         if a != b {
             let a: Vec<String> = a.iter().map(Value::to_string).collect();
             let b: Vec<String> = b.iter().map(Value::to_string).collect();

@@ -643,3 +643,71 @@ fn a_full_transaction_removes_stale_chains_and_sets_after_emptying_them() {
         "a new table has nothing to empty"
     );
 }
+
+/// A full sync over a table that has everything, cut into small batches: every chain's flush and
+/// refill share a batch, endpoint chains are filled before the service chain that picks them, and
+/// all elements go in one batch.
+#[test]
+fn a_full_transaction_splits_only_where_no_chain_is_left_empty() {
+    let mut yaml = String::new();
+    for i in 0..30 {
+        yaml.push_str(&svc(
+            &format!("s{i}"),
+            &format!("{{clusterIP: 172.30.1.{i}, ports: [{{port: 80}}]}}"),
+        ));
+        yaml.push_str(&eps(
+            &format!("s{i}"),
+            "IPv4",
+            &[("10.180.0.1", "node1", READY), ("10.180.0.2", "node2", READY)],
+            80,
+        ));
+    }
+    let r = render_yaml(&yaml, &cfg());
+    let existing = Existing {
+        chains: r.chains().iter().map(|c| c.name.clone()).collect(),
+        sets: r.sets().iter().map(|s| s.name.clone()).collect(),
+    };
+    let chains: Vec<String> = r.chains().iter().map(|c| c.name.clone()).collect();
+    let tx = full(r, &existing, false);
+    let batches = tx.batches(40);
+    assert!(batches.len() > 5, "{} batches", batches.len());
+    assert_eq!(batches.iter().map(|b| b.len()).sum::<usize>(), tx.ops.len());
+    let batch_of = |pred: &dyn Fn(&Op) -> bool| -> Vec<usize> {
+        batches
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.iter().any(pred))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    for c in &chains {
+        let flushed = batch_of(&|op| matches!(op, Op::FlushChain(n) if n == c));
+        let filled = batch_of(&|op| matches!(op, Op::AddRule { chain, .. } if chain == c));
+        assert_eq!(flushed.len(), 1, "{c}");
+        assert!(
+            filled.iter().all(|b| *b == flushed[0]),
+            "{c}: {flushed:?} {filled:?}"
+        );
+    }
+    let elements = batch_of(&|op| matches!(op, Op::AddElement(_) | Op::FlushSet { .. }));
+    assert_eq!(elements.len(), 1, "{elements:?}");
+    // Every service chain's numgen rule comes after its endpoint chains' rules.
+    let pos = |pred: &dyn Fn(&Op) -> bool| tx.ops.iter().position(pred);
+    for c in chains
+        .iter()
+        .filter(|c| c.starts_with("service-") && c.contains('/'))
+    {
+        let pick = pos(
+            &|op| matches!(op, Op::AddRule { chain, rule } if chain == c && rule.text.starts_with("numgen")),
+        );
+        // Endpoint chains share the service chain's `ns/name/proto/port` part.
+        let tail = c.splitn(3, '-').nth(2).unwrap_or_default();
+        let ep = pos(
+            &|op| matches!(op, Op::AddRule { chain, .. } if chain.starts_with("endpoint-") && chain.contains(tail)),
+        );
+        assert!(pick.is_some() && ep < pick, "{c}");
+    }
+    // Recreating the table is one batch.
+    let recreated = full(two_services(&[]), &existing, true);
+    assert_eq!(recreated.batches(40).len(), 1);
+}

@@ -113,9 +113,10 @@ pub struct Transaction {
     pub stats: Stats,
     next: Ruleset,
     index: IndexChange,
-    /// The first load of an empty kernel: no rule exists that a partly written table could break, so
-    /// the steps may go in several bounded batches (in order) rather than one.
-    pub streamable: bool,
+    /// Where the steps may be split into several batches committed in order (ascending op indices;
+    /// empty: one batch). Every prefix ending at a split leaves a table that serves traffic: old or
+    /// new rules per chain, never an emptied one.
+    pub splits: Vec<usize>,
 }
 
 impl Transaction {
@@ -131,6 +132,24 @@ impl Transaction {
     /// The sets and maps of the table once the transaction is applied.
     pub fn sets(&self) -> Vec<&Set> {
         self.next.sets()
+    }
+
+    /// The steps as batches to commit in order: one, or (a full sync) as few as keep each under
+    /// `limit` steps, cut only at [`Transaction::splits`] (a group larger than `limit` stays whole).
+    pub fn batches(&self, limit: usize) -> Vec<&[Op]> {
+        let mut out = Vec::new();
+        let (mut start, mut last_split) = (0, 0);
+        for &split in &self.splits {
+            if split - start > limit && last_split > start {
+                out.push(&self.ops[start..last_split]);
+                start = last_split;
+            }
+            last_split = split;
+        }
+        if start < self.ops.len() {
+            out.push(&self.ops[start..]);
+        }
+        out
     }
 
     /// One step as its `nft -f` line (for error messages).
@@ -160,11 +179,11 @@ pub struct Existing {
 /// transaction, so no packet sees it missing): the way out when an object exists with a definition
 /// nft cannot change in place (a set's type, a chain's hook).
 pub fn full(next: Ruleset, existing: &Existing, recreate: bool) -> Transaction {
-    let mut ops = vec![Op::AddTable];
-    let mut stats = Stats::default();
+    let mut t = Builder::default();
+    t.ops.push(Op::AddTable);
     if recreate {
-        ops.push(Op::DeleteTable);
-        ops.push(Op::AddTable);
+        t.ops.push(Op::DeleteTable);
+        t.ops.push(Op::AddTable);
     }
     let chains = next.chains();
     let sets = next.sets();
@@ -186,59 +205,88 @@ pub fn full(next: Ruleset, existing: &Existing, recreate: bool) -> Transaction {
                 .collect(),
         )
     };
-    ops.extend(chains.iter().map(|c| Op::AddChain(declaration(c))));
-    ops.extend(sets.iter().map(|s| Op::AddSet((*s).clone())));
-    if !recreate {
-        // Empty what is rewritten below, and whatever goes, so nothing refers to a stale chain. What
-        // the table does not have yet is empty already.
-        let rewritten = chains
-            .iter()
-            .map(|c| &c.name)
-            .filter(|c| existing.chains.contains(*c));
-        for c in rewritten.chain(stale_chains.iter().copied()) {
-            ops.push(Op::FlushChain(c.clone()));
-        }
-        for s in sets
-            .iter()
-            .filter(|s| s.timeout.is_none() && existing.sets.contains(&s.name))
-        {
-            ops.push(Op::FlushSet {
-                name: s.name.clone(),
-                is_map: s.is_map,
-            });
-        }
-        for s in &stale_sets {
-            ops.push(Op::FlushSet {
-                name: (*s).clone(),
-                is_map: false,
-            });
-        }
-        ops.extend(stale_chains.iter().map(|c| Op::DeleteChain((*c).clone())));
-        for s in &stale_sets {
-            ops.push(Op::DeleteSet {
-                name: (*s).clone(),
-                is_map: false,
-            });
-        }
-    }
-    stats.chains_deleted = stale_chains.len();
+    // 1. Declarations: adding what exists changes nothing, so these may split anywhere.
     for c in &chains {
-        add_rules(&mut ops, c, &mut stats);
+        t.ops.push(Op::AddChain(declaration(c)));
+        t.step();
     }
-    stats.chains_written = chains.len();
+    for s in &sets {
+        t.ops.push(Op::AddSet((*s).clone()));
+        t.step();
+    }
+    // 2. Each part's chains emptied (if the table has them) and refilled together: a chain is never
+    //    seen empty. Endpoint chains come before the service chain that picks them.
+    let parts = std::iter::once(Part::base(&next)).chain(next.services.values().map(|s| Part::service(s)));
+    for part in parts {
+        for c in part.chains.iter().rev() {
+            if !recreate && existing.chains.contains(&c.name) {
+                t.ops.push(Op::FlushChain(c.name.clone()));
+            }
+            add_rules(&mut t.ops, c, &mut t.stats);
+        }
+        t.step();
+    }
+    t.stats.chains_written = chains.len();
+    // 3. Every set and map emptied and refilled at once (affinity sets excepted: their elements are
+    //    live client state).
+    for s in sets
+        .iter()
+        .filter(|s| !recreate && s.timeout.is_none() && existing.sets.contains(&s.name))
+    {
+        t.ops.push(Op::FlushSet {
+            name: s.name.clone(),
+            is_map: s.is_map,
+        });
+    }
     let index = ElementIndex::of(&next);
     for (key, values) in &index.0 {
         if let Some(v) = effective(values) {
-            ops.push(Op::AddElement(element(key, v)));
-            stats.elements_added += 1;
+            t.ops.push(Op::AddElement(element(key, v)));
+            t.stats.elements_added += 1;
         }
     }
+    t.step();
+    // 4. What goes, once nothing refers to it: stale chains emptied first (they may jump to each
+    //    other), then deleted, then stale sets.
+    t.ops
+        .extend(stale_chains.iter().map(|c| Op::FlushChain((*c).clone())));
+    t.ops
+        .extend(stale_chains.iter().map(|c| Op::DeleteChain((*c).clone())));
+    for s in &stale_sets {
+        t.ops.push(Op::FlushSet {
+            name: (*s).clone(),
+            is_map: false,
+        });
+    }
+    for s in &stale_sets {
+        t.ops.push(Op::DeleteSet {
+            name: (*s).clone(),
+            is_map: false,
+        });
+    }
+    t.stats.chains_deleted = stale_chains.len();
     Transaction {
-        ops,
-        stats,
+        // Deleting and recreating the table must be one batch: in between there are no rules.
+        splits: if recreate { Vec::new() } else { t.splits },
+        ops: t.ops,
+        stats: t.stats,
         next,
         index: IndexChange::Replace(index),
-        streamable: !recreate && existing.chains.is_empty() && existing.sets.is_empty(),
+    }
+}
+
+/// The steps of a full transaction and where a batch may end between them.
+#[derive(Default)]
+struct Builder {
+    ops: Vec<Op>,
+    splits: Vec<usize>,
+    stats: Stats,
+}
+
+impl Builder {
+    /// The kernel may commit what came so far on its own: no state in between breaks traffic.
+    fn step(&mut self) {
+        self.splits.push(self.ops.len());
     }
 }
 
@@ -369,7 +417,7 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
         stats,
         next,
         index: IndexChange::Delta(delta),
-        streamable: false,
+        splits: Vec::new(),
     }
 }
 
