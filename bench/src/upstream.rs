@@ -215,11 +215,11 @@ fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Pr
                 .args(["--conntrack-tcp-timeout-close-wait=0", "--oom-score-adj=0"]);
             c
         }
-        Proxy::SvcnetTree | Proxy::SvcnetFlat => {
-            let layout = if proxy == Proxy::SvcnetTree {
-                "tree"
-            } else {
-                "flat"
+        Proxy::SvcnetTree | Proxy::SvcnetFlat | Proxy::SvcnetNftables => {
+            let mode: &[&str] = match proxy {
+                Proxy::SvcnetTree => &["--layout", "tree"],
+                Proxy::SvcnetFlat => &["--layout", "flat"],
+                _ => &["--proxy-mode", "nftables"],
             };
             let kubeconfig = sh.cluster.component_kubeconfig(Component::Proxy)?;
             let mut c = ns.command(&bins.path(procs::PROXY).to_string_lossy());
@@ -227,7 +227,7 @@ fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Pr
                 .arg("--kubeconfig")
                 .arg(kubeconfig)
                 .args(["--hostname-override", NODE, "--cluster-cidr", wire::ENDPOINT_CIDR])
-                .args(["--layout", layout]);
+                .args(mode);
             c
         }
     };

@@ -259,7 +259,11 @@ fn th_dport(dreg: u32, _: Family) -> Expr {
 /// nft's register numbering: 32-bit unit `u` of the register file is NFT_REG_1 + u/4 when it starts
 /// a 128-bit register, else NFT_REG32_00 + u.
 fn register(unit: u32) -> u32 {
-    if unit % 4 == 0 { 1 + unit / 4 } else { 8 + unit }
+    if unit.is_multiple_of(4) {
+        1 + unit / 4
+    } else {
+        8 + unit
+    }
 }
 
 impl Parser<'_> {
@@ -448,7 +452,7 @@ impl Parser<'_> {
                 op,
                 data: addr.to_vec(),
             });
-        } else if bits % 8 == 0 && bits > 0 {
+        } else if bits.is_multiple_of(8) && bits > 0 {
             if let Expr::Payload { len, .. } = &mut l {
                 *len = bits / 8;
             }

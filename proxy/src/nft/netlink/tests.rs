@@ -178,7 +178,10 @@ fn messages(bytes: &[u8]) -> Vec<(u16, u16, u32)> {
     let mut rest = bytes;
     while !rest.is_empty() {
         let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-        assert!(len >= 20 && len <= rest.len() && len % 4 == 0, "bad length {len}");
+        assert!(
+            len >= 20 && len <= rest.len() && len.is_multiple_of(4),
+            "bad length {len}"
+        );
         let ty = u16::from_ne_bytes([rest[4], rest[5]]);
         let flags = u16::from_ne_bytes([rest[6], rest[7]]);
         let seq = u32::from_ne_bytes([rest[8], rest[9], rest[10], rest[11]]);
