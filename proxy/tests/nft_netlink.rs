@@ -263,4 +263,5 @@ fn a_streamed_full_sync_over_an_existing_table_ends_as_a_fresh_load() {
         pairs += 1;
     }
     assert!(pairs >= 10, "only {pairs} pairs");
+    println!("{pairs} streamed full syncs over another state end as fresh loads");
 }
