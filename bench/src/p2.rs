@@ -344,7 +344,7 @@ fn run_nftables(netlink: bool, p: &P2Params, progress: &mut dyn FnMut(&str)) -> 
     let mut lab = Lab::start(&format!("p2-{name}"))?;
     let mut writer = if netlink {
         let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
-        let socket = NftSocket::open_in(&path, p.full_sync_limit)
+        let socket = NftSocket::open_in(&path, svcnet_proxy::nftables::DEFAULT_TIMEOUT)
             .map_err(|e| BenchError::Check(format!("netlink socket in {}: {e}", lab.ns.name)))?;
         NftWriter::Netlink(socket)
     } else {

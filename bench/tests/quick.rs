@@ -147,7 +147,7 @@ fn a_full_sync_past_its_limit_is_killed_and_reported_as_a_lower_bound() {
 }
 
 #[test]
-fn quick_upstream_anchor_runs_all_four_proxies_on_one_state() {
+fn quick_upstream_anchor_runs_all_five_proxies_on_one_state() {
     if !netns_available() {
         return;
     }

@@ -43,6 +43,8 @@ impl NftSocket {
             Some(netlink::NETFILTER),
         )
         .map_err(std::io::Error::from)?;
+        // A zero timeout would mean "none" to some and EINVAL to others: at least a millisecond.
+        let timeout = timeout.max(Duration::from_millis(1));
         sockopt::set_socket_timeout(&fd, sockopt::Timeout::Recv, Some(timeout))
             .map_err(std::io::Error::from)?;
         // Best effort: a larger receive buffer only matters when many messages fail at once.
