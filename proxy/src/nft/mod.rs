@@ -8,6 +8,8 @@
 //! [`render`] puts them together. Endpoint selection reuses the model's `categorize`.
 
 mod base;
+mod element_index;
+mod full;
 pub mod naming;
 pub mod netlink;
 mod op;

@@ -13,70 +13,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::element_index::{Delta, ElementIndex, add_counts, effective, element};
 use super::op::{Op, declaration};
 use super::{Chain, Element, Ruleset, ServiceObjects, Set};
 
-/// (container, key parts).
-type ElementKey = (&'static str, Vec<String>);
-/// (verdict, comment).
-type ElementValue = (Option<String>, Option<String>);
-
-/// Every element the ruleset holds, with how many objects (base, service ports) add it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct ElementIndex(BTreeMap<ElementKey, BTreeMap<ElementValue, usize>>);
-
-impl ElementIndex {
-    fn of(ruleset: &Ruleset) -> ElementIndex {
-        let mut index = ElementIndex::default();
-        for e in all_elements(ruleset) {
-            *index
-                .0
-                .entry((e.container, e.key.clone()))
-                .or_default()
-                .entry((e.value.clone(), e.comment.clone()))
-                .or_default() += 1;
-        }
-        index
-    }
-
-    fn apply(&mut self, delta: &Delta) {
-        for (key, changes) in delta {
-            let values = self.0.entry(key.clone()).or_default();
-            add_counts(values, changes);
-            if values.is_empty() {
-                self.0.remove(key);
-            }
-        }
-    }
-}
-
-/// Contributor count changes per element.
-type Delta = BTreeMap<ElementKey, BTreeMap<ElementValue, isize>>;
-
-/// Applies count changes to one key's values; a value whose count reaches 0 goes.
-fn add_counts(values: &mut BTreeMap<ElementValue, usize>, changes: &BTreeMap<ElementValue, isize>) {
-    for (value, n) in changes {
-        let next = values.get(value).copied().unwrap_or(0).saturating_add_signed(*n);
-        if next == 0 {
-            values.remove(value);
-        } else {
-            values.insert(value.clone(), next);
-        }
-    }
-}
-
-/// The element the kernel holds for a key: one value wins when contributors disagree (an invalid
-/// state, e.g. two Services claiming one IP for a moment), deterministically the smallest.
-fn effective(values: &BTreeMap<ElementValue, usize>) -> Option<&ElementValue> {
-    values.iter().find(|(_, n)| **n > 0).map(|(v, _)| v)
-}
-
-fn all_elements(r: &Ruleset) -> impl Iterator<Item = &Element> {
-    r.base
-        .elements
-        .iter()
-        .chain(r.services.values().flat_map(|s| s.elements.iter()))
-}
+pub use super::full::full;
 
 /// What the kernel holds after the last successful transaction.
 #[derive(Clone, Debug, Default)]
@@ -101,7 +42,7 @@ impl Applied {
 }
 
 #[derive(Debug)]
-enum IndexChange {
+pub(super) enum IndexChange {
     Replace(ElementIndex),
     Delta(Delta),
 }
@@ -111,8 +52,8 @@ enum IndexChange {
 pub struct Transaction {
     pub ops: Vec<Op>,
     pub stats: Stats,
-    next: Ruleset,
-    index: IndexChange,
+    pub(super) next: Ruleset,
+    pub(super) index: IndexChange,
     /// Where the steps may be split into several batches committed in order (ascending op indices;
     /// empty: one batch). Every prefix ending at a split leaves a table that serves traffic: old or
     /// new rules per chain, never an emptied one.
@@ -173,121 +114,6 @@ pub struct Stats {
 pub struct Existing {
     pub chains: BTreeSet<String>,
     pub sets: BTreeSet<String>,
-}
-
-/// Everything, from whatever the kernel holds. `recreate` deletes the table first (in the same
-/// transaction, so no packet sees it missing): the way out when an object exists with a definition
-/// nft cannot change in place (a set's type, a chain's hook).
-pub fn full(next: Ruleset, existing: &Existing, recreate: bool) -> Transaction {
-    let mut t = Builder::default();
-    t.ops.push(Op::AddTable);
-    if recreate {
-        t.ops.push(Op::DeleteTable);
-        t.ops.push(Op::AddTable);
-    }
-    let chains = next.chains();
-    let sets = next.sets();
-    let wanted_chains: BTreeSet<&str> = chains.iter().map(|c| c.name.as_str()).collect();
-    let wanted_sets: BTreeSet<&str> = sets.iter().map(|s| s.name.as_str()).collect();
-    let (stale_chains, stale_sets): (Vec<&String>, Vec<&String>) = if recreate {
-        (Vec::new(), Vec::new())
-    } else {
-        (
-            existing
-                .chains
-                .iter()
-                .filter(|c| !wanted_chains.contains(c.as_str()))
-                .collect(),
-            existing
-                .sets
-                .iter()
-                .filter(|s| !wanted_sets.contains(s.as_str()))
-                .collect(),
-        )
-    };
-    // 1. Declarations: adding what exists changes nothing, so these may split anywhere.
-    for c in &chains {
-        t.ops.push(Op::AddChain(declaration(c)));
-        t.step();
-    }
-    for s in &sets {
-        t.ops.push(Op::AddSet((*s).clone()));
-        t.step();
-    }
-    // 2. Each part's chains emptied (if the table has them) and refilled together: a chain is never
-    //    seen empty. Endpoint chains come before the service chain that picks them.
-    let parts = std::iter::once(Part::base(&next)).chain(next.services.values().map(|s| Part::service(s)));
-    for part in parts {
-        for c in part.chains.iter().rev() {
-            if !recreate && existing.chains.contains(&c.name) {
-                t.ops.push(Op::FlushChain(c.name.clone()));
-            }
-            add_rules(&mut t.ops, c, &mut t.stats);
-        }
-        t.step();
-    }
-    t.stats.chains_written = chains.len();
-    // 3. Every set and map emptied and refilled at once (affinity sets excepted: their elements are
-    //    live client state).
-    for s in sets
-        .iter()
-        .filter(|s| !recreate && s.timeout.is_none() && existing.sets.contains(&s.name))
-    {
-        t.ops.push(Op::FlushSet {
-            name: s.name.clone(),
-            is_map: s.is_map,
-        });
-    }
-    let index = ElementIndex::of(&next);
-    for (key, values) in &index.0 {
-        if let Some(v) = effective(values) {
-            t.ops.push(Op::AddElement(element(key, v)));
-            t.stats.elements_added += 1;
-        }
-    }
-    t.step();
-    // 4. What goes, once nothing refers to it: stale chains emptied first (they may jump to each
-    //    other), then deleted, then stale sets.
-    t.ops
-        .extend(stale_chains.iter().map(|c| Op::FlushChain((*c).clone())));
-    t.ops
-        .extend(stale_chains.iter().map(|c| Op::DeleteChain((*c).clone())));
-    for s in &stale_sets {
-        t.ops.push(Op::FlushSet {
-            name: (*s).clone(),
-            is_map: false,
-        });
-    }
-    for s in &stale_sets {
-        t.ops.push(Op::DeleteSet {
-            name: (*s).clone(),
-            is_map: false,
-        });
-    }
-    t.stats.chains_deleted = stale_chains.len();
-    Transaction {
-        // Deleting and recreating the table must be one batch: in between there are no rules.
-        splits: if recreate { Vec::new() } else { t.splits },
-        ops: t.ops,
-        stats: t.stats,
-        next,
-        index: IndexChange::Replace(index),
-    }
-}
-
-/// The steps of a full transaction and where a batch may end between them.
-#[derive(Default)]
-struct Builder {
-    ops: Vec<Op>,
-    splits: Vec<usize>,
-    stats: Stats,
-}
-
-impl Builder {
-    /// The kernel may commit what came so far on its own: no state in between breaks traffic.
-    fn step(&mut self) {
-        self.splits.push(self.ops.len());
-    }
 }
 
 /// Only what changed since `prev` (which the kernel holds).
@@ -423,21 +249,21 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
 
 /// The base or one service port's objects: the diff treats them alike.
 #[derive(Clone, Copy)]
-struct Part<'a> {
-    chains: &'a [Chain],
+pub(super) struct Part<'a> {
+    pub(super) chains: &'a [Chain],
     sets: &'a [Set],
     elements: &'a [Element],
 }
 
 impl<'a> Part<'a> {
-    fn base(r: &'a Ruleset) -> Part<'a> {
+    pub(super) fn base(r: &'a Ruleset) -> Part<'a> {
         Part {
             chains: &r.base.chains,
             sets: &r.base.sets,
             elements: &r.base.elements,
         }
     }
-    fn service(s: &'a ServiceObjects) -> Part<'a> {
+    pub(super) fn service(s: &'a ServiceObjects) -> Part<'a> {
         Part {
             chains: &s.chains,
             sets: &s.sets,
@@ -446,21 +272,12 @@ impl<'a> Part<'a> {
     }
 }
 
-fn add_rules(ops: &mut Vec<Op>, c: &Chain, stats: &mut Stats) {
+pub(super) fn add_rules(ops: &mut Vec<Op>, c: &Chain, stats: &mut Stats) {
     for r in &c.rules {
         ops.push(Op::AddRule {
             chain: c.name.clone(),
             rule: r.clone(),
         });
         stats.rules_written += 1;
-    }
-}
-
-fn element(key: &ElementKey, value: &ElementValue) -> Element {
-    Element {
-        container: key.0,
-        key: key.1.clone(),
-        value: value.0.clone(),
-        comment: value.1.clone(),
     }
 }

@@ -24,6 +24,56 @@ pub(super) fn write(w: &mut Writer, e: &Expr) -> Result<(), EncodeError> {
     w.str(EXPR_NAME, name(e))?;
     let data = w.nest(EXPR_DATA);
     match e {
+        Expr::Payload { .. }
+        | Expr::Meta { .. }
+        | Expr::MetaSet { .. }
+        | Expr::CtState
+        | Expr::Cmp { .. }
+        | Expr::Bitwise { .. }
+        | Expr::Lookup { .. } => matches(w, e)?,
+        _ => actions(w, e)?,
+    }
+    w.nest_end(data)?;
+    w.nest_end(el)
+}
+
+fn name(e: &Expr) -> &'static str {
+    match e {
+        Expr::Payload { .. } => "payload",
+        Expr::Meta { .. } | Expr::MetaSet { .. } => "meta",
+        Expr::CtState => "ct",
+        Expr::Cmp { .. } => "cmp",
+        Expr::Bitwise { .. } => "bitwise",
+        Expr::Lookup { .. } => "lookup",
+        Expr::Immediate { .. } | Expr::Verdict(_) => "immediate",
+        Expr::Reject { .. } => "reject",
+        Expr::Fib { .. } => "fib",
+        Expr::Numgen { .. } => "numgen",
+        Expr::Dynset { .. } => "dynset",
+        Expr::Dnat { .. } => "nat",
+        Expr::Masq { .. } => "masq",
+    }
+}
+
+/// `NFTA_DATA_VALUE` nested in attribute `ty`.
+fn value(w: &mut Writer, ty: u16, data: &[u8]) -> Result<(), EncodeError> {
+    let n = w.nest(ty);
+    w.attr(DATA_VALUE, data)?;
+    w.nest_end(n)
+}
+
+fn verdict(w: &mut Writer, v: &Verdict) -> Result<(), EncodeError> {
+    let n = w.nest(DATA_VERDICT);
+    w.attr(1, &v.code().to_be_bytes())?;
+    if let Some(c) = v.chain() {
+        w.str(2, c)?;
+    }
+    w.nest_end(n)
+}
+
+/// The data of a load, comparison or lookup.
+fn matches(w: &mut Writer, e: &Expr) -> Result<(), EncodeError> {
+    match e {
         Expr::Payload {
             base,
             offset,
@@ -77,6 +127,14 @@ pub(super) fn write(w: &mut Writer, e: &Expr) -> Result<(), EncodeError> {
                 w.u32_be(5, LOOKUP_INVERT)?;
             }
         }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The data of an immediate, verdict or acting expression.
+fn actions(w: &mut Writer, e: &Expr) -> Result<(), EncodeError> {
+    match e {
         Expr::Immediate { dreg, value: v } => {
             w.u32_be(1, *dreg)?;
             value(w, 2, v)?;
@@ -117,41 +175,7 @@ pub(super) fn write(w: &mut Writer, e: &Expr) -> Result<(), EncodeError> {
         Expr::Masq { flags } => {
             w.u32_be(1, *flags)?;
         }
+        _ => {}
     }
-    w.nest_end(data)?;
-    w.nest_end(el)
-}
-
-fn name(e: &Expr) -> &'static str {
-    match e {
-        Expr::Payload { .. } => "payload",
-        Expr::Meta { .. } | Expr::MetaSet { .. } => "meta",
-        Expr::CtState => "ct",
-        Expr::Cmp { .. } => "cmp",
-        Expr::Bitwise { .. } => "bitwise",
-        Expr::Lookup { .. } => "lookup",
-        Expr::Immediate { .. } | Expr::Verdict(_) => "immediate",
-        Expr::Reject { .. } => "reject",
-        Expr::Fib { .. } => "fib",
-        Expr::Numgen { .. } => "numgen",
-        Expr::Dynset { .. } => "dynset",
-        Expr::Dnat { .. } => "nat",
-        Expr::Masq { .. } => "masq",
-    }
-}
-
-/// `NFTA_DATA_VALUE` nested in attribute `ty`.
-fn value(w: &mut Writer, ty: u16, data: &[u8]) -> Result<(), EncodeError> {
-    let n = w.nest(ty);
-    w.attr(DATA_VALUE, data)?;
-    w.nest_end(n)
-}
-
-fn verdict(w: &mut Writer, v: &Verdict) -> Result<(), EncodeError> {
-    let n = w.nest(DATA_VERDICT);
-    w.attr(1, &v.code().to_be_bytes())?;
-    if let Some(c) = v.chain() {
-        w.str(2, c)?;
-    }
-    w.nest_end(n)
+    Ok(())
 }

@@ -5,10 +5,12 @@
 //! `nft list` prints a table written this way exactly as one written by `nft -f` (the proxy's
 //! `nft_netlink` test compares both, rule by rule and expression by expression).
 
+mod compile;
 mod encode_expr;
 mod expr;
 mod msg;
 mod objects;
+mod set_type;
 
 #[cfg(test)]
 mod tests;
@@ -19,7 +21,7 @@ use super::{Op, Set};
 use crate::model::Family;
 use msg::Writer;
 
-pub use objects::SetType;
+pub use set_type::SetType;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EncodeError {

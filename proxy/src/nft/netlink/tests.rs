@@ -1,7 +1,8 @@
 //! Expected encodings come from nft 1.0.6 itself (`nft --debug=netlink` and `--debug=mnl` of the
 //! same rules); the kernel-level comparison of whole tables is `tests/nft_netlink.rs`.
 
-use super::expr::{AnonElement, Expr, compile};
+use super::compile::compile;
+use super::expr::{AnonElement, Expr};
 use super::*;
 use crate::nft::{Element, Op, Rule, Set};
 
