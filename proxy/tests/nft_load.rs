@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::path::Path;
 
 use clap::Parser;
 use svcnet_proxy::cli::{Cli, Command};
@@ -22,23 +21,14 @@ fn render(argv: Vec<String>) -> String {
 /// (what, text) for every case to load.
 fn texts() -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstream-nft");
-    let mut dirs: Vec<_> = std::fs::read_dir(&root)
-        .expect("tests/upstream-nft")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
-        let flags = std::fs::read_to_string(dir.join("flags")).expect("flags");
+    for (dir, flags) in common::upstream_nft_cases() {
         let mut argv = vec![
             "svcnet-proxy".to_string(),
             "render".into(),
             "-f".into(),
             dir.join("input.yaml").display().to_string(),
         ];
-        argv.extend(flags.split_whitespace().map(str::to_string));
+        argv.extend(flags);
         out.push((dir.display().to_string(), render(argv)));
     }
     for (input, words, _) in common::golden_cases() {

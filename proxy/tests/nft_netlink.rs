@@ -21,18 +21,9 @@ use svcnet_proxy::settings::RuleSettings;
 /// (what, family, ruleset) for every case.
 fn cases() -> Vec<(String, Family, nft::Ruleset)> {
     let mut argvs: Vec<(String, Vec<String>)> = Vec::new();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstream-nft");
-    let mut dirs: Vec<_> = std::fs::read_dir(&root)
-        .expect("tests/upstream-nft")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
-        let flags = std::fs::read_to_string(dir.join("flags")).expect("flags");
+    for (dir, flags) in common::upstream_nft_cases() {
         let mut argv = vec!["-f".to_string(), dir.join("input.yaml").display().to_string()];
-        argv.extend(flags.split_whitespace().map(str::to_string));
+        argv.extend(flags);
         argvs.push((dir.display().to_string(), argv));
     }
     let edge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nft_netlink");

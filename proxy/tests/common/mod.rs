@@ -8,6 +8,25 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+/// Every upstream nftables case (`tests/upstream-nft/<case>/`): its directory and its render flags.
+pub fn upstream_nft_cases() -> Vec<(PathBuf, Vec<String>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstream-nft");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .expect("tests/upstream-nft")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .map(|dir| {
+            let flags = std::fs::read_to_string(dir.join("flags")).expect("flags");
+            let flags = flags.split_whitespace().map(str::to_string).collect();
+            (dir, flags)
+        })
+        .collect()
+}
+
 /// Every golden case: (input.yaml, CLI words from `<variant>.args`, `<variant>.rules`).
 pub fn golden_cases() -> Vec<(PathBuf, Vec<String>, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
