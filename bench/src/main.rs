@@ -268,6 +268,7 @@ fn main() -> anyhow::Result<()> {
                 .p1_endpoints
                 .clone()
                 .unwrap_or(if q { vec![1, 50] } else { vec![1, 1000] }),
+            nftables: true,
         };
         let r = p1::run(&params, &mut progress)?;
         print!("{}", report::p1(&r));
@@ -279,7 +280,7 @@ fn main() -> anyhow::Result<()> {
             p3_rows.push(P3Row {
                 what: format!(
                     "{} x {} services, 1 endpoint",
-                    p1::layout_name(c.layout),
+                    p1::rules_name(c.layout),
                     c.services
                 ),
                 render: c.render,

@@ -1,6 +1,8 @@
-//! P1: new-connection cost through the real kernel rules, flat vs tree, at several service counts.
+//! P1: new-connection cost through the real kernel rules, flat vs tree vs the nftables mode, at
+//! several service counts.
 //!
-//! Every size gets one namespace per layout, loaded with the full payload (jumps included). The
+//! Every size gets one namespace per layout, loaded with the full payload (jumps included); the
+//! nftables mode's table is loaded as the daemon writes it (netlink batches). The
 //! probed service is the last rule of the flat KUBE-SERVICES list (upstream's worst case) and, among
 //! all services, one with the longest dispatch walk in the tree, so both layouts are measured at
 //! their worst. Probes run in interleaved rounds over all namespaces so background load on the
@@ -10,6 +12,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{Layout, RenderConfig};
+use svcnet_proxy::nft::{self, Existing};
+use svcnet_proxy::nft_socket::NftSocket;
 use svcnet_proxy::render::{self, FullOptions};
 
 use crate::error::BenchError;
@@ -31,11 +35,20 @@ pub struct P1Params {
     /// Stretch: endpoint counts of the probed service, measured in the tree at the smallest size
     /// (the endpoint chain is the same in both layouts). 1 is the base case.
     pub endpoint_sizes: Vec<usize>,
+    /// Also the nftables mode's table at every size.
+    pub nftables: bool,
+}
+
+/// Which rules a case loads: an iptables layout, or the nftables mode's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rules {
+    Iptables(Layout),
+    Nftables,
 }
 
 #[derive(Debug)]
 pub struct P1Case {
-    pub layout: Layout,
+    pub layout: Rules,
     pub services: usize,
     /// Endpoints of the probed service (all others have one).
     pub endpoints: usize,
@@ -64,25 +77,25 @@ pub struct P1 {
 }
 
 impl P1 {
-    pub fn case(&self, layout: Layout, services: usize) -> Option<&P1Case> {
+    pub fn case(&self, layout: Rules, services: usize) -> Option<&P1Case> {
         self.case_eps(layout, services, 1)
     }
 
-    pub fn case_eps(&self, layout: Layout, services: usize, endpoints: usize) -> Option<&P1Case> {
+    pub fn case_eps(&self, layout: Rules, services: usize, endpoints: usize) -> Option<&P1Case> {
         self.cases
             .iter()
             .find(|c| c.layout == layout && c.services == services && c.endpoints == endpoints)
     }
 
     /// Median connect time of `layout` at `services` over the same layout at `base` services.
-    pub fn growth(&self, layout: Layout, services: usize, base: usize) -> f64 {
+    pub fn growth(&self, layout: Rules, services: usize, base: usize) -> f64 {
         self.growth_at(layout, services, base, 50.0)
     }
 
     /// Like [`P1::growth`] at percentile `p`. Connect times are bimodal on this machine (two CPU
     /// states ~10 us apart), so the median can jump between modes; background load only ever adds
     /// time, so a low percentile (p10) is the steadier view of the rule cost.
-    pub fn growth_at(&self, layout: Layout, services: usize, base: usize, p: f64) -> f64 {
+    pub fn growth_at(&self, layout: Rules, services: usize, base: usize, p: f64) -> f64 {
         match (self.case(layout, services), self.case(layout, base)) {
             (Some(a), Some(b)) => stats::ratio(
                 stats::percentile(&a.samples_us, p).unwrap_or(f64::NAN),
@@ -119,7 +132,8 @@ struct Loaded {
     vip: SocketAddr,
 }
 
-fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, eps: usize, p: &P1Params) -> Result<Loaded, BenchError> {
+/// The synthetic state of a case: `n` services with one endpoint, the probed one with `eps`.
+fn state_of(n: usize, ips: &[Ipv4Addr], eps: usize) -> Result<svcnet_proxy::model::ProxyState, BenchError> {
     let mut state = synth::state(ips, 1);
     let target = synth::service_name(n - 1);
     let endpoints = local_endpoints(eps)?
@@ -127,6 +141,71 @@ fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, eps: usize, p: &P1Params) ->
         .map(|ip| synth::endpoint(ip, ENDPOINT_PORT))
         .collect();
     state.endpoints.insert(target, endpoints);
+    Ok(state)
+}
+
+fn load(n: usize, ips: &[Ipv4Addr], rules: Rules, eps: usize, p: &P1Params) -> Result<Loaded, BenchError> {
+    match rules {
+        Rules::Iptables(layout) => load_iptables(n, ips, layout, eps, p),
+        Rules::Nftables => load_nftables(n, ips, eps),
+    }
+}
+
+/// The nftables mode's table, written as the daemon's first sync writes it. The probe's verdict is
+/// one map lookup whatever the size: "rules walked" counts that lookup.
+fn load_nftables(n: usize, ips: &[Ipv4Addr], eps: usize) -> Result<Loaded, BenchError> {
+    let state = state_of(n, ips, eps)?;
+    let t = Instant::now();
+    let ruleset = nft::render(&state, &synth::node(), &RenderConfig::default());
+    let tx = nft::full(ruleset, &Existing::default(), false);
+    let render_time = t.elapsed();
+    let lab = Lab::start(&format!("p1-nft{n}-{eps}"))?;
+    let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
+    let check = |e: String| BenchError::Check(format!("nftables load in {}: {e}", lab.ns.name));
+    let mut socket = NftSocket::open_in(&path, svcnet_proxy::nftables::DEFAULT_TIMEOUT)
+        .map_err(|e| check(e.to_string()))?;
+    let t = Instant::now();
+    let sets: Vec<&nft::Set> = tx.sets();
+    let batches = svcnet_proxy::nftables::batches(&tx);
+    for ops in &batches {
+        let batch = nft::netlink::encode(tx.family(), ops, sets.iter().copied(), socket.next_seq())
+            .map_err(|e| check(e.to_string()))?;
+        socket.apply(&batch).map_err(|e| check(e.to_string()))?;
+    }
+    let restore = t.elapsed();
+    finish(
+        lab,
+        P1Case {
+            layout: Rules::Nftables,
+            services: n,
+            endpoints: eps,
+            walked: 1,
+            payload_lines: tx.ops.len(),
+            render: render_time,
+            restore,
+            chunks: batches.len(),
+            samples_us: Vec::new(),
+        },
+        IpAddr::V4(ips[n - 1]),
+    )
+}
+
+/// A loaded case: the probe must connect once, or the rules are wrong (fail loudly, not with odd
+/// timings).
+fn finish(mut lab: Lab, case: P1Case, vip_ip: IpAddr) -> Result<Loaded, BenchError> {
+    let vip = SocketAddr::new(vip_ip, SERVICE_PORT);
+    lab.agent.connect_us(vip, 1)?;
+    Ok(Loaded { case, lab, vip })
+}
+
+fn load_iptables(
+    n: usize,
+    ips: &[Ipv4Addr],
+    layout: Layout,
+    eps: usize,
+    p: &P1Params,
+) -> Result<Loaded, BenchError> {
+    let state = state_of(n, ips, eps)?;
     let cfg = RenderConfig {
         layout,
         ..Default::default()
@@ -156,12 +235,10 @@ fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, eps: usize, p: &P1Params) ->
     for part in &parts {
         restore += lab.agent.restore(&p.restore_program, part)?;
     }
-    let vip = SocketAddr::new(vip_ip, SERVICE_PORT);
-    // A probe that cannot connect means the rules are wrong: fail loudly, not with odd timings.
-    lab.agent.connect_us(vip, 1)?;
-    Ok(Loaded {
-        case: P1Case {
-            layout,
+    finish(
+        lab,
+        P1Case {
+            layout: Rules::Iptables(layout),
             services: n,
             endpoints: eps,
             walked,
@@ -171,9 +248,8 @@ fn load(n: usize, ips: &[Ipv4Addr], layout: Layout, eps: usize, p: &P1Params) ->
             chunks: parts.len(),
             samples_us: Vec::new(),
         },
-        lab,
-        vip,
-    })
+        vip_ip,
+    )
 }
 
 pub fn layout_name(l: Layout) -> &'static str {
@@ -183,19 +259,32 @@ pub fn layout_name(l: Layout) -> &'static str {
     }
 }
 
+pub fn rules_name(r: Rules) -> &'static str {
+    match r {
+        Rules::Iptables(l) => layout_name(l),
+        Rules::Nftables => "nft",
+    }
+}
+
 pub fn run(p: &P1Params, progress: &mut dyn FnMut(&str)) -> Result<P1, BenchError> {
     let mut loaded: Vec<Loaded> = Vec::new();
     let base = p.sizes.iter().copied().filter(|n| *n > 0).min();
-    let mut todo: Vec<(usize, Layout, usize)> = Vec::new();
+    let mut todo: Vec<(usize, Rules, usize)> = Vec::new();
     for &n in p.sizes.iter().filter(|n| **n > 0) {
-        todo.extend([(n, Layout::Flat, 1), (n, Layout::Tree, 1)]);
+        todo.extend([
+            (n, Rules::Iptables(Layout::Flat), 1),
+            (n, Rules::Iptables(Layout::Tree), 1),
+        ]);
+        if p.nftables {
+            todo.push((n, Rules::Nftables, 1));
+        }
     }
     if let Some(b) = base {
         todo.extend(
             p.endpoint_sizes
                 .iter()
                 .filter(|e| **e > 1)
-                .map(|e| (b, Layout::Tree, *e)),
+                .map(|e| (b, Rules::Iptables(Layout::Tree), *e)),
         );
     }
     let mut ips = Vec::new();
@@ -206,7 +295,7 @@ pub fn run(p: &P1Params, progress: &mut dyn FnMut(&str)) -> Result<P1, BenchErro
         let l = load(n, &ips, layout, eps, p)?;
         progress(&format!(
             "P1 loaded {} x {n} (probe with {eps} endpoints): {} lines, restore {:.0} ms in {} call(s)",
-            layout_name(layout),
+            rules_name(layout),
             l.case.payload_lines,
             stats::ms(l.case.restore),
             l.case.chunks

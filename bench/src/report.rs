@@ -5,9 +5,12 @@ use std::time::Duration;
 
 use svcnet_proxy::config::Layout;
 
-use crate::p1::{P1, layout_name};
+use crate::p1::{P1, Rules, rules_name};
 use crate::p2::{P2, Sync};
 use crate::stats::{median, ms, percentile, ratio};
+
+/// First-packet cost of the nftables mode at the largest size over the smallest (issue 18).
+const P1_NFT_GROWTH_TARGET: f64 = 1.1;
 
 /// Targets from the benchmarks issue.
 pub const P1_TREE_GROWTH_TARGET: f64 = 1.3;
@@ -73,7 +76,7 @@ pub fn p1(r: &P1) -> String {
         let _ = writeln!(
             s,
             "    {:<6} {:>9} {:>10} {:>13} {:>10.1} {:>9.1} {:>9.1} {:>12} {:>8}",
-            layout_name(c.layout),
+            rules_name(c.layout),
             c.services,
             c.endpoints,
             c.walked,
@@ -97,9 +100,12 @@ pub fn p1(r: &P1) -> String {
         s,
         "    with the same layout at {base} services, or for many endpoints with the 1-endpoint service)"
     );
-    let tree = r.growth(Layout::Tree, top, base);
-    let flat = r.growth(Layout::Flat, top, base);
-    let vs = match (r.case(Layout::Flat, top), r.case(Layout::Tree, top)) {
+    let tree = r.growth(Rules::Iptables(Layout::Tree), top, base);
+    let flat = r.growth(Rules::Iptables(Layout::Flat), top, base);
+    let vs = match (
+        r.case(Rules::Iptables(Layout::Flat), top),
+        r.case(Rules::Iptables(Layout::Tree), top),
+    ) {
         (Some(f), Some(t)) => ratio(f.median_us(), t.median_us()),
         _ => f64::NAN,
     };
@@ -108,15 +114,26 @@ pub fn p1(r: &P1) -> String {
         "    tree@{top} / tree@{base}: {} (target <= {P1_TREE_GROWTH_TARGET}x) {}; at p10: {}",
         x(tree),
         verdict(tree <= P1_TREE_GROWTH_TARGET),
-        x(r.growth_at(Layout::Tree, top, base, 10.0))
+        x(r.growth_at(Rules::Iptables(Layout::Tree), top, base, 10.0))
     );
     let _ = writeln!(
         s,
         "    flat@{top} / flat@{base}: {} (p10: {})   flat@{top} / tree@{top}: {}",
         x(flat),
-        x(r.growth_at(Layout::Flat, top, base, 10.0)),
+        x(r.growth_at(Rules::Iptables(Layout::Flat), top, base, 10.0)),
         x(vs)
     );
+    if r.case(Rules::Nftables, top).is_some() {
+        // Issue 18's goal: verdict maps make the first packet's cost independent of the services.
+        let nft = r.growth(Rules::Nftables, top, base);
+        let _ = writeln!(
+            s,
+            "    nft@{top} / nft@{base}: {} (target <= {P1_NFT_GROWTH_TARGET}x) {}; at p10: {}",
+            x(nft),
+            verdict(nft <= P1_NFT_GROWTH_TARGET),
+            x(r.growth_at(Rules::Nftables, top, base, 10.0))
+        );
+    }
     for c in r.cases.iter().filter(|c| c.endpoints > 1) {
         let g = match r.case(c.layout, c.services) {
             Some(one) => ratio(c.median_us(), one.median_us()),

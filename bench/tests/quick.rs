@@ -46,6 +46,8 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
     assert_eq!(field(&row("flat", "300"), 3), "300");
     let tree_walk: usize = field(&row("tree", "300"), 3).parse().unwrap();
     assert!(tree_walk < 40, "tree walk {tree_walk}");
+    // The nftables mode's probe is one verdict-map lookup at any size, and it connected.
+    assert_eq!(field(&row("nft", "300"), 3), "1");
     // P2: a partial sync writes a small fraction of the full payload.
     let partial = stdout
         .lines()

@@ -5,7 +5,6 @@
 
 mod common;
 
-
 use clap::Parser;
 use svcnet_proxy::cli::{Cli, Command};
 use svcnet_proxy::offline::run_render;

@@ -6,7 +6,7 @@ use crate::p2::P2Layout;
 
 fn case(layout: Layout, services: usize, us: f64) -> P1Case {
     P1Case {
-        layout,
+        layout: crate::p1::Rules::Iptables(layout),
         services,
         endpoints: 1,
         walked: services,
