@@ -111,33 +111,16 @@ impl NftFamilySync {
             }
             None => nft::partial(&self.applied, next),
         };
-        if let Some(dir) = &settings.payload_dir
-            && !tx.ops.is_empty()
-        {
-            // Debug: every transaction as `NNNNNN-<family>-<full|partial>.nft`.
-            let kind = if full.is_some() { "full" } else { "partial" };
-            let fam = match family {
-                Family::V4 => "ipv4",
-                Family::V6 => "ipv6",
-            };
-            let path = dir.join(format!("{seq:06}-{fam}-{kind}.nft"));
-            if let Err(err) = std::fs::write(&path, tx.text()) {
-                tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
-            }
+        if let Some(dir) = &settings.payload_dir {
+            write_debug(dir, seq, family, full.is_some(), &tx);
         }
         let prev_sets = self.applied.ruleset().sets().into_iter().cloned().collect();
         let (tx, written) = self.nft.write(tx, prev_sets).await;
-        let payload_len = match written {
-            Ok((writer, bytes)) => {
-                if bytes > 0 {
-                    let mut l = labels.clone();
-                    l.push(("writer", writer.label().to_string()));
-                    metrics.nft_writes.get_or_create(&l).inc();
-                }
-                bytes
-            }
+        let payload_len = match count_write(written, metrics, &labels) {
+            Ok(bytes) => bytes,
             Err(err) => {
-                metrics.nft_sync_failures.get_or_create(&labels).inc();
+                // The kernel keeps the previous ruleset; the next sync is full (and, after a failed
+                // full one, recreates the table).
                 self.recreate = full.is_some();
                 self.next_full = Some(FullReason::Failure);
                 return Err(SyncError::Iptables(err));
@@ -167,6 +150,45 @@ impl NftFamilySync {
             payload_len,
             stats,
         })
+    }
+}
+
+/// Counts a write by its writer, or a failure.
+fn count_write(
+    written: Result<(crate::nftables::Writer, usize), IptablesError>,
+    metrics: &Metrics,
+    labels: &crate::metrics::Labels,
+) -> Result<usize, IptablesError> {
+    match written {
+        Ok((writer, bytes)) => {
+            if bytes > 0 {
+                let mut l = labels.clone();
+                l.push(("writer", writer.label().to_string()));
+                metrics.nft_writes.get_or_create(&l).inc();
+            }
+            Ok(bytes)
+        }
+        Err(err) => {
+            metrics.nft_sync_failures.get_or_create(labels).inc();
+            Err(err)
+        }
+    }
+}
+
+/// Debug (`--write-payloads`): every transaction as `NNNNNN-<family>-<full|partial>.nft`, the
+/// `nft -f` text of what went over netlink.
+fn write_debug(dir: &std::path::Path, seq: u64, family: Family, full: bool, tx: &nft::Transaction) {
+    if tx.ops.is_empty() {
+        return;
+    }
+    let kind = if full { "full" } else { "partial" };
+    let fam = match family {
+        Family::V4 => "ipv4",
+        Family::V6 => "ipv6",
+    };
+    let path = dir.join(format!("{seq:06}-{fam}-{kind}.nft"));
+    if let Err(err) = std::fs::write(&path, tx.text()) {
+        tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
     }
 }
 
