@@ -11,8 +11,9 @@ use std::hash::{Hash, Hasher};
 use std::iter::Peekable;
 use std::sync::Arc;
 
+use super::batch::{Batcher, Last};
+use super::diff::digest;
 use super::naming::KUBE_MARK_MASQ;
-use super::payload::{Batcher, Last, digest};
 use super::service::{Ctx, ServiceRules};
 use super::{Chain, Payloads, RenderStats, Table, assemble, mark_masq_chain};
 use crate::config::RenderConfig;

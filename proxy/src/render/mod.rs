@@ -1,16 +1,20 @@
 //! Pure renderer: ProxyState + node facts + config -> the KUBE-* chains of one IP family.
 //!
 //! `render` builds the whole desired ruleset as plain data ([`Rendered`]); `payload` turns it into
-//! iptables-restore text; [`Rendered::partial_payload`] writes only what changed against the digests
-//! of the last sync.
+//! iptables-restore payloads, [`Rendered::partial_payload`] only what changed against the digests of
+//! the last sync (`diff`); `batch` splits a sync into payloads, `restore_text` writes their text and
+//! `jumps` holds the rules from built-in chains.
 //! The daemon renders through [`Renderer`], which keeps digests instead of rule text between syncs.
 
+mod batch;
 mod cache;
 mod diff;
 mod dispatch;
 mod endpoints;
+mod jumps;
 pub mod naming;
 mod payload;
+mod restore_text;
 mod service;
 
 #[cfg(test)]
@@ -21,11 +25,11 @@ mod tests;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use batch::{DEFAULT_RESTORE_MAX_CHAINS, FRESH_TABLE_MAX_CHAINS, PayloadStats, Payloads, UNBATCHED};
 pub use cache::{Done, Pass, Renderer, Summary};
-pub use payload::{
-    ChainDigests, DEFAULT_RESTORE_MAX_CHAINS, FRESH_TABLE_MAX_CHAINS, FullOptions, Jump, PayloadStats,
-    Payloads, UNBATCHED, ensured_jumps, jumps,
-};
+pub use diff::ChainDigests;
+pub use jumps::{Jump, ensured_jumps, jumps};
+pub use payload::FullOptions;
 pub use service::ServiceRules;
 
 use crate::config::RenderConfig;
