@@ -1,18 +1,13 @@
 //! Change tracking between syncs: which Services and EndpointSlices changed since the last successful
 //! sync (the `*_changes_pending/total` metrics), when the oldest unsynced change arrived (/healthz),
-//! and the `endpoints.kubernetes.io/last-change-trigger-time` of changed slices (network programming
-//! latency, observed once the change is in the kernel).
+//! and the last-change trigger times of changed slices (network programming latency, observed once the
+//! change is in the kernel; the model reads them from the slices).
 //!
 //! The rules themselves are always rendered from the complete caches; what a sync writes is decided by
 //! chain digests (see `sync.rs`), so nothing here can make rules wrong, only metrics late.
 
 use std::collections::BTreeSet;
 use std::time::{Instant, SystemTime};
-
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-
-/// Annotation the EndpointSlice controller sets to the time of the Pod/Service change it reflects.
-pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 
 /// Changes not yet written to the kernel.
 #[derive(Debug, Default)]
@@ -84,17 +79,6 @@ pub fn object_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectM
         meta.namespace.as_deref().unwrap_or_default(),
         meta.name.as_deref().unwrap_or_default()
     )
-}
-
-/// The slice's trigger time, when present and well formed (RFC 3339).
-pub fn trigger_time(slice: &EndpointSlice) -> Option<SystemTime> {
-    let text = slice
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(TRIGGER_TIME_ANNOTATION)?;
-    let ts: k8s_openapi::jiff::Timestamp = text.parse().ok()?;
-    Some(SystemTime::from(ts))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -16,6 +17,8 @@ use super::validate::{is_dns1035_label, is_dns1123_label, printable};
 use super::{Endpoint, Endpoints, Family, Hints, ModelError, Protocol, ServicePortName};
 
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+/// Annotation the EndpointSlice controller sets to the time of the Pod/Service change it reflects.
+pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 const KIND: &str = "EndpointSlice";
 
 /// The family of an `addressType`; `None` for FQDN (and anything unknown), which the proxy ignores.
@@ -27,6 +30,17 @@ fn address_family(address_type: &str) -> Option<Family> {
     }
 }
 
+/// The slice's trigger time, when present and well formed (RFC 3339).
+pub(crate) fn trigger_time(slice: &EndpointSlice) -> Option<SystemTime> {
+    let text = slice
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(TRIGGER_TIME_ANNOTATION)?;
+    let ts: k8s_openapi::jiff::Timestamp = text.parse().ok()?;
+    Some(SystemTime::from(ts))
+}
+
 /// Parses one slice for its own address type. Endpoints of one port are deduplicated by `ip:port`
 /// (first wins) and sorted by that string; errors name the slice and the field.
 pub fn parse_slice(slice: &EndpointSlice, names: &mut Interner) -> SliceRecord {
@@ -34,7 +48,7 @@ pub fn parse_slice(slice: &EndpointSlice, names: &mut Interner) -> SliceRecord {
         meta: slim_meta(&slice.metadata),
         family: address_family(&slice.address_type),
         service_name: String::new(),
-        trigger_time: crate::changes::trigger_time(slice),
+        trigger_time: trigger_time(slice),
         ports: Vec::new(),
         errors: Vec::new(),
     };
