@@ -14,6 +14,8 @@ mod endpoints;
 mod jumps;
 pub mod naming;
 mod payload;
+mod plan;
+mod port_chains;
 mod restore_text;
 mod service;
 
@@ -140,7 +142,7 @@ pub fn comment(text: &str) -> String {
 
 /// Renders the whole ruleset from scratch (the daemon's [`Renderer`] renders only what changed).
 pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Rendered {
-    let ctx = service::Ctx::new(state, node, cfg);
+    let ctx = plan::Ctx::new(state, node, cfg);
     let per_service = state
         .services
         .iter()
