@@ -72,11 +72,6 @@ impl ServiceHealth {
         }
     }
 
-    /// Ports currently served.
-    pub fn ports(&self) -> Vec<u16> {
-        self.servers.keys().copied().collect()
-    }
-
     /// Starts, stops and updates servers to match `want`.
     pub async fn sync(&mut self, want: &BTreeMap<ServiceName, (u16, usize)>) {
         {
