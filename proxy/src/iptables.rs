@@ -12,10 +12,10 @@ use tokio::process::Command;
 mod backend;
 mod exec;
 
-pub use backend::{Backend, detect_backend};
+pub(crate) use backend::{Backend, detect_backend};
 #[cfg(test)]
 use backend::{choose_backend, save_facts};
-pub use exec::{IptablesError, Output, exec, exec_ok, exec_ok_within, exec_within, on_path};
+pub(crate) use exec::{IptablesError, Output, exec, exec_ok, exec_ok_within, exec_within, on_path};
 
 use crate::model::Family;
 use crate::render::naming::KUBE_PROXY_CANARY;
@@ -23,10 +23,10 @@ use exec::{COMMAND_TIMEOUT, spawn_error};
 
 /// Default bound on one iptables-restore call. Batched syncs keep one call near a second even at 10k
 /// services (docs/proxy-daemon.md); this only catches a wedged tool.
-pub const DEFAULT_RESTORE_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_RESTORE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// `iptables v1.8.9 (nf_tables)` -> (1, 8, 9).
-pub fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
+pub(crate) fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
     let v = text.split_whitespace().find_map(|w| w.strip_prefix('v'))?;
     let mut parts = v.split('.').map(|p| p.parse::<u32>().ok());
     Some((
@@ -220,7 +220,7 @@ impl Iptables {
 
 /// Splits a rule the way a shell would for the few forms svcnet writes: words, and double-quoted
 /// comments (`-m comment --comment "kubernetes service portals"`).
-pub fn split_rule(rule: &str) -> Vec<String> {
+pub(crate) fn split_rule(rule: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -250,7 +250,7 @@ pub fn split_rule(rule: &str) -> Vec<String> {
 }
 
 /// Chain names declared in iptables-save output of one table (`:NAME POLICY [p:b]`).
-pub fn saved_chains(save_output: &str) -> Vec<String> {
+pub(crate) fn saved_chains(save_output: &str) -> Vec<String> {
     save_output
         .lines()
         .filter_map(|l| l.strip_prefix(':'))

@@ -8,6 +8,7 @@
 //!
 //! Modules are private unless the binary, the tests under `tests/` or svcnet-bench use them.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 mod addresses;
 mod apply;
@@ -22,9 +23,12 @@ mod explain;
 mod health;
 pub mod input;
 mod iptables;
+// Allowed while metrics.rs and nft/ are being rewritten elsewhere; to be dropped after.
+#[allow(unreachable_pub)]
 mod metrics;
 pub mod model;
 pub mod nfacct;
+#[allow(unreachable_pub)]
 pub mod nft;
 pub mod nft_sync;
 pub mod nftables;

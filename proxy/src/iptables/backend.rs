@@ -28,7 +28,7 @@ impl Backend {
 }
 
 /// Counts rule lines in iptables-save output and notices kubelet's hint chains.
-pub fn save_facts(save_output: &str) -> (usize, bool) {
+pub(super) fn save_facts(save_output: &str) -> (usize, bool) {
     let rules = save_output.lines().filter(|l| l.starts_with('-')).count();
     let hint = save_output
         .lines()
@@ -37,7 +37,7 @@ pub fn save_facts(save_output: &str) -> (usize, bool) {
 }
 
 /// Upstream iptables-wrapper's decision from (rules, hint) of legacy and nft.
-pub fn choose_backend(legacy: (usize, bool), nft: (usize, bool)) -> Backend {
+pub(super) fn choose_backend(legacy: (usize, bool), nft: (usize, bool)) -> Backend {
     if nft.1 {
         Backend::Nft
     } else if legacy.1 || legacy.0 > nft.0 {
@@ -64,7 +64,7 @@ async fn save_all(suffix: &str) -> (usize, bool) {
 }
 
 /// Picks the backend (see the module docs). `forced` comes from `--iptables-backend`.
-pub async fn detect_backend(forced: Option<Backend>) -> Backend {
+pub(crate) async fn detect_backend(forced: Option<Backend>) -> Backend {
     if let Some(b) = forced {
         return b;
     }

@@ -33,7 +33,7 @@ pub enum IptablesError {
 
 /// The output of one finished command.
 #[derive(Clone, Debug, Default)]
-pub struct Output {
+pub(crate) struct Output {
     pub success: bool,
     pub code: Option<i32>,
     pub stdout: String,
@@ -55,12 +55,12 @@ pub(super) fn spawn_error(program: &str, source: std::io::Error) -> IptablesErro
 }
 
 /// Runs `program args` with optional stdin, bounded by [`COMMAND_TIMEOUT`].
-pub async fn exec(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, IptablesError> {
+pub(crate) async fn exec(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, IptablesError> {
     exec_within(program, args, stdin, COMMAND_TIMEOUT).await
 }
 
 /// Runs `program args` with optional stdin; killed after `limit`.
-pub async fn exec_within(
+pub(crate) async fn exec_within(
     program: &str,
     args: &[&str],
     stdin: Option<&str>,
@@ -101,12 +101,16 @@ pub async fn exec_within(
 }
 
 /// Like [`exec`], but a non-zero exit is an error.
-pub async fn exec_ok(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, IptablesError> {
+pub(crate) async fn exec_ok(
+    program: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> Result<Output, IptablesError> {
     exec_ok_within(program, args, stdin, COMMAND_TIMEOUT).await
 }
 
 /// Like [`exec_within`], but a non-zero exit is an error.
-pub async fn exec_ok_within(
+pub(crate) async fn exec_ok_within(
     program: &str,
     args: &[&str],
     stdin: Option<&str>,
@@ -126,7 +130,7 @@ pub async fn exec_ok_within(
 }
 
 /// Whether `name` is an executable file in a `PATH` directory.
-pub fn on_path(name: &str) -> bool {
+pub(crate) fn on_path(name: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| is_executable(&dir.join(name))))
 }

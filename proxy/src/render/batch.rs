@@ -65,7 +65,7 @@ pub(super) struct Batcher {
 
 impl Batcher {
     /// `mark_masq`: KUBE-MARK-MASQ when this sync writes it.
-    pub fn new(max_chains: usize, mark_masq: Option<Chain>) -> Batcher {
+    pub(super) fn new(max_chains: usize, mark_masq: Option<Chain>) -> Batcher {
         Batcher {
             max_chains,
             mark_masq,
@@ -77,7 +77,7 @@ impl Batcher {
     }
 
     /// One service port's chains; they are never split over two payloads.
-    pub fn group<'c>(&mut self, chains: impl IntoIterator<Item = &'c Chain>) {
+    pub(super) fn group<'c>(&mut self, chains: impl IntoIterator<Item = &'c Chain>) {
         let pending = self.owned.chains + usize::from(!self.batched && self.mark_masq.is_some());
         if pending > 0 && pending >= self.max_chains {
             self.flush();
@@ -112,14 +112,14 @@ impl Batcher {
     }
 
     /// The oldest batch not yet taken.
-    pub fn take_ready(&mut self) -> Option<String> {
+    pub(super) fn take_ready(&mut self) -> Option<String> {
         (!self.ready.is_empty()).then(|| self.ready.remove(0))
     }
 
     /// Takes what is left: a last batch of service chains when batching, then the tables of the
     /// payload with the mangle canary, the filter table, the shared nat chains and every deletion.
     /// The result owns its text, so the caller can drop the chains before [`Closing::write`].
-    pub fn close(mut self, last: Last<'_>) -> Closing {
+    pub(super) fn close(mut self, last: Last<'_>) -> Closing {
         if self.batched && self.owned.chains > 0 {
             self.flush();
         }
@@ -175,7 +175,7 @@ pub(super) struct Closing {
 
 impl Closing {
     /// The payloads not yet taken, in order.
-    pub fn write(self) -> Payloads {
+    pub(super) fn write(self) -> Payloads {
         let Closing {
             mut batcher,
             filter,

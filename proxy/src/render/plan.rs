@@ -8,7 +8,7 @@ use crate::config::RenderConfig;
 use crate::model::{Categorized, Endpoint, NodeFacts, ProxyState, ServicePort, ServicePortName};
 
 /// What every port of one render shares.
-pub struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     pub cfg: &'a RenderConfig,
     pub node: &'a NodeFacts,
     /// Upstream drops per-endpoint comments above 1000 endpoints to shrink the payload.
@@ -19,7 +19,7 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(state: &ProxyState, node: &'a NodeFacts, cfg: &'a RenderConfig) -> Ctx<'a> {
+    pub(super) fn new(state: &ProxyState, node: &'a NodeFacts, cfg: &'a RenderConfig) -> Ctx<'a> {
         let total_endpoints: usize = state.services.keys().map(|k| endpoints_of(state, k).len()).sum();
         Ctx {
             cfg,
@@ -32,7 +32,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// A port's endpoints (none when it has no slice).
-pub fn endpoints_of<'s>(state: &'s ProxyState, name: &ServicePortName) -> &'s [Endpoint] {
+pub(super) fn endpoints_of<'s>(state: &'s ProxyState, name: &ServicePortName) -> &'s [Endpoint] {
     state.endpoints.get(name).map_or(&[], |e| &e[..])
 }
 

@@ -49,13 +49,18 @@ impl ServiceRules {
 
 impl Ctx<'_> {
     /// Renders one port of `state`.
-    pub fn render(&self, state: &ProxyState, name: &ServicePortName, svc: &ServicePort) -> ServiceRules {
+    pub(super) fn render(
+        &self,
+        state: &ProxyState,
+        name: &ServicePortName,
+        svc: &ServicePort,
+    ) -> ServiceRules {
         let eps = endpoints_of(state, name);
         render_service_port(svc, &categorize(eps, svc, self.node), self)
     }
 }
 
-pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> ServiceRules {
+pub(super) fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> ServiceRules {
     let plan = Plan::new(svc, cat);
     let mut out = ServiceRules {
         no_local_internal: plan.has_endpoints && !plan.has_internal,
