@@ -14,10 +14,14 @@ pub struct PayloadStats {
     pub chains_written: usize,
     pub chains_deleted: usize,
 }
-/// The chains one sync writes and deletes, before they become text. `owned` holds each service port's
-/// chains as a group (whole services travel together when a sync is batched).
+
+/// The chains one sync writes and deletes, before they become text: from a complete render diffed
+/// against digests (`diff.rs`), a complete render written whole (`payload.rs`), or the render cache's
+/// changed shared chains and deletions (its changed ports' chains go to [`Batcher::group`] as they
+/// are rendered). `nat_owned` holds each service port's chains as a group (whole services travel
+/// together when a sync is batched).
 #[derive(Default)]
-pub(super) struct Changes<'a> {
+pub(super) struct ChainChanges<'a> {
     pub filter: Vec<&'a Chain>,
     pub filter_deletes: Vec<&'a str>,
     /// nat chains shared by all services (KUBE-SERVICES, KUBE-NODEPORTS, KUBE-DST-*, ...).
@@ -26,7 +30,7 @@ pub(super) struct Changes<'a> {
     pub nat_deletes: Vec<&'a str>,
 }
 
-impl Changes<'_> {
+impl ChainChanges<'_> {
     fn chains(&self) -> usize {
         self.filter.len() + self.nat_shared.len() + self.nat_owned.iter().map(Vec::len).sum::<usize>()
     }
@@ -34,19 +38,6 @@ impl Changes<'_> {
     pub(super) fn is_empty(&self) -> bool {
         self.chains() == 0 && self.filter_deletes.is_empty() && self.nat_deletes.is_empty()
     }
-}
-/// What the last payload of a sync holds besides service chains not yet written in a batch.
-#[derive(Default)]
-pub(super) struct Last<'a> {
-    pub filter: Vec<&'a Chain>,
-    pub filter_deletes: Vec<&'a str>,
-    /// Changed shared nat chains (KUBE-MARK-MASQ is skipped when a batch already wrote it).
-    pub nat_shared: Vec<&'a Chain>,
-    pub nat_deletes: Vec<&'a str>,
-    pub jumps: &'a [Jump],
-    pub canaries: bool,
-    /// Write both tables even when one has nothing to change (a full sync names every chain).
-    pub full: bool,
 }
 
 /// Turns the chains of one sync into payloads as they come (see [`Payloads`] for why several): service
@@ -116,17 +107,29 @@ impl Batcher {
         (!self.ready.is_empty()).then(|| self.ready.remove(0))
     }
 
-    /// Takes what is left: a last batch of service chains when batching, then the tables of the
-    /// payload with the mangle canary, the filter table, the shared nat chains and every deletion.
-    /// The result owns its text, so the caller can drop the chains before [`Closing::write`].
-    pub(super) fn close(mut self, last: Last<'_>) -> Closing {
+    /// Takes what is left: `last`'s service chains (grouped like [`Batcher::group`]'s), a last batch
+    /// of service chains when batching, then the tables of the payload with the mangle canary, the
+    /// filter table, the shared nat chains (KUBE-MARK-MASQ is skipped when a batch already wrote it)
+    /// and every deletion; `jumps` go into their tables. `full`: write both tables even when one has
+    /// nothing to change (a full sync names every chain). The result owns its text, so the caller can
+    /// drop the chains before [`Closing::write`].
+    pub(super) fn close(
+        mut self,
+        last: ChainChanges<'_>,
+        jumps: &[Jump],
+        canaries: bool,
+        full: bool,
+    ) -> Closing {
+        for group in last.nat_owned {
+            self.group(group);
+        }
         if self.batched && self.owned.chains > 0 {
             self.flush();
         }
         let start = |table: Table, chains: &[&Chain]| {
-            let mut t = TableText::with_canary(last.canaries);
+            let mut t = TableText::with_canary(canaries);
             t.reserve(chains);
-            for j in last.jumps.iter().filter(|j| j.table == table.as_str()) {
+            for j in jumps.iter().filter(|j| j.table == table.as_str()) {
                 t.jump(j);
             }
             t
@@ -158,8 +161,8 @@ impl Batcher {
             batcher: self,
             filter,
             nat,
-            canaries: last.canaries,
-            full: last.full,
+            canaries,
+            full,
         }
     }
 }
@@ -250,9 +253,10 @@ pub const DEFAULT_RESTORE_MAX_CHAINS: usize = 5000;
 /// call counts. First sync at 10k services / 100k endpoints (svcnet-bench P4): 250 chains per call 12.7 s,
 /// 500 10.0 s, 1000 9.8 s, 2000 11.8 s, 5000 16-20 s.
 pub const FRESH_TABLE_MAX_CHAINS: usize = 1000;
+
 /// Turns changes into payloads: one when small, else service batches and a final payload.
 pub(super) fn batch(
-    changes: Changes<'_>,
+    changes: ChainChanges<'_>,
     jumps: &[Jump],
     canaries: bool,
     full: bool,
@@ -263,18 +267,7 @@ pub(super) fn batch(
         .iter()
         .find(|c| c.name == KUBE_MARK_MASQ)
         .map(|c| (*c).clone());
-    let mut b = Batcher::new(max_chains, mark_masq);
-    for group in changes.nat_owned {
-        b.group(group);
-    }
-    b.close(Last {
-        filter: changes.filter,
-        filter_deletes: changes.filter_deletes,
-        nat_shared: changes.nat_shared,
-        nat_deletes: changes.nat_deletes,
-        jumps,
-        canaries,
-        full,
-    })
-    .write()
+    Batcher::new(max_chains, mark_masq)
+        .close(changes, jumps, canaries, full)
+        .write()
 }

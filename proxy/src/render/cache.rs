@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, btree_map};
 use std::iter::Peekable;
 use std::sync::Arc;
 
-use super::batch::{Batcher, Last};
+use super::batch::{Batcher, ChainChanges};
 use super::diff::digest;
 use super::naming::KUBE_MARK_MASQ;
 use super::plan::Ctx;
@@ -206,6 +206,16 @@ impl<'a> Pass<'a> {
         OwnChains(names)
     }
 
+    /// Of the svcnet chains a full sync found in the kernel, those it did not render (a partial sync
+    /// deletes nothing it did not write itself).
+    fn unrendered<'s>(&self, stale: &'s BTreeSet<String>) -> Vec<&'s String> {
+        if !self.full || stale.is_empty() {
+            return Vec::new();
+        }
+        let own = self.own_chains();
+        stale.iter().filter(|n| !own.contains(n)).collect()
+    }
+
     /// Renders the ports left and writes the rest: service chains not yet taken, then the shared and
     /// filter chains that changed, and every deletion. `canaries`: declare KUBE-PROXY-CANARY.
     /// `stale`: svcnet's nat chains found in the kernel (a full sync reads them with iptables-save);
@@ -214,13 +224,7 @@ impl<'a> Pass<'a> {
         while let Some((name, svc)) = self.ports.next() {
             self.port(name, svc);
         }
-        let stale: Vec<&String> = match (self.full, stale.is_empty()) {
-            (true, false) => {
-                let own = self.own_chains();
-                stale.iter().filter(|n| !own.contains(n)).collect()
-            }
-            _ => Vec::new(),
-        };
+        let stale = self.unrendered(stale);
         let ports = self.next;
         // Service rules without chains: assemble builds only the shared and filter chains.
         let in_order = self.state.services.keys().filter_map(|k| ports.get(k));
@@ -255,25 +259,28 @@ impl<'a> Pass<'a> {
             filter_deletes = filter;
             nat_deletes.extend(nat);
         }
-        let closing = self.batcher.close(Last {
-            filter: shared
-                .filter
-                .iter()
-                .filter(|c| changed(Table::Filter, c))
-                .map(AsRef::as_ref)
-                .collect(),
-            filter_deletes: filter_deletes.iter().map(String::as_str).collect(),
-            nat_shared: shared
-                .nat
-                .iter()
-                .filter(|c| changed(Table::Nat, c))
-                .map(AsRef::as_ref)
-                .collect(),
-            nat_deletes: nat_deletes.iter().map(String::as_str).collect(),
-            jumps: &[],
+        let closing = self.batcher.close(
+            ChainChanges {
+                filter: shared
+                    .filter
+                    .iter()
+                    .filter(|c| changed(Table::Filter, c))
+                    .map(AsRef::as_ref)
+                    .collect(),
+                filter_deletes: filter_deletes.iter().map(String::as_str).collect(),
+                nat_shared: shared
+                    .nat
+                    .iter()
+                    .filter(|c| changed(Table::Nat, c))
+                    .map(AsRef::as_ref)
+                    .collect(),
+                nat_deletes: nat_deletes.iter().map(String::as_str).collect(),
+                nat_owned: Vec::new(),
+            },
+            &[],
             canaries,
             full,
-        });
+        );
         let rules = |chains: &[Arc<Chain>]| chains.iter().map(|c| c.rules.len()).sum::<usize>();
         let (filter_rules, shared_nat_rules) = (rules(&shared.filter), rules(&shared.nat));
         let stats = shared.stats.clone();

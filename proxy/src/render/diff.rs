@@ -8,7 +8,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 
-use super::batch::Changes;
+use super::batch::ChainChanges;
 use super::{Chain, Rendered, Table};
 
 /// Content digest of every chain written by the last successful sync.
@@ -36,7 +36,7 @@ impl Rendered {
     }
 }
 
-pub(super) fn since_digests<'a>(now: &'a Rendered, prev: &'a ChainDigests) -> Changes<'a> {
+pub(super) fn since_digests<'a>(now: &'a Rendered, prev: &'a ChainDigests) -> ChainChanges<'a> {
     let differs = |table: Table, c: &Chain| prev.0.get(&(table, c.name.clone())) != Some(&digest(c));
     let current: HashMap<(Table, &str), ()> = now
         .filter
@@ -51,7 +51,7 @@ pub(super) fn since_digests<'a>(now: &'a Rendered, prev: &'a ChainDigests) -> Ch
             .map(|(_, n)| n.as_str())
             .collect()
     };
-    Changes {
+    ChainChanges {
         filter: now
             .filter
             .iter()

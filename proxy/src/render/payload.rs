@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::Rendered;
-use super::batch::{Changes, PayloadStats, Payloads, UNBATCHED, batch};
+use super::batch::{ChainChanges, PayloadStats, Payloads, UNBATCHED, batch};
 use super::diff::{ChainDigests, since_digests};
 use super::jumps::jumps;
 use crate::config::RenderConfig;
@@ -19,6 +19,7 @@ pub struct FullOptions {
     /// Existing svcnet-owned nat chains (from iptables-save) that are no longer rendered: deleted.
     pub stale_nat: BTreeSet<String>,
 }
+
 impl Rendered {
     /// The whole ruleset as one iptables-restore --noflush payload.
     pub fn payload(&self, opts: &FullOptions, cfg: &RenderConfig) -> (String, PayloadStats) {
@@ -29,7 +30,7 @@ impl Rendered {
     /// The whole ruleset, in batches of about `max_chains` service chains (see [`Payloads`]).
     pub fn full_payloads(&self, opts: &FullOptions, cfg: &RenderConfig, max_chains: usize) -> Payloads {
         let jumps = if opts.jumps { jumps(cfg) } else { Vec::new() };
-        let changes = Changes {
+        let changes = ChainChanges {
             filter: self.filter.iter().map(AsRef::as_ref).collect(),
             filter_deletes: vec![],
             nat_shared: self.shared_nat().iter().map(AsRef::as_ref).collect(),
