@@ -14,92 +14,22 @@ pub struct Jump {
     pub rule: String,
 }
 
-/// Upstream's iptablesJumpChains: (table, built-in chain, match before the comment, comment, target).
+/// Upstream's iptablesJumpChains: (table, built-in chain, new connections only (`-m conntrack --ctstate
+/// NEW`), comment, target), in upstream's order.
+#[rustfmt::skip]
 const JUMP_CHAINS: [(&str, &str, bool, &str, &str); 12] = [
-    (
-        "filter",
-        "INPUT",
-        true,
-        "kubernetes externally-visible service portals",
-        KUBE_EXTERNAL_SERVICES,
-    ),
-    (
-        "filter",
-        "FORWARD",
-        true,
-        "kubernetes externally-visible service portals",
-        KUBE_EXTERNAL_SERVICES,
-    ),
-    (
-        "filter",
-        "INPUT",
-        false,
-        "kubernetes health check service ports",
-        KUBE_NODEPORTS,
-    ),
-    (
-        "filter",
-        "FORWARD",
-        true,
-        "kubernetes service portals",
-        KUBE_SERVICES,
-    ),
-    (
-        "filter",
-        "OUTPUT",
-        true,
-        "kubernetes service portals",
-        KUBE_SERVICES,
-    ),
-    (
-        "filter",
-        "FORWARD",
-        false,
-        "kubernetes forwarding rules",
-        KUBE_FORWARD,
-    ),
-    (
-        "filter",
-        "INPUT",
-        true,
-        "kubernetes load balancer firewall",
-        KUBE_PROXY_FIREWALL,
-    ),
-    (
-        "filter",
-        "OUTPUT",
-        true,
-        "kubernetes load balancer firewall",
-        KUBE_PROXY_FIREWALL,
-    ),
-    (
-        "filter",
-        "FORWARD",
-        true,
-        "kubernetes load balancer firewall",
-        KUBE_PROXY_FIREWALL,
-    ),
-    (
-        "nat",
-        "OUTPUT",
-        false,
-        "kubernetes service portals",
-        KUBE_SERVICES,
-    ),
-    (
-        "nat",
-        "PREROUTING",
-        false,
-        "kubernetes service portals",
-        KUBE_SERVICES,
-    ),
-    (
-        "nat",
-        "POSTROUTING",
-        false,
-        "kubernetes postrouting rules",
-        KUBE_POSTROUTING,
-    ),
+    ("filter", "INPUT", true, "kubernetes externally-visible service portals", KUBE_EXTERNAL_SERVICES),
+    ("filter", "FORWARD", true, "kubernetes externally-visible service portals", KUBE_EXTERNAL_SERVICES),
+    ("filter", "INPUT", false, "kubernetes health check service ports", KUBE_NODEPORTS),
+    ("filter", "FORWARD", true, "kubernetes service portals", KUBE_SERVICES),
+    ("filter", "OUTPUT", true, "kubernetes service portals", KUBE_SERVICES),
+    ("filter", "FORWARD", false, "kubernetes forwarding rules", KUBE_FORWARD),
+    ("filter", "INPUT", true, "kubernetes load balancer firewall", KUBE_PROXY_FIREWALL),
+    ("filter", "OUTPUT", true, "kubernetes load balancer firewall", KUBE_PROXY_FIREWALL),
+    ("filter", "FORWARD", true, "kubernetes load balancer firewall", KUBE_PROXY_FIREWALL),
+    ("nat", "OUTPUT", false, "kubernetes service portals", KUBE_SERVICES),
+    ("nat", "PREROUTING", false, "kubernetes service portals", KUBE_SERVICES),
+    ("nat", "POSTROUTING", false, "kubernetes postrouting rules", KUBE_POSTROUTING),
 ];
 
 /// Upstream's iptablesJumpChains (and the kubelet KUBE-FIREWALL jumps when that chain is rendered).
