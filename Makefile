@@ -26,9 +26,13 @@ k8s:
 golden:
 	SVCNET_UPDATE_GOLDEN=1 $(CARGO) test -p svcnet-proxy --test golden --locked
 
+# fmt, clippy, and cargo-deny's licence and ban checks (deny.toml), offline: the advisory database
+# cannot be fetched on these machines, so that check is not run. cargo-deny is built once when missing.
 lint:
+	bash testing/install-cargo-deny.sh
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) deny --offline --locked check licenses bans
 
 fmt:
 	$(CARGO) fmt --all

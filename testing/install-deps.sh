@@ -3,7 +3,8 @@
 # (`make demo`, `make test`, `make e2e` and .ci/run call it; a no-op once they are there):
 #   iptables (iptables-restore/-save, ip6tables), iproute2 (ip, network namespaces), conntrack, nfacct,
 #   nftables (nft: the proxy's nftables mode),
-#   util-linux (setpriv: children die with their test; flock: one control-plane build at a time), make.
+#   util-linux (setpriv: children die with their test; flock: one control-plane build at a time), make,
+#   and cargo-deny (`make lint`; built from crates.io by install-cargo-deny.sh).
 # Go (for the control plane, testing/k8s) and gcloud (the demo's GCE listings) are not Debian packages
 # of a usable version: they come with the machine image; this script only says when they are missing.
 set -euo pipefail
@@ -30,6 +31,9 @@ if [ "${#need[@]}" -gt 0 ]; then
   "${sudo[@]}" apt-get update -qq
   "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+
+# cargo-deny for `make lint` (cargo, not apt: see that script).
+bash "$(dirname "$0")/install-cargo-deny.sh"
 
 have go || [ -x /usr/local/go/bin/go ] ||
   echo "install-deps: note: no Go toolchain (>= 1.25): testing/k8s cannot build the control plane" >&2

@@ -168,7 +168,7 @@ impl Cluster {
                         let r = request(&self.api, "POST", SERVICES, Some(&lb_service(name)))
                             .and_then(|r| r.ok("create service"));
                         if let Err(e) = r {
-                            *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                            *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.into());
                             return;
                         }
                     }
@@ -235,7 +235,7 @@ impl Cluster {
 
     /// The fake's call log (`GET /_fake/calls`).
     pub fn calls(&self) -> Result<Value, BenchError> {
-        get_json(&self.gce, "/_fake/calls")
+        Ok(get_json(&self.gce, "/_fake/calls")?)
     }
 
     pub fn clear_calls(&self) -> Result<(), BenchError> {
@@ -245,7 +245,7 @@ impl Cluster {
 
     /// The fake's whole state (`GET /_fake/state`).
     pub fn gce_state(&self) -> Result<Value, BenchError> {
-        get_json(&self.gce, "/_fake/state")
+        Ok(get_json(&self.gce, "/_fake/state")?)
     }
 }
 

@@ -18,6 +18,9 @@ pub enum BenchError {
     Restore { netns: String, message: String },
     #[error("{0}")]
     Check(String),
+    /// An HTTP call or control-plane step of the test harness failed.
+    #[error(transparent)]
+    Harness(#[from] svcnet_testcluster::ClusterError),
 }
 
 impl BenchError {

@@ -74,6 +74,13 @@ struct Cli {
     /// P2 layouts that also get a timed full sync; default tree (quick: tree,flat).
     #[arg(long, value_enum, value_delimiter = ',')]
     p2_full_sync: Option<Vec<Layout>>,
+    /// P2: also time the nftables mode through `nft -f` (the fallback writer, kube-proxy's way):
+    /// ~5 minutes for its first load at 10k x 100k.
+    #[arg(long)]
+    p2_nft_binary: bool,
+    /// P2: only the nftables mode (skip the iptables layouts).
+    #[arg(long)]
+    p2_nft_only: bool,
     /// P2: a full-sync restore call still running after this many seconds is killed and the sync
     /// reported as a lower bound (the daemon's own limit is `--iptables-restore-timeout`, 2 min).
     #[arg(long, default_value_t = 300)]
@@ -286,8 +293,13 @@ fn main() -> anyhow::Result<()> {
             services: cli.p2_services.unwrap_or(if q { 200 } else { 10_000 }),
             endpoints_per_service: cli.p2_endpoints.unwrap_or(if q { 3 } else { 10 }),
             changes: cli.p2_changes.unwrap_or(if q { 3 } else { 11 }),
-            layouts: vec![Layout::Tree, Layout::Flat],
+            layouts: if cli.p2_nft_only {
+                vec![]
+            } else {
+                vec![Layout::Tree, Layout::Flat]
+            },
             nftables: true,
+            nft_binary: cli.p2_nft_binary || q,
             full_sync: cli.p2_full_sync.clone().unwrap_or(if q {
                 vec![Layout::Tree, Layout::Flat]
             } else {
@@ -301,7 +313,7 @@ fn main() -> anyhow::Result<()> {
         let r = p2::run(&params, &mut progress)?;
         print!("{}", report::p2(&r));
         // P3 is about iptables-restore; the nftables row's full sync is in P2's table.
-        for l in r.layouts.iter().filter(|l| l.name != "nft") {
+        for l in r.layouts.iter().filter(|l| !l.name.starts_with("nft")) {
             if let Some(f) = &l.full {
                 p3_rows.push(P3Row {
                     what: format!("{} x {} svc / {} ep (full sync)", l.name, r.services, r.endpoints),

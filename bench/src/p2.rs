@@ -13,8 +13,10 @@
 //! batched restores, as the daemon's full sync does) is timed in the same run for the ratio.
 //!
 //! The nftables mode gets the same changes in the same run ([`run_nftables`]), with its daemon's code:
-//! render of the changed ports only (`render_reusing`), the transaction of what changed, `nft -f`.
-//! Its full sync is the first load (render + full transaction + `nft -f`), timed.
+//! render of the changed ports only (`render_reusing`), the transaction of what changed, written as
+//! the daemon writes it, one netlink batch (row `nftnl`), and through `nft -f` (row `nft`, the
+//! fallback writer, which is what kube-proxy's nftables mode runs). Its full sync is the first load
+//! (render + full transaction + write), timed.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 use svcnet_proxy::config::{Layout, RenderConfig};
 use svcnet_proxy::model::ProxyState;
 use svcnet_proxy::nft::{self, Applied, Existing};
+use svcnet_proxy::nft_socket::NftSocket;
 use svcnet_proxy::render::{self, FullOptions, Renderer};
 
 use crate::agent::Restored;
@@ -40,6 +43,8 @@ pub struct P2Params {
     pub layouts: Vec<Layout>,
     /// Also run the nftables mode (needs `nft`).
     pub nftables: bool,
+    /// Also time the nftables mode through `nft -f` (minutes for the first load at 10k x 100k).
+    pub nft_binary: bool,
     /// Layouts that also get a timed full sync (minutes each at 10k x 100k with iptables-nft).
     pub full_sync: Vec<Layout>,
     pub restore_program: String,
@@ -271,9 +276,16 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
     Ok(out)
 }
 
+/// How the nftables rows write: svcnet's netlink batches, or `nft -f`.
+enum NftWriter {
+    Netlink(NftSocket),
+    Binary,
+}
+
 /// One nftables sync of `state` on top of what `applied` says the kernel holds.
 fn nft_sync(
     lab: &mut Lab,
+    writer: &mut NftWriter,
     state: &ProxyState,
     prev: Option<&ProxyState>,
     cfg: &RenderConfig,
@@ -289,13 +301,28 @@ fn nft_sync(
         None => nft::full(next, &Existing::default(), false),
     };
     let payload = t.elapsed();
-    if tx.text.is_empty() {
+    if tx.ops.is_empty() {
         return Err(BenchError::Check(
             "a change produced no nftables transaction".into(),
         ));
     }
-    let restore = lab.agent.restore("nft", &tx.text)?;
-    let lines = tx.text.lines().count();
+    let lines = tx.ops.len();
+    let restore = match writer {
+        NftWriter::Binary => lab.agent.restore("nft", &tx.text())?,
+        NftWriter::Netlink(socket) => {
+            // Encoding is part of the write, as in the daemon.
+            let t = Instant::now();
+            let sets: Vec<&nft::Set> = applied.ruleset().sets().into_iter().chain(tx.sets()).collect();
+            for ops in svcnet_proxy::nftables::batches(&tx) {
+                let batch = nft::netlink::encode(tx.family(), ops, sets.iter().copied(), socket.next_seq())
+                    .map_err(|e| BenchError::Check(format!("netlink encode: {e}")))?;
+                socket
+                    .apply(&batch)
+                    .map_err(|e| BenchError::Check(format!("netlink batch: {e}")))?;
+            }
+            t.elapsed()
+        }
+    };
     applied.commit(tx);
     Ok(Sync {
         render,
@@ -308,21 +335,30 @@ fn nft_sync(
 }
 
 /// The nftables mode on the same state and changes as [`run_layout`].
-fn run_nftables(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layout, BenchError> {
+fn run_nftables(netlink: bool, p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layout, BenchError> {
     let n = p.services;
     let all_ips = synth::cluster_ips(n + p.changes, 0x5eed);
     let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
     let cfg = RenderConfig::default();
-    let mut lab = Lab::start("p2-nft")?;
+    let name = if netlink { "nftnl" } else { "nft" };
+    let mut lab = Lab::start(&format!("p2-{name}"))?;
+    let mut writer = if netlink {
+        let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
+        let socket = NftSocket::open_in(&path, svcnet_proxy::nftables::DEFAULT_TIMEOUT)
+            .map_err(|e| BenchError::Check(format!("netlink socket in {}: {e}", lab.ns.name)))?;
+        NftWriter::Netlink(socket)
+    } else {
+        NftWriter::Binary
+    };
     let mut applied = Applied::default();
-    let full = nft_sync(&mut lab, &state, None, &cfg, &mut applied)?;
+    let full = nft_sync(&mut lab, &mut writer, &state, None, &cfg, &mut applied)?;
     progress(&format!(
-        "P2 nft: loaded {n} services / {} endpoints in {:.1} s (one transaction)",
+        "P2 {name}: loaded {n} services / {} endpoints in {:.1} s (one transaction)",
         n * p.endpoints_per_service,
         full.total().as_secs_f64()
     ));
     let mut out = P2Layout {
-        name: "nft",
+        name,
         full_lines: full.lines,
         initial_load: full.total(),
         initial_chunks: 1,
@@ -334,16 +370,28 @@ fn run_nftables(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layout
         let i = (k * 7919) % n.max(1);
         let prev = state.clone();
         replace_endpoint(&mut state, i, k);
-        out.endpoint_change
-            .push(nft_sync(&mut lab, &state, Some(&prev), &cfg, &mut applied)?);
+        out.endpoint_change.push(nft_sync(
+            &mut lab,
+            &mut writer,
+            &state,
+            Some(&prev),
+            &cfg,
+            &mut applied,
+        )?);
     }
     for k in 0..p.changes {
         let prev = state.clone();
         add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
-        out.service_added
-            .push(nft_sync(&mut lab, &state, Some(&prev), &cfg, &mut applied)?);
+        out.service_added.push(nft_sync(
+            &mut lab,
+            &mut writer,
+            &state,
+            Some(&prev),
+            &cfg,
+            &mut applied,
+        )?);
     }
-    progress(&format!("P2 nft: {} partial syncs done", 2 * p.changes));
+    progress(&format!("P2 {name}: {} partial syncs done", 2 * p.changes));
     Ok(out)
 }
 
@@ -353,7 +401,10 @@ pub fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2, BenchErro
         layouts.push(run_layout(layout, p, progress)?);
     }
     if p.nftables {
-        layouts.push(run_nftables(p, progress)?);
+        layouts.push(run_nftables(true, p, progress)?);
+        if p.nft_binary {
+            layouts.push(run_nftables(false, p, progress)?);
+        }
     }
     Ok(P2 {
         services: p.services,

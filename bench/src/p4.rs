@@ -206,7 +206,7 @@ pub fn load(api: &str, services: usize, endpoints: usize, parallel: usize) -> Re
                     })
                     .and_then(|r| r.ok("create endpointslice"));
                     if let Err(e) = r {
-                        *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.into());
                         return;
                     }
                 }
@@ -252,32 +252,7 @@ fn one_case(
         .command(&["proxy", "--address=127.0.0.1", "--port=0"]);
     let (api_proxy, api) = spawn_kubectl_proxy(&mut cmd)?;
     // The loader is this binary, inside the namespace (the API listens on the namespace's lo).
-    let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
-    let out = ns
-        .command(&exe.to_string_lossy())
-        .args(["load-api", "--api", &api])
-        .args([
-            "--services",
-            &services.to_string(),
-            "--endpoints",
-            &endpoints.to_string(),
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| BenchError::io("load-api", e))?;
-    if !out.status.success() {
-        return Err(BenchError::Check(format!(
-            "load-api failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
-    let load = Duration::from_secs_f64(
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .last()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0.0),
-    );
+    let load = procs::load_api(&ns, &api, services, endpoints)?;
     progress(&format!("  loaded in {:.1} s", load.as_secs_f64()));
 
     let (log, log_path) = procs::log_file(dir.path(), "proxy")?;

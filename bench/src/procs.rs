@@ -6,11 +6,14 @@
 //! they are fresh, and it holds no lock while the bench runs. `--bin-dir` points elsewhere and
 //! skips the build.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use svcnet_testcluster::announce;
 
 use crate::error::BenchError;
+use crate::netns::Netns;
 
 pub const FAKE_GCE: &str = "svcnet-fake-gce";
 pub const CONTROLLER: &str = "svcnet-cloud-controller";
@@ -33,57 +36,16 @@ impl Bins {
         if let Some(d) = dir {
             return Bins::check(d.to_path_buf(), names);
         }
-        let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
         // <target>/<profile>/svcnet-bench, or <target>/<profile>/deps/<test> under cargo test.
-        let mut d = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-        if d.file_name().is_some_and(|n| n == "deps") {
-            d.pop();
-        }
-        if let Ok(cargo) = std::env::var("CARGO") {
-            let mut cmd = Command::new(cargo);
-            cmd.arg("build").arg("-q");
-            for n in names {
-                cmd.args(["-p", n]);
-            }
-            if d.file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            }
-            if let Some(target) = d.parent() {
-                cmd.env("CARGO_TARGET_DIR", target);
-            }
-            // Under cargo test this process (or its parent) has the variables of the crate under test
-            // (CARGO_MANIFEST_DIR, ...); ring's build script watches CARGO_MANIFEST_DIR, so passing them
-            // on would rebuild the TLS stack and everything above it here and again in the next plain
-            // cargo build.
-            for (key, _) in std::env::vars_os() {
-                let key = key.to_string_lossy();
-                if [
-                    "CARGO_MANIFEST_",
-                    "CARGO_PKG_",
-                    "CARGO_CRATE_",
-                    "CARGO_BIN_",
-                    "CARGO_PRIMARY_",
-                    "CARGO_TARGET_TMPDIR",
-                ]
-                .iter()
-                .any(|p| key.starts_with(p))
-                {
-                    cmd.env_remove(key.as_ref());
-                }
-            }
+        let d = svcnet_testcluster::siblings::profile_dir()?;
+        // Run by Cargo (cargo run, cargo test): build what is missing or stale; run by hand: use what is there.
+        if std::env::var_os("CARGO").is_some() {
             eprintln!(
                 "building {} ({:?} profile)",
                 names.join(", "),
                 d.file_name().unwrap_or_default()
             );
-            let st = cmd
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .stdin(Stdio::null())
-                .status()
-                .map_err(|e| BenchError::io("cargo build", e))?;
-            if !st.success() {
-                return Err(BenchError::Check(format!("cargo build of {names:?} failed")));
-            }
+            svcnet_testcluster::siblings::build(names)?;
         }
         Bins::check(d, names)
     }
@@ -121,21 +83,14 @@ impl Proc {
 
     /// Spawns with stdout piped and reads the first line, `listening on ADDR`; returns ADDR.
     pub fn spawn_listening(name: &str, cmd: &mut Command) -> Result<(Proc, String), BenchError> {
-        cmd.stdout(Stdio::piped());
-        let mut p = Proc::spawn(name, cmd)?;
-        let Some(out) = p.child.stdout.take() else {
-            return Err(BenchError::Check(format!("{name}: no stdout")));
-        };
-        let mut line = String::new();
-        BufReader::new(out)
-            .read_line(&mut line)
-            .map_err(|e| BenchError::io(format!("{name}: first line"), e))?;
-        match line.trim().strip_prefix("listening on ") {
-            Some(addr) => Ok((p, addr.to_owned())),
-            None => Err(BenchError::Check(format!(
-                "{name}: unexpected first line {line:?} (see its stderr above)"
-            ))),
-        }
+        let (child, addr) = announce::spawn(cmd, announce::FAKE_GCE)?;
+        Ok((
+            Proc {
+                name: name.to_owned(),
+                child,
+            },
+            addr,
+        ))
     }
 
     pub fn pid(&self) -> u32 {
@@ -154,6 +109,38 @@ impl Drop for Proc {
     }
 }
 
+/// Runs this binary's `load-api` inside `ns` against the plain-HTTP API at `api` (S Services x E
+/// endpoints) and returns how long the load took, as the loader reports it.
+pub fn load_api(ns: &Netns, api: &str, services: usize, endpoints: usize) -> Result<Duration, BenchError> {
+    let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
+    let out = ns
+        .command(&exe.to_string_lossy())
+        .args(["load-api", "--api", api])
+        .args(["--services", &services.to_string()])
+        .args(["--endpoints", &endpoints.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| BenchError::io("load-api", e))?;
+    if !out.status.success() {
+        return Err(BenchError::Check(format!(
+            "load-api failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(load_seconds(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The loader prints its time in seconds as its last word; anything else reads as 0.
+pub fn load_seconds(stdout: &str) -> Duration {
+    Duration::from_secs_f64(
+        stdout
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0),
+    )
+}
+
 /// A log file for a child's stderr (in `dir`), and a second handle to read it back.
 pub fn log_file(dir: &Path, name: &str) -> Result<(std::fs::File, PathBuf), BenchError> {
     let path = dir.join(format!("{name}.log"));
@@ -164,19 +151,27 @@ pub fn log_file(dir: &Path, name: &str) -> Result<(std::fs::File, PathBuf), Benc
 
 /// Starts `kubectl proxy` and reads the address from its first line (`Starting to serve on ADDR`).
 pub fn spawn_kubectl_proxy(cmd: &mut Command) -> Result<(Proc, String), BenchError> {
-    cmd.stdout(Stdio::piped()).stdin(Stdio::null());
-    let mut p = Proc::spawn("kubectl-proxy", cmd)?;
-    let Some(out) = p.child.stdout.take() else {
-        return Err(BenchError::Check("kubectl proxy: no stdout".into()));
-    };
-    let mut line = String::new();
-    BufReader::new(out)
-        .read_line(&mut line)
-        .map_err(|e| BenchError::io("kubectl proxy: first line", e))?;
-    match line.trim().strip_prefix("Starting to serve on ") {
-        Some(addr) => Ok((p, addr.to_owned())),
-        None => Err(BenchError::Check(format!(
-            "kubectl proxy: unexpected first line {line:?}"
-        ))),
+    let (child, addr) = announce::spawn(cmd.stdin(Stdio::null()), announce::KUBECTL_PROXY)?;
+    Ok((
+        Proc {
+            name: "kubectl-proxy".to_owned(),
+            child,
+        },
+        addr,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_time_is_the_loaders_last_word() {
+        assert_eq!(
+            load_seconds("loaded 10 services x 2 endpoints in 2.500\n"),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(load_seconds(""), Duration::ZERO, "no output: 0");
+        assert_eq!(load_seconds("loaded in ?\n"), Duration::ZERO, "not a number: 0");
     }
 }

@@ -37,14 +37,17 @@ pub enum Proxy {
     SvcnetTree,
     /// svcnet-proxy, `--layout flat` (KUBE-SERVICES as upstream).
     SvcnetFlat,
+    /// svcnet-proxy, `--proxy-mode nftables` (upstream's nftables table, written over netlink).
+    SvcnetNftables,
 }
 
 impl Proxy {
-    pub const ALL: [Proxy; 4] = [
+    pub const ALL: [Proxy; 5] = [
         Proxy::KubeIptables,
         Proxy::KubeNftables,
         Proxy::SvcnetTree,
         Proxy::SvcnetFlat,
+        Proxy::SvcnetNftables,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +56,7 @@ impl Proxy {
             Proxy::KubeNftables => "kube-proxy nftables",
             Proxy::SvcnetTree => "svcnet tree",
             Proxy::SvcnetFlat => "svcnet flat",
+            Proxy::SvcnetNftables => "svcnet nft",
         }
     }
 
@@ -62,6 +66,7 @@ impl Proxy {
             Proxy::KubeNftables => "up-knft",
             Proxy::SvcnetTree => "up-tree",
             Proxy::SvcnetFlat => "up-flat",
+            Proxy::SvcnetNftables => "up-snft",
         }
     }
 }
@@ -166,28 +171,7 @@ fn setup(p: &UParams, progress: &mut dyn FnMut(&str)) -> Result<(Shared, Duratio
         "--accept-hosts=.*",
     ]);
     let (api_proxy, api) = spawn_kubectl_proxy(&mut cmd)?;
-    let exe = std::env::current_exe().map_err(|e| BenchError::io("current_exe", e))?;
-    let out = cp
-        .command(&exe.to_string_lossy())
-        .args(["load-api", "--api", &api])
-        .args(["--services", &p.services.to_string()])
-        .args(["--endpoints", &p.endpoints.to_string()])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| BenchError::io("load-api", e))?;
-    if !out.status.success() {
-        return Err(BenchError::Check(format!(
-            "load-api failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
-    let load = Duration::from_secs_f64(
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .last()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0.0),
-    );
+    let load = procs::load_api(&cp, &api, p.services, p.endpoints)?;
     progress(&format!(
         "U: loaded {} x {} in {:.1} s",
         p.services,
@@ -209,10 +193,9 @@ fn setup(p: &UParams, progress: &mut dyn FnMut(&str)) -> Result<(Shared, Duratio
 /// The command line of `proxy` inside `ns`.
 fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Proc, PathBuf), BenchError> {
     let (log, log_path) = procs::log_file(sh.dir.path(), proxy.tag())?;
-    let kube = |e: svcnet_testcluster::ClusterError| BenchError::Check(e.to_string());
     let mut cmd = match proxy {
         Proxy::KubeIptables | Proxy::KubeNftables => {
-            let bin = svcnet_testcluster::binaries().map_err(kube)?.kube_proxy();
+            let bin = svcnet_testcluster::binaries()?.kube_proxy();
             let mode = if proxy == Proxy::KubeIptables {
                 "iptables"
             } else {
@@ -232,19 +215,19 @@ fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Pr
                 .args(["--conntrack-tcp-timeout-close-wait=0", "--oom-score-adj=0"]);
             c
         }
-        Proxy::SvcnetTree | Proxy::SvcnetFlat => {
-            let layout = if proxy == Proxy::SvcnetTree {
-                "tree"
-            } else {
-                "flat"
+        Proxy::SvcnetTree | Proxy::SvcnetFlat | Proxy::SvcnetNftables => {
+            let mode: &[&str] = match proxy {
+                Proxy::SvcnetTree => &["--layout", "tree"],
+                Proxy::SvcnetFlat => &["--layout", "flat"],
+                _ => &["--proxy-mode", "nftables"],
             };
-            let kubeconfig = sh.cluster.component_kubeconfig(Component::Proxy).map_err(kube)?;
+            let kubeconfig = sh.cluster.component_kubeconfig(Component::Proxy)?;
             let mut c = ns.command(&bins.path(procs::PROXY).to_string_lossy());
             c.arg("run")
                 .arg("--kubeconfig")
                 .arg(kubeconfig)
                 .args(["--hostname-override", NODE, "--cluster-cidr", wire::ENDPOINT_CIDR])
-                .args(["--layout", layout]);
+                .args(mode);
             c
         }
     };

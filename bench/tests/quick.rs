@@ -4,23 +4,11 @@
 //! proxy's first sync) are.
 
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-static PROBES: AtomicUsize = AtomicUsize::new(0);
-
-fn netns_available() -> Result<(), String> {
-    // Tests in this file run in parallel threads of one process: the name needs more than the pid.
-    let n = PROBES.fetch_add(1, Ordering::SeqCst);
-    let name = format!("svcnet-bench-probe-{}-{n}", std::process::id());
-    let out = Command::new("ip")
-        .args(["netns", "add", &name])
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    let _ = Command::new("ip").args(["netns", "del", &name]).output();
-    Ok(())
+/// Whether network namespaces can be made here (svcnet-netns' skip rule: otherwise SKIPPED, or a
+/// panic under CI).
+fn netns_available() -> bool {
+    svcnet_netns::netns_or_skip("bench-probe").is_some()
 }
 
 fn field(line: &str, i: usize) -> &str {
@@ -29,11 +17,7 @@ fn field(line: &str, i: usize) -> &str {
 
 #[test]
 fn quick_run_prints_every_part_and_leaves_no_namespace() {
-    if let Err(why) = netns_available() {
-        if std::env::var("CI").is_ok_and(|v| !v.is_empty()) {
-            panic!("network namespaces are required in CI: {why}");
-        }
-        eprintln!("SKIPPED: network namespaces unavailable: {why}");
+    if !netns_available() {
         return;
     }
     // U runs in its own test below (it needs only the proxy, and runs once).
@@ -73,6 +57,16 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
         lines > 0.0 && lines * 20.0 < full,
         "partial {lines} vs full {full}"
     );
+    // P2: the nftables mode's netlink writer ran beside nft -f, and wrote small transactions too.
+    for writer in ["nftnl", "nft"] {
+        let row = stdout
+            .lines()
+            .find(|l| field(l, 0) == writer && l.contains("endpoint replaced"))
+            .unwrap_or_else(|| panic!("no P2 {writer} row:\n{stdout}"));
+        let lines: f64 = field(row, 3).parse().unwrap();
+        let full: f64 = field(row, 4).parse().unwrap();
+        assert!(lines > 0.0 && lines * 20.0 < full, "{row}");
+    }
     // C1: a new LB is created by 7 mutating calls (address, 2 firewalls, health check, pool,
     // forwarding rule, address release; budget 8); a no-op resync reads but never writes.
     let c1 = |what: &str| {
@@ -127,11 +121,7 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
 
 #[test]
 fn a_full_sync_past_its_limit_is_killed_and_reported_as_a_lower_bound() {
-    if let Err(why) = netns_available() {
-        if std::env::var("CI").is_ok_and(|v| !v.is_empty()) {
-            panic!("network namespaces are required in CI: {why}");
-        }
-        eprintln!("SKIPPED: network namespaces unavailable: {why}");
+    if !netns_available() {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_svcnet-bench"))
@@ -157,12 +147,8 @@ fn a_full_sync_past_its_limit_is_killed_and_reported_as_a_lower_bound() {
 }
 
 #[test]
-fn quick_upstream_anchor_runs_all_four_proxies_on_one_state() {
-    if let Err(why) = netns_available() {
-        if std::env::var("CI").is_ok_and(|v| !v.is_empty()) {
-            panic!("network namespaces are required in CI: {why}");
-        }
-        eprintln!("SKIPPED: network namespaces unavailable: {why}");
+fn quick_upstream_anchor_runs_all_five_proxies_on_one_state() {
+    if !netns_available() {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_svcnet-bench"))
@@ -179,8 +165,8 @@ fn quick_upstream_anchor_runs_all_four_proxies_on_one_state() {
     assert!(!stdout.contains("\nP1 "), "--only u ran P1:\n{stdout}");
 }
 
-/// U: all four proxies (kube-proxy iptables and nftables, svcnet tree and flat) synced the same
-/// state and made every timed change live; each svcnet figure has a ratio to each upstream mode.
+/// U: all five proxies (kube-proxy iptables and nftables, svcnet tree, flat and nftables) synced the
+/// same state and made every timed change live; each svcnet figure has a ratio to each upstream mode.
 fn check_upstream_anchor(stdout: &str) {
     let u = stdout
         .split("\nU ")
@@ -202,11 +188,11 @@ fn check_upstream_anchor(stdout: &str) {
         "CPU s per 1000 endpoint changes",
     ] {
         let cells = row(label);
-        assert_eq!(cells.len(), 4 + 4, "{label}: 4 proxies and 4 ratios: {cells:?}");
-        for v in &cells[..4] {
+        assert_eq!(cells.len(), 5 + 6, "{label}: 5 proxies and 6 ratios: {cells:?}");
+        for v in &cells[..5] {
             assert!(v.parse::<f64>().is_ok_and(|v| v > 0.0), "{label}: {cells:?}");
         }
-        for r in &cells[4..] {
+        for r in &cells[5..] {
             assert!(r.ends_with('x'), "{label}: ratio {r}");
         }
     }
@@ -215,6 +201,7 @@ fn check_upstream_anchor(stdout: &str) {
         "kube-proxy nftables",
         "svcnet tree",
         "svcnet flat",
+        "svcnet nft",
     ] {
         assert!(!u.contains(&format!("    {name}: ")), "{name} failed:\n{u}");
     }

@@ -176,6 +176,29 @@ pub(crate) struct IlbNames {
     pub local_health_check_firewall: String,
 }
 
+/// The names both LB kinds give their firewalls and health checks, by role, so code that treats
+/// them alike (the CloudLoadBalancer record) is written once.
+pub(crate) trait GuardNames {
+    /// Traffic firewall, nodes health check firewall, local health check firewall.
+    fn firewalls(&self) -> [&String; 3];
+    /// Nodes health check, local health check.
+    fn health_checks(&self) -> [&String; 2];
+}
+
+macro_rules! guard_names {
+    ($($names:ty),*) => {$(
+        impl GuardNames for $names {
+            fn firewalls(&self) -> [&String; 3] {
+                [&self.firewall, &self.nodes_health_check_firewall, &self.local_health_check_firewall]
+            }
+            fn health_checks(&self) -> [&String; 2] {
+                [&self.nodes_health_check, &self.local_health_check]
+            }
+        }
+    )*};
+}
+guard_names!(LbNames, IlbNames);
+
 /// Upstream makeInstanceGroupName.
 pub(crate) fn instance_group_name(cluster_id: &str) -> String {
     if cluster_id.is_empty() {

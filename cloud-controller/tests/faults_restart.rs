@@ -161,16 +161,7 @@ async fn faults_and_restarts_converge_without_leaks() {
 /// 20-40 s on a loaded 2-core machine. The 120 s bound holds because a failed operation is retried
 /// with a new requestId (see the test below) instead of being replayed until --gce-retries run out.
 async fn wait_ingress_faulty(client: &kube::Client, name: &str) -> (Service, String) {
-    let api: Api<Service> = Api::namespaced(client.clone(), "default");
-    eventually(&format!("ingress IP of {name}"), Duration::from_secs(120), || {
-        let api = api.clone();
-        async move {
-            let s = api.get(name).await.ok()?;
-            let ip = ingress_ip(&s)?;
-            Some((s, ip))
-        }
-    })
-    .await
+    wait_ingress_within(client, name, Duration::from_secs(120)).await
 }
 
 /// An operation that ends DONE with an error is retried at once with a new requestId: GCE (and the

@@ -80,7 +80,8 @@ async fn patch_svc(client: &kube::Client, name: &str, patch: Value) {
         .unwrap();
 }
 
-async fn wait_for<F: Fn(&FakeGce) -> bool>(gce: &FakeGce, what: &str, f: F) {
+/// [`eventually`] for a condition on the fake's state alone.
+async fn wait_gce<F: Fn(&FakeGce) -> bool>(gce: &FakeGce, what: &str, f: F) {
     eventually(what, WAIT, || async { f(gce).then_some(()) }).await;
 }
 
@@ -340,7 +341,7 @@ async fn internal_lb_created_resynced_updated_and_deleted() {
             {"name": "p81", "port": 81, "protocol": "TCP", "targetPort": 81}]}}),
     )
     .await;
-    wait_for(&gce, "rule with the new ports", |g| {
+    wait_gce(&gce, "rule with the new ports", |g| {
         g.find("forwardingRules", &lb)
             .is_some_and(|f| f["ports"] == json!(["80", "81"]))
             && g.find("addresses", &lb).is_none()
@@ -366,7 +367,7 @@ async fn internal_lb_created_resynced_updated_and_deleted() {
         )
         .collect();
     patch_svc(&client, "db", json!({"spec": {"ports": many}})).await;
-    wait_for(&gce, "allPorts rule", |g| {
+    wait_gce(&gce, "allPorts rule", |g| {
         g.find("forwardingRules", &lb)
             .is_some_and(|f| f["allPorts"] == true && f.get("ports").is_none())
     })
@@ -374,7 +375,7 @@ async fn internal_lb_created_resynced_updated_and_deleted() {
 
     // ETP Local: the Service's own check on its healthCheckNodePort, then the shared one goes.
     patch_svc(&client, "db", json!({"spec": {"externalTrafficPolicy": "Local"}})).await;
-    wait_for(&gce, "service health check in use", |g| {
+    wait_gce(&gce, "service health check in use", |g| {
         g.find("backendServices", &lb)
             .is_some_and(|b| rels(&b["healthChecks"]) == [format!("{PROJECT}/global/healthChecks/{lb}")])
             && g.find("healthChecks", &hc_name).is_none()
@@ -399,7 +400,7 @@ async fn internal_lb_created_resynced_updated_and_deleted() {
         json!({"spec": {"externalTrafficPolicy": "Cluster"}}),
     )
     .await;
-    wait_for(&gce, "shared health check back", |g| {
+    wait_gce(&gce, "shared health check back", |g| {
         g.find("healthChecks", &hc_name).is_some()
             && g.find("healthChecks", &lb).is_none()
             && g.find("firewalls", &format!("{lb}-hc")).is_none()
@@ -410,13 +411,13 @@ async fn internal_lb_created_resynced_updated_and_deleted() {
     // Nodes come and go: membership calls on the zone's group only.
     gce.clear_calls();
     add_node(&client, &gce, "node-4", ZONE_C, None).await;
-    wait_for(&gce, "node-4 in the group", |g| {
+    wait_gce(&gce, "node-4 in the group", |g| {
         members(g, ZONE_C, &ig).len() == 2
     })
     .await;
     let nodes: Api<Node> = Api::all(client.clone());
     nodes.delete("node-1", &DeleteParams::default()).await.unwrap();
-    wait_for(&gce, "node-1 out of the group", |g| {
+    wait_gce(&gce, "node-1 out of the group", |g| {
         members(g, ZONE, &ig) == [format!("{PROJECT}/zones/{ZONE}/instances/node-2")]
     })
     .await;
@@ -458,7 +459,7 @@ async fn switching_external_internal_and_shared_groups() {
         json!({"metadata": {"annotations": {ILB_TYPE: "Internal"}}}),
     )
     .await;
-    wait_for(&gce, "internal rule", |g| {
+    wait_gce(&gce, "internal rule", |g| {
         g.find("forwardingRules", &lb)
             .is_some_and(|f| f["loadBalancingScheme"] == "INTERNAL")
     })
@@ -507,12 +508,12 @@ async fn switching_external_internal_and_shared_groups() {
     let mut back = json!({"metadata": {"annotations": {}}});
     back["metadata"]["annotations"][ILB_TYPE] = Value::Null;
     patch_svc(&client, "web", back).await;
-    wait_for(&gce, "external rule", |g| {
+    wait_gce(&gce, "external rule", |g| {
         g.find("forwardingRules", &lb)
             .is_some_and(|f| f["loadBalancingScheme"] == "EXTERNAL" && f.get("target").is_some())
     })
     .await;
-    wait_for(&gce, "internal objects gone", |g| {
+    wait_gce(&gce, "internal objects gone", |g| {
         g.names("backendServices").is_empty()
             && g.names("instanceGroups").is_empty()
             && g.names("healthChecks").is_empty()

@@ -156,14 +156,5 @@ async fn internal_lbs_converge_under_faults_and_kills_without_leaks() {
 }
 
 async fn wait_long(client: &kube::Client, name: &str) -> (Service, String) {
-    let api: Api<Service> = Api::namespaced(client.clone(), "default");
-    eventually(&format!("ingress IP of {name}"), Duration::from_secs(360), || {
-        let api = api.clone();
-        async move {
-            let s = api.get(name).await.ok()?;
-            let ip = ingress_ip(&s)?;
-            Some((s, ip))
-        }
-    })
-    .await
+    wait_ingress_within(client, name, Duration::from_secs(360)).await
 }

@@ -30,6 +30,7 @@ pub mod model;
 pub mod nfacct;
 #[allow(unreachable_pub)]
 pub mod nft;
+pub mod nft_socket;
 pub mod nft_sync;
 pub mod nftables;
 pub mod offline;

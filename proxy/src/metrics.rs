@@ -62,6 +62,8 @@ pub struct Metrics {
     pub full_syncs: Family<Labels, Counter>,
     pub nft_sync_failures: Family<Labels, Counter>,
     pub nft_cleanup_failures: Family<Labels, Counter>,
+    /// svcnet's own: nftables transactions written, by writer (netlink, or the nft fallback).
+    pub nft_writes: Family<Labels, Counter>,
     pub object_errors: Family<Labels, Counter>,
     /// nfacct packet counts (registered only when the counters exist, see [`Metrics::register_nfacct`]).
     pub ct_state_invalid_dropped: Counter,
@@ -102,6 +104,7 @@ impl Metrics {
             full_syncs: Family::default(),
             nft_sync_failures: Family::default(),
             nft_cleanup_failures: Family::default(),
+            nft_writes: Family::default(),
             object_errors: Family::default(),
             ct_state_invalid_dropped: Counter::default(),
             localhost_nodeports_accepted: Counter::default(),
@@ -263,6 +266,11 @@ impl Metrics {
             "kubeproxy_sync_proxy_rules_nftables_cleanup_failures",
             "Cumulative proxy nftables cleanup failures",
             self.nft_cleanup_failures.clone(),
+        );
+        registry.register(
+            "svcnet_proxy_nftables_writes",
+            "nftables transactions written, by writer (netlink; nft: the fallback for what the netlink encoder cannot express)",
+            self.nft_writes.clone(),
         );
     }
 

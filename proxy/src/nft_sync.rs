@@ -1,5 +1,5 @@
 //! One sync of one IP family in nftables mode: model -> render (only changed service ports) ->
-//! transaction (only what changed) -> `nft -f` -> conntrack.
+//! transaction (only what changed) -> one netlink batch -> conntrack.
 //!
 //! Full, as upstream's nftables proxier: the first sync, the sync after a failure and one per hour
 //! (not in large clusters, as the iptables mode) declare everything and remove the table's stale
@@ -111,9 +111,8 @@ impl NftFamilySync {
             }
             None => nft::partial(&self.applied, next),
         };
-        let payload_len = tx.text.len();
         if let Some(dir) = &settings.payload_dir
-            && !tx.text.is_empty()
+            && !tx.ops.is_empty()
         {
             // Debug: every transaction as `NNNNNN-<family>-<full|partial>.nft`.
             let kind = if full.is_some() { "full" } else { "partial" };
@@ -122,18 +121,28 @@ impl NftFamilySync {
                 Family::V6 => "ipv6",
             };
             let path = dir.join(format!("{seq:06}-{fam}-{kind}.nft"));
-            if let Err(err) = std::fs::write(&path, &tx.text) {
+            if let Err(err) = std::fs::write(&path, tx.text()) {
                 tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
             }
         }
-        if !tx.text.is_empty()
-            && let Err(err) = self.nft.apply(&tx.text).await
-        {
-            metrics.nft_sync_failures.get_or_create(&labels).inc();
-            self.recreate = full.is_some();
-            self.next_full = Some(FullReason::Failure);
-            return Err(SyncError::Iptables(err));
-        }
+        let prev_sets = self.applied.ruleset().sets().into_iter().cloned().collect();
+        let (tx, written) = self.nft.write(tx, prev_sets).await;
+        let payload_len = match written {
+            Ok((writer, bytes)) => {
+                if bytes > 0 {
+                    let mut l = labels.clone();
+                    l.push(("writer", writer.label().to_string()));
+                    metrics.nft_writes.get_or_create(&l).inc();
+                }
+                bytes
+            }
+            Err(err) => {
+                metrics.nft_sync_failures.get_or_create(&labels).inc();
+                self.recreate = full.is_some();
+                self.next_full = Some(FullReason::Failure);
+                return Err(SyncError::Iptables(err));
+            }
+        };
         tracing::debug!(family = family.label(), stats = ?tx.stats, "nftables transaction applied");
         self.applied.commit(tx);
         self.rendered_from = Some((state.clone(), node, cfg));

@@ -1,4 +1,5 @@
-//! The `nft` binary for one family's `kube-proxy` table: apply a transaction, list what the table has,
+//! One family's `kube-proxy` table in the kernel: apply a transaction (as one netlink batch, or
+//! through the `nft` binary for what the netlink encoder does not know), list what the table has,
 //! delete it. Only this table is ever named, so foreign tables are never touched.
 
 use std::time::Duration;
@@ -6,7 +7,8 @@ use std::time::Duration;
 use crate::iptables::{IptablesError, exec_within};
 use crate::model::Family;
 use crate::nft::naming::TABLE;
-use crate::nft::{Existing, family_word};
+use crate::nft::{Existing, Set, Transaction, family_word, netlink};
+use crate::nft_socket::NftSocket;
 
 /// nft's time grows with the transaction, like iptables-restore's.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -46,6 +48,37 @@ impl Nft {
         exec_ok(&["-f", "-"], Some(text), self.timeout).await.map(|_| ())
     }
 
+    /// One transaction as one netlink batch (all of it or nothing), off the async threads. `sets`
+    /// are the table's sets before it (the types of elements it deletes). A transaction the encoder
+    /// cannot express goes through `nft -f` instead, with a warning: never lost, only slower.
+    /// Returns the transaction (to commit), which writer took it and how many bytes it wrote.
+    pub async fn write(
+        &self,
+        tx: Transaction,
+        sets: Vec<Set>,
+    ) -> (Transaction, Result<(Writer, usize), IptablesError>) {
+        let timeout = self.timeout;
+        let joined = tokio::task::spawn_blocking(move || {
+            let result = write_netlink(&tx, &sets, timeout);
+            (tx, result)
+        })
+        .await;
+        let (tx, result) = match joined {
+            Ok(done) => done,
+            Err(e) => unreachable_join(e),
+        };
+        match result {
+            Ok(bytes) => (tx, Ok((Writer::Netlink, bytes))),
+            Err(WriteError::Encode(e)) => {
+                tracing::warn!(error = %e, "nftables: netlink encoder cannot express the transaction; using nft -f");
+                let text = tx.text();
+                let r = self.apply(&text).await.map(|()| (Writer::Binary, text.len()));
+                (tx, r)
+            }
+            Err(WriteError::Kernel(e)) => (tx, Err(e)),
+        }
+    }
+
     /// The chains and sets (maps too) the table has now; none when it does not exist. The listing is
     /// terse (`-t`: no elements), so its cost does not grow with the endpoints.
     pub async fn existing(&self) -> Result<Existing, IptablesError> {
@@ -81,6 +114,87 @@ impl Nft {
         }
         Err(failed(&args, out.code, &out.stderr))
     }
+}
+
+/// Which way a transaction reached the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writer {
+    Netlink,
+    /// `nft -f`: the fallback for what the encoder does not express.
+    Binary,
+}
+
+impl Writer {
+    pub fn label(self) -> &'static str {
+        match self {
+            Writer::Netlink => "netlink",
+            Writer::Binary => "nft",
+        }
+    }
+}
+
+enum WriteError {
+    Encode(netlink::EncodeError),
+    Kernel(IptablesError),
+}
+
+fn write_netlink(tx: &Transaction, sets: &[Set], timeout: Duration) -> Result<usize, WriteError> {
+    if tx.ops.is_empty() {
+        return Ok(0);
+    }
+    let mut socket = NftSocket::open(timeout).map_err(kernel_error)?;
+    let all_sets: Vec<&Set> = sets.iter().chain(tx.sets()).collect();
+    let mut bytes = 0;
+    for ops in batches(tx) {
+        bytes += write_batch(&mut socket, tx, ops, &all_sets)?;
+    }
+    Ok(bytes)
+}
+
+fn kernel_error(e: crate::nft_socket::NetlinkError) -> WriteError {
+    WriteError::Kernel(IptablesError::Netlink(e.to_string()))
+}
+
+/// Steps per batch when a first load streams.
+pub const STREAM_BATCH_OPS: usize = 20_000;
+
+/// The ops of a transaction as the daemon sends them (see [`Transaction::batches`]): the kernel binds
+/// each anonymous set (one per service port's `numgen` map) by walking every step of its batch, so
+/// one batch for 10k services takes minutes (docs/BENCHMARKS.md, P2).
+pub fn batches(tx: &Transaction) -> Vec<&[crate::nft::Op]> {
+    tx.batches(STREAM_BATCH_OPS)
+}
+
+/// One batch; a refusal names the step the kernel refused.
+fn write_batch(
+    socket: &mut NftSocket,
+    tx: &Transaction,
+    ops: &[crate::nft::Op],
+    sets: &[&Set],
+) -> Result<usize, WriteError> {
+    let batch = netlink::encode(tx.family(), ops, sets.iter().copied(), socket.next_seq())
+        .map_err(WriteError::Encode)?;
+    socket.apply(&batch).map_err(|e| match e {
+        crate::nft_socket::NetlinkError::Refused { index, errno } => {
+            let step = batch
+                .op_of_message(index)
+                .and_then(|i| ops.get(i))
+                .map(|op| tx.op_text(op))
+                .unwrap_or_else(|| "the batch as a whole".to_string());
+            WriteError::Kernel(IptablesError::Netlink(format!(
+                "{}: {}",
+                std::io::Error::from_raw_os_error(errno),
+                step.trim_end()
+            )))
+        }
+        other => kernel_error(other),
+    })?;
+    Ok(batch.bytes.len())
+}
+
+/// A blocking write task cannot be cancelled; a panic in it is a bug, re-raised here.
+fn unreachable_join(e: tokio::task::JoinError) -> ! {
+    std::panic::resume_unwind(e.into_panic())
 }
 
 async fn exec_ok(args: &[&str], stdin: Option<&str>, limit: Duration) -> Result<String, IptablesError> {

@@ -126,7 +126,7 @@ impl Settings {
 #[derive(Debug)]
 pub struct Outcome {
     pub full: Option<FullReason>,
-    /// Bytes of payload written (0: nothing changed, no restore ran).
+    /// Bytes of payload written (restore text, or the nftables netlink batch; 0: nothing changed).
     pub payload_len: usize,
     pub stats: RenderStats,
 }

@@ -151,6 +151,19 @@ fn nftables_clusterip_nodeport_no_endpoints_partial_transactions_and_mode_switch
         !metrics.contains("kubeproxy_iptables_ct_state_invalid"),
         "{metrics}"
     );
+    // Every transaction went as a netlink batch: none needed the nft fallback.
+    let writes = |writer: &str| -> f64 {
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("svcnet_proxy_nftables_writes_total{")
+                    && l.contains(&format!("writer=\"{writer}\""))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert!(writes("netlink") >= 3.0, "{metrics}");
+    assert_eq!(writes("nft"), 0.0, "{metrics}");
 
     // `cleanup` removes the nftables table (kube-proxy --cleanup removes both modes).
     let out = lab

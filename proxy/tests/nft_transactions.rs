@@ -3,17 +3,24 @@
 //! endpoints moving, affinity switched on and off); each step's partial transaction is applied in one
 //! throwaway network namespace on top of the previous steps, the same state is loaded whole into a
 //! fresh table in another, and the two kernels' listings (`nft -j`, handles dropped, set elements
-//! sorted) must be equal. Never in the root namespace.
+//! sorted) must be equal. The partial transactions go once through `nft -f` and once as svcnet's
+//! netlink batches (the daemon's writer); the fresh loads always through `nft -f`. Never in the root
+//! namespace.
+
+mod common;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
+use std::time::Duration;
 use svcnet_netns::Netns;
 use svcnet_proxy::config::{DetectLocal, RenderConfig};
 use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
+
 use svcnet_proxy::nft::{self, Applied, Existing};
+use svcnet_proxy::nft_socket::NftSocket;
 
 #[derive(Clone, Debug)]
 struct Svc {
@@ -147,38 +154,6 @@ fn render(step: &[Option<Svc>], node_ip: &str) -> nft::Ruleset {
     nft::render(&state, &node, &cfg)
 }
 
-/// The table as the kernel lists it, comparable across tables built differently: handles dropped,
-/// set elements sorted (a hash set lists in hash order), objects grouped by kind and name with each
-/// chain's rules in order.
-fn listing(ns: &Netns) -> Vec<Value> {
-    let text = ns.ok(&["nft", "-j", "list", "table", "ip", "kube-proxy"]);
-    let doc: Value = serde_json::from_str(&text).expect("nft -j output");
-    let mut out: Vec<(u8, String, Value)> = Vec::new();
-    for item in doc["nftables"].as_array().expect("nftables array") {
-        let Some((kind, body)) = item.as_object().and_then(|o| o.iter().next()) else {
-            continue;
-        };
-        let mut body = body.clone();
-        if let Some(o) = body.as_object_mut() {
-            o.remove("handle");
-            if let Some(Value::Array(elems)) = o.get_mut("elem") {
-                elems.sort_by_key(Value::to_string);
-            }
-        }
-        let (order, key) = match kind.as_str() {
-            "table" => (0, String::new()),
-            "set" | "map" => (1, body["name"].as_str().unwrap_or_default().to_string()),
-            "chain" => (2, body["name"].as_str().unwrap_or_default().to_string()),
-            "rule" => (3, body["chain"].as_str().unwrap_or_default().to_string()),
-            _ => continue,
-        };
-        out.push((order, key, json!({ kind.as_str(): body })));
-    }
-    // Stable: rules keep their order within a chain.
-    out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    out.into_iter().map(|(_, _, v)| v).collect()
-}
-
 fn apply(ns: &Netns, text: &str) -> Result<(), TestCaseError> {
     if text.is_empty() {
         return Ok(());
@@ -188,7 +163,43 @@ fn apply(ns: &Netns, text: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn check(steps: &[Vec<Option<Svc>>], incremental: &Netns, fresh: &Netns) -> Result<(), TestCaseError> {
+/// How the incremental side writes its transactions.
+#[derive(Clone, Copy)]
+enum Via {
+    Text,
+    Netlink,
+}
+
+fn apply_tx(ns: &Netns, tx: &nft::Transaction, before: &nft::Ruleset, via: Via) -> Result<(), TestCaseError> {
+    match via {
+        Via::Text => apply(ns, &tx.text()),
+        Via::Netlink => {
+            if tx.ops.is_empty() {
+                return Ok(());
+            }
+            let path = std::path::Path::new("/run/netns").join(ns.name());
+            let mut socket = NftSocket::open_in(&path, Duration::from_secs(60))
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let batch = nft::netlink::encode(
+                tx.family(),
+                &tx.ops,
+                before.sets().into_iter().chain(tx.sets()),
+                socket.next_seq(),
+            )
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            socket
+                .apply(&batch)
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{}", tx.text())))
+        }
+    }
+}
+
+fn check(
+    steps: &[Vec<Option<Svc>>],
+    incremental: &Netns,
+    fresh: &Netns,
+    via: Via,
+) -> Result<(), TestCaseError> {
     // A table from an earlier case: the first full transaction must clear what it does not want.
     let mut applied = Applied::default();
     for (n, step) in steps.iter().enumerate() {
@@ -201,12 +212,15 @@ fn check(steps: &[Vec<Option<Svc>>], incremental: &Netns, fresh: &Netns) -> Resu
         } else {
             nft::partial(&applied, next.clone())
         };
-        apply(incremental, &tx.text)?;
+        apply_tx(incremental, &tx, applied.ruleset(), via)?;
         applied.commit(tx);
 
         let whole = nft::full(next, &Existing::default(), true);
-        apply(fresh, &whole.text)?;
-        let (a, b) = (listing(incremental), listing(fresh));
+        apply(fresh, &whole.text())?;
+        let (a, b) = (
+            common::nft_listing(incremental, "ip"),
+            common::nft_listing(fresh, "ip"),
+        );
         if a != b {
             let a: Vec<String> = a.iter().map(Value::to_string).collect();
             let b: Vec<String> = b.iter().map(Value::to_string).collect();
@@ -231,10 +245,19 @@ fn existing(ns: &Netns) -> Existing {
 
 #[test]
 fn partial_transactions_leave_the_kernel_as_a_fresh_full_load_does() {
-    let Some(incremental) = svcnet_netns::netns_or_skip("nfttxa") else {
+    run(Via::Text, "nfttxa", "nfttxb");
+}
+
+#[test]
+fn partial_netlink_batches_leave_the_kernel_as_a_fresh_nft_load_does() {
+    run(Via::Netlink, "nfttxc", "nfttxd");
+}
+
+fn run(via: Via, a: &str, b: &str) {
+    let Some(incremental) = svcnet_netns::netns_or_skip(a) else {
         return;
     };
-    let Some(fresh) = svcnet_netns::netns_or_skip("nfttxb") else {
+    let Some(fresh) = svcnet_netns::netns_or_skip(b) else {
         return;
     };
     let cases = std::env::var("SVCNET_PROP_CASES")
@@ -267,7 +290,7 @@ fn partial_transactions_leave_the_kernel_as_a_fresh_full_load_does() {
                     .collect()
             })
             .collect();
-        check(&steps, &incremental, &fresh)
+        check(&steps, &incremental, &fresh, via)
     });
     if let Err(e) = result {
         panic!("{e}");

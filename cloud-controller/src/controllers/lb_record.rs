@@ -14,7 +14,7 @@ use svcnet_crds::{
 };
 
 use crate::gce::observe::ObservedLb;
-use crate::naming::LbNames;
+use crate::naming::{GuardNames, LbNames};
 
 pub(crate) const FIELD_MANAGER: &str = "svcnet-cloud-controller";
 
@@ -70,45 +70,75 @@ pub(crate) fn build_status(
 /// LB's pool uses (the shared one may exist for others).
 fn external_resources(names: &LbNames, obs: &ObservedLb) -> GceResources {
     let o = &obs.observed;
-    let r = |kind: &str, name: &str| GceResourceRef {
-        name: name.to_owned(),
-        self_link: obs.link(kind, name),
-    };
-    let mut gce = GceResources {
-        address: o.address.as_ref().map(|a| r("addresses", &a.name)),
-        forwarding_rule: o.forwarding_rule.as_ref().map(|f| r("forwardingRules", &f.name)),
+    let fws = [
+        &o.firewall,
+        &o.nodes_health_check_firewall,
+        &o.local_health_check_firewall,
+    ];
+    let backend_checks = o.target_pool.as_ref().map(|p| p.health_checks.as_slice());
+    let (firewalls, health_checks) = guards(
+        obs,
+        names,
+        fws.map(Option::is_some),
+        backend_checks,
+        "httpHealthChecks",
+    );
+    GceResources {
+        address: o
+            .address
+            .as_ref()
+            .map(|a| resource_ref(obs, "addresses", &a.name)),
+        forwarding_rule: o
+            .forwarding_rule
+            .as_ref()
+            .map(|f| resource_ref(obs, "forwardingRules", &f.name)),
         target_pool: None,
-        firewalls: Vec::new(),
-        health_checks: Vec::new(),
+        firewalls,
+        health_checks,
         load_balancing_scheme: Some("EXTERNAL".into()),
         backend_service: None,
         instance_groups: Vec::new(),
-    };
-    for (fw, name) in [
-        (&o.firewall, &names.firewall),
-        (&o.nodes_health_check_firewall, &names.nodes_health_check_firewall),
-        (&o.local_health_check_firewall, &names.local_health_check_firewall),
-    ] {
-        if fw.is_some() {
-            gce.firewalls.push(r("firewalls", name));
-        }
     }
-    let pool_hcs: Vec<&str> = o
-        .target_pool
-        .as_ref()
-        .map(|p| {
-            p.health_checks
-                .iter()
-                .map(|l| crate::objects::link_name(l))
-                .collect()
-        })
-        .unwrap_or_default();
-    for name in [&names.nodes_health_check, &names.local_health_check] {
-        if pool_hcs.contains(&name.as_str()) {
-            gce.health_checks.push(r("httpHealthChecks", name));
-        }
+}
+
+/// A record reference to `name` in the GCE collection `kind`.
+pub(crate) fn resource_ref(links: &ObservedLb, kind: &str, name: &str) -> GceResourceRef {
+    GceResourceRef {
+        name: name.to_owned(),
+        self_link: links.link(kind, name),
     }
-    gce
+}
+
+/// The record's firewalls and health checks, alike for external and internal LBs: each of the
+/// three firewalls of `names` that exists (`exists`, in [`GuardNames::firewalls`] order), and each
+/// of its two health checks that the LB's backend lists (`backend_checks`: the target pool's or
+/// backend service's check links; a shared check that exists for other LBs only is not this
+/// LB's), in the checks' collection `check_kind`.
+pub(crate) fn guards(
+    links: &ObservedLb,
+    names: &impl GuardNames,
+    exists: [bool; 3],
+    backend_checks: Option<&[String]>,
+    check_kind: &str,
+) -> (Vec<GceResourceRef>, Vec<GceResourceRef>) {
+    let firewalls = exists
+        .into_iter()
+        .zip(names.firewalls())
+        .filter(|(exists, _)| *exists)
+        .map(|(_, name)| resource_ref(links, "firewalls", name))
+        .collect();
+    let used: Vec<&str> = backend_checks
+        .unwrap_or_default()
+        .iter()
+        .map(|l| crate::objects::link_name(l))
+        .collect();
+    let checks = names
+        .health_checks()
+        .into_iter()
+        .filter(|name| used.contains(&name.as_str()))
+        .map(|name| resource_ref(links, check_kind, name))
+        .collect();
+    (firewalls, checks)
 }
 
 /// The pool's name, selfLink and instances (sorted names).
@@ -197,3 +227,6 @@ pub(crate) async fn delete(client: &kube::Client, svc: &Service) {
         tracing::debug!(%err, "deleting CloudLoadBalancer failed");
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -141,18 +141,33 @@ pub(crate) async fn ensure_ilb(
 /// The CloudLoadBalancer record's view of an internal LB: scheme, rule, backend service,
 /// firewalls, the health check its backend service uses, and the instance groups.
 fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources {
-    let r = |kind: &str, name: &str| GceResourceRef {
-        name: name.to_owned(),
-        self_link: links.link(kind, name),
-    };
-    let mut gce = GceResources {
+    let fws = [
+        &o.firewall,
+        &o.nodes_health_check_firewall,
+        &o.local_health_check_firewall,
+    ];
+    let backend_checks = o.backend_service.as_ref().map(|b| b.health_checks.as_slice());
+    let (firewalls, health_checks) = lb_record::guards(
+        links,
+        names,
+        fws.map(Option::is_some),
+        backend_checks,
+        "healthChecks",
+    );
+    GceResources {
         address: None,
-        forwarding_rule: o.forwarding_rule.as_ref().map(|f| r("forwardingRules", &f.name)),
+        forwarding_rule: o
+            .forwarding_rule
+            .as_ref()
+            .map(|f| lb_record::resource_ref(links, "forwardingRules", &f.name)),
         target_pool: None,
-        firewalls: Vec::new(),
-        health_checks: Vec::new(),
+        firewalls,
+        health_checks,
         load_balancing_scheme: Some(internal::SCHEME_INTERNAL.to_owned()),
-        backend_service: o.backend_service.as_ref().map(|b| r("backendServices", &b.name)),
+        backend_service: o
+            .backend_service
+            .as_ref()
+            .map(|b| lb_record::resource_ref(links, "backendServices", &b.name)),
         instance_groups: o
             .instance_groups
             .keys()
@@ -161,32 +176,7 @@ fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources
                 self_link: links.link("instanceGroups", &format!("{zone}/{}", names.instance_group)),
             })
             .collect(),
-    };
-    for (fw, name) in [
-        (&o.firewall, &names.firewall),
-        (&o.nodes_health_check_firewall, &names.nodes_health_check_firewall),
-        (&o.local_health_check_firewall, &names.local_health_check_firewall),
-    ] {
-        if fw.is_some() {
-            gce.firewalls.push(r("firewalls", name));
-        }
     }
-    let bs_hcs: Vec<&str> = o
-        .backend_service
-        .as_ref()
-        .map(|b| {
-            b.health_checks
-                .iter()
-                .map(|l| crate::objects::link_name(l))
-                .collect()
-        })
-        .unwrap_or_default();
-    for name in [&names.nodes_health_check, &names.local_health_check] {
-        if bs_hcs.contains(&name.as_str()) {
-            gce.health_checks.push(r("healthChecks", name));
-        }
-    }
-    gce
 }
 
 /// Tears the internal LB down (`mode`: everything, or only what cannot be the external LB's);

@@ -11,8 +11,8 @@
 //! - the planner that emits it (`lb/plan.rs`, `lb/delete.rs`, `lb/internal_plan.rs` or
 //!   `lb/internal_delete.rs`), and
 //!   `lb/stages.rs` if it may run beside its neighbours;
-//! - `gce/calls.rs`: the `call_once` dispatch and an arm in the function of its collection (the
-//!   client call and operation wait); `gce/outcome.rs` where GCE's 404/409/in-use answers mean "done"; `gce/client.rs`
+//! - `gce/calls.rs`: a `send!` row (collection, verb, setters) in `call_once` or in the group it
+//!   dispatches to; `gce/outcome.rs` where GCE's 404/409/in-use answers mean "done"; `gce/client.rs`
 //!   (and the crate's `google-cloud-compute-v1` feature list) for a new service;
 //!   `gce/convert.rs` needs nothing when the REST field names match;
 //! - reading it back: `objects/observed.rs` and `gce/observe.rs` (`gce/observe_ilb.rs`);

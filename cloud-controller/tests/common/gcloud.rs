@@ -1,5 +1,5 @@
-//! The real gcloud pointed at the fake GCE (an access-token file, the compute endpoint override, no
-//! prompts or metadata server), for the tests that read the controller's objects as a user would.
+//! The real gcloud pointed at the fake GCE (`svcnet_testcluster::gcloud`), for the tests that read
+//! the controller's objects as a user would.
 
 use std::process::Command;
 
@@ -8,36 +8,23 @@ use serde_json::Value;
 use super::{FakeGce, PROJECT};
 
 pub struct Gcloud {
-    config: tempfile::TempDir,
-    token: tempfile::NamedTempFile,
+    /// Its config directory and token file.
+    dir: tempfile::TempDir,
     port: u16,
 }
 
 impl Gcloud {
     pub fn new(gce: &FakeGce) -> Self {
-        let config = tempfile::tempdir().unwrap();
-        let token = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(token.path(), "svcnet-fake-token\n").unwrap();
         Gcloud {
-            config,
-            token,
+            dir: tempfile::tempdir().unwrap(),
             port: gce.port,
         }
     }
 
     pub fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("gcloud")
+        let out = svcnet_testcluster::gcloud::command(self.dir.path(), self.port, PROJECT)
+            .unwrap()
             .args(args)
-            .env("CLOUDSDK_CONFIG", self.config.path())
-            .env("CLOUDSDK_CORE_PROJECT", PROJECT)
-            .env(
-                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
-                format!("http://127.0.0.1:{}/compute/v1/", self.port),
-            )
-            .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", self.token.path())
-            .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
-            .env("CLOUDSDK_CORE_CHECK_GCE_METADATA", "false")
-            .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "1")
             .output()
             .expect("run gcloud");
         assert!(

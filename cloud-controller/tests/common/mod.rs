@@ -3,16 +3,13 @@
 //! svcnet-cloud-controller under its manifests' ServiceAccount and RBAC.
 //!
 //! The fake GCE lives in another package, so Cargo does not build it for this package's tests.
-//! [`bins`] runs `cargo build -p svcnet-fake-gce` once per test process (through `env!("CARGO")`,
-//! same target directory: Cargo releases its lock before it runs tests) and takes the binary from
-//! the directory this test executable lives in (`<target>/debug/deps/..` -> `<target>/debug/`).
+//! [`bins`] builds it once per test process (`svcnet_testcluster::siblings`: same profile and target
+//! directory; Cargo releases its lock before it runs tests) and takes the binary from there.
 //! The controller itself is `env!("CARGO_BIN_EXE_svcnet-cloud-controller")`.
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod gcloud;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -22,6 +19,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
+use svcnet_testcluster::announce;
+use svcnet_testcluster::http::{Reply, Request};
 use svcnet_testcluster::{Cluster, Component, Options};
 
 pub const PROJECT: &str = "svcnet-e2e";
@@ -39,26 +38,8 @@ pub struct Bins {
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable");
-        // <target>/<profile>/deps/<test> -> <target>/<profile>; build the fake with the same
-        // profile so it lands next to this test's own binaries.
-        let dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target dir")
-            .to_path_buf();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "svcnet-fake-gce"]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let out = cmd
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdout(Stdio::inherit())
-            .stderr(Stdio::inherit())
-            .status()
-            .expect("run cargo build");
-        assert!(out.success(), "building svcnet-fake-gce failed");
+        let dir = svcnet_testcluster::siblings::build(&["svcnet-fake-gce"])
+            .unwrap_or_else(|e| panic!("building svcnet-fake-gce: {e}"));
         let b = Bins {
             fake_gce: dir.join("svcnet-fake-gce"),
         };
@@ -69,22 +50,8 @@ pub fn bins() -> &'static Bins {
 
 /// Spawns `cmd` and reads the `listening on ADDR` line from its stdout.
 fn spawn_listening(mut cmd: Command) -> (Child, String) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read first line");
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    (child, addr)
+    announce::spawn(cmd.stderr(Stdio::inherit()), announce::FAKE_GCE)
+        .unwrap_or_else(|e| panic!("starting the fake GCE: {e}"))
 }
 
 /// The real control plane of one test: etcd and kube-apiserver with RBAC on.
@@ -384,59 +351,27 @@ impl Controller {
             .position(|a| a == "--metrics-addr")
             .expect("metrics flag");
         let port: u16 = self.args[i + 1].rsplit(':').next().unwrap().parse().unwrap();
-        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect metrics");
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut resp = Vec::new();
-        s.read_to_end(&mut resp).unwrap();
-        String::from_utf8_lossy(&resp).into_owned()
+        request(port, Request::new("GET", "/metrics", HTTP_TIMEOUT)).text()
     }
 }
 
-/// One HTTP/1.1 exchange with `Connection: close`.
+/// One HTTP/1.1 exchange with `Connection: close`: the status and the body as JSON (`Null` when it
+/// is empty or not JSON).
 pub fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     let body = body.map(Value::to_string).unwrap_or_default();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
+    let reply = request(
+        port,
+        Request::new(method, path, HTTP_TIMEOUT).with_body(body.as_bytes()),
     );
-    s.write_all(req.as_bytes()).expect("write");
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp).expect("read");
-    let split = resp
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("header end");
-    let head = String::from_utf8_lossy(&resp[..split]).to_string();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status");
-    let mut raw = resp[split + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        raw = dechunk(&raw);
-    }
-    let v = if raw.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&raw).unwrap_or(Value::Null)
-    };
-    (status, v)
+    (reply.status, reply.json())
 }
 
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(nl) = b.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(String::from_utf8_lossy(&b[..nl]).trim(), 16).unwrap_or(0);
-        if size == 0 || b.len() < nl + 2 + size + 2 {
-            break;
-        }
-        out.extend_from_slice(&b[nl + 2..nl + 2 + size]);
-        b = &b[nl + 2 + size + 2..];
-    }
-    out
+/// Bounds every request: an answer that never comes fails the test instead of hanging it.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn request(port: u16, req: Request<'_>) -> Reply {
+    svcnet_testcluster::http::request(&format!("127.0.0.1:{port}"), req)
+        .unwrap_or_else(|e| panic!("{} {}: {e}", req.method, req.path))
 }
 
 /// Polls `f` until it returns Some, or panics with `what` after `timeout`.
@@ -560,8 +495,13 @@ pub fn ingress_ip(svc: &Service) -> Option<String> {
 
 /// Waits for the Service's ingress IP.
 pub async fn wait_ingress(client: &kube::Client, name: &str) -> (Service, String) {
+    wait_ingress_within(client, name, WAIT).await
+}
+
+/// Waits up to `timeout` for the Service's ingress IP.
+pub async fn wait_ingress_within(client: &kube::Client, name: &str, timeout: Duration) -> (Service, String) {
     let api: Api<Service> = Api::namespaced(client.clone(), "default");
-    eventually(&format!("ingress IP of {name}"), WAIT, || {
+    eventually(&format!("ingress IP of {name}"), timeout, || {
         let api = api.clone();
         async move {
             let s = api.get(name).await.ok()?;

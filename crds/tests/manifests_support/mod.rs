@@ -9,15 +9,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
+use svcnet_netns::in_ci;
 use svcnet_testcluster::{Cluster, Options};
 
 /// `manifests/` of this repository.
 pub fn manifests_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../manifests")
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
 fn runs(tool: &str, args: &[&str]) -> bool {
@@ -63,34 +60,18 @@ pub fn docs(text: &str) -> Vec<Value> {
         .collect()
 }
 
-fn target_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("CARGO_TARGET_DIR") {
-        return PathBuf::from(d);
-    }
-    // <target>/<profile>/deps/<test> -> <target>
-    let exe = std::env::current_exe().unwrap();
-    exe.ancestors()
-        .nth(3)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir)
-}
-
 /// The `kubernetes-validate` CLI (PyPI) from a venv cached under the target dir, so only the first run
 /// downloads. None (after SKIPPED) only when python3/venv is missing outside CI; a failed install fails.
 pub fn validator() -> Option<PathBuf> {
     static V: OnceLock<Option<PathBuf>> = OnceLock::new();
     V.get_or_init(|| {
-        let dir = target_dir().join("manifests-validate-venv");
-        let bin = dir.join("bin/kubernetes-validate");
-        if runs(bin.to_str().unwrap(), &["--version"]) {
-            return Some(bin);
-        }
-        let venv_ok = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !venv_ok {
+        let bin = |dir: &Path| dir.join("bin/kubernetes-validate");
+        let venv =
+            svcnet_testcluster::python::venv("manifests-validate-venv", "kubernetes-validate", |dir| {
+                runs(bin(dir).to_str().unwrap(), &["--version"])
+            })
+            .unwrap_or_else(|e| panic!("installing kubernetes-validate: {e}"));
+        let Some(dir) = venv else {
             assert!(
                 !in_ci(),
                 "python3 -m venv failed under CI=true: cannot install kubernetes-validate"
@@ -99,22 +80,8 @@ pub fn validator() -> Option<PathBuf> {
                 "SKIPPED: python3 -m venv failed (python3-venv missing?); schema validation did not run"
             );
             return None;
-        }
-        let st = Command::new(dir.join("bin/pip"))
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "kubernetes-validate",
-            ])
-            .status()
-            .unwrap();
-        assert!(st.success(), "pip install kubernetes-validate failed");
-        assert!(
-            runs(bin.to_str().unwrap(), &["--version"]),
-            "kubernetes-validate not runnable after install"
-        );
-        Some(bin)
+        };
+        Some(bin(&dir))
     })
     .clone()
 }
@@ -129,34 +96,8 @@ pub struct Bins {
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "svcnet-proxy", "-p", "svcnet-cloud-controller"]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        // cargo test gives this process the variables of the crate under test (CARGO_MANIFEST_DIR, ...);
-        // build scripts that watch them (ring's does) would see a change and rebuild the TLS stack and
-        // everything above it on every run, and again on the next plain cargo build.
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy();
-            if [
-                "CARGO_MANIFEST_",
-                "CARGO_PKG_",
-                "CARGO_CRATE_",
-                "CARGO_BIN_",
-                "CARGO_PRIMARY_",
-                "CARGO_TARGET_TMPDIR",
-            ]
-            .iter()
-            .any(|p| key.starts_with(p))
-            {
-                cmd.env_remove(key.as_ref());
-            }
-        }
-        let st = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
-        assert!(st.success(), "building the binaries failed");
+        let dir = svcnet_testcluster::siblings::build(&["svcnet-proxy", "svcnet-cloud-controller"])
+            .unwrap_or_else(|e| panic!("building the binaries: {e}"));
         let b = Bins {
             proxy: dir.join("svcnet-proxy"),
             controller: dir.join("svcnet-cloud-controller"),

@@ -2,14 +2,12 @@
 //! prompts, no metadata probing). Operations stay RUNNING ~1 s so gcloud's wait/poll path runs.
 mod common;
 
-use std::process::Command;
-
 use common::{Fake, REGION, ZONE_B, ZONE_C};
 use serde_json::{Value, json};
 
 struct Gcloud {
-    config: tempfile::TempDir,
-    token: tempfile::NamedTempFile,
+    /// Its config directory and token file.
+    dir: tempfile::TempDir,
     port: u16,
     project: String,
 }
@@ -22,31 +20,18 @@ struct Out {
 
 impl Gcloud {
     fn new(fake: &Fake) -> Gcloud {
-        let config = tempfile::tempdir().expect("config dir");
-        let token = tempfile::NamedTempFile::new().expect("token file");
-        std::fs::write(token.path(), "svcnet-fake-token\n").expect("write token");
         Gcloud {
-            config,
-            token,
+            dir: tempfile::tempdir().expect("config dir"),
             port: fake.port,
             project: fake.project.clone(),
         }
     }
 
     fn run(&self, args: &[&str]) -> Out {
-        let out = Command::new("gcloud")
+        let out = svcnet_testcluster::gcloud::command(self.dir.path(), self.port, &self.project)
+            .expect("gcloud command")
             .args(args)
             .arg("--format=json")
-            .env("CLOUDSDK_CONFIG", self.config.path())
-            .env("CLOUDSDK_CORE_PROJECT", &self.project)
-            .env(
-                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
-                format!("http://127.0.0.1:{}/compute/v1/", self.port),
-            )
-            .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", self.token.path())
-            .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
-            .env("CLOUDSDK_CORE_CHECK_GCE_METADATA", "false")
-            .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "1")
             .output()
             .expect("run gcloud");
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();

@@ -13,40 +13,22 @@ fn venv() -> Option<PathBuf> {
         println!("SKIPPED: python3 is not installed; the Python client test did not run");
         return None;
     }
-    let dir = common::target_dir().join("fake-gce-pyvenv");
-    let py = dir.join("bin/python");
-    let ready = |py: &Path| {
-        Command::new(py)
+    let py = |dir: &Path| dir.join("bin/python");
+    let ready = |dir: &Path| {
+        Command::new(py(dir))
             .args(["-c", "import google.cloud.compute_v1, google.auth"])
             .status()
             .is_ok_and(|s| s.success())
     };
-    if py.exists() && ready(&py) {
-        return Some(py);
-    }
-    let st = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&dir)
-        .status()
-        .expect("python3 -m venv");
-    if !st.success() {
+    let venv = svcnet_testcluster::python::venv("fake-gce-pyvenv", "google-cloud-compute", ready)
+        .unwrap_or_else(|e| panic!("installing google-cloud-compute: {e}"));
+    let Some(dir) = venv else {
         println!(
             "SKIPPED: python3 -m venv failed (python3-venv missing?); the Python client test did not run"
         );
         return None;
-    }
-    let st = Command::new(dir.join("bin/pip"))
-        .args([
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "google-cloud-compute",
-        ])
-        .status()
-        .expect("pip");
-    assert!(st.success(), "pip install google-cloud-compute failed");
-    assert!(ready(&py), "google-cloud-compute not importable after install");
-    Some(py)
+    };
+    Some(py(&dir))
 }
 
 #[test]

@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::state::{self, CLIENT_IP, CLUSTER_CIDR, NODE_TAG, PROJECT, State};
 use crate::{cluster, http, kube, netns, procs};
@@ -213,16 +213,10 @@ fn node_rules(st: &State, node: usize, needle: &str) -> Result<String> {
 }
 
 fn wait(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> Result<()> {
-    let start = Instant::now();
-    loop {
-        if f().unwrap_or(false) {
-            return Ok(());
-        }
-        if start.elapsed() > timeout {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    let done = svcnet_testcluster::wait::poll(timeout, Duration::from_millis(300), || {
+        f().unwrap_or(false).then_some(())
+    });
+    done.ok_or_else(|| anyhow!("timed out after {timeout:?} waiting for {what}"))
 }
 
 /// Waits until exactly `n` Pods of hostnames exist, all Running with an IP (the ReplicaSet controller

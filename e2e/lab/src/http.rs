@@ -1,14 +1,14 @@
-//! A tiny blocking HTTP/1.1 client (one request per connection) for the lab's own calls to the API
-//! server (through `kubectl proxy`), etcd's JSON gateway and the fake GCE, and the `http` helper
-//! subcommand that runs it inside a lab namespace (those servers listen on lab addresses the root
-//! namespace cannot reach).
+//! The lab's own calls to the API server (through `kubectl proxy`), etcd's JSON gateway and the fake
+//! GCE over the harness's HTTP/1.1 client (`svcnet_testcluster::http`), and the `http` helper
+//! subcommand that makes them from inside a lab namespace (those servers listen on lab addresses the
+//! root namespace cannot reach).
 
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
+use svcnet_testcluster::http::{self, Request};
 
 /// One request; returns (status, body).
 pub fn request(
@@ -18,59 +18,14 @@ pub fn request(
     body: &str,
     timeout: Duration,
 ) -> Result<(u16, String)> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| anyhow!("only http:// URLs: {url}"))?;
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let with_port = if host.contains(':') {
-        host.to_owned()
-    } else {
-        format!("{host}:80")
-    };
-    let addr = with_port
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| anyhow!("no address for {host}"))?;
-    let mut s = TcpStream::connect_timeout(&addr, timeout).with_context(|| format!("connect {host}"))?;
-    s.set_read_timeout(Some(timeout))?;
-    s.set_nodelay(true)?;
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAccept: application/json\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes())?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, rest) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| anyhow!("malformed reply from {url}"))?;
-    let status: u16 = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| anyhow!("no status from {url}"))?;
-    let chunked = head
-        .lines()
-        .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding: chunked"));
-    let body = if chunked { dechunk(rest) } else { rest.to_owned() };
-    Ok((status, body))
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
-    }
-    out
+    let headers = [("Content-Type", content_type)];
+    let reply = http::request_url(
+        url,
+        Request::new(method, "", timeout)
+            .with_headers(&headers)
+            .with_body(body.as_bytes()),
+    )?;
+    Ok((reply.status, reply.text()))
 }
 
 /// JSON request that must succeed (2xx).

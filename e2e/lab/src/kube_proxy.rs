@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use serde_json::Value;
 
 use crate::state::{self, State};
 use crate::{components, kube, procs};
@@ -100,21 +99,15 @@ fn write_config(dir: &Path, st: &State, node: &str) -> Result<PathBuf> {
     Ok(config)
 }
 
-/// The svcnet-proxy kubeconfig (JSON, as the lab writes them) authenticating with `token` instead.
+/// The svcnet-proxy kubeconfig (as the lab writes them) authenticating as kube-proxy with `token`.
 fn with_token(svcnet_kubeconfig: &Path, token: &str) -> Result<String> {
     let text = std::fs::read_to_string(svcnet_kubeconfig)
         .with_context(|| format!("read {}", svcnet_kubeconfig.display()))?;
-    let mut doc: Value = serde_json::from_str(&text).context("the proxy's kubeconfig is not JSON")?;
-    let Some(user) = doc["users"].get_mut(0) else {
-        bail!("the proxy's kubeconfig has no user");
-    };
-    user["name"] = "system:serviceaccount:kube-system:kube-proxy".into();
-    user["user"] = serde_json::json!({ "token": token });
-    let Some(ctx) = doc["contexts"].get_mut(0) else {
-        bail!("the proxy's kubeconfig has no context");
-    };
-    ctx["context"]["user"] = "system:serviceaccount:kube-system:kube-proxy".into();
-    Ok(format!("{doc:#}\n"))
+    Ok(svcnet_testcluster::kubeconfig::with_token(
+        &text,
+        "system:serviceaccount:kube-system:kube-proxy",
+        token,
+    )?)
 }
 
 /// The file the node's svcnet-proxy was started with (`--config=PATH` or `--config PATH`).

@@ -29,6 +29,9 @@ pub enum IptablesError {
     },
     #[error("{program}: timed out after {after:?}")]
     Timeout { program: String, after: Duration },
+    /// The nftables netlink writer: the kernel refused a batch (naming the step) or did not answer.
+    #[error("nftables netlink: {0}")]
+    Netlink(String),
 }
 
 /// The output of one finished command.

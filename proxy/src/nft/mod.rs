@@ -9,6 +9,8 @@
 
 mod base;
 pub mod naming;
+pub mod netlink;
+mod op;
 mod service;
 mod text;
 mod transaction;
@@ -22,8 +24,9 @@ use std::sync::Arc;
 use crate::config::RenderConfig;
 use crate::model::{Family, NodeFacts, ProxyState, ServicePortName};
 
+pub use op::Op;
 pub use service::ServiceObjects;
-pub use text::{COMMENT_MAX, quote};
+pub use text::{COMMENT_MAX, comment_text, quote};
 pub use transaction::{Applied, Existing, Stats, Transaction, full, partial};
 
 /// How a base chain hooks into netfilter.

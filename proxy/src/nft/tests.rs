@@ -535,7 +535,7 @@ fn applied(r: &Ruleset) -> Applied {
 fn a_partial_transaction_without_changes_is_empty() {
     let r = two_services(&[("10.180.0.2", "node1", READY)]);
     let tx = partial(&applied(&r), r.clone());
-    assert_eq!(tx.text, "");
+    assert_eq!(tx.text(), "");
     assert_eq!(tx.stats, Stats::default());
 }
 
@@ -554,7 +554,8 @@ fn a_partial_transaction_touches_only_the_changed_service() {
     assert!(old_ep.starts_with("endpoint-") && new_ep.starts_with("endpoint-"));
     let tx = partial(&applied(&before), after);
     let b = chain_names("b");
-    let lines: Vec<&str> = tx.text.lines().collect();
+    let text = tx.text();
+    let lines: Vec<&str> = text.lines().collect();
     // New endpoint chain declared first, service chain rewritten, old endpoint chain emptied and removed.
     assert_eq!(lines[0], format!("add chain ip kube-proxy {new_ep}"));
     assert!(lines.contains(&format!("flush chain ip kube-proxy {}", b.cluster).as_str()));
@@ -564,11 +565,19 @@ fn a_partial_transaction_touches_only_the_changed_service() {
         lines
             .iter()
             .position(|x| *x == l)
-            .unwrap_or_else(|| panic!("no {l:?} in\n{}", tx.text))
+            .unwrap_or_else(|| panic!("no {l:?} in\n{}", tx.text()))
     };
     assert!(pos(&flush_old) < pos(&delete_old));
-    assert!(!tx.text.contains("/a/"), "service a is untouched:\n{}", tx.text);
-    assert!(!tx.text.contains("element"), "no element changes:\n{}", tx.text);
+    assert!(
+        !tx.text().contains("/a/"),
+        "service a is untouched:\n{}",
+        tx.text()
+    );
+    assert!(
+        !tx.text().contains("element"),
+        "no element changes:\n{}",
+        tx.text()
+    );
 }
 
 #[test]
@@ -583,18 +592,18 @@ fn an_element_shared_by_two_ports_stays_until_its_last_port_goes() {
     let after = render_yaml(&one_port, &cfg());
     let tx = partial(&applied(&before), after.clone());
     assert!(
-        !tx.text.contains("delete element ip kube-proxy cluster-ips"),
+        !tx.text().contains("delete element ip kube-proxy cluster-ips"),
         "port p still needs the cluster IP:\n{}",
-        tx.text
+        tx.text()
     );
     let mut a = applied(&before);
     a.commit(tx);
     let gone = partial(&a, render_yaml("", &cfg()));
     assert!(
-        gone.text
+        gone.text()
             .contains("delete element ip kube-proxy cluster-ips { 172.30.0.50 }\n"),
         "{}",
-        gone.text
+        gone.text()
     );
 }
 
@@ -610,12 +619,13 @@ fn a_full_transaction_removes_stale_chains_and_sets_after_emptying_them() {
         sets: ["affinity-OLD".to_string()].into(),
     };
     let tx = full(r, &existing, false);
-    let lines: Vec<&str> = tx.text.lines().collect();
+    let text = tx.text();
+    let lines: Vec<&str> = text.lines().collect();
     let pos = |l: &str| {
         lines
             .iter()
             .position(|x| *x == l)
-            .unwrap_or_else(|| panic!("no {l:?} in\n{}", tx.text))
+            .unwrap_or_else(|| panic!("no {l:?} in\n{}", tx.text()))
     };
     assert!(
         pos("flush chain ip kube-proxy service-OLD-default/gone/tcp/")
@@ -625,11 +635,79 @@ fn a_full_transaction_removes_stale_chains_and_sets_after_emptying_them() {
         pos("delete chain ip kube-proxy service-OLD-default/gone/tcp/")
             < pos("delete set ip kube-proxy affinity-OLD")
     );
-    assert!(!tx.text.contains("delete chain ip kube-proxy services\n"));
+    assert!(!tx.text().contains("delete chain ip kube-proxy services\n"));
     let recreated = full(two_services(&[]), &existing, true);
-    assert!(recreated.text.contains("delete table ip kube-proxy\n"));
+    assert!(recreated.text().contains("delete table ip kube-proxy\n"));
     assert!(
-        !recreated.text.contains("flush "),
+        !recreated.text().contains("flush "),
         "a new table has nothing to empty"
     );
+}
+
+/// A full sync over a table that has everything, cut into small batches: every chain's flush and
+/// refill share a batch, endpoint chains are filled before the service chain that picks them, and
+/// all elements go in one batch.
+#[test]
+fn a_full_transaction_splits_only_where_no_chain_is_left_empty() {
+    let mut yaml = String::new();
+    for i in 0..30 {
+        yaml.push_str(&svc(
+            &format!("s{i}"),
+            &format!("{{clusterIP: 172.30.1.{i}, ports: [{{port: 80}}]}}"),
+        ));
+        yaml.push_str(&eps(
+            &format!("s{i}"),
+            "IPv4",
+            &[("10.180.0.1", "node1", READY), ("10.180.0.2", "node2", READY)],
+            80,
+        ));
+    }
+    let r = render_yaml(&yaml, &cfg());
+    let existing = Existing {
+        chains: r.chains().iter().map(|c| c.name.clone()).collect(),
+        sets: r.sets().iter().map(|s| s.name.clone()).collect(),
+    };
+    let chains: Vec<String> = r.chains().iter().map(|c| c.name.clone()).collect();
+    let tx = full(r, &existing, false);
+    let batches = tx.batches(40);
+    assert!(batches.len() > 5, "{} batches", batches.len());
+    assert_eq!(batches.iter().map(|b| b.len()).sum::<usize>(), tx.ops.len());
+    let batch_of = |pred: &dyn Fn(&Op) -> bool| -> Vec<usize> {
+        batches
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.iter().any(pred))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    for c in &chains {
+        let flushed = batch_of(&|op| matches!(op, Op::FlushChain(n) if n == c));
+        let filled = batch_of(&|op| matches!(op, Op::AddRule { chain, .. } if chain == c));
+        assert_eq!(flushed.len(), 1, "{c}");
+        assert!(
+            filled.iter().all(|b| *b == flushed[0]),
+            "{c}: {flushed:?} {filled:?}"
+        );
+    }
+    let elements = batch_of(&|op| matches!(op, Op::AddElement(_) | Op::FlushSet { .. }));
+    assert_eq!(elements.len(), 1, "{elements:?}");
+    // Every service chain's numgen rule comes after its endpoint chains' rules.
+    let pos = |pred: &dyn Fn(&Op) -> bool| tx.ops.iter().position(pred);
+    for c in chains
+        .iter()
+        .filter(|c| c.starts_with("service-") && c.contains('/'))
+    {
+        let pick = pos(
+            &|op| matches!(op, Op::AddRule { chain, rule } if chain == c && rule.text.starts_with("numgen")),
+        );
+        // Endpoint chains share the service chain's `ns/name/proto/port` part.
+        let tail = c.splitn(3, '-').nth(2).unwrap_or_default();
+        let ep = pos(
+            &|op| matches!(op, Op::AddRule { chain, .. } if chain.starts_with("endpoint-") && chain.contains(tail)),
+        );
+        assert!(pick.is_some() && ep < pick, "{c}");
+    }
+    // Recreating the table is one batch.
+    let recreated = full(two_services(&[]), &existing, true);
+    assert_eq!(recreated.batches(40).len(), 1);
 }

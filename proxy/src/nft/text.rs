@@ -6,7 +6,9 @@
 use std::fmt::Write as _;
 
 use super::naming::TABLE;
+use super::op::Op;
 use super::{Chain, Element, Ruleset, Set, family_word};
+use crate::model::Family;
 
 /// nft (and knftables' `CommentLengthMax`) accept at most 128 bytes of comment.
 pub const COMMENT_MAX: usize = 128;
@@ -15,8 +17,12 @@ pub const COMMENT_MAX: usize = 128;
 /// and control characters are replaced by `_` (nft's scanner has no escapes, and validated names
 /// never contain them), and the text is cut to [`COMMENT_MAX`] bytes so nft accepts it.
 pub fn quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
+    format!("\"{}\"", comment_text(text))
+}
+
+/// A comment's text as [`quote`] writes it, without the quotes (netlink user data carries it as is).
+pub fn comment_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
     let mut len = 0;
     for c in text.chars() {
         let c = if c == '"' || c == '\\' || c.is_control() {
@@ -30,7 +36,6 @@ pub fn quote(text: &str) -> String {
         }
         out.push(c);
     }
-    out.push('"');
     out
 }
 
@@ -54,11 +59,7 @@ impl Ruleset {
         }
         for c in &chains {
             for r in &c.rules {
-                let _ = write!(out, "add rule {fam} {TABLE} {} {}", c.name, r.text);
-                if let Some(comment) = &r.comment {
-                    let _ = write!(out, " comment {}", quote(comment));
-                }
-                out.push('\n');
+                write_rule(&mut out, fam, &c.name, r);
             }
         }
         let elements = self.elements();
@@ -123,4 +124,58 @@ pub(super) fn element_line(fam: &str, e: &Element) -> String {
     }
     l.push_str(" }\n");
     l
+}
+
+fn write_rule(out: &mut String, fam: &str, chain: &str, r: &super::Rule) {
+    let _ = write!(out, "add rule {fam} {TABLE} {chain} {}", r.text);
+    if let Some(comment) = &r.comment {
+        let _ = write!(out, " comment {}", quote(comment));
+    }
+    out.push('\n');
+}
+
+/// A transaction's steps as `nft -f` input, one line each.
+pub(super) fn ops_text(family: Family, ops: &[Op]) -> String {
+    let fam = family_word(family);
+    let kind = |is_map: bool| if is_map { "map" } else { "set" };
+    let mut out = String::new();
+    for op in ops {
+        match op {
+            Op::AddTable => {
+                let _ = writeln!(
+                    out,
+                    "add table {fam} {TABLE} {{ comment {} ; }}",
+                    quote("rules for kube-proxy")
+                );
+            }
+            Op::DeleteTable => {
+                let _ = writeln!(out, "delete table {fam} {TABLE}");
+            }
+            Op::AddChain(c) => write_chain(&mut out, fam, c),
+            Op::FlushChain(c) => {
+                let _ = writeln!(out, "flush chain {fam} {TABLE} {c}");
+            }
+            Op::DeleteChain(c) => {
+                let _ = writeln!(out, "delete chain {fam} {TABLE} {c}");
+            }
+            Op::AddSet(s) => write_set(&mut out, fam, s),
+            Op::FlushSet { name, is_map } => {
+                let _ = writeln!(out, "flush {} {fam} {TABLE} {name}", kind(*is_map));
+            }
+            Op::DeleteSet { name, is_map } => {
+                let _ = writeln!(out, "delete {} {fam} {TABLE} {name}", kind(*is_map));
+            }
+            Op::AddRule { chain, rule } => write_rule(&mut out, fam, chain, rule),
+            Op::AddElement(e) => out.push_str(&element_line(fam, e)),
+            Op::DeleteElement(e) => {
+                let _ = writeln!(
+                    out,
+                    "delete element {fam} {TABLE} {} {{ {} }}",
+                    e.container,
+                    e.key.join(" . ")
+                );
+            }
+        }
+    }
+    out
 }

@@ -11,12 +11,10 @@
 //! leave the kernel only with their last contributor.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::naming::TABLE;
-use super::text::{element_line, quote, write_chain, write_set};
-use super::{Chain, Element, Ruleset, ServiceObjects, Set, family_word};
+use super::op::{Op, declaration};
+use super::{Chain, Element, Ruleset, ServiceObjects, Set};
 
 /// (container, key parts).
 type ElementKey = (&'static str, Vec<String>);
@@ -108,13 +106,56 @@ enum IndexChange {
     Delta(Delta),
 }
 
-/// One transaction: its text (empty when nothing changed) and what the kernel holds once it succeeds.
+/// One transaction: its steps (none when nothing changed) and what the kernel holds once it succeeds.
 #[derive(Debug)]
 pub struct Transaction {
-    pub text: String,
+    pub ops: Vec<Op>,
     pub stats: Stats,
     next: Ruleset,
     index: IndexChange,
+    /// Where the steps may be split into several batches committed in order (ascending op indices;
+    /// empty: one batch). Every prefix ending at a split leaves a table that serves traffic: old or
+    /// new rules per chain, never an emptied one.
+    pub splits: Vec<usize>,
+}
+
+impl Transaction {
+    /// The transaction as `nft -f` input (empty when nothing changed).
+    pub fn text(&self) -> String {
+        super::text::ops_text(self.next.family, &self.ops)
+    }
+
+    pub fn family(&self) -> crate::model::Family {
+        self.next.family
+    }
+
+    /// The sets and maps of the table once the transaction is applied.
+    pub fn sets(&self) -> Vec<&Set> {
+        self.next.sets()
+    }
+
+    /// The steps as batches to commit in order: one, or (a full sync) as few as keep each under
+    /// `limit` steps, cut only at [`Transaction::splits`] (a group larger than `limit` stays whole).
+    pub fn batches(&self, limit: usize) -> Vec<&[Op]> {
+        let mut out = Vec::new();
+        let (mut start, mut last_split) = (0, 0);
+        for &split in &self.splits {
+            if split - start > limit && last_split > start {
+                out.push(&self.ops[start..last_split]);
+                start = last_split;
+            }
+            last_split = split;
+        }
+        if start < self.ops.len() {
+            out.push(&self.ops[start..]);
+        }
+        out
+    }
+
+    /// One step as its `nft -f` line (for error messages).
+    pub fn op_text(&self, op: &Op) -> String {
+        super::text::ops_text(self.next.family, std::slice::from_ref(op))
+    }
 }
 
 /// What a transaction writes.
@@ -138,17 +179,11 @@ pub struct Existing {
 /// transaction, so no packet sees it missing): the way out when an object exists with a definition
 /// nft cannot change in place (a set's type, a chain's hook).
 pub fn full(next: Ruleset, existing: &Existing, recreate: bool) -> Transaction {
-    let fam = family_word(next.family);
-    let mut out = String::new();
-    let mut stats = Stats::default();
-    let table = format!(
-        "add table {fam} {TABLE} {{ comment {} ; }}\n",
-        quote("rules for kube-proxy")
-    );
-    out.push_str(&table);
+    let mut t = Builder::default();
+    t.ops.push(Op::AddTable);
     if recreate {
-        let _ = writeln!(out, "delete table {fam} {TABLE}");
-        out.push_str(&table);
+        t.ops.push(Op::DeleteTable);
+        t.ops.push(Op::AddTable);
     }
     let chains = next.chains();
     let sets = next.sets();
@@ -170,54 +205,93 @@ pub fn full(next: Ruleset, existing: &Existing, recreate: bool) -> Transaction {
                 .collect(),
         )
     };
+    // 1. Declarations: adding what exists changes nothing, so these may split anywhere.
     for c in &chains {
-        write_chain(&mut out, fam, c);
+        t.ops.push(Op::AddChain(declaration(c)));
+        t.step();
     }
     for s in &sets {
-        write_set(&mut out, fam, s);
+        t.ops.push(Op::AddSet((*s).clone()));
+        t.step();
     }
-    if !recreate {
-        // Empty what is rewritten below, and whatever goes, so nothing refers to a stale chain.
-        for c in chains.iter().map(|c| &c.name).chain(stale_chains.iter().copied()) {
-            let _ = writeln!(out, "flush chain {fam} {TABLE} {c}");
+    // 2. Each part's chains emptied (if the table has them) and refilled together: a chain is never
+    //    seen empty. Endpoint chains come before the service chain that picks them.
+    let parts = std::iter::once(Part::base(&next)).chain(next.services.values().map(|s| Part::service(s)));
+    for part in parts {
+        for c in part.chains.iter().rev() {
+            if !recreate && existing.chains.contains(&c.name) {
+                t.ops.push(Op::FlushChain(c.name.clone()));
+            }
+            add_rules(&mut t.ops, c, &mut t.stats);
         }
-        for s in sets.iter().filter(|s| s.timeout.is_none()) {
-            let kind = if s.is_map { "map" } else { "set" };
-            let _ = writeln!(out, "flush {kind} {fam} {TABLE} {}", s.name);
-        }
-        for s in &stale_sets {
-            let _ = writeln!(out, "flush set {fam} {TABLE} {s}");
-        }
-        for c in &stale_chains {
-            let _ = writeln!(out, "delete chain {fam} {TABLE} {c}");
-        }
-        for s in &stale_sets {
-            let _ = writeln!(out, "delete set {fam} {TABLE} {s}");
-        }
+        t.step();
     }
-    stats.chains_deleted = stale_chains.len();
-    for c in &chains {
-        write_rules(&mut out, fam, c, &mut stats);
+    t.stats.chains_written = chains.len();
+    // 3. Every set and map emptied and refilled at once (affinity sets excepted: their elements are
+    //    live client state).
+    for s in sets
+        .iter()
+        .filter(|s| !recreate && s.timeout.is_none() && existing.sets.contains(&s.name))
+    {
+        t.ops.push(Op::FlushSet {
+            name: s.name.clone(),
+            is_map: s.is_map,
+        });
     }
-    stats.chains_written = chains.len();
     let index = ElementIndex::of(&next);
     for (key, values) in &index.0 {
         if let Some(v) = effective(values) {
-            out.push_str(&element_line(fam, &element(key, v)));
-            stats.elements_added += 1;
+            t.ops.push(Op::AddElement(element(key, v)));
+            t.stats.elements_added += 1;
         }
     }
+    t.step();
+    // 4. What goes, once nothing refers to it: stale chains emptied first (they may jump to each
+    //    other), then deleted, then stale sets.
+    t.ops
+        .extend(stale_chains.iter().map(|c| Op::FlushChain((*c).clone())));
+    t.ops
+        .extend(stale_chains.iter().map(|c| Op::DeleteChain((*c).clone())));
+    for s in &stale_sets {
+        t.ops.push(Op::FlushSet {
+            name: (*s).clone(),
+            is_map: false,
+        });
+    }
+    for s in &stale_sets {
+        t.ops.push(Op::DeleteSet {
+            name: (*s).clone(),
+            is_map: false,
+        });
+    }
+    t.stats.chains_deleted = stale_chains.len();
     Transaction {
-        text: out,
-        stats,
+        // Deleting and recreating the table must be one batch: in between there are no rules.
+        splits: if recreate { Vec::new() } else { t.splits },
+        ops: t.ops,
+        stats: t.stats,
         next,
         index: IndexChange::Replace(index),
     }
 }
 
+/// The steps of a full transaction and where a batch may end between them.
+#[derive(Default)]
+struct Builder {
+    ops: Vec<Op>,
+    splits: Vec<usize>,
+    stats: Stats,
+}
+
+impl Builder {
+    /// The kernel may commit what came so far on its own: no state in between breaks traffic.
+    fn step(&mut self) {
+        self.splits.push(self.ops.len());
+    }
+}
+
 /// Only what changed since `prev` (which the kernel holds).
 pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
-    let fam = family_word(next.family);
     let mut stats = Stats::default();
     let mut delta = Delta::new();
     // Chains and sets of the changed parts, before and after.
@@ -274,11 +348,11 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
         }
     }
 
-    let mut out = String::new();
+    let mut ops = Vec::new();
     // New chains exist before anything jumps to them; changed and vanished ones are emptied first.
     for (name, c) in &new_chains {
         if !old_chains.contains_key(name) {
-            write_chain(&mut out, fam, c);
+            ops.push(Op::AddChain(declaration(c)));
         }
     }
     let rewrite: Vec<&Chain> = new_chains
@@ -288,7 +362,7 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
         .collect();
     for c in &rewrite {
         if old_chains.contains_key(c.name.as_str()) {
-            let _ = writeln!(out, "flush chain {fam} {TABLE} {}", c.name);
+            ops.push(Op::FlushChain(c.name.clone()));
         }
     }
     let gone_chains: Vec<&str> = old_chains
@@ -296,11 +370,9 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
         .filter(|n| !new_chains.contains_key(*n))
         .copied()
         .collect();
-    for c in &gone_chains {
-        let _ = writeln!(out, "flush chain {fam} {TABLE} {c}");
-    }
+    ops.extend(gone_chains.iter().map(|c| Op::FlushChain(c.to_string())));
     // Elements leave before the chains their verdicts name.
-    let mut adds = String::new();
+    let mut adds = Vec::new();
     for (key, changes) in &delta {
         let before_values = prev.index.0.get(key);
         let before = before_values.and_then(effective);
@@ -311,46 +383,41 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
             continue;
         }
         if let Some(v) = before {
-            let e = element(key, v);
-            let _ = writeln!(
-                out,
-                "delete element {fam} {TABLE} {} {{ {} }}",
-                e.container,
-                e.key.join(" . ")
-            );
+            ops.push(Op::DeleteElement(element(key, v)));
             stats.elements_deleted += 1;
         }
         if let Some(v) = after {
-            adds.push_str(&element_line(fam, &element(key, v)));
+            adds.push(Op::AddElement(element(key, v)));
             stats.elements_added += 1;
         }
     }
-    for c in &gone_chains {
-        let _ = writeln!(out, "delete chain {fam} {TABLE} {c}");
-    }
+    ops.extend(gone_chains.iter().map(|c| Op::DeleteChain(c.to_string())));
     stats.chains_deleted = gone_chains.len();
     for (name, s) in &old_sets {
         let keep = new_sets.get(name).is_some_and(|n| n == s);
         if !keep {
-            let kind = if s.is_map { "map" } else { "set" };
-            let _ = writeln!(out, "delete {kind} {fam} {TABLE} {name}");
+            ops.push(Op::DeleteSet {
+                name: name.to_string(),
+                is_map: s.is_map,
+            });
         }
     }
     for (name, s) in &new_sets {
         if old_sets.get(name) != Some(s) {
-            write_set(&mut out, fam, s);
+            ops.push(Op::AddSet((*s).clone()));
         }
     }
     for c in &rewrite {
-        write_rules(&mut out, fam, c, &mut stats);
+        add_rules(&mut ops, c, &mut stats);
     }
     stats.chains_written = rewrite.len();
-    out.push_str(&adds);
+    ops.extend(adds);
     Transaction {
-        text: out,
+        ops,
         stats,
         next,
         index: IndexChange::Delta(delta),
+        splits: Vec::new(),
     }
 }
 
@@ -379,13 +446,12 @@ impl<'a> Part<'a> {
     }
 }
 
-fn write_rules(out: &mut String, fam: &str, c: &Chain, stats: &mut Stats) {
+fn add_rules(ops: &mut Vec<Op>, c: &Chain, stats: &mut Stats) {
     for r in &c.rules {
-        let _ = write!(out, "add rule {fam} {TABLE} {} {}", c.name, r.text);
-        if let Some(comment) = &r.comment {
-            let _ = write!(out, " comment {}", quote(comment));
-        }
-        out.push('\n');
+        ops.push(Op::AddRule {
+            chain: c.name.clone(),
+            rule: r.clone(),
+        });
         stats.rules_written += 1;
     }
 }

@@ -6,6 +6,8 @@ pub mod generator;
 
 use std::path::{Path, PathBuf};
 
+use serde_json::{Value, json};
+
 /// Every golden case: (input.yaml, CLI words from `<variant>.args`, `<variant>.rules`).
 pub fn golden_cases() -> Vec<(PathBuf, Vec<String>, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
@@ -72,4 +74,36 @@ pub fn render_with_flags_file(input: &Path, flags_file: &Path, extra: &[&str]) -
         ));
     }
     String::from_utf8(out.stdout).map_err(|e| format!("render output is not UTF-8: {e}"))
+}
+
+/// The table as the kernel lists it, comparable across tables built differently: handles dropped,
+/// set elements sorted (a hash set lists in hash order), objects grouped by kind and name with each
+/// chain's rules in order.
+pub fn nft_listing(ns: &svcnet_netns::Netns, family: &str) -> Vec<Value> {
+    let text = ns.ok(&["nft", "-j", "list", "table", family, "kube-proxy"]);
+    let doc: Value = serde_json::from_str(&text).expect("nft -j output");
+    let mut out: Vec<(u8, String, Value)> = Vec::new();
+    for item in doc["nftables"].as_array().expect("nftables array") {
+        let Some((kind, body)) = item.as_object().and_then(|o| o.iter().next()) else {
+            continue;
+        };
+        let mut body = body.clone();
+        if let Some(o) = body.as_object_mut() {
+            o.remove("handle");
+            if let Some(Value::Array(elems)) = o.get_mut("elem") {
+                elems.sort_by_key(Value::to_string);
+            }
+        }
+        let (order, key) = match kind.as_str() {
+            "table" => (0, String::new()),
+            "set" | "map" => (1, body["name"].as_str().unwrap_or_default().to_string()),
+            "chain" => (2, body["name"].as_str().unwrap_or_default().to_string()),
+            "rule" => (3, body["chain"].as_str().unwrap_or_default().to_string()),
+            _ => continue,
+        };
+        out.push((order, key, json!({ kind.as_str(): body })));
+    }
+    // Stable: rules keep their order within a chain.
+    out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    out.into_iter().map(|(_, _, v)| v).collect()
 }

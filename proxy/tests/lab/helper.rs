@@ -15,6 +15,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::Stdio;
 use std::time::Duration;
 
+use svcnet_testcluster::ClusterError;
+use svcnet_testcluster::http::{self, Request};
+
 use super::{Netns, POD_PORT, Proc};
 
 const TIMEOUT: Duration = Duration::from_millis(1500);
@@ -200,58 +203,18 @@ fn http_main() {
     }
 }
 
-/// A minimal HTTP/1.1 client: `Connection: close`, Content-Length or chunked replies.
-fn http_once(method: &str, url: &str, ct: &str, body: &[u8]) -> std::io::Result<(u16, String)> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| std::io::Error::other("only http:// URLs"))?;
-    let (host, path) = rest
-        .split_once('/')
-        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
-    let addr: SocketAddr = host.parse().map_err(std::io::Error::other)?;
-    let mut s = TcpStream::connect_timeout(&addr, TIMEOUT)?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json, */*\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes())?;
-    s.write_all(body)?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, payload) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));
-    let code: u16 = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let chunked = head.lines().any(|l| {
-        l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.to_ascii_lowercase().contains("chunked")
-    });
-    Ok((
-        code,
-        if chunked {
-            dechunk(payload)
-        } else {
-            payload.to_string()
-        },
-    ))
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = rest[n..].trim_start_matches("\r\n");
-    }
-    out
+/// One request with the harness's HTTP/1.1 client; connecting gives up after [`TIMEOUT`] (a dropped
+/// SYN must not stall a poll), the answer may take 10 s.
+fn http_once(method: &str, url: &str, ct: &str, body: &[u8]) -> Result<(u16, String), ClusterError> {
+    let headers = [("Accept", "application/json, */*"), ("Content-Type", ct)];
+    let reply = http::request_url(
+        url,
+        Request::new(method, "", Duration::from_secs(10))
+            .with_connect_timeout(TIMEOUT)
+            .with_headers(&headers)
+            .with_body(body),
+    )?;
+    Ok((reply.status, reply.text()))
 }
 
 /// One HTTP request from inside `ns`: (status, body); status 0 when the connection failed.

@@ -130,18 +130,9 @@ pub fn proxy_binary() -> PathBuf {
 }
 
 /// Polls `f` every 100 ms until it returns `Some`, or panics with `what` after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+#[track_caller]
+pub fn wait_for<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) -> T {
+    svcnet_testcluster::wait::wait_for(what, timeout, Duration::from_millis(100), f)
 }
 
 /// Deletes the namespaces of test runs that were killed (SIGKILL skips every Drop), once per test

@@ -34,9 +34,26 @@ pub enum ClusterError {
     Kubectl { args: String, stderr: String },
     #[error("unexpected answer from the API: {0}")]
     Api(String),
+    #[error("`{what}` failed ({status})")]
+    Command { what: String, status: String },
+    #[error("{what}: HTTP {status}: {body}")]
+    Http { what: String, status: u16, body: String },
 }
 
 impl ClusterError {
+    /// Runs `cmd` (inheriting stdout and stderr, so its output is in the test log) to a zero exit.
+    pub(crate) fn run_ok(cmd: &mut std::process::Command, what: String) -> Result<(), ClusterError> {
+        let status = cmd.status().map_err(ClusterError::io(what.clone()))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(ClusterError::Command {
+                what,
+                status: status.to_string(),
+            })
+        }
+    }
+
     /// An I/O error with the step it happened in.
     pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
         let what = what.into();

@@ -57,6 +57,24 @@ pub fn write(
         .map_err(ClusterError::io(format!("writing {}", path.display())))
 }
 
+/// The kubeconfig `text` (as [`render`] writes it) for the same server and CA, authenticating as
+/// `user` with `token` instead: another identity on a control plane whose PKI this process does not
+/// hold (the lab's later commands keep only the files).
+pub fn with_token(text: &str, user: &str, token: &str) -> Result<String, ClusterError> {
+    let bad = |why: &str| ClusterError::Api(format!("kubeconfig: {why}"));
+    let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(&format!("not JSON: {e}")))?;
+    let cluster = &doc["clusters"][0]["cluster"];
+    let server = cluster["server"]
+        .as_str()
+        .ok_or_else(|| bad("no clusters[0].cluster.server"))?;
+    let ca = cluster["certificate-authority-data"]
+        .as_str()
+        .and_then(|b| BASE64.decode(b.as_bytes()).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| bad("no base64 PEM in clusters[0].cluster.certificate-authority-data"))?;
+    Ok(render(server, &ca, user, &Credentials::Token(token)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +95,29 @@ mod tests {
             v["clusters"][0]["cluster"]["certificate-authority-data"],
             BASE64.encode(b"CA")
         );
+    }
+
+    #[test]
+    fn with_token_keeps_server_and_ca_and_swaps_the_identity() {
+        let admin = render(
+            "https://127.1.2.3:6443",
+            "CA",
+            "admin",
+            &Credentials::Cert {
+                cert_pem: "C",
+                key_pem: "K",
+            },
+        );
+        let text = with_token(&admin, "system:serviceaccount:kube-system:kube-proxy", "t0k").expect("swap");
+        assert_eq!(
+            text,
+            render(
+                "https://127.1.2.3:6443",
+                "CA",
+                "system:serviceaccount:kube-system:kube-proxy",
+                &Credentials::Token("t0k")
+            )
+        );
+        assert!(with_token("{}", "u", "t").is_err());
     }
 }

@@ -16,8 +16,14 @@
 //!   `--cloud-provider=external` and node IPAM.
 //! - Everything started dies with the test: drop, panic, and SIGKILL of the test process
 //!   (`setpriv --pdeathsig`, plus a sweep of dead owners' instance directories).
+//!
+//! Beside it, the helpers the whole harness shares, defined once: [`http`] (a blocking HTTP/1.1
+//! client), [`wait`] (polling), [`kubeconfig`], [`siblings`] (building other workspace packages'
+//! binaries for a test), [`announce`] (starting a server that prints its address), [`gcloud`]
+//! (the real gcloud pointed at the fake GCE) and [`python`] (cached venvs of PyPI packages).
 #![forbid(unsafe_code)]
 
+pub mod announce;
 mod binaries;
 mod certs;
 mod cluster;
@@ -25,11 +31,16 @@ mod components;
 mod error;
 mod etcd;
 mod flags;
-mod kubeconfig;
+pub mod gcloud;
+pub mod http;
+pub mod kubeconfig;
 mod kubectl;
 mod plan;
+pub mod python;
+pub mod siblings;
 mod spawn;
 mod sweep;
+pub mod wait;
 
 pub use binaries::{Binaries, binaries, build_script, kubectl_program};
 pub use cluster::Cluster;

@@ -3,25 +3,15 @@
 //! makes Pods for a Deployment, and node IPAM gives a Node a podCIDR out of the cluster CIDR.
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
-use svcnet_testcluster::{Cluster, Component};
+use svcnet_testcluster::{Cluster, Component, wait};
 
-/// Polls `f` every 250 ms for up to 60 s; the last value it returned otherwise.
-fn eventually<T>(what: &str, cluster: &Cluster, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not within 60 s\n{}",
-            cluster.log_tails(20)
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
+/// Polls `f` every 250 ms for up to 60 s; panics with the components' log tails otherwise.
+fn eventually<T>(what: &str, cluster: &Cluster, f: impl FnMut() -> Option<T>) -> T {
+    wait::poll(Duration::from_secs(60), Duration::from_millis(250), f)
+        .unwrap_or_else(|| panic!("{what}: not within 60 s\n{}", cluster.log_tails(20)))
 }
 
 fn json(cluster: &Cluster, args: &[&str]) -> Value {

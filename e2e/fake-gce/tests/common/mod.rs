@@ -1,11 +1,15 @@
 //! Test harness: starts the real binary on 127.0.0.1:0 and talks plain HTTP/1.1 to it.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
+use svcnet_testcluster::announce;
+use svcnet_testcluster::http::{self, Request};
+
+/// Bounds every request: an answer that never comes fails the test instead of hanging it.
+const TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Fake {
     child: Child,
@@ -40,18 +44,9 @@ impl Fake {
         ])
         .args(["--zones", &format!("{ZONE_B},{ZONE_C}")])
         .args(extra)
-        .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-        let mut child = cmd.spawn().expect("start svcnet-fake-gce");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read listening line");
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let (child, addr) = announce::spawn(&mut cmd, announce::FAKE_GCE)
+            .unwrap_or_else(|e| panic!("starting svcnet-fake-gce: {e}"));
         let port = addr
             .rsplit(':')
             .next()
@@ -82,12 +77,7 @@ impl Fake {
     pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
         let body = body.map(Value::to_string);
         let (status, _, bytes) = raw(self.port, method, path, &[], body.as_deref().map(str::as_bytes));
-        let v = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-        };
-        (status, v)
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 
     pub fn get(&self, path: &str) -> (u16, Value) {
@@ -138,7 +128,8 @@ impl Fake {
     }
 }
 
-/// One HTTP/1.1 exchange with `Connection: close`; returns status, headers and body.
+/// One HTTP/1.1 exchange with `Connection: close`; returns status, headers and body. `headers` may
+/// replace the default `Content-Type: application/json`.
 pub fn raw(
     port: u16,
     method: &str,
@@ -146,69 +137,17 @@ pub fn raw(
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
 ) -> (u16, String, Vec<u8>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
-    let has_ct = headers
-        .iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if !has_ct {
-        req.push_str("Content-Type: application/json\r\n");
-    }
-    let body = body.unwrap_or_default();
-    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    s.write_all(req.as_bytes()).expect("write");
-    s.write_all(body).expect("write body");
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp).expect("read");
-    let split = resp
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("header end");
-    let head = String::from_utf8_lossy(&resp[..split]).to_string();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status");
-    let mut body = resp[split + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        body = dechunk(&body);
-    }
-    (status, head, body)
-}
-
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(nl) = b.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(String::from_utf8_lossy(&b[..nl]).trim(), 16).unwrap_or(0);
-        if size == 0 || b.len() < nl + 2 + size + 2 {
-            break;
-        }
-        out.extend_from_slice(&b[nl + 2..nl + 2 + size]);
-        b = &b[nl + 2 + size + 2..];
-    }
-    out
+    let req = Request::new(method, path, TIMEOUT)
+        .with_headers(headers)
+        .with_body(body.unwrap_or_default());
+    let reply =
+        http::request(&format!("127.0.0.1:{port}"), req).unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    (reply.status, reply.head, reply.body)
 }
 
 /// Error reason of a Google-shaped error body.
 pub fn reason(v: &Value) -> &str {
     v["error"]["errors"][0]["reason"].as_str().unwrap_or("")
-}
-
-/// The target directory (for caches such as the Python venv).
-pub fn target_dir() -> std::path::PathBuf {
-    if let Ok(d) = std::env::var("CARGO_TARGET_DIR") {
-        return d.into();
-    }
-    // .../target/debug/svcnet-fake-gce -> .../target
-    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_svcnet-fake-gce"));
-    exe.parent()
-        .and_then(|p| p.parent())
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir)
 }
 
 /// Is `tool` runnable? (Used to print SKIPPED lines instead of passing silently.)

@@ -18,30 +18,18 @@ pub fn lab_bin() -> PathBuf {
 /// package set is `make demo`'s (and `make e2e`'s first build), so features unify the same way and
 /// this build finds everything fresh instead of rebuilding the binaries with other features.
 pub fn build_siblings() {
-    // `make e2e` has just built them (same package set, same profile) and says so: a cargo run from
-    // inside a test inherits cargo's test environment, which makes it rebuild several dependencies.
+    // `make e2e` has just built them (same package set, same profile) and says so: even an up-to-date
+    // check costs a Cargo run per test process.
     if std::env::var_os("SVCNET_LAB_PREBUILT").is_some() {
         return;
     }
-    let profile_dir = lab_bin().parent().unwrap().to_path_buf();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-q"]);
-    for p in [
+    svcnet_testcluster::siblings::build(&[
         "svcnet-lab",
         "svcnet-fake-gce",
         "svcnet-proxy",
         "svcnet-cloud-controller",
-    ] {
-        cmd.args(["-p", p]);
-    }
-    if let Some(target) = profile_dir.parent() {
-        cmd.arg("--target-dir").arg(target);
-    }
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let ok = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
-    assert!(ok.success(), "building the lab's binaries failed");
+    ])
+    .unwrap_or_else(|e| panic!("building the lab's binaries: {e}"));
 }
 
 pub struct Lab {

@@ -210,19 +210,11 @@ impl Scenario {
     }
 }
 
-/// Polls `f` every 300 ms until it returns Some; panics with `what` after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+/// Polls `f` every 300 ms (each probe may run processes in the lab) until it returns Some; panics
+/// with `what` after `timeout`.
+#[track_caller]
+pub fn wait_for<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) -> T {
+    svcnet_testcluster::wait::wait_for(what, timeout, Duration::from_millis(300), f)
 }
 
 /// The CLI's expectation: the API call succeeds.

@@ -1,0 +1,267 @@
+//! The netlink writer against `nft -f`: every upstream nftables case and every golden cluster (IPv4
+//! and IPv6 as their args say) is loaded whole once through `nft -f` and once as svcnet's own
+//! netlink batch, each into a throwaway network namespace (never the root namespace); the kernel
+//! must then hold the same table: `nft list` prints the same text, and `nft --debug=netlink list`
+//! the same expressions, registers and set elements for every rule.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Parser;
+use svcnet_netns::Netns;
+use svcnet_proxy::cli::{Cli, Command};
+use svcnet_proxy::input::load;
+use svcnet_proxy::model::Family;
+use svcnet_proxy::nft::{self, Existing, netlink};
+use svcnet_proxy::nft_socket::NftSocket;
+use svcnet_proxy::settings::RuleSettings;
+
+/// (what, family, ruleset) for every case.
+fn cases() -> Vec<(String, Family, nft::Ruleset)> {
+    let mut argvs: Vec<(String, Vec<String>)> = Vec::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstream-nft");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .expect("tests/upstream-nft")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let flags = std::fs::read_to_string(dir.join("flags")).expect("flags");
+        let mut argv = vec!["-f".to_string(), dir.join("input.yaml").display().to_string()];
+        argv.extend(flags.split_whitespace().map(str::to_string));
+        argvs.push((dir.display().to_string(), argv));
+    }
+    let edge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nft_netlink");
+    let edge_flags = std::fs::read_to_string(edge.join("edge.flags")).expect("edge.flags");
+    for ipv6 in [false, true] {
+        let mut argv = vec![
+            "-f".to_string(),
+            edge.join("edge.yaml").display().to_string(),
+            "--proxy-mode".into(),
+            "nftables".into(),
+        ];
+        argv.extend(edge_flags.split_whitespace().map(str::to_string));
+        if ipv6 {
+            argv.push("--ipv6".into());
+        }
+        argvs.push((format!("edge.yaml ipv6={ipv6}"), argv));
+    }
+    for (input, words, _) in common::golden_cases() {
+        let mut argv = vec![
+            "-f".to_string(),
+            input.display().to_string(),
+            "--proxy-mode".into(),
+            "nftables".into(),
+        ];
+        argv.extend(words.iter().cloned());
+        argvs.push((format!("{} {}", input.display(), words.join(" ")), argv));
+    }
+    argvs
+        .into_iter()
+        .map(|(what, argv)| {
+            let full: Vec<String> = ["svcnet-proxy", "render"]
+                .into_iter()
+                .map(str::to_string)
+                .chain(argv)
+                .collect();
+            let cli = Cli::try_parse_from(&full).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let Command::Render(args) = cli.command else {
+                panic!("not a render command")
+            };
+            let family = if args.ipv6 { Family::V6 } else { Family::V4 };
+            let rules = RuleSettings::from_args(&args.rules).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let (_, node, state, cfg) = load(&args.file, &rules, args.caps.into(), family)
+                .unwrap_or_else(|e| panic!("{what}: {e:#}"));
+            (what, family, nft::render(&state, &node, &cfg))
+        })
+        .collect()
+}
+
+fn fam(family: Family) -> &'static str {
+    nft::family_word(family)
+}
+
+/// The table as `nft list` prints it; with `debug`, each rule's expressions and each set's elements
+/// too, the elements of a set sorted (a hash set lists them in the order of its buckets, which
+/// depends on the order they were added, and nft sorts before sending).
+fn list(ns: &Netns, family: Family, debug: bool) -> String {
+    let mut args = vec!["nft"];
+    if debug {
+        args.push("--debug=netlink");
+    }
+    args.extend(["list", "table", fam(family), "kube-proxy"]);
+    let text = ns.ok(&args);
+    if !debug {
+        return text;
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("\telement ") {
+            run.push(line);
+            continue;
+        }
+        run.sort_unstable();
+        out.extend(run.drain(..).map(str::to_string));
+        out.push(line.to_string());
+    }
+    run.sort_unstable();
+    out.extend(run.drain(..).map(str::to_string));
+    out.join("\n")
+}
+
+fn netlink_load(ns: &Netns, tx: &nft::Transaction) -> Result<(), String> {
+    let path = Path::new("/run/netns").join(ns.name());
+    let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).map_err(|e| e.to_string())?;
+    let batch =
+        netlink::encode(tx.family(), &tx.ops, tx.sets(), socket.next_seq()).map_err(|e| e.to_string())?;
+    socket.apply(&batch).map_err(|e| e.to_string())
+}
+
+/// The first differing lines, with a little context.
+fn diff(a: &str, b: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let at = a
+        .iter()
+        .zip(&b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let from = at.saturating_sub(6);
+    format!(
+        "nft -f:\n{}\nnetlink:\n{}",
+        a[from..a.len().min(at + 6)].join("\n"),
+        b[from..b.len().min(at + 6)].join("\n")
+    )
+}
+
+#[test]
+fn a_netlink_batch_leaves_the_kernel_as_nft_f_does() {
+    let Some(by_nft) = svcnet_netns::netns_or_skip("nftnlA") else {
+        return;
+    };
+    let Some(by_netlink) = svcnet_netns::netns_or_skip("nftnlB") else {
+        return;
+    };
+    let cases = cases();
+    assert!(cases.len() >= 15, "only {} cases", cases.len());
+    let mut rules = 0;
+    for (what, family, ruleset) in cases {
+        for ns in [&by_nft, &by_netlink] {
+            let _ = ns.run(&["nft", "delete", "table", fam(family), "kube-proxy"]);
+        }
+        let tx = nft::full(ruleset, &Existing::default(), false);
+        let (ok, _, err) = by_nft.exec(&["nft", "-f", "-"], &tx.text());
+        assert!(ok, "{what}: nft -f: {err}");
+        netlink_load(&by_netlink, &tx).unwrap_or_else(|e| panic!("{what}: netlink: {e}"));
+        for debug in [false, true] {
+            let (a, b) = (list(&by_nft, family, debug), list(&by_netlink, family, debug));
+            assert!(
+                a == b,
+                "{what}: the kernel's tables differ (debug listing: {debug})\n{}",
+                diff(&a, &b)
+            );
+        }
+        rules += tx.stats.rules_written;
+    }
+    println!("netlink and nft -f agree on {rules} rules");
+}
+
+#[test]
+fn a_refused_batch_changes_nothing_and_names_its_step() {
+    let Some(ns) = svcnet_netns::netns_or_skip("nftnlC") else {
+        return;
+    };
+    let path = Path::new("/run/netns").join(ns.name());
+    let mut socket = NftSocket::open_in(&path, Duration::from_secs(10)).expect("socket");
+    let good = vec![nft::Op::AddTable, nft::Op::AddChain(nft::Chain::new("kept"))];
+    let batch = netlink::encode(Family::V4, &good, [], socket.next_seq()).expect("encode");
+    socket.apply(&batch).expect("a valid batch is applied");
+    let bad = vec![
+        nft::Op::AddChain(nft::Chain::new("added")),
+        nft::Op::DeleteChain("missing".into()),
+        nft::Op::FlushChain("kept".into()),
+    ];
+    let batch = netlink::encode(Family::V4, &bad, [], socket.next_seq()).expect("encode");
+    match socket.apply(&batch) {
+        Err(svcnet_proxy::nft_socket::NetlinkError::Refused { index, errno }) => {
+            assert_eq!(
+                batch.op_of_message(index),
+                Some(1),
+                "the refused step is the delete"
+            );
+            assert_eq!(errno, 2, "ENOENT");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let table = list(&ns, Family::V4, false);
+    assert!(
+        table.contains("chain kept") && !table.contains("chain added"),
+        "{table}"
+    );
+}
+
+/// A full sync over a table that holds another state, streamed in small batches (as the daemon does
+/// at restart): the kernel ends as a fresh load of the new state.
+#[test]
+fn a_streamed_full_sync_over_an_existing_table_ends_as_a_fresh_load() {
+    let Some(old) = svcnet_netns::netns_or_skip("nftnlD") else {
+        return;
+    };
+    let Some(fresh) = svcnet_netns::netns_or_skip("nftnlE") else {
+        return;
+    };
+    let cases = cases();
+    let mut pairs = 0;
+    for pair in cases.windows(2) {
+        let ((was, fam_a, before), (what, fam_b, after)) = (&pair[0], &pair[1]);
+        if fam_a != fam_b {
+            continue;
+        }
+        let family = *fam_a;
+        for ns in [&old, &fresh] {
+            let _ = ns.run(&["nft", "delete", "table", fam(family), "kube-proxy"]);
+        }
+        let load = nft::full(before.clone(), &Existing::default(), false);
+        netlink_load(&old, &load).unwrap_or_else(|e| panic!("{was}: {e}"));
+        let listing = old.ok(&["nft", "-t", "list", "table", fam(family), "kube-proxy"]);
+        let existing = svcnet_proxy::nftables::parse_listing(&listing);
+        let tx = nft::full(after.clone(), &existing, false);
+        let path = Path::new("/run/netns").join(old.name());
+        let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
+        let sets: Vec<&nft::Set> = before.sets().into_iter().chain(tx.sets()).collect();
+        let batches = tx.batches(40);
+        assert!(batches.len() > 1, "{what}: one batch");
+        for ops in batches {
+            let batch = netlink::encode(family, ops, sets.iter().copied(), socket.next_seq())
+                .unwrap_or_else(|e| panic!("{was} -> {what}: {e}"));
+            socket
+                .apply(&batch)
+                .unwrap_or_else(|e| panic!("{was} -> {what}: {e}"));
+        }
+        let whole = nft::full(after.clone(), &Existing::default(), false);
+        let (ok, _, err) = fresh.exec(&["nft", "-f", "-"], &whole.text());
+        assert!(ok, "{what}: {err}");
+        // Compared as nft_transactions.rs does: objects sorted (a table that grew lists them in
+        // creation order), elements sorted.
+        let (a, b) = (
+            common::nft_listing(&old, fam(family)),
+            common::nft_listing(&fresh, fam(family)),
+        );
+        if a != b {
+            let a: Vec<String> = a.iter().map(ToString::to_string).collect();
+            let b: Vec<String> = b.iter().map(ToString::to_string).collect();
+            let only_a: Vec<_> = a.iter().filter(|x| !b.contains(x)).collect();
+            let only_b: Vec<_> = b.iter().filter(|x| !a.contains(x)).collect();
+            panic!(
+                "{was} -> {what}: streamed full sync differs\nonly streamed: {only_a:#?}\nonly fresh: {only_b:#?}"
+            );
+        }
+        pairs += 1;
+    }
+    assert!(pairs >= 10, "only {pairs} pairs");
+    println!("{pairs} streamed full syncs over another state end as fresh loads");
+}
