@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use crate::iptables::exec;
 
 /// Parses `ip -o addr show`: `2: eth0    inet 10.0.0.2/24 brd ... scope global eth0\ ...`.
-pub fn parse_ip_addr(output: &str) -> Vec<IpAddr> {
+pub(crate) fn parse_ip_addr(output: &str) -> Vec<IpAddr> {
     let mut out: Vec<IpAddr> = output
         .lines()
         .filter_map(|line| {
@@ -23,7 +23,7 @@ pub fn parse_ip_addr(output: &str) -> Vec<IpAddr> {
 }
 
 /// Every address on a local interface; empty when `ip` is unavailable (the Node's IPs still apply).
-pub async fn local_addresses() -> Vec<IpAddr> {
+pub(crate) async fn local_addresses() -> Vec<IpAddr> {
     match exec("ip", &["-o", "addr", "show"], None).await {
         Ok(out) if out.success => parse_ip_addr(&out.stdout),
         Ok(out) => {

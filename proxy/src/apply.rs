@@ -7,7 +7,7 @@ use crate::iptables::{Iptables, IptablesError, split_rule};
 use crate::render::Jump;
 
 /// The chain a jump rule targets (`-j NAME`).
-pub fn jump_target(rule: &str) -> Option<String> {
+pub(crate) fn jump_target(rule: &str) -> Option<String> {
     let words = split_rule(rule);
     let i = words.iter().position(|w| w == "-j")?;
     words.get(i + 1).cloned()
@@ -15,7 +15,7 @@ pub fn jump_target(rule: &str) -> Option<String> {
 
 /// Creates each jump's target chain if missing, then inserts the jump if missing (upstream order: the
 /// chain must exist before a rule can jump to it).
-pub async fn ensure_jumps(ipt: &Iptables, jumps: &[Jump]) -> Result<(), IptablesError> {
+pub(crate) async fn ensure_jumps(ipt: &Iptables, jumps: &[Jump]) -> Result<(), IptablesError> {
     for j in jumps {
         if let Some(target) = jump_target(&j.rule) {
             ipt.ensure_chain(j.table, &target).await?;
@@ -26,7 +26,7 @@ pub async fn ensure_jumps(ipt: &Iptables, jumps: &[Jump]) -> Result<(), Iptables
 }
 
 /// One `iptables-restore --noflush --counters -w 5 -W 100000` with the whole payload.
-pub async fn restore(ipt: &Iptables, payload: &str) -> Result<(), IptablesError> {
+pub(crate) async fn restore(ipt: &Iptables, payload: &str) -> Result<(), IptablesError> {
     ipt.restore(payload).await
 }
 

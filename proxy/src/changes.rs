@@ -1,7 +1,7 @@
 //! Change tracking between syncs: which Services and EndpointSlices changed since the last successful
 //! sync (the `*_changes_pending/total` metrics), when the oldest unsynced change arrived (/healthz),
-//! and the `endpoints.kubernetes.io/last-change-trigger-time` of changed slices (network programming
-//! latency, observed once the change is in the kernel).
+//! and the last-change trigger times of changed slices (network programming latency, observed once the
+//! change is in the kernel; the model reads them from the slices).
 //!
 //! The rules themselves are always rendered from the complete caches; what a sync writes is decided by
 //! chain digests (see `sync.rs`), so nothing here can make rules wrong, only metrics late.
@@ -9,14 +9,9 @@
 use std::collections::BTreeSet;
 use std::time::{Instant, SystemTime};
 
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-
-/// Annotation the EndpointSlice controller sets to the time of the Pod/Service change it reflects.
-pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
-
 /// Changes not yet written to the kernel.
 #[derive(Debug, Default)]
-pub struct Changes {
+pub(crate) struct Changes {
     services: BTreeSet<String>,
     slices: BTreeSet<String>,
     trigger_times: Vec<SystemTime>,
@@ -25,41 +20,41 @@ pub struct Changes {
 
 /// What a sync took over from the tracker.
 #[derive(Debug, Default, PartialEq)]
-pub struct Taken {
+pub(crate) struct Taken {
     pub services: BTreeSet<String>,
     pub slices: BTreeSet<String>,
     pub trigger_times: Vec<SystemTime>,
 }
 
 impl Changes {
-    pub fn service_changed(&mut self, key: String) {
+    pub(crate) fn service_changed(&mut self, key: String) {
         self.services.insert(key);
         self.oldest.get_or_insert_with(Instant::now);
     }
 
-    pub fn slice_changed(&mut self, key: String, trigger: Option<SystemTime>) {
+    pub(crate) fn slice_changed(&mut self, key: String, trigger: Option<SystemTime>) {
         self.slices.insert(key);
         self.trigger_times.extend(trigger);
         self.oldest.get_or_insert_with(Instant::now);
     }
 
     /// A change that is not tied to one object (node labels, a relist): only marks work as queued.
-    pub fn other_changed(&mut self) {
+    pub(crate) fn other_changed(&mut self) {
         self.oldest.get_or_insert_with(Instant::now);
     }
 
     /// (pending service changes, pending endpoint changes).
-    pub fn pending(&self) -> (usize, usize) {
+    pub(crate) fn pending(&self) -> (usize, usize) {
         (self.services.len(), self.slices.len())
     }
 
     /// When the oldest unsynced change arrived.
-    pub fn oldest(&self) -> Option<Instant> {
+    pub(crate) fn oldest(&self) -> Option<Instant> {
         self.oldest
     }
 
     /// Takes everything pending, at the start of a sync.
-    pub fn take(&mut self) -> Taken {
+    pub(crate) fn take(&mut self) -> Taken {
         self.oldest = None;
         Taken {
             services: std::mem::take(&mut self.services),
@@ -69,7 +64,7 @@ impl Changes {
     }
 
     /// Puts back what a failed sync took, so metrics and health keep counting it as pending.
-    pub fn restore(&mut self, taken: Taken, since: Instant) {
+    pub(crate) fn restore(&mut self, taken: Taken, since: Instant) {
         self.services.extend(taken.services);
         self.slices.extend(taken.slices);
         self.trigger_times.extend(taken.trigger_times);
@@ -78,23 +73,12 @@ impl Changes {
 }
 
 /// `ns/name` of any namespaced object.
-pub fn object_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+pub(crate) fn object_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
     format!(
         "{}/{}",
         meta.namespace.as_deref().unwrap_or_default(),
         meta.name.as_deref().unwrap_or_default()
     )
-}
-
-/// The slice's trigger time, when present and well formed (RFC 3339).
-pub fn trigger_time(slice: &EndpointSlice) -> Option<SystemTime> {
-    let text = slice
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(TRIGGER_TIME_ANNOTATION)?;
-    let ts: k8s_openapi::jiff::Timestamp = text.parse().ok()?;
-    Some(SystemTime::from(ts))
 }
 
 #[cfg(test)]

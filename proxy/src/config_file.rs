@@ -28,20 +28,20 @@ pub enum ConfigFileError {
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ClientConnection {
+pub(crate) struct ClientConnection {
     pub kubeconfig: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct DetectLocalCfg {
+pub(crate) struct DetectLocalCfg {
     pub bridge_interface: Option<String>,
     pub interface_name_prefix: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct IptablesCfg {
+pub(crate) struct IptablesCfg {
     pub masquerade_all: Option<bool>,
     pub masquerade_bit: Option<u32>,
     pub min_sync_period: Option<String>,
@@ -52,7 +52,7 @@ pub struct IptablesCfg {
 /// `nftables`: read in nftables mode, as `iptables` is in iptables mode.
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct NftablesCfg {
+pub(crate) struct NftablesCfg {
     pub masquerade_all: Option<bool>,
     pub masquerade_bit: Option<u32>,
     pub min_sync_period: Option<String>,
@@ -62,7 +62,7 @@ pub struct NftablesCfg {
 /// `conntrack`: durations in Go syntax; a field left out keeps the flag's value.
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ConntrackCfg {
+pub(crate) struct ConntrackCfg {
     pub max_per_core: Option<u64>,
     pub min: Option<u64>,
     pub tcp_established_timeout: Option<String>,
@@ -75,7 +75,7 @@ pub struct ConntrackCfg {
 /// The fields svcnet reads.
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct KubeProxyConfiguration {
+pub(crate) struct KubeProxyConfiguration {
     pub kind: Option<String>,
     pub mode: Option<String>,
     pub client_connection: Option<ClientConnection>,
@@ -93,7 +93,7 @@ pub struct KubeProxyConfiguration {
 }
 
 impl KubeProxyConfiguration {
-    pub fn load(path: &Path) -> Result<KubeProxyConfiguration, ConfigFileError> {
+    pub(crate) fn load(path: &Path) -> Result<KubeProxyConfiguration, ConfigFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
             path: path.to_path_buf(),
             source,
@@ -149,7 +149,7 @@ impl KubeProxyConfiguration {
 }
 
 /// Go duration syntax as kube-proxy accepts it: `1s`, `500ms`, `1m30s`, `1h`, `0.5s`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let s = text.trim();
     if s == "0" {
         return Ok(Duration::ZERO);

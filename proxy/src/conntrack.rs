@@ -21,7 +21,7 @@ use crate::model::{Family, Protocol, ProxyState};
 
 /// One UDP conntrack entry, reduced to what decides whether it is stale.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Flow {
+pub(crate) struct Flow {
     /// Original direction: where the client sent it (a service address before DNAT).
     pub orig_dst: IpAddr,
     pub orig_dport: u16,
@@ -32,13 +32,13 @@ pub struct Flow {
 /// The UDP service addresses of one sync, remembered so that the next one can clear the flows of
 /// services deleted in between.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UdpTargets {
+pub(crate) struct UdpTargets {
     pub vips: BTreeSet<(IpAddr, u16)>,
     pub node_ports: BTreeSet<u16>,
 }
 
 impl UdpTargets {
-    pub fn of(state: &ProxyState) -> UdpTargets {
+    pub(crate) fn of(state: &ProxyState) -> UdpTargets {
         let mut t = UdpTargets::default();
         for svc in state
             .services
@@ -53,7 +53,7 @@ impl UdpTargets {
         t
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.vips.is_empty() && self.node_ports.is_empty()
     }
 }
@@ -66,7 +66,7 @@ fn vips(svc: &crate::model::ServicePort) -> impl Iterator<Item = IpAddr> + '_ {
 
 /// One `conntrack -D` filter.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Deletion {
+pub(crate) struct Deletion {
     /// Original destination address; `None` for NodePort flows (any local address).
     pub orig_dst: Option<IpAddr>,
     /// Original destination port (service port or nodePort).
@@ -77,7 +77,7 @@ pub struct Deletion {
 
 /// Parses `conntrack -L -p udp` output (one entry per line: the original tuple's `src= dst= sport=
 /// dport=`, then the reply tuple's). Lines that do not hold both tuples are skipped.
-pub fn parse_flows(text: &str) -> Vec<Flow> {
+pub(crate) fn parse_flows(text: &str) -> Vec<Flow> {
     text.lines().filter_map(parse_line).collect()
 }
 
@@ -109,7 +109,7 @@ fn parse_line(line: &str) -> Option<Flow> {
 /// would keep.
 /// `previous` is what the last sync served: its addresses the state no longer has belong to deleted
 /// services, which have no endpoint at all.
-pub fn stale_flows(state: &ProxyState, previous: &UdpTargets, flows: &[Flow]) -> Vec<Deletion> {
+pub(crate) fn stale_flows(state: &ProxyState, previous: &UdpTargets, flows: &[Flow]) -> Vec<Deletion> {
     let mut by_vip: HashMap<(IpAddr, u16), HashSet<IpAddr>> = HashMap::new();
     let mut by_node_port: HashMap<u16, HashSet<IpAddr>> = HashMap::new();
     // Deleted services first: a current service on the same address or nodePort overrides them.
@@ -167,7 +167,7 @@ pub fn stale_flows(state: &ProxyState, previous: &UdpTargets, flows: &[Flow]) ->
 
 /// Is there a UDP service now or at the last sync? Without one nothing can be stale, and the listing
 /// is skipped.
-pub fn worth_listing(now: &UdpTargets, previous: &UdpTargets) -> bool {
+pub(crate) fn worth_listing(now: &UdpTargets, previous: &UdpTargets) -> bool {
     !now.is_empty() || !previous.is_empty()
 }
 
@@ -179,12 +179,12 @@ fn family_arg(family: Family) -> &'static str {
 }
 
 /// `conntrack -L` arguments: the family's UDP entries.
-pub fn list_args(family: Family) -> [&'static str; 5] {
+pub(crate) fn list_args(family: Family) -> [&'static str; 5] {
     ["-L", "-f", family_arg(family), "-p", "udp"]
 }
 
 /// `conntrack -D` arguments for one deletion.
-pub fn args(family: Family, d: &Deletion) -> Vec<String> {
+pub(crate) fn args(family: Family, d: &Deletion) -> Vec<String> {
     let mut a = vec![
         "-D".to_string(),
         "-f".into(),
@@ -201,7 +201,7 @@ pub fn args(family: Family, d: &Deletion) -> Vec<String> {
 }
 
 /// Parses `... N flow entries have been deleted.` from conntrack's stderr.
-pub fn deleted_count(stderr: &str) -> u64 {
+pub(crate) fn deleted_count(stderr: &str) -> u64 {
     stderr
         .lines()
         .filter(|l| l.contains("have been deleted"))
@@ -223,12 +223,12 @@ fn failed(args: String, out: &crate::iptables::Output) -> IptablesError {
 }
 
 /// Whether the `conntrack` binary runs at all (the daemon names a missing one at start).
-pub async fn check() -> Result<(), IptablesError> {
+pub(crate) async fn check() -> Result<(), IptablesError> {
     exec("conntrack", &["--version"], None).await.map(drop)
 }
 
 /// Lists the family's UDP entries.
-pub async fn list(family: Family) -> Result<Vec<Flow>, IptablesError> {
+pub(crate) async fn list(family: Family) -> Result<Vec<Flow>, IptablesError> {
     let a = list_args(family);
     let out = exec("conntrack", &a, None).await?;
     if !out.success {
@@ -239,7 +239,7 @@ pub async fn list(family: Family) -> Result<Vec<Flow>, IptablesError> {
 
 /// Runs the deletions; returns how many flows the kernel removed. conntrack exits 1 when nothing
 /// matched (the flow may have expired since the listing), which is not an error.
-pub async fn delete(family: Family, deletions: &[Deletion]) -> Result<u64, IptablesError> {
+pub(crate) async fn delete(family: Family, deletions: &[Deletion]) -> Result<u64, IptablesError> {
     let mut total = 0;
     for d in deletions {
         let a = args(family, d);

@@ -18,7 +18,7 @@ use crate::settings::{Caps, RuleSettings};
 use crate::trace;
 use port::{Rules, Scene, explain_port};
 
-pub fn explain(
+pub(crate) fn explain(
     file: &Path,
     service: &str,
     rules: &RuleSettings,

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::metrics::Metrics;
 use crate::model::Family;
 
-pub const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+pub(crate) const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -32,7 +32,7 @@ struct Inner {
 
 /// Shared health state, updated by the sync loop and the Node watcher.
 #[derive(Debug)]
-pub struct Health {
+pub(crate) struct Health {
     timeout: Duration,
     inner: Mutex<Inner>,
 }
@@ -46,14 +46,14 @@ fn rfc3339(t: SystemTime) -> String {
 
 /// What /healthz and /livez report.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Report {
+pub(crate) struct Report {
     pub healthy: bool,
     pub node_eligible: bool,
     pub body: Value,
 }
 
 impl Health {
-    pub fn new(timeout: Duration, families: Vec<Family>) -> Arc<Health> {
+    pub(crate) fn new(timeout: Duration, families: Vec<Family>) -> Arc<Health> {
         Arc::new(Health {
             timeout,
             inner: Mutex::new(Inner {
@@ -69,7 +69,7 @@ impl Health {
 
     /// A change arrived that no sync has written yet (upstream's QueuedUpdate). Returns the families
     /// it was queued for: every family the daemon syncs, IPv6 included once added.
-    pub fn queued(&self) -> Vec<Family> {
+    pub(crate) fn queued(&self) -> Vec<Family> {
         let mut g = self.lock();
         for f in g.families.clone() {
             g.oldest_queued.entry(f).or_insert_with(Instant::now);
@@ -78,30 +78,30 @@ impl Health {
     }
 
     /// A sync of `family` succeeded (upstream's Updated).
-    pub fn updated(&self, family: Family) {
+    pub(crate) fn updated(&self, family: Family) {
         let mut g = self.lock();
         g.oldest_queued.remove(&family);
         g.last_updated.insert(family, SystemTime::now());
     }
 
     /// Tracks another family (IPv6, once the node turns out to have IPv6 addresses).
-    pub fn add_family(&self, family: Family) {
+    pub(crate) fn add_family(&self, family: Family) {
         let mut g = self.lock();
         if !g.families.contains(&family) {
             g.families.push(family);
         }
     }
 
-    pub fn set_node(&self, node: Option<&Node>) {
+    pub(crate) fn set_node(&self, node: Option<&Node>) {
         self.lock().node_eligible = node_eligible(node);
     }
 
     /// Healthy when no family has had a change queued for longer than the timeout.
-    pub fn healthy(&self) -> bool {
+    pub(crate) fn healthy(&self) -> bool {
         self.report(false).healthy
     }
 
-    pub fn report(&self, with_node: bool) -> Report {
+    pub(crate) fn report(&self, with_node: bool) -> Report {
         let g = self.lock();
         let now = SystemTime::now();
         let mut healthy = true;
@@ -145,7 +145,7 @@ impl Health {
 }
 
 /// Upstream's NodeEligible: the Node exists, is not being deleted and is not tainted for deletion.
-pub fn node_eligible(node: Option<&Node>) -> bool {
+pub(crate) fn node_eligible(node: Option<&Node>) -> bool {
     let Some(node) = node else {
         return false;
     };
@@ -181,7 +181,7 @@ fn code_label(r: &Report) -> Vec<(&'static str, String)> {
 }
 
 /// `/healthz` and `/livez`.
-pub fn router(health: Arc<Health>, metrics: Arc<Metrics>) -> Router {
+pub(crate) fn router(health: Arc<Health>, metrics: Arc<Metrics>) -> Router {
     let (h1, m1) = (Arc::clone(&health), Arc::clone(&metrics));
     Router::new()
         .route(

@@ -1,230 +1,32 @@
 //! The iptables tools of one IP family: which backend (nft or legacy) to use, feature detection, and
 //! the few commands the daemon runs (save, restore, check/insert/delete of one rule, canary check).
-//!
-//! Backend choice follows upstream's iptables-wrapper: use the backend that already holds the node's
-//! rules (kubelet's KUBE-IPTABLES-HINT / KUBE-KUBELET-CANARY chains first, else whichever has more
-//! rules; nft on a tie), because mixing both on one node silently splits the ruleset.
+//! How the backend is chosen is in `backend`; running a tool in `exec`.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use thiserror::Error;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
+
+mod backend;
+mod exec;
+
+pub(crate) use backend::{Backend, detect_backend};
+#[cfg(test)]
+use backend::{choose_backend, save_facts};
+pub(crate) use exec::{IptablesError, Output, exec, exec_ok, exec_ok_within, exec_within, on_path};
 
 use crate::model::Family;
 use crate::render::naming::KUBE_PROXY_CANARY;
-
-/// A command slower than this is killed: iptables waits at most 5 s for the xtables lock (`-w 5`),
-/// so anything longer is hung. iptables-restore has its own, configurable limit
-/// ([`DEFAULT_RESTORE_TIMEOUT`], `--iptables-restore-timeout`) because its time grows with the payload.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+use exec::{COMMAND_TIMEOUT, spawn_error};
 
 /// Default bound on one iptables-restore call. Batched syncs keep one call near a second even at 10k
 /// services (docs/proxy-daemon.md); this only catches a wedged tool.
-pub const DEFAULT_RESTORE_TIMEOUT: Duration = Duration::from_secs(120);
-
-#[derive(Debug, Error)]
-pub enum IptablesError {
-    #[error("{program} is not installed (not found on PATH)")]
-    NotInstalled { program: String },
-    #[error("{program}: cannot run: {source}")]
-    Spawn { program: String, source: std::io::Error },
-    #[error("{program} {args}: exit {code:?}: {stderr}")]
-    Failed {
-        program: String,
-        args: String,
-        code: Option<i32>,
-        stderr: String,
-    },
-    #[error("{program}: timed out after {after:?}")]
-    Timeout { program: String, after: Duration },
-    /// The nftables netlink writer: the kernel refused a batch (naming the step) or did not answer.
-    #[error("nftables netlink: {0}")]
-    Netlink(String),
-}
-
-/// Which iptables flavour the binaries are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// `iptables-nft*`.
-    Nft,
-    /// `iptables-legacy*`.
-    Legacy,
-    /// Only the plain `iptables*` names exist: use whatever they point to.
-    Plain,
-}
-
-impl Backend {
-    fn suffix(self) -> &'static str {
-        match self {
-            Backend::Nft => "-nft",
-            Backend::Legacy => "-legacy",
-            Backend::Plain => "",
-        }
-    }
-}
-
-/// The output of one finished command.
-#[derive(Clone, Debug, Default)]
-pub struct Output {
-    pub success: bool,
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// A missing binary is named as such: "not found" from spawn says nothing about netfilter.
-fn spawn_error(program: &str, source: std::io::Error) -> IptablesError {
-    if source.kind() == std::io::ErrorKind::NotFound {
-        IptablesError::NotInstalled {
-            program: program.to_string(),
-        }
-    } else {
-        IptablesError::Spawn {
-            program: program.to_string(),
-            source,
-        }
-    }
-}
-
-/// Runs `program args` with optional stdin, bounded by [`COMMAND_TIMEOUT`].
-pub async fn exec(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, IptablesError> {
-    exec_within(program, args, stdin, COMMAND_TIMEOUT).await
-}
-
-/// Runs `program args` with optional stdin; killed after `limit`.
-pub async fn exec_within(
-    program: &str,
-    args: &[&str],
-    stdin: Option<&str>,
-    limit: Duration,
-) -> Result<Output, IptablesError> {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|source| spawn_error(program, source))?;
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        // A write error means the tool exited early; its exit status tells why.
-        let _ = pipe.write_all(text.as_bytes()).await;
-        drop(pipe);
-    }
-    let out = tokio::time::timeout(limit, child.wait_with_output())
-        .await
-        .map_err(|_| IptablesError::Timeout {
-            program: program.to_string(),
-            after: limit,
-        })?
-        .map_err(|source| IptablesError::Spawn {
-            program: program.to_string(),
-            source,
-        })?;
-    Ok(Output {
-        success: out.status.success(),
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
-}
-
-/// Like [`exec`], but a non-zero exit is an error.
-pub async fn exec_ok(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, IptablesError> {
-    exec_ok_within(program, args, stdin, COMMAND_TIMEOUT).await
-}
-
-/// Like [`exec_within`], but a non-zero exit is an error.
-pub async fn exec_ok_within(
-    program: &str,
-    args: &[&str],
-    stdin: Option<&str>,
-    limit: Duration,
-) -> Result<Output, IptablesError> {
-    let out = exec_within(program, args, stdin, limit).await?;
-    if out.success {
-        Ok(out)
-    } else {
-        Err(IptablesError::Failed {
-            program: program.to_string(),
-            args: args.join(" "),
-            code: out.code,
-            stderr: out.stderr.trim().to_string(),
-        })
-    }
-}
-
-/// Whether `name` is an executable file in a `PATH` directory.
-pub fn on_path(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| is_executable(&dir.join(name))))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// Counts rule lines in iptables-save output and notices kubelet's hint chains.
-pub fn save_facts(save_output: &str) -> (usize, bool) {
-    let rules = save_output.lines().filter(|l| l.starts_with('-')).count();
-    let hint = save_output
-        .lines()
-        .any(|l| l.starts_with(":KUBE-IPTABLES-HINT") || l.starts_with(":KUBE-KUBELET-CANARY"));
-    (rules, hint)
-}
-
-/// Upstream iptables-wrapper's decision from (rules, hint) of legacy and nft.
-pub fn choose_backend(legacy: (usize, bool), nft: (usize, bool)) -> Backend {
-    if nft.1 {
-        Backend::Nft
-    } else if legacy.1 || legacy.0 > nft.0 {
-        Backend::Legacy
-    } else {
-        Backend::Nft
-    }
-}
-
-async fn save_all(suffix: &str) -> (usize, bool) {
-    let mut total = (0, false);
-    for tool in ["iptables", "ip6tables"] {
-        let program = format!("{tool}{suffix}-save");
-        if !on_path(&program) {
-            continue;
-        }
-        if let Ok(out) = exec(&program, &[], None).await {
-            let (n, hint) = save_facts(&out.stdout);
-            total.0 += n;
-            total.1 |= hint;
-        }
-    }
-    total
-}
-
-/// Picks the backend (see the module docs). `forced` comes from `--iptables-backend`.
-pub async fn detect_backend(forced: Option<Backend>) -> Backend {
-    if let Some(b) = forced {
-        return b;
-    }
-    let nft = on_path("iptables-nft-restore");
-    let legacy = on_path("iptables-legacy-restore");
-    match (nft, legacy) {
-        (true, true) => choose_backend(save_all("-legacy").await, save_all("-nft").await),
-        (true, false) => Backend::Nft,
-        (false, true) => Backend::Legacy,
-        (false, false) => Backend::Plain,
-    }
-}
+pub(crate) const DEFAULT_RESTORE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// `iptables v1.8.9 (nf_tables)` -> (1, 8, 9).
-pub fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
+pub(crate) fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
     let v = text.split_whitespace().find_map(|w| w.strip_prefix('v'))?;
     let mut parts = v.split('.').map(|p| p.parse::<u32>().ok());
     Some((
@@ -418,7 +220,7 @@ impl Iptables {
 
 /// Splits a rule the way a shell would for the few forms svcnet writes: words, and double-quoted
 /// comments (`-m comment --comment "kubernetes service portals"`).
-pub fn split_rule(rule: &str) -> Vec<String> {
+pub(crate) fn split_rule(rule: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -448,7 +250,7 @@ pub fn split_rule(rule: &str) -> Vec<String> {
 }
 
 /// Chain names declared in iptables-save output of one table (`:NAME POLICY [p:b]`).
-pub fn saved_chains(save_output: &str) -> Vec<String> {
+pub(crate) fn saved_chains(save_output: &str) -> Vec<String> {
     save_output
         .lines()
         .filter_map(|l| l.strip_prefix(':'))

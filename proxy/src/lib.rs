@@ -2,38 +2,44 @@
 //!
 //! Flow: [`model`] (plain data from Services/EndpointSlices, validated) -> [`render`] (pure, the KUBE-*
 //! chains and iptables-restore text) -> apply (the daemon). [`trace`] walks a packet through a saved
-//! ruleset; [`explain`] tells a service's paths in words. The node agent (`svcnet-proxy run`) is wired in
-//! [`daemon`]: [`watch`] -> [`changes`] -> [`runner`] -> [`sync`] ([`apply`], [`iptables`],
-//! [`conntrack`]) -> [`health`], [`service_health`], [`metrics`] ([`nfacct`]); [`cleanup`] undoes it.
+//! ruleset; `explain` tells a service's paths in words ([`offline`] runs both). The node agent
+//! (`svcnet-proxy run`) is wired in [`daemon`]: `watch` -> `changes` -> `runner` -> `sync` (`apply`,
+//! `iptables`, `conntrack`) -> `health`, `service_health`, `metrics` ([`nfacct`]); [`cleanup`] undoes it.
+//!
+//! Modules are private unless the binary, the tests under `tests/` or svcnet-bench use them.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
-pub mod addresses;
-pub mod apply;
-pub mod changes;
+mod addresses;
+mod apply;
+mod changes;
 pub mod cleanup;
 pub mod cli;
 pub mod config;
-pub mod config_file;
-pub mod conntrack;
+mod config_file;
+mod conntrack;
 pub mod daemon;
-pub mod explain;
-pub mod health;
+mod explain;
+mod health;
 pub mod input;
-pub mod iptables;
-pub mod metrics;
+mod iptables;
+// Allowed while metrics.rs and nft/ are being rewritten elsewhere; to be dropped after.
+#[allow(unreachable_pub)]
+mod metrics;
 pub mod model;
 pub mod nfacct;
+#[allow(unreachable_pub)]
 pub mod nft;
 pub mod nft_socket;
 pub mod nft_sync;
 pub mod nftables;
 pub mod offline;
 pub mod render;
-pub mod runner;
-pub mod service_health;
+mod runner;
+mod service_health;
 pub mod settings;
-pub mod sync;
-pub mod sysctls;
+mod sync;
+mod sysctls;
 pub mod trace;
-pub mod watch;
+mod watch;
 pub mod yaml;

@@ -15,7 +15,7 @@ use svcnet_core::shutdown::Shutdown;
 
 /// Why a run happens (for logs; the syncer decides full vs partial on its own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reason {
+pub(crate) enum Reason {
     First,
     Changed,
     Periodic,
@@ -24,17 +24,17 @@ pub enum Reason {
 
 /// Cloneable handle that asks for a run.
 #[derive(Clone, Debug, Default)]
-pub struct Trigger(Arc<Notify>);
+pub(crate) struct Trigger(Arc<Notify>);
 
 impl Trigger {
     /// Requests a run. Requests made while a run is in progress cause one more run afterwards.
-    pub fn request(&self) {
+    pub(crate) fn request(&self) {
         self.0.notify_one();
     }
 }
 
 #[derive(Debug)]
-pub struct Runner {
+pub(crate) struct Runner {
     min_interval: Duration,
     max_interval: Duration,
     trigger: Trigger,
@@ -46,7 +46,7 @@ pub struct Runner {
 }
 
 impl Runner {
-    pub fn new(min_interval: Duration, max_interval: Duration, shutdown: Shutdown) -> Runner {
+    pub(crate) fn new(min_interval: Duration, max_interval: Duration, shutdown: Shutdown) -> Runner {
         let max_interval = max_interval.max(min_interval).max(Duration::from_millis(1));
         Runner {
             min_interval,
@@ -64,12 +64,12 @@ impl Runner {
         min.max(Duration::from_secs(1)).min(max)
     }
 
-    pub fn trigger(&self) -> Trigger {
+    pub(crate) fn trigger(&self) -> Trigger {
         self.trigger.clone()
     }
 
     /// Waits until the next run is due. `false` once shutdown was requested.
-    pub async fn wait(&mut self) -> bool {
+    pub(crate) async fn wait(&mut self) -> bool {
         let reason = match self.last_run {
             None => Reason::First,
             Some(last) => {
@@ -101,7 +101,7 @@ impl Runner {
     }
 
     /// Reports the outcome of the run `wait` allowed.
-    pub fn done(&mut self, ok: bool) {
+    pub(crate) fn done(&mut self, ok: bool) {
         if ok {
             self.retry_at = None;
             self.retry_delay = Self::first_retry(self.min_interval, self.max_interval);

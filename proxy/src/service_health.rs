@@ -19,11 +19,11 @@ use crate::health::Health;
 use crate::model::ProxyState;
 
 /// `(namespace, name)` of a Service.
-pub type ServiceName = (String, String);
+pub(crate) type ServiceName = (String, String);
 
 /// healthCheckNodePort of each ETP=Local service and its ready local endpoint count, from the states
 /// of every family.
-pub fn desired(states: &[&ProxyState], node: &str) -> BTreeMap<ServiceName, (u16, usize)> {
+pub(crate) fn desired(states: &[&ProxyState], node: &str) -> BTreeMap<ServiceName, (u16, usize)> {
     let mut out: BTreeMap<ServiceName, (u16, usize)> = BTreeMap::new();
     for state in states {
         for (name, svc) in &state.services {
@@ -55,7 +55,7 @@ struct Server {
 
 /// The running servers, keyed by port.
 #[derive(Debug)]
-pub struct ServiceHealth {
+pub(crate) struct ServiceHealth {
     counts: Arc<RwLock<BTreeMap<ServiceName, usize>>>,
     servers: BTreeMap<u16, Server>,
     health: Arc<Health>,
@@ -63,7 +63,7 @@ pub struct ServiceHealth {
 }
 
 impl ServiceHealth {
-    pub fn new(health: Arc<Health>, parent: CancellationToken) -> ServiceHealth {
+    pub(crate) fn new(health: Arc<Health>, parent: CancellationToken) -> ServiceHealth {
         ServiceHealth {
             counts: Arc::default(),
             servers: BTreeMap::new(),
@@ -72,13 +72,8 @@ impl ServiceHealth {
         }
     }
 
-    /// Ports currently served.
-    pub fn ports(&self) -> Vec<u16> {
-        self.servers.keys().copied().collect()
-    }
-
     /// Starts, stops and updates servers to match `want`.
-    pub async fn sync(&mut self, want: &BTreeMap<ServiceName, (u16, usize)>) {
+    pub(crate) async fn sync(&mut self, want: &BTreeMap<ServiceName, (u16, usize)>) {
         {
             let mut counts = self.counts.write().unwrap_or_else(PoisonError::into_inner);
             *counts = want.iter().map(|(k, (_, n))| (k.clone(), *n)).collect();

@@ -31,7 +31,7 @@ use crate::render::{
 use crate::settings::RuleSettings;
 
 /// Upstream forces a full sync at least this often, to repair anything partial syncs missed.
-pub const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
+pub(crate) const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Error)]
 pub enum SyncError {
@@ -133,7 +133,7 @@ pub struct Outcome {
 
 /// Per-family sync state.
 #[derive(Debug)]
-pub struct FamilySync {
+pub(crate) struct FamilySync {
     pub ipt: Iptables,
     model: ModelCache,
     /// What the kernel holds (as digests): updated only by a successful sync.
@@ -146,7 +146,7 @@ pub struct FamilySync {
 }
 
 impl FamilySync {
-    pub fn new(ipt: Iptables) -> FamilySync {
+    pub(crate) fn new(ipt: Iptables) -> FamilySync {
         FamilySync {
             model: ModelCache::new(ipt.family),
             ipt,
@@ -158,12 +158,12 @@ impl FamilySync {
         }
     }
 
-    pub fn family(&self) -> Family {
+    pub(crate) fn family(&self) -> Family {
         self.ipt.family
     }
 
     /// The model as of the last sync.
-    pub fn state(&self) -> &ProxyState {
+    pub(crate) fn state(&self) -> &ProxyState {
         self.model.state()
     }
 
@@ -191,7 +191,7 @@ impl FamilySync {
     }
 
     /// One sync. On failure the next one is full; the kernel keeps the previous rules.
-    pub async fn sync(
+    pub(crate) async fn sync(
         &mut self,
         snap: &Snapshot,
         settings: &Settings,

@@ -13,7 +13,7 @@ use std::time::Duration;
 use clap::Args;
 
 /// The most nf_conntrack_max kube-proxy 1.36+ asks for, however many cores (kubernetes#137002).
-pub const MAX_CAP: u64 = 1 << 20;
+pub(crate) const MAX_CAP: u64 = 1 << 20;
 
 const NETFILTER: &str = "/proc/sys/net/netfilter";
 const HASHSIZE: &str = "/sys/module/nf_conntrack/parameters/hashsize";
@@ -50,14 +50,14 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
 
 /// One sysctl to write: its file and the value.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Write {
+pub(crate) struct Write {
     pub path: PathBuf,
     pub value: u64,
 }
 
 /// nf_conntrack_max as kube-proxy computes it: cores x per-core, at least `min`, at most [`MAX_CAP`];
 /// `None` when per-core is 0 (leave it).
-pub fn desired_max(args: &ConntrackArgs, cores: u64) -> Option<u64> {
+pub(crate) fn desired_max(args: &ConntrackArgs, cores: u64) -> Option<u64> {
     if args.conntrack_max_per_core == 0 {
         return None;
     }
@@ -67,7 +67,7 @@ pub fn desired_max(args: &ConntrackArgs, cores: u64) -> Option<u64> {
 
 /// The writes that bring the node to `args`; `read` gives a sysctl's current value (`None`: unreadable,
 /// written anyway so the failure is seen). nf_conntrack_max is only raised, never lowered.
-pub fn plan(args: &ConntrackArgs, cores: u64, read: impl Fn(&Path) -> Option<u64>) -> Vec<Write> {
+pub(crate) fn plan(args: &ConntrackArgs, cores: u64, read: impl Fn(&Path) -> Option<u64>) -> Vec<Write> {
     let mut out = Vec::new();
     let mut want = |path: PathBuf, value: u64, only_raise: bool| {
         let current = read(&path);
@@ -115,7 +115,7 @@ fn read_u64(path: &Path) -> Option<u64> {
 
 /// Writes the plan; each failure is logged with its sysctl and the rest still written. After a larger
 /// nf_conntrack_max the hash size follows (max / 4) when it is smaller, as kube-proxy does.
-pub fn apply(args: &ConntrackArgs) {
+pub(crate) fn apply(args: &ConntrackArgs) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
     for w in plan(args, cores, read_u64) {
         match std::fs::write(&w.path, w.value.to_string()) {

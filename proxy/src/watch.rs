@@ -28,11 +28,12 @@ use crate::model::{Interner, ModelError, ServiceRecord, SliceRecord, parse_slice
 use crate::runner::Trigger;
 
 /// Upstream's label selector for the Service and EndpointSlice informers.
-pub const PROXY_SELECTOR: &str = "!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless";
+pub(crate) const PROXY_SELECTOR: &str =
+    "!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless";
 
 /// The caches the sync reads: records of Services and EndpointSlices, and the Node object.
 #[derive(Clone)]
-pub struct Stores {
+pub(crate) struct Stores {
     pub services: Store<ServiceRecord>,
     pub slices: Store<SliceRecord>,
     pub node: Store<Node>,
@@ -40,7 +41,7 @@ pub struct Stores {
 
 /// Where watch events go.
 #[derive(Clone)]
-pub struct Sink {
+pub(crate) struct Sink {
     pub changes: Arc<Mutex<Changes>>,
     pub trigger: Trigger,
     pub health: Arc<Health>,
@@ -215,7 +216,7 @@ fn spawn<K: Source>(
 }
 
 /// Starts the three reflectors.
-pub fn start(client: &Client, node_name: &str, sink: &Sink, stop: &CancellationToken) -> Stores {
+pub(crate) fn start(client: &Client, node_name: &str, sink: &Sink, stop: &CancellationToken) -> Stores {
     let sel = watcher::Config::default().labels(PROXY_SELECTOR);
     let services = spawn(
         Api::<Service>::all(client.clone()),
@@ -244,7 +245,7 @@ pub fn start(client: &Client, node_name: &str, sink: &Sink, stop: &CancellationT
 }
 
 /// Waits for the first complete list of all three caches.
-pub async fn wait_synced(stores: &Stores) -> Result<(), reflector::store::WriterDropped> {
+pub(crate) async fn wait_synced(stores: &Stores) -> Result<(), reflector::store::WriterDropped> {
     stores.services.wait_until_ready().await?;
     stores.slices.wait_until_ready().await?;
     stores.node.wait_until_ready().await

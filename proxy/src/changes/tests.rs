@@ -28,25 +28,3 @@ fn restore_keeps_the_oldest_time() {
     assert_eq!(c.pending(), (2, 0));
     assert_eq!(c.oldest(), Some(since));
 }
-
-#[test]
-fn trigger_time_parses_rfc3339_and_ignores_garbage() {
-    let mut s = EndpointSlice::default();
-    assert_eq!(trigger_time(&s), None);
-    s.metadata.annotations = Some(
-        [(
-            TRIGGER_TIME_ANNOTATION.to_string(),
-            "2024-05-01T10:00:00Z".to_string(),
-        )]
-        .into(),
-    );
-    let t = trigger_time(&s).expect("parsed");
-    assert_eq!(
-        t.duration_since(SystemTime::UNIX_EPOCH)
-            .expect("after epoch")
-            .as_secs(),
-        1_714_557_600
-    );
-    s.metadata.annotations = Some([(TRIGGER_TIME_ANNOTATION.to_string(), "yesterday".to_string())].into());
-    assert_eq!(trigger_time(&s), None);
-}

@@ -81,7 +81,7 @@ fn slice_port() -> impl Strategy<Value = Value> {
 }
 
 /// One EndpointSlice; names repeat across calls so that slices of one Service meet.
-pub fn slice() -> impl Strategy<Value = EndpointSlice> {
+pub(crate) fn slice() -> impl Strategy<Value = EndpointSlice> {
     (
         mostly("default", &["other", "Bad_NS", ""]),
         pick(&["s-a", "s-b", "s-c", "s-d"]),
@@ -104,7 +104,7 @@ pub fn slice() -> impl Strategy<Value = EndpointSlice> {
 }
 
 /// One Service: single or dual stack, sometimes with a bad name.
-pub fn service() -> impl Strategy<Value = Service> {
+pub(crate) fn service() -> impl Strategy<Value = Service> {
     (
         pick(&["web", "db", "Bad_Svc"]),
         pick(&["default", "other"]),

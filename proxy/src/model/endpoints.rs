@@ -4,9 +4,11 @@
 //! set changes. [`endpoints_from_slices`] does both for API objects read from files.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::SystemTime;
 
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::discovery::v1::{Endpoint as SliceEndpoint, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::intern::Interner;
@@ -16,6 +18,8 @@ use super::validate::{is_dns1035_label, is_dns1123_label, printable};
 use super::{Endpoint, Endpoints, Family, Hints, ModelError, Protocol, ServicePortName};
 
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+/// Annotation the EndpointSlice controller sets to the time of the Pod/Service change it reflects.
+pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 const KIND: &str = "EndpointSlice";
 
 /// The family of an `addressType`; `None` for FQDN (and anything unknown), which the proxy ignores.
@@ -27,6 +31,17 @@ fn address_family(address_type: &str) -> Option<Family> {
     }
 }
 
+/// The slice's trigger time, when present and well formed (RFC 3339).
+pub(crate) fn trigger_time(slice: &EndpointSlice) -> Option<SystemTime> {
+    let text = slice
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(TRIGGER_TIME_ANNOTATION)?;
+    let ts: k8s_openapi::jiff::Timestamp = text.parse().ok()?;
+    Some(SystemTime::from(ts))
+}
+
 /// Parses one slice for its own address type. Endpoints of one port are deduplicated by `ip:port`
 /// (first wins) and sorted by that string; errors name the slice and the field.
 pub fn parse_slice(slice: &EndpointSlice, names: &mut Interner) -> SliceRecord {
@@ -34,7 +49,7 @@ pub fn parse_slice(slice: &EndpointSlice, names: &mut Interner) -> SliceRecord {
         meta: slim_meta(&slice.metadata),
         family: address_family(&slice.address_type),
         service_name: String::new(),
-        trigger_time: crate::changes::trigger_time(slice),
+        trigger_time: trigger_time(slice),
         ports: Vec::new(),
         errors: Vec::new(),
     };
@@ -88,48 +103,9 @@ pub fn parse_slice(slice: &EndpointSlice, names: &mut Interner) -> SliceRecord {
         let Some(p) = port.port.and_then(|p| u16::try_from(p).ok()).filter(|p| *p != 0) else {
             continue; // upstream ignores ports without a number
         };
-        let mut by_addr: BTreeMap<String, Endpoint> = BTreeMap::new();
-        for (ei, ep) in slice.endpoints.iter().enumerate() {
-            let Some(addr) = ep.addresses.first() else {
-                continue;
-            };
-            let ip = match parse_ip_sloppy(addr) {
-                Some(ip) if family.matches(&ip) => ip,
-                _ => {
-                    // Reported once per endpoint, not once per port.
-                    if pi == 0 {
-                        rec.errors.push(ModelError::invalid(
-                            KIND,
-                            &object,
-                            format!("endpoints[{ei}].addresses[0]"),
-                            format!(
-                                "{:?} is not an {} address; endpoint ignored",
-                                printable(addr),
-                                family.label()
-                            ),
-                        ));
-                    }
-                    continue;
-                }
-            };
-            let cond = ep.conditions.as_ref();
-            let hints = ep.hints.as_ref().map(|h| Hints {
-                zones: h.for_zones.iter().flatten().map(|z| z.name.clone()).collect(),
-                nodes: h.for_nodes.iter().flatten().map(|n| n.name.clone()).collect(),
-            });
-            let e = Endpoint {
-                ip,
-                port: p,
-                ready: cond.and_then(|c| c.ready).unwrap_or(true),
-                serving: cond.and_then(|c| c.serving).unwrap_or(true),
-                terminating: cond.and_then(|c| c.terminating).unwrap_or(false),
-                node_name: ep.node_name.as_deref().map(|n| names.get(n)),
-                hints: hints
-                    .filter(|h| !h.zones.is_empty() || !h.nodes.is_empty())
-                    .map(Box::new),
-            };
-            by_addr.entry(e.addr()).or_insert(e);
-        }
+        // Bad addresses are reported once per endpoint, not once per port.
+        let errors = (pi == 0).then_some(&mut rec.errors);
+        let endpoints = port_endpoints(slice, p, family, names, (&object, errors));
         rec.ports.push(SlicePort {
             name: ServicePortName {
                 namespace: ns.to_string(),
@@ -137,13 +113,71 @@ pub fn parse_slice(slice: &EndpointSlice, names: &mut Interner) -> SliceRecord {
                 port: port_name,
                 protocol,
             },
-            endpoints: by_addr.into_values().collect(),
+            endpoints,
         });
     }
     // The record lives as long as the slice: no spare capacity.
     rec.ports.shrink_to_fit();
     rec.errors.shrink_to_fit();
     rec
+}
+
+/// The slice's endpoints on port number `port`, deduplicated by `ip:port` (first wins) and sorted by
+/// that string. Addresses not of `family` are reported into `errors` when given (naming `object`).
+fn port_endpoints(
+    slice: &EndpointSlice,
+    port: u16,
+    family: Family,
+    names: &mut Interner,
+    (object, mut errors): (&str, Option<&mut Vec<ModelError>>),
+) -> Endpoints {
+    let mut by_addr: BTreeMap<String, Endpoint> = BTreeMap::new();
+    for (ei, ep) in slice.endpoints.iter().enumerate() {
+        let Some(addr) = ep.addresses.first() else {
+            continue;
+        };
+        let ip = match parse_ip_sloppy(addr) {
+            Some(ip) if family.matches(&ip) => ip,
+            _ => {
+                if let Some(errors) = errors.as_deref_mut() {
+                    errors.push(ModelError::invalid(
+                        KIND,
+                        object,
+                        format!("endpoints[{ei}].addresses[0]"),
+                        format!(
+                            "{:?} is not an {} address; endpoint ignored",
+                            printable(addr),
+                            family.label()
+                        ),
+                    ));
+                }
+                continue;
+            }
+        };
+        let e = endpoint(ep, ip, port, names);
+        by_addr.entry(e.addr()).or_insert(e);
+    }
+    by_addr.into_values().collect()
+}
+
+/// One endpoint of a slice at `ip:port`, with the conditions' defaults upstream applies.
+fn endpoint(ep: &SliceEndpoint, ip: IpAddr, port: u16, names: &mut Interner) -> Endpoint {
+    let cond = ep.conditions.as_ref();
+    let hints = ep.hints.as_ref().map(|h| Hints {
+        zones: h.for_zones.iter().flatten().map(|z| z.name.clone()).collect(),
+        nodes: h.for_nodes.iter().flatten().map(|n| n.name.clone()).collect(),
+    });
+    Endpoint {
+        ip,
+        port,
+        ready: cond.and_then(|c| c.ready).unwrap_or(true),
+        serving: cond.and_then(|c| c.serving).unwrap_or(true),
+        terminating: cond.and_then(|c| c.terminating).unwrap_or(false),
+        node_name: ep.node_name.as_deref().map(|n| names.get(n)),
+        hints: hints
+            .filter(|h| !h.zones.is_empty() || !h.nodes.is_empty())
+            .map(Box::new),
+    }
 }
 
 fn order_key(meta: &ObjectMeta) -> (Option<&str>, Option<&str>) {

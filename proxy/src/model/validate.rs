@@ -2,7 +2,7 @@
 //! svcnet does not trust it: a name that could break out of a comment or a rule is refused.
 
 /// RFC 1123 label: 1-63 chars of `[a-z0-9-]`, alphanumeric at both ends (namespaces, port names).
-pub fn is_dns1123_label(s: &str) -> bool {
+pub(super) fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
@@ -13,13 +13,13 @@ pub fn is_dns1123_label(s: &str) -> bool {
 }
 
 /// RFC 1035 label (Service names): an RFC 1123 label that starts with a letter.
-pub fn is_dns1035_label(s: &str) -> bool {
+pub(super) fn is_dns1035_label(s: &str) -> bool {
     is_dns1123_label(s) && s.as_bytes()[0].is_ascii_lowercase()
 }
 
 /// EndpointSlice names may be DNS subdomains; only used for ordering and error messages, but keep them
 /// printable so errors cannot smuggle control characters into logs.
-pub fn printable(s: &str) -> String {
+pub(super) fn printable(s: &str) -> String {
     s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
 }
 

@@ -5,18 +5,18 @@
 //! the chains whose digest changed; a full sync renders every port again. Either way a [`Pass`] renders
 //! ports while the caller restores batch after batch, so the whole payload never exists at once.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap, HashSet, btree_map};
-use std::hash::{Hash, Hasher};
 use std::iter::Peekable;
 use std::sync::Arc;
 
+use super::batch::{Batcher, ChainChanges};
+use super::diff::digest;
 use super::naming::KUBE_MARK_MASQ;
-use super::payload::{Batcher, Last, digest};
-use super::service::{Ctx, ServiceRules};
+use super::plan::Ctx;
+use super::summary::{Inputs, Summary};
 use super::{Chain, Payloads, RenderStats, Table, assemble, mark_masq_chain};
 use crate::config::RenderConfig;
-use crate::model::{Endpoint, Endpoints, NodeFacts, ProxyState, ServicePort, ServicePortName};
+use crate::model::{Endpoints, NodeFacts, ProxyState, ServicePort, ServicePortName};
 
 /// What the kernel holds as of the last successful sync, without rule text.
 #[derive(Debug, Default)]
@@ -27,116 +27,6 @@ pub struct Renderer {
     ports: HashMap<ServicePortName, Arc<Summary>>,
     /// Digests of the filter chains and the shared nat chains.
     shared: HashMap<(Table, String), u64>,
-}
-
-/// One service port as written to the kernel.
-#[derive(Debug)]
-pub struct Summary {
-    /// What it was rendered from: the model's shared objects (the same `Arc`s mean the same
-    /// inputs without hashing them) and a hash of their content (equal content rendered again).
-    service: Arc<ServicePort>,
-    endpoints: Option<Endpoints>,
-    inputs: u64,
-    /// Its lines in the shared chains (`chains` is empty: only names and digests are kept).
-    rules: Arc<ServiceRules>,
-    /// Its own chains' names, one per line, in payload order; `digests` in the same order.
-    names: String,
-    digests: Box<[u64]>,
-    rule_count: usize,
-}
-
-impl Summary {
-    /// Splits a rendered port into its summary and its chains.
-    fn new(from: &Inputs<'_>, mut rules: ServiceRules) -> (Summary, Vec<Arc<Chain>>) {
-        let chains = std::mem::take(&mut rules.chains);
-        rules.shrink_to_fit(); // kept for as long as the port is unchanged: no spare capacity
-        let mut names = String::with_capacity(chains.iter().map(|c| c.name.len() + 1).sum());
-        for c in &chains {
-            names.push_str(&c.name);
-            names.push('\n');
-        }
-        let summary = Summary {
-            service: Arc::clone(from.service),
-            endpoints: from.endpoints.cloned(),
-            inputs: from.hash,
-            rules: Arc::new(rules),
-            names,
-            digests: chains.iter().map(|c| digest(c)).collect(),
-            rule_count: chains.iter().map(|c| c.rules.len()).sum(),
-        };
-        (summary, chains)
-    }
-
-    /// This summary for a port whose inputs have the same content: itself when they are the very
-    /// objects it was rendered from, else a copy pointing at the new ones (no render).
-    fn rebased(self: &Arc<Summary>, inputs: &Inputs<'_>) -> Arc<Summary> {
-        let same_endpoints = match (&self.endpoints, inputs.endpoints) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
-        if Arc::ptr_eq(&self.service, inputs.service) && same_endpoints {
-            return Arc::clone(self);
-        }
-        Arc::new(Summary {
-            service: Arc::clone(inputs.service),
-            endpoints: inputs.endpoints.cloned(),
-            inputs: self.inputs,
-            rules: Arc::clone(&self.rules),
-            names: self.names.clone(),
-            digests: self.digests.clone(),
-            rule_count: self.rule_count,
-        })
-    }
-
-    /// (name, digest) of each own chain.
-    pub fn chains(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.names.lines().zip(self.digests.iter().copied())
-    }
-}
-
-/// SipHash of a port and its endpoints (fixed keys, so equal inputs always hash equal). A 64-bit
-/// collision between two versions of the same port is the only way to skip a changed port.
-fn inputs_hash(svc: &ServicePort, eps: &[Endpoint]) -> u64 {
-    let mut h = DefaultHasher::new();
-    svc.hash(&mut h);
-    eps.hash(&mut h);
-    h.finish()
-}
-
-/// A port's inputs in this sync.
-struct Inputs<'a> {
-    service: &'a Arc<ServicePort>,
-    endpoints: Option<&'a Endpoints>,
-    hash: u64,
-}
-
-impl<'a> Inputs<'a> {
-    /// Hashes only when `prior` was rendered from other objects: most ports of a sync are the very
-    /// objects of the last one (the model shares them), and hashing 10k ports cost ~10 ms per sync.
-    fn new(
-        service: &'a Arc<ServicePort>,
-        endpoints: Option<&'a Endpoints>,
-        prior: Option<&Summary>,
-    ) -> Inputs<'a> {
-        let same = prior.filter(|p| {
-            Arc::ptr_eq(&p.service, service)
-                && match (&p.endpoints, endpoints) {
-                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                    (None, None) => true,
-                    _ => false,
-                }
-        });
-        let hash = match same {
-            Some(p) => p.inputs,
-            None => inputs_hash(service, endpoints.map_or(&[], |e| &e[..])),
-        };
-        Inputs {
-            service,
-            endpoints,
-            hash,
-        }
-    }
 }
 
 /// What a finished pass rendered; [`Renderer::commit`] it once every payload is in the kernel.
@@ -191,6 +81,29 @@ impl Renderer {
     /// The committed summary of a port.
     pub fn summary(&self, port: &ServicePortName) -> Option<&Summary> {
         self.ports.get(port).map(AsRef::as_ref)
+    }
+
+    /// What a partial sync deletes: (filter, nat) chains the last sync wrote and this one did not
+    /// render, given this sync's shared-chain `digests` and port summaries.
+    fn gone(
+        &self,
+        digests: &HashMap<(Table, String), u64>,
+        ports: &HashMap<ServicePortName, Arc<Summary>>,
+    ) -> (Vec<String>, Vec<String>) {
+        let gone = |t: Table| -> Vec<String> {
+            self.shared
+                .keys()
+                .filter(|(bt, n)| *bt == t && !digests.contains_key(&(t, n.clone())))
+                .map(|(_, n)| n.clone())
+                .collect()
+        };
+        let mut nat = gone(Table::Nat);
+        for (name, old) in &self.ports {
+            if !ports.contains_key(name) {
+                nat.extend(old.chains().map(|(n, _)| n.to_string()));
+            }
+        }
+        (gone(Table::Filter), nat)
     }
 }
 
@@ -293,6 +206,16 @@ impl<'a> Pass<'a> {
         OwnChains(names)
     }
 
+    /// Of the svcnet chains a full sync found in the kernel, those it did not render (a partial sync
+    /// deletes nothing it did not write itself).
+    fn unrendered<'s>(&self, stale: &'s BTreeSet<String>) -> Vec<&'s String> {
+        if !self.full || stale.is_empty() {
+            return Vec::new();
+        }
+        let own = self.own_chains();
+        stale.iter().filter(|n| !own.contains(n)).collect()
+    }
+
     /// Renders the ports left and writes the rest: service chains not yet taken, then the shared and
     /// filter chains that changed, and every deletion. `canaries`: declare KUBE-PROXY-CANARY.
     /// `stale`: svcnet's nat chains found in the kernel (a full sync reads them with iptables-save);
@@ -301,13 +224,7 @@ impl<'a> Pass<'a> {
         while let Some((name, svc)) = self.ports.next() {
             self.port(name, svc);
         }
-        let stale: Vec<&String> = match (self.full, stale.is_empty()) {
-            (true, false) => {
-                let own = self.own_chains();
-                stale.iter().filter(|n| !own.contains(n)).collect()
-            }
-            _ => Vec::new(),
-        };
+        let stale = self.unrendered(stale);
         let ports = self.next;
         // Service rules without chains: assemble builds only the shared and filter chains.
         let in_order = self.state.services.keys().filter_map(|k| ports.get(k));
@@ -327,14 +244,6 @@ impl<'a> Pass<'a> {
         let changed = |t: Table, c: &Arc<Chain>| {
             full || before.shared.get(&(t, c.name.clone())) != digests.get(&(t, c.name.clone()))
         };
-        let gone = |t: Table| -> Vec<String> {
-            before
-                .shared
-                .keys()
-                .filter(|(bt, n)| *bt == t && !digests.contains_key(&(t, n.clone())))
-                .map(|(_, n)| n.clone())
-                .collect()
-        };
         let mut filter_deletes = Vec::new();
         let mut nat_deletes = self.deletes;
         if full {
@@ -346,33 +255,32 @@ impl<'a> Pass<'a> {
                     .cloned(),
             );
         } else {
-            filter_deletes = gone(Table::Filter);
-            nat_deletes.extend(gone(Table::Nat));
-            for (name, old) in &before.ports {
-                if !ports.contains_key(name) {
-                    nat_deletes.extend(old.chains().map(|(n, _)| n.to_string()));
-                }
-            }
+            let (filter, nat) = before.gone(&digests, &ports);
+            filter_deletes = filter;
+            nat_deletes.extend(nat);
         }
-        let closing = self.batcher.close(Last {
-            filter: shared
-                .filter
-                .iter()
-                .filter(|c| changed(Table::Filter, c))
-                .map(AsRef::as_ref)
-                .collect(),
-            filter_deletes: filter_deletes.iter().map(String::as_str).collect(),
-            nat_shared: shared
-                .nat
-                .iter()
-                .filter(|c| changed(Table::Nat, c))
-                .map(AsRef::as_ref)
-                .collect(),
-            nat_deletes: nat_deletes.iter().map(String::as_str).collect(),
-            jumps: &[],
+        let closing = self.batcher.close(
+            ChainChanges {
+                filter: shared
+                    .filter
+                    .iter()
+                    .filter(|c| changed(Table::Filter, c))
+                    .map(AsRef::as_ref)
+                    .collect(),
+                filter_deletes: filter_deletes.iter().map(String::as_str).collect(),
+                nat_shared: shared
+                    .nat
+                    .iter()
+                    .filter(|c| changed(Table::Nat, c))
+                    .map(AsRef::as_ref)
+                    .collect(),
+                nat_deletes: nat_deletes.iter().map(String::as_str).collect(),
+                nat_owned: Vec::new(),
+            },
+            &[],
             canaries,
             full,
-        });
+        );
         let rules = |chains: &[Arc<Chain>]| chains.iter().map(|c| c.rules.len()).sum::<usize>();
         let (filter_rules, shared_nat_rules) = (rules(&shared.filter), rules(&shared.nat));
         let stats = shared.stats.clone();

@@ -4,12 +4,39 @@
 //!
 //! [`Renderer`]: super::Renderer
 
-use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
 
-use super::payload::{Changes, digest};
-use super::{Chain, ChainDigests, Rendered, Table};
+use super::batch::ChainChanges;
+use super::{Chain, Rendered, Table};
 
-pub(super) fn since_digests<'a>(now: &'a Rendered, prev: &'a ChainDigests) -> Changes<'a> {
+/// Content digest of every chain written by the last successful sync.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChainDigests(pub BTreeMap<(Table, String), u64>);
+
+pub(super) fn digest(chain: &Chain) -> u64 {
+    let mut h = DefaultHasher::new();
+    chain.rules.hash(&mut h);
+    h.finish()
+}
+
+impl Rendered {
+    /// Digests of every chain, to diff two complete renders (bench, tests); the daemon's
+    /// [`super::Renderer`] keeps digests port by port instead.
+    pub fn digests(&self) -> ChainDigests {
+        let mut d = BTreeMap::new();
+        for c in &self.filter {
+            d.insert((Table::Filter, c.name.clone()), digest(c));
+        }
+        for c in &self.nat {
+            d.insert((Table::Nat, c.name.clone()), digest(c));
+        }
+        ChainDigests(d)
+    }
+}
+
+pub(super) fn since_digests<'a>(now: &'a Rendered, prev: &'a ChainDigests) -> ChainChanges<'a> {
     let differs = |table: Table, c: &Chain| prev.0.get(&(table, c.name.clone())) != Some(&digest(c));
     let current: HashMap<(Table, &str), ()> = now
         .filter
@@ -24,7 +51,7 @@ pub(super) fn since_digests<'a>(now: &'a Rendered, prev: &'a ChainDigests) -> Ch
             .map(|(_, n)| n.as_str())
             .collect()
     };
-    Changes {
+    ChainChanges {
         filter: now
             .filter
             .iter()

@@ -15,7 +15,7 @@ use crate::config::{Layout, RenderConfig};
 const FANOUT_BITS: u32 = 2;
 
 /// Returns KUBE-SERVICES (without the trailing NodePorts jump) and the dispatch chains it uses.
-pub fn build(rules: Vec<(IpAddr, String)>, cfg: &RenderConfig) -> (Chain, Vec<Chain>) {
+pub(super) fn build(rules: Vec<(IpAddr, String)>, cfg: &RenderConfig) -> (Chain, Vec<Chain>) {
     let mut root = Chain {
         name: KUBE_SERVICES.to_string(),
         rules: Vec::new(),

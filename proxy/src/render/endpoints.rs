@@ -17,7 +17,7 @@ use crate::render::naming::epg_chain;
 
 /// When and how wide the endpoint tree is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TreeShape {
+pub(super) struct TreeShape {
     /// Chains with more endpoints than this become a tree; up to it they stay upstream's list.
     pub threshold: usize,
     /// Most jumps in one chain of the tree (branches in an inner chain, endpoints in a leaf).
@@ -29,14 +29,14 @@ pub struct TreeShape {
 /// exact rules and chains. 16: n <= 256 becomes two levels of <= 16 and n <= 4096 three, so 1000
 /// endpoints walk ~17 rules (3 levels of 10) while adding only ~11% chains to the 1000 KUBE-SEP ones
 /// (iptables-nft restore time grows with the chains declared). See docs/proxy-rules.md.
-pub const DEFAULT_SHAPE: TreeShape = TreeShape {
+pub(super) const DEFAULT_SHAPE: TreeShape = TreeShape {
     threshold: 64,
     fanout: 16,
 };
 
 /// One endpoint as its selection rule needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EndpointJump {
+pub(super) struct EndpointJump {
     /// Written before the match, with its trailing space (`-m comment --comment ... `), or empty.
     pub comment: String,
     /// The endpoint's KUBE-SEP-* chain.
@@ -45,7 +45,7 @@ pub struct EndpointJump {
 
 /// The selection rules to append to the chain `owner` and the KUBE-EPG-* chains they jump to (owned by
 /// the same service port). `shape` None (flat layout) or few endpoints: upstream's rules, no chains.
-pub fn selection_rules(
+pub(super) fn selection_rules(
     owner: &str,
     endpoints: &[EndpointJump],
     shape: Option<TreeShape>,

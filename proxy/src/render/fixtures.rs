@@ -4,7 +4,7 @@ use crate::config::{DetectLocal, Layout, RenderConfig};
 use crate::model::NodeFacts;
 
 /// `node-1` at 10.140.0.2.
-pub fn node() -> NodeFacts {
+pub(crate) fn node() -> NodeFacts {
     NodeFacts {
         name: "node-1".into(),
         ips: vec!["10.140.0.2".parse().expect("literal address")],
@@ -13,7 +13,7 @@ pub fn node() -> NodeFacts {
 }
 
 /// `layout` with ClusterCIDR detection of 10.76.0.0/14.
-pub fn cfg(layout: Layout) -> RenderConfig {
+pub(crate) fn cfg(layout: Layout) -> RenderConfig {
     RenderConfig {
         layout,
         detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().expect("literal CIDR")]),

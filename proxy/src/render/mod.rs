@@ -1,17 +1,25 @@
 //! Pure renderer: ProxyState + node facts + config -> the KUBE-* chains of one IP family.
 //!
 //! `render` builds the whole desired ruleset as plain data ([`Rendered`]); `payload` turns it into
-//! iptables-restore text; [`Rendered::partial_payload`] writes only what changed against the digests
-//! of the last sync.
-//! The daemon renders through [`Renderer`], which keeps digests instead of rule text between syncs.
+//! iptables-restore payloads, [`Rendered::partial_payload`] only what changed against the digests of
+//! the last sync (`diff`); `batch` splits a sync into payloads, `restore_text` writes their text and
+//! `jumps` holds the rules from built-in chains.
+//! The daemon renders through [`Renderer`] (`cache`), which keeps a [`Summary`] per port (digests,
+//! not rule text) between syncs.
 
+mod batch;
 mod cache;
 mod diff;
 mod dispatch;
 mod endpoints;
+mod jumps;
 pub mod naming;
 mod payload;
+mod plan;
+mod port_chains;
+mod restore_text;
 mod service;
+mod summary;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -19,14 +27,16 @@ pub(crate) mod fixtures;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
-pub use cache::{Done, Pass, Renderer, Summary};
-pub use payload::{
-    ChainDigests, DEFAULT_RESTORE_MAX_CHAINS, FRESH_TABLE_MAX_CHAINS, FullOptions, Jump, PayloadStats,
-    Payloads, UNBATCHED, ensured_jumps, jumps,
-};
+pub use batch::{DEFAULT_RESTORE_MAX_CHAINS, FRESH_TABLE_MAX_CHAINS, PayloadStats, Payloads, UNBATCHED};
+pub use cache::{Done, Pass, Renderer};
+pub use diff::ChainDigests;
+pub use jumps::{Jump, ensured_jumps, jumps};
+pub use payload::FullOptions;
 pub use service::ServiceRules;
+pub use summary::Summary;
 
 use crate::config::RenderConfig;
 use crate::model::{NodeFacts, ProxyState, ServicePortName};
@@ -136,7 +146,7 @@ pub fn comment(text: &str) -> String {
 
 /// Renders the whole ruleset from scratch (the daemon's [`Renderer`] renders only what changed).
 pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Rendered {
-    let ctx = service::Ctx::new(state, node, cfg);
+    let ctx = plan::Ctx::new(state, node, cfg);
     let per_service = state
         .services
         .iter()
@@ -161,42 +171,118 @@ fn assemble<'a>(
     cfg: &RenderConfig,
     total_endpoints: usize,
 ) -> Rendered {
-    let mark = cfg.masq_mark();
     let mut out = Rendered {
         family: cfg.family,
         ..Default::default()
     };
     out.stats.endpoints = total_endpoints;
+    let mut lines = SharedLines::default();
+    let mut service_chains = Vec::new();
+    for rules in per_service {
+        out.stats.services += 1;
+        lines.add(rules);
+        out.stats.no_local_internal += usize::from(rules.no_local_internal);
+        out.stats.no_local_external += usize::from(rules.no_local_external);
+        service_chains.extend(rules.chains.iter().cloned());
+    }
+    let SharedLines {
+        f_services,
+        f_external,
+        f_nodeports,
+        f_firewall,
+        n_nodeports,
+        dispatch,
+    } = lines;
 
-    // filter table.
-    let mut f_services = Chain {
-        name: KUBE_SERVICES.into(),
-        rules: vec![],
-    };
-    let mut f_external = Chain {
-        name: KUBE_EXTERNAL_SERVICES.into(),
-        rules: vec![],
-    };
-    let mut f_forward = Chain {
-        name: KUBE_FORWARD.into(),
-        rules: vec![],
-    };
-    let mut f_nodeports = Chain {
-        name: KUBE_NODEPORTS.into(),
-        rules: vec![],
-    };
-    let mut f_firewall = Chain {
-        name: KUBE_PROXY_FIREWALL.into(),
-        rules: vec![],
-    };
-    // nat table.
-    let mut n_nodeports = Chain {
-        name: KUBE_NODEPORTS.into(),
-        rules: vec![],
-    };
-    let n_postrouting = Chain {
-        name: KUBE_POSTROUTING.into(),
-        rules: vec![
+    let mut filter = vec![
+        chain(KUBE_SERVICES, f_services),
+        chain(KUBE_EXTERNAL_SERVICES, f_external),
+        forward_chain(cfg),
+        chain(KUBE_NODEPORTS, f_nodeports),
+        chain(KUBE_PROXY_FIREWALL, f_firewall),
+    ];
+    if cfg.effective_localhost_nodeports() {
+        filter.push(chain(KUBE_FIREWALL, vec![
+            "-m comment --comment \"block incoming localnet connections\" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP".into(),
+        ]));
+    }
+
+    // KUBE-SERVICES: flat list or dispatch tree, then the NodePorts jump last.
+    let (mut n_services, dst_chains) = dispatch::build(dispatch, cfg);
+    n_services.rules.extend(nodeports_jumps(node, cfg));
+
+    out.filter = filter.into_iter().map(Arc::new).collect();
+    out.nat = [
+        n_services,
+        chain(KUBE_NODEPORTS, n_nodeports),
+        postrouting_chain(cfg),
+        mark_masq_chain(cfg),
+    ]
+    .into_iter()
+    .chain(dst_chains)
+    .map(Arc::new)
+    .collect();
+    out.shared = out.nat.len();
+    out.nat.extend(service_chains);
+    out
+}
+
+/// Every port's lines in the shared chains, in port order.
+#[derive(Default)]
+struct SharedLines {
+    f_services: Vec<String>,
+    f_external: Vec<String>,
+    f_nodeports: Vec<String>,
+    f_firewall: Vec<String>,
+    n_nodeports: Vec<String>,
+    /// nat KUBE-SERVICES rules with their destinations, before dispatch arranges them.
+    dispatch: Vec<(IpAddr, String)>,
+}
+
+impl SharedLines {
+    fn add(&mut self, rules: &ServiceRules) {
+        self.f_services.extend(rules.filter_services.iter().cloned());
+        self.f_external.extend(rules.filter_external.iter().cloned());
+        self.f_nodeports.extend(rules.filter_nodeports.iter().cloned());
+        self.f_firewall.extend(rules.filter_firewall.iter().cloned());
+        self.n_nodeports.extend(rules.nat_nodeports.iter().cloned());
+        self.dispatch.extend(rules.nat_services.iter().cloned());
+    }
+}
+
+fn chain(name: &str, rules: Vec<String>) -> Chain {
+    Chain {
+        name: name.into(),
+        rules,
+    }
+}
+
+/// filter KUBE-FORWARD: drop invalid conntrack state (unless --conntrack-tcp-be-liberal), accept
+/// marked service traffic and its replies.
+fn forward_chain(cfg: &RenderConfig) -> Chain {
+    let mark = cfg.masq_mark();
+    let mut rules = Vec::new();
+    if !cfg.conntrack_tcp_liberal {
+        let acct = if cfg.nfacct {
+            format!(" -m nfacct --nfacct-name {NFACCT_CT_STATE_INVALID_DROPPED}")
+        } else {
+            String::new()
+        };
+        rules.push(format!("-m conntrack --ctstate INVALID{acct} -j DROP"));
+    }
+    rules.push(format!(
+        "-m comment --comment \"kubernetes forwarding rules\" -m mark --mark {mark}/{mark} -j ACCEPT"
+    ));
+    rules.push("-m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT".into());
+    chain(KUBE_FORWARD, rules)
+}
+
+/// nat KUBE-POSTROUTING: masquerade what KUBE-MARK-MASQ marked, clearing the mark.
+fn postrouting_chain(cfg: &RenderConfig) -> Chain {
+    let mark = cfg.masq_mark();
+    chain(
+        KUBE_POSTROUTING,
+        vec![
             format!("-m mark ! --mark {mark}/{mark} -j RETURN"),
             format!("-j MARK --xor-mark {mark}"),
             format!(
@@ -204,64 +290,7 @@ fn assemble<'a>(
                 if cfg.random_fully { " --random-fully" } else { "" }
             ),
         ],
-    };
-    let n_mark_masq = mark_masq_chain(cfg);
-
-    let mut dispatch_rules = Vec::new();
-    let mut service_chains = Vec::new();
-    for rules in per_service {
-        out.stats.services += 1;
-        f_services.rules.extend(rules.filter_services.iter().cloned());
-        f_external.rules.extend(rules.filter_external.iter().cloned());
-        f_nodeports.rules.extend(rules.filter_nodeports.iter().cloned());
-        f_firewall.rules.extend(rules.filter_firewall.iter().cloned());
-        n_nodeports.rules.extend(rules.nat_nodeports.iter().cloned());
-        dispatch_rules.extend(rules.nat_services.iter().cloned());
-        out.stats.no_local_internal += usize::from(rules.no_local_internal);
-        out.stats.no_local_external += usize::from(rules.no_local_external);
-        service_chains.extend(rules.chains.iter().cloned());
-    }
-
-    if !cfg.conntrack_tcp_liberal {
-        let acct = if cfg.nfacct {
-            format!(" -m nfacct --nfacct-name {NFACCT_CT_STATE_INVALID_DROPPED}")
-        } else {
-            String::new()
-        };
-        f_forward
-            .rules
-            .push(format!("-m conntrack --ctstate INVALID{acct} -j DROP"));
-    }
-    f_forward.rules.push(format!(
-        "-m comment --comment \"kubernetes forwarding rules\" -m mark --mark {mark}/{mark} -j ACCEPT"
-    ));
-    f_forward
-        .rules
-        .push("-m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT".into());
-
-    let mut filter = vec![f_services, f_external, f_forward, f_nodeports, f_firewall];
-    if cfg.effective_localhost_nodeports() {
-        filter.push(Chain {
-            name: KUBE_FIREWALL.into(),
-            rules: vec![
-                "-m comment --comment \"block incoming localnet connections\" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP".into(),
-            ],
-        });
-    }
-
-    // KUBE-SERVICES: flat list or dispatch tree, then the NodePorts jump last.
-    let (mut n_services, dst_chains) = dispatch::build(dispatch_rules, cfg);
-    n_services.rules.extend(nodeports_jumps(node, cfg));
-
-    out.filter = filter.into_iter().map(Arc::new).collect();
-    out.nat = [n_services, n_nodeports, n_postrouting, n_mark_masq]
-        .into_iter()
-        .chain(dst_chains)
-        .map(Arc::new)
-        .collect();
-    out.shared = out.nat.len();
-    out.nat.extend(service_chains);
-    out
+    )
 }
 
 /// KUBE-MARK-MASQ: service chains jump here to have a connection masqueraded.

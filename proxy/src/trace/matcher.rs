@@ -185,44 +185,9 @@ fn eval_option(name: &str, opt: &Opt, module: &Module, p: &PacketView<'_>, notes
         ),
         // The first packet of a TCP connection carries SYN only.
         ("tcp", "syn") => One::Yes,
-        ("tcp", "tcp-flags") => {
-            let (Some(mask), Some(set)) = (opt.values.first(), opt.values.get(1)) else {
-                return One::Unknown("--tcp-flags needs a mask and a set".to_string());
-            };
-            let has = |list: &str, flag: &str| list.split(',').any(|f| f == flag || f == "ALL");
-            let flags = ["SYN", "ACK", "FIN", "RST", "URG", "PSH"];
-            yes_if(
-                flags
-                    .iter()
-                    .all(|f| !has(mask, f) || (has(set, f) == (*f == "SYN"))),
-            )
-        }
-        ("multiport", "dports" | "destination-ports" | "ports") => {
-            let list = value(opt);
-            let mut any = false;
-            for part in list.split(',') {
-                match port_in(part, p.dport) {
-                    Some(true) => any = true,
-                    Some(false) => {}
-                    None => return One::Unknown(format!("bad port list {list:?}")),
-                }
-            }
-            if !any && opt.name == "ports" {
-                return One::Unknown("multiport --ports also checks the unknown source port".to_string());
-            }
-            yes_if(any)
-        }
-        ("addrtype", "dst-type" | "src-type") => {
-            let ip = if opt.name == "dst-type" { p.dst } else { p.src };
-            let mut any = false;
-            for kind in value(opt).split(',') {
-                match addr_type_is(kind, ip, p) {
-                    Some(b) => any |= b,
-                    None => return One::Unknown(format!("addrtype {kind} is not modelled")),
-                }
-            }
-            yes_if(any)
-        }
+        ("tcp", "tcp-flags") => tcp_flags(opt),
+        ("multiport", "dports" | "destination-ports" | "ports") => multiport(opt, p),
+        ("addrtype", "dst-type" | "src-type") => addrtype(opt, p),
         ("statistic", "mode") => match value(opt) {
             "random" => One::Yes,
             other => One::Unknown(format!("statistic --mode {other} is not modelled")),
@@ -250,18 +215,7 @@ fn eval_option(name: &str, opt: &Opt, module: &Module, p: &PacketView<'_>, notes
             Ok((v, m)) => yes_if(p.mark & m == v),
             Err(e) => One::Unknown(e),
         },
-        ("conntrack", "ctstate") | ("state", "state") => {
-            let mut any = false;
-            for state in value(opt).split(',') {
-                any |= match state {
-                    "NEW" => true,
-                    "DNAT" => p.dnat_done,
-                    "INVALID" | "ESTABLISHED" | "RELATED" | "UNTRACKED" | "SNAT" => false,
-                    other => return One::Unknown(format!("conntrack state {other} is not modelled")),
-                };
-            }
-            yes_if(any)
-        }
+        ("conntrack", "ctstate") | ("state", "state") => ct_state(opt, p),
         ("physdev", _) => One::Unknown("physdev (bridged traffic) is not modelled".to_string()),
         (
             "tcp" | "udp" | "sctp" | "comment" | "addrtype" | "statistic" | "recent" | "mark" | "conntrack"
@@ -270,6 +224,62 @@ fn eval_option(name: &str, opt: &Opt, module: &Module, p: &PacketView<'_>, notes
         ) => unsupported(name, opt),
         _ => One::Unknown(format!("unsupported match -m {name}")),
     }
+}
+
+/// `--tcp-flags MASK SET` on the first packet of a connection, which carries SYN only.
+fn tcp_flags(opt: &Opt) -> One {
+    let (Some(mask), Some(set)) = (opt.values.first(), opt.values.get(1)) else {
+        return One::Unknown("--tcp-flags needs a mask and a set".to_string());
+    };
+    let has = |list: &str, flag: &str| list.split(',').any(|f| f == flag || f == "ALL");
+    let flags = ["SYN", "ACK", "FIN", "RST", "URG", "PSH"];
+    yes_if(
+        flags
+            .iter()
+            .all(|f| !has(mask, f) || (has(set, f) == (*f == "SYN"))),
+    )
+}
+
+fn multiport(opt: &Opt, p: &PacketView<'_>) -> One {
+    let list = value(opt);
+    let mut any = false;
+    for part in list.split(',') {
+        match port_in(part, p.dport) {
+            Some(true) => any = true,
+            Some(false) => {}
+            None => return One::Unknown(format!("bad port list {list:?}")),
+        }
+    }
+    if !any && opt.name == "ports" {
+        return One::Unknown("multiport --ports also checks the unknown source port".to_string());
+    }
+    yes_if(any)
+}
+
+fn addrtype(opt: &Opt, p: &PacketView<'_>) -> One {
+    let ip = if opt.name == "dst-type" { p.dst } else { p.src };
+    let mut any = false;
+    for kind in value(opt).split(',') {
+        match addr_type_is(kind, ip, p) {
+            Some(b) => any |= b,
+            None => return One::Unknown(format!("addrtype {kind} is not modelled")),
+        }
+    }
+    yes_if(any)
+}
+
+/// `--ctstate`/`--state` of a NEW connection (DNAT once a DNAT rule has matched).
+fn ct_state(opt: &Opt, p: &PacketView<'_>) -> One {
+    let mut any = false;
+    for state in value(opt).split(',') {
+        any |= match state {
+            "NEW" => true,
+            "DNAT" => p.dnat_done,
+            "INVALID" | "ESTABLISHED" | "RELATED" | "UNTRACKED" | "SNAT" => false,
+            other => return One::Unknown(format!("conntrack state {other} is not modelled")),
+        };
+    }
+    yes_if(any)
 }
 
 /// `80`, `1000:2000`, `:2000`, `1000:`. None when malformed.

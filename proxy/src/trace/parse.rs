@@ -4,7 +4,7 @@
 //! line for an existing user chain flushes it, `-F`/`-X` flush/delete, `-A` appends, `-I`
 //! inserts, `-D` deletes. Several `*table` sections (filter then nat) may share one text.
 
-use super::lex::tokenize;
+use super::lex::{Token, tokenize};
 use super::parse_rule::parse_rule;
 use super::rules::{Chain, Policy, Ruleset, Table, is_builtin_chain};
 
@@ -67,6 +67,11 @@ impl Parser {
         if let Some(decl) = body.strip_prefix(':') {
             return self.declare(decl);
         }
+        self.command(line, text, body)
+    }
+
+    /// A command line (`-A`, `-I`, `-D`, `-F`, `-X`, `-N`, `-P`, `-Z`) of the current table.
+    fn command(&mut self, line: usize, text: &str, body: &str) -> Result<(), String> {
         let tokens = tokenize(body)?;
         let Some((command, args)) = tokens.split_first() else {
             return Ok(());
@@ -74,53 +79,8 @@ impl Parser {
         let table = self.current_table(&command.text)?;
         let words: Vec<&str> = args.iter().map(|t| t.text.as_str()).collect();
         match command.text.as_str() {
-            "-A" | "--append" | "-I" | "--insert" => {
-                let chain_name = words
-                    .first()
-                    .ok_or_else(|| format!("{} without a chain", command.text))?
-                    .to_string();
-                let mut rest = &args[1..];
-                let mut position = None;
-                if matches!(command.text.as_str(), "-I" | "--insert")
-                    && let Some(first) = rest.first()
-                    && !first.quoted
-                    && let Ok(n) = first.text.parse::<usize>()
-                {
-                    position = Some(n);
-                    rest = &rest[1..];
-                }
-                let rule = parse_rule(line, text, rest)?;
-                let chain = chain_mut(table, &chain_name)?;
-                match position {
-                    None if matches!(command.text.as_str(), "-A" | "--append") => chain.rules.push(rule),
-                    None => chain.rules.insert(0, rule),
-                    Some(n) if n >= 1 && n <= chain.rules.len() + 1 => chain.rules.insert(n - 1, rule),
-                    Some(n) => {
-                        return Err(format!(
-                            "-I {chain_name} {n}: chain has only {} rules",
-                            chain.rules.len()
-                        ));
-                    }
-                }
-            }
-            "-D" | "--delete" => {
-                let chain_name = words.first().ok_or("-D without a chain")?.to_string();
-                let rest: Vec<String> = args[1..].iter().map(|t| t.text.clone()).collect();
-                let chain = chain_mut(table, &chain_name)?;
-                let index = match rest.as_slice() {
-                    [n] if n.parse::<usize>().is_ok() => {
-                        let n: usize = n.parse().unwrap_or(0);
-                        (n >= 1 && n <= chain.rules.len()).then(|| n - 1)
-                    }
-                    spec => chain.rules.iter().position(|r| r.spec == spec),
-                };
-                match index {
-                    Some(i) => {
-                        chain.rules.remove(i);
-                    }
-                    None => return Err(format!("-D {chain_name}: no such rule")),
-                }
-            }
+            "-A" | "--append" | "-I" | "--insert" => add_rule(table, line, text, &command.text, args)?,
+            "-D" | "--delete" => delete_rule(table, args)?,
             "-F" | "--flush" => match words.first() {
                 Some(name) => chain_mut(table, name)?.rules.clear(),
                 None => table.chains.values_mut().for_each(|c| c.rules.clear()),
@@ -197,6 +157,60 @@ fn parse_policy(word: &str) -> Result<Option<Policy>, String> {
         // iptables-restore accepts "-" for built-in chains: keep the current policy (ACCEPT).
         "-" => Ok(Some(Policy::Accept)),
         other => Err(format!("unknown chain policy {other:?}")),
+    }
+}
+
+/// `-A CHAIN rule`, `-I CHAIN [N] rule`.
+fn add_rule(table: &mut Table, line: usize, text: &str, command: &str, args: &[Token]) -> Result<(), String> {
+    let chain_name = args
+        .first()
+        .ok_or_else(|| format!("{command} without a chain"))?
+        .text
+        .clone();
+    let mut rest = &args[1..];
+    let mut position = None;
+    if matches!(command, "-I" | "--insert")
+        && let Some(first) = rest.first()
+        && !first.quoted
+        && let Ok(n) = first.text.parse::<usize>()
+    {
+        position = Some(n);
+        rest = &rest[1..];
+    }
+    let rule = parse_rule(line, text, rest)?;
+    let chain = chain_mut(table, &chain_name)?;
+    match position {
+        None if matches!(command, "-A" | "--append") => chain.rules.push(rule),
+        None => chain.rules.insert(0, rule),
+        Some(n) if n >= 1 && n <= chain.rules.len() + 1 => chain.rules.insert(n - 1, rule),
+        Some(n) => {
+            return Err(format!(
+                "-I {chain_name} {n}: chain has only {} rules",
+                chain.rules.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `-D CHAIN N` or `-D CHAIN rule`.
+fn delete_rule(table: &mut Table, args: &[Token]) -> Result<(), String> {
+    let chain_name = args.first().ok_or("-D without a chain")?.text.clone();
+    let rest: Vec<String> = args[1..].iter().map(|t| t.text.clone()).collect();
+    let chain = chain_mut(table, &chain_name)?;
+    let index = match rest.as_slice() {
+        [n] if n.parse::<usize>().is_ok() => {
+            let n: usize = n.parse().unwrap_or(0);
+            (n >= 1 && n <= chain.rules.len()).then(|| n - 1)
+        }
+        spec => chain.rules.iter().position(|r| r.spec == spec),
+    };
+    match index {
+        Some(i) => {
+            chain.rules.remove(i);
+            Ok(())
+        }
+        None => Err(format!("-D {chain_name}: no such rule")),
     }
 }
 

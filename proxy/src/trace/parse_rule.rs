@@ -53,16 +53,17 @@ fn module_owns(module: &str, option: &str) -> bool {
 }
 
 pub(crate) fn parse_rule(line: usize, text: &str, args: &[Token]) -> Result<Rule, String> {
-    let mut matches = Vec::new();
-    let mut target = Target::None;
-    let mut protocol: Option<String> = None;
-    // Index into `matches` of each loaded module, most recent last.
-    let mut modules: Vec<usize> = Vec::new();
+    let mut p = RuleParser {
+        args,
+        i: 0,
+        matches: Vec::new(),
+        target: Target::None,
+        protocol: None,
+        modules: Vec::new(),
+    };
     let mut negate = false;
-    let mut i = 0;
-    while i < args.len() {
-        let token = &args[i];
-        i += 1;
+    while let Some(token) = args.get(p.i) {
+        p.i += 1;
         if token.is_bang() {
             negate = true;
             continue;
@@ -70,134 +71,7 @@ pub(crate) fn parse_rule(line: usize, text: &str, args: &[Token]) -> Result<Rule
         if !token.is_option() {
             return Err(format!("unexpected word {:?}", token.text));
         }
-        let option = token.text.as_str();
-        let negated = std::mem::take(&mut negate);
-        match option {
-            "-p" | "--protocol" => {
-                let value = take_value(args, &mut i, option)?;
-                let name = normalize_protocol(&value);
-                protocol = Some(name.clone());
-                matches.push(Match {
-                    negated,
-                    kind: MatchKind::Protocol(name),
-                });
-            }
-            "-s" | "--source" | "--src" | "-d" | "--destination" | "--dst" => {
-                let value = take_value(args, &mut i, option)?;
-                let nets = value.split(',').map(parse_net).collect::<Result<Vec<_>, _>>()?;
-                let kind = if option.starts_with("-s") || option.starts_with("--s") {
-                    MatchKind::Source(nets)
-                } else {
-                    MatchKind::Destination(nets)
-                };
-                matches.push(Match { negated, kind });
-            }
-            "-i" | "--in-interface" => {
-                let value = take_value(args, &mut i, option)?;
-                matches.push(Match {
-                    negated,
-                    kind: MatchKind::InIface(value),
-                });
-            }
-            "-o" | "--out-interface" => {
-                let value = take_value(args, &mut i, option)?;
-                matches.push(Match {
-                    negated,
-                    kind: MatchKind::OutIface(value),
-                });
-            }
-            "-f" | "--fragment" => matches.push(Match {
-                negated,
-                kind: MatchKind::Fragment,
-            }),
-            "-4" | "--ipv4" => matches.push(Match {
-                negated: false,
-                kind: MatchKind::Family(4),
-            }),
-            "-6" | "--ipv6" => matches.push(Match {
-                negated: false,
-                kind: MatchKind::Family(6),
-            }),
-            "-c" | "--set-counters" => {
-                take_value(args, &mut i, option)?;
-                take_value(args, &mut i, option)?;
-            }
-            "-m" | "--match" => {
-                let name = take_value(args, &mut i, option)?;
-                modules.push(matches.len());
-                matches.push(Match {
-                    negated: false,
-                    kind: MatchKind::Module(Module {
-                        name,
-                        options: Vec::new(),
-                    }),
-                });
-            }
-            "-j" | "--jump" | "-g" | "--goto" => {
-                let name = take_value(args, &mut i, option)?;
-                let mut options = Vec::new();
-                while i < args.len() {
-                    let mut opt_negated = false;
-                    if args[i].is_bang() {
-                        opt_negated = true;
-                        i += 1;
-                    }
-                    let Some(t) = args.get(i) else { break };
-                    if !t.is_option() || !t.text.starts_with("--") {
-                        return Err(format!("unexpected word {:?} after -j {name}", t.text));
-                    }
-                    i += 1;
-                    let values = take_values(args, &mut i);
-                    options.push(Opt {
-                        negated: opt_negated,
-                        name: t.text.trim_start_matches('-').to_string(),
-                        values,
-                    });
-                }
-                target = if option.starts_with("-g") || option.starts_with("--g") {
-                    Target::Goto(name)
-                } else {
-                    parse_target(&name, &options)?
-                };
-            }
-            long if long.starts_with("--") => {
-                let name = long.trim_start_matches('-').to_string();
-                let values = take_values(args, &mut i);
-                let opt = Opt {
-                    negated,
-                    name,
-                    values,
-                };
-                let owner = modules
-                    .iter()
-                    .rev()
-                    .copied()
-                    .find(|&m| module_name(&matches[m]).is_some_and(|n| module_owns(n, &opt.name)));
-                let owner = match owner {
-                    Some(m) => m,
-                    None => {
-                        // Implicit match: `-p tcp --dport 80` loads the protocol's module.
-                        let proto = protocol.clone().filter(|p| module_owns_proto(p, &opt.name));
-                        let Some(proto) = proto else {
-                            return Err(format!("option --{} belongs to no match", opt.name));
-                        };
-                        modules.push(matches.len());
-                        matches.push(Match {
-                            negated: false,
-                            kind: MatchKind::Module(Module {
-                                name: proto,
-                                options: Vec::new(),
-                            }),
-                        });
-                        matches.len() - 1
-                    }
-                };
-                if let MatchKind::Module(module) = &mut matches[owner].kind {
-                    module.options.push(opt);
-                }
-            }
-            other => return Err(format!("unsupported option {other:?}")),
-        }
+        p.option(token.text.as_str(), std::mem::take(&mut negate))?;
     }
     if negate {
         return Err("dangling '!'".to_string());
@@ -206,9 +80,151 @@ pub(crate) fn parse_rule(line: usize, text: &str, args: &[Token]) -> Result<Rule
         text: text.to_string(),
         line,
         spec: args.iter().map(|t| t.text.clone()).collect(),
-        matches,
-        target,
+        matches: p.matches,
+        target: p.target,
     })
+}
+
+/// One rule's arguments being read, option by option.
+struct RuleParser<'t> {
+    args: &'t [Token],
+    /// The next argument.
+    i: usize,
+    matches: Vec<Match>,
+    target: Target,
+    /// The `-p` protocol, for implicit protocol matches.
+    protocol: Option<String>,
+    /// Index into `matches` of each loaded module, most recent last.
+    modules: Vec<usize>,
+}
+
+impl RuleParser<'_> {
+    fn value(&mut self, option: &str) -> Result<String, String> {
+        take_value(self.args, &mut self.i, option)
+    }
+
+    fn push(&mut self, negated: bool, kind: MatchKind) {
+        self.matches.push(Match { negated, kind });
+    }
+
+    /// The option just read and its values.
+    fn option(&mut self, option: &str, negated: bool) -> Result<(), String> {
+        match option {
+            "-p" | "--protocol" => {
+                let name = normalize_protocol(&self.value(option)?);
+                self.protocol = Some(name.clone());
+                self.push(negated, MatchKind::Protocol(name));
+            }
+            "-s" | "--source" | "--src" | "-d" | "--destination" | "--dst" => {
+                let value = self.value(option)?;
+                let nets = value.split(',').map(parse_net).collect::<Result<Vec<_>, _>>()?;
+                let kind = if option.starts_with("-s") || option.starts_with("--s") {
+                    MatchKind::Source(nets)
+                } else {
+                    MatchKind::Destination(nets)
+                };
+                self.push(negated, kind);
+            }
+            "-i" | "--in-interface" => {
+                let value = self.value(option)?;
+                self.push(negated, MatchKind::InIface(value));
+            }
+            "-o" | "--out-interface" => {
+                let value = self.value(option)?;
+                self.push(negated, MatchKind::OutIface(value));
+            }
+            "-f" | "--fragment" => self.push(negated, MatchKind::Fragment),
+            "-4" | "--ipv4" => self.push(false, MatchKind::Family(4)),
+            "-6" | "--ipv6" => self.push(false, MatchKind::Family(6)),
+            "-c" | "--set-counters" => {
+                self.value(option)?;
+                self.value(option)?;
+            }
+            "-m" | "--match" => {
+                let name = self.value(option)?;
+                self.load(name);
+            }
+            "-j" | "--jump" | "-g" | "--goto" => self.target = self.jump(option)?,
+            long if long.starts_with("--") => self.module_option(long, negated)?,
+            other => return Err(format!("unsupported option {other:?}")),
+        }
+        Ok(())
+    }
+
+    /// Loads match module `name`: later options may belong to it.
+    fn load(&mut self, name: String) -> usize {
+        self.modules.push(self.matches.len());
+        self.push(
+            false,
+            MatchKind::Module(Module {
+                name,
+                options: Vec::new(),
+            }),
+        );
+        self.matches.len() - 1
+    }
+
+    /// `-j NAME [--option values]...` or `-g CHAIN`: the target options run to the end of the rule.
+    fn jump(&mut self, option: &str) -> Result<Target, String> {
+        let name = self.value(option)?;
+        let args = self.args;
+        let mut options = Vec::new();
+        while self.i < args.len() {
+            let mut opt_negated = false;
+            if args[self.i].is_bang() {
+                opt_negated = true;
+                self.i += 1;
+            }
+            let Some(t) = args.get(self.i) else { break };
+            if !t.is_option() || !t.text.starts_with("--") {
+                return Err(format!("unexpected word {:?} after -j {name}", t.text));
+            }
+            self.i += 1;
+            let values = take_values(args, &mut self.i);
+            options.push(Opt {
+                negated: opt_negated,
+                name: t.text.trim_start_matches('-').to_string(),
+                values,
+            });
+        }
+        if option.starts_with("-g") || option.starts_with("--g") {
+            Ok(Target::Goto(name))
+        } else {
+            parse_target(&name, &options)
+        }
+    }
+
+    /// A long option of a match module: the latest loaded module that owns it, else the `-p`
+    /// protocol's module loaded implicitly (`-p tcp --dport 80`).
+    fn module_option(&mut self, long: &str, negated: bool) -> Result<(), String> {
+        let name = long.trim_start_matches('-').to_string();
+        let values = take_values(self.args, &mut self.i);
+        let opt = Opt {
+            negated,
+            name,
+            values,
+        };
+        let owner = self
+            .modules
+            .iter()
+            .rev()
+            .copied()
+            .find(|&m| module_name(&self.matches[m]).is_some_and(|n| module_owns(n, &opt.name)));
+        let owner = match owner {
+            Some(m) => m,
+            None => {
+                let proto = self.protocol.clone().filter(|p| module_owns_proto(p, &opt.name));
+                let Some(proto) = proto else {
+                    return Err(format!("option --{} belongs to no match", opt.name));
+                };
+                self.load(proto)
+            }
+        };
+        if let MatchKind::Module(module) = &mut self.matches[owner].kind {
+            module.options.push(opt);
+        }
+        Ok(())
+    }
 }
 
 fn module_name(m: &Match) -> Option<&str> {

@@ -3,7 +3,7 @@
 
 use super::matcher::{PacketView, eval, is_local};
 use super::path::{Flow, Path};
-use super::rules::{Policy, Rule, Ruleset, Target};
+use super::rules::{DnatTo, Policy, Rule, Ruleset, Target};
 use super::{Hook, Outcome, Packet, Step, Trace, TraceOptions};
 use std::net::SocketAddr;
 
@@ -258,30 +258,39 @@ impl<'a> Walker<'a> {
             Target::Accept => vec![(path, Flow::Accept)],
             Target::Drop => vec![(path, Flow::Drop)],
             Target::Reject => vec![(path, Flow::Reject)],
-            Target::Dnat(to) => {
-                let port = to.port.unwrap_or(path.dport);
-                let dest = SocketAddr::new(to.addr, port);
-                if to.ranged {
-                    self.warn(format!(
-                        "line {}: DNAT to a range; the tracer follows its first address/port",
-                        rule.line
-                    ));
-                }
-                for list in affinity_lists {
-                    path.notes.push(format!(
-                        "sessionAffinity: later connections from this client ({}) stick to {dest} (recent list {list})",
-                        self.packet.src
-                    ));
-                }
-                path.dst = to.addr;
-                path.dport = port;
-                path.dnat = Some(dest);
-                vec![(path, Flow::Accept)]
-            }
+            Target::Dnat(to) => self.dnat(rule, to, affinity_lists, path),
             Target::Masquerade | Target::Snat => {
                 path.masquerade = true;
                 vec![(path, Flow::Accept)]
             }
         }
+    }
+
+    /// DNAT to `to` (a range: its first address and port), noting the affinity lists the rule set.
+    fn dnat(
+        &mut self,
+        rule: &Rule,
+        to: &DnatTo,
+        affinity_lists: &[String],
+        mut path: Path,
+    ) -> Vec<(Path, Flow)> {
+        let port = to.port.unwrap_or(path.dport);
+        let dest = SocketAddr::new(to.addr, port);
+        if to.ranged {
+            self.warn(format!(
+                "line {}: DNAT to a range; the tracer follows its first address/port",
+                rule.line
+            ));
+        }
+        for list in affinity_lists {
+            path.notes.push(format!(
+                "sessionAffinity: later connections from this client ({}) stick to {dest} (recent list {list})",
+                self.packet.src
+            ));
+        }
+        path.dst = to.addr;
+        path.dport = port;
+        path.dnat = Some(dest);
+        vec![(path, Flow::Accept)]
     }
 }

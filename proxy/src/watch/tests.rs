@@ -7,7 +7,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::reflector::ObjectRef;
 
 use super::*;
-use crate::changes::trigger_time;
+use crate::model::endpoints::trigger_time;
 use crate::model::{Family, ModelCache, ProxyState};
 
 const SERVICE: &str = r#"

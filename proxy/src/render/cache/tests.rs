@@ -10,6 +10,7 @@ use crate::config::Layout;
 use crate::input::parse_objects;
 use crate::model::{Family, Protocol};
 use crate::render::fixtures::node;
+use crate::render::service::ServiceRules;
 use crate::render::{FullOptions, UNBATCHED, render};
 use crate::trace::parse;
 

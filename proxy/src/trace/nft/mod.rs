@@ -3,7 +3,10 @@
 //! [`trace`] one NEW connection through it. Gives the same [`Trace`] as the iptables tracer, so
 //! outcomes of the two modes compare directly.
 
+mod matches;
 mod parse;
+mod rule;
+mod verdict;
 mod walk;
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub struct NftParseError {
 }
 
 /// Splits a line into words; `{ } , ;` are words of their own, a quoted string is one word.
-pub fn tokens(text: &str) -> Vec<String> {
+pub(super) fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
@@ -116,7 +116,7 @@ fn hook_of(words: &[String]) -> Option<(String, i32)> {
 
 /// Elements between `{` and its `}`: `a . b [comment "x"] [: verdict]`, separated by `,` or, in a
 /// verdict map listing, by nothing after a verdict.
-pub fn elements(words: &[String]) -> Vec<(Vec<String>, Option<Vec<String>>)> {
+pub(super) fn elements(words: &[String]) -> Vec<(Vec<String>, Option<Vec<String>>)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < words.len() {
