@@ -23,12 +23,9 @@ mod explain;
 mod health;
 pub mod input;
 mod iptables;
-// Allowed while metrics.rs and nft/ are being rewritten elsewhere; to be dropped after.
-#[allow(unreachable_pub)]
 mod metrics;
 pub mod model;
 pub mod nfacct;
-#[allow(unreachable_pub)]
 pub mod nft;
 pub mod nft_socket;
 pub mod nft_sync;
