@@ -14,7 +14,7 @@ use prometheus_client::registry::Registry;
 
 use crate::model::Family as IpFamily;
 
-pub type Labels = Vec<(&'static str, String)>;
+pub(crate) type Labels = Vec<(&'static str, String)>;
 type HistFamily = Family<Labels, Histogram, fn() -> Histogram>;
 type FloatGauge = Gauge<f64, AtomicU64>;
 
@@ -24,7 +24,7 @@ fn sync_buckets() -> Histogram {
 }
 
 /// 0.25, 0.5, 1..59, 60..115 step 5, 120..300 step 30 (upstream's MergeBuckets, which starts at 0).
-pub fn network_programming_buckets() -> Vec<f64> {
+pub(crate) fn network_programming_buckets() -> Vec<f64> {
     let mut b = vec![0.0, 0.25, 0.5];
     b.extend((1..=59).map(f64::from));
     b.extend((0..12).map(|i| 60.0 + 5.0 * f64::from(i)));
@@ -70,11 +70,11 @@ pub struct Metrics {
     pub localhost_nodeports_accepted: Counter,
 }
 
-pub fn family_labels(f: IpFamily) -> Labels {
+pub(crate) fn family_labels(f: IpFamily) -> Labels {
     vec![("ip_family", f.label().to_string())]
 }
 
-pub fn table_labels(f: IpFamily, table: &str) -> Labels {
+pub(crate) fn table_labels(f: IpFamily, table: &str) -> Labels {
     vec![("ip_family", f.label().to_string()), ("table", table.to_string())]
 }
 
@@ -308,7 +308,7 @@ impl Metrics {
 }
 
 /// Seconds since the Unix epoch, for the timestamp gauges.
-pub fn unix_now() -> f64 {
+pub(crate) fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())

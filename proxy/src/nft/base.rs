@@ -57,7 +57,7 @@ fn set(name: &str, type_: String, comment: &str, is_map: bool) -> Set {
 
 /// The node addresses in `nodeport-ips` (none when NodePorts answer on every local address).
 /// Loopback never: nftables mode has no localhost NodePorts.
-pub fn nodeport_ips(node: &NodeFacts, cfg: &RenderConfig) -> Option<Vec<IpAddr>> {
+pub(super) fn nodeport_ips(node: &NodeFacts, cfg: &RenderConfig) -> Option<Vec<IpAddr>> {
     let npa = &cfg.nodeport_addresses;
     if npa.match_all(cfg.family) {
         return None;
@@ -66,7 +66,7 @@ pub fn nodeport_ips(node: &NodeFacts, cfg: &RenderConfig) -> Option<Vec<IpAddr>>
     Some(ips.into_iter().filter(|ip| !ip.is_loopback()).collect())
 }
 
-pub fn base(node: &NodeFacts, cfg: &RenderConfig) -> Base {
+pub(super) fn base(node: &NodeFacts, cfg: &RenderConfig) -> Base {
     let ip = family_word(cfg.family);
     let addr = addr_type(cfg.family);
     let mark = cfg.masq_mark();

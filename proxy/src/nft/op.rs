@@ -33,7 +33,7 @@ pub enum Op {
 }
 
 /// A chain's declaration without its rules.
-pub fn declaration(c: &Chain) -> Chain {
+pub(super) fn declaration(c: &Chain) -> Chain {
     Chain {
         name: c.name.clone(),
         hook: c.hook,

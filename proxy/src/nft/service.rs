@@ -24,7 +24,7 @@ pub struct ServiceObjects {
     pub no_local_external: bool,
 }
 
-pub struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     pub cfg: &'a RenderConfig,
     pub node: &'a NodeFacts,
     /// `ip`/`ip6`.
@@ -53,7 +53,7 @@ fn local_detector(cfg: &RenderConfig) -> Option<(String, String)> {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(node: &'a NodeFacts, cfg: &'a RenderConfig) -> Ctx<'a> {
+    pub(super) fn new(node: &'a NodeFacts, cfg: &'a RenderConfig) -> Ctx<'a> {
         Ctx {
             cfg,
             node,
@@ -62,7 +62,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn render(&self, svc: &ServicePort, endpoints: &[Endpoint]) -> ServiceObjects {
+    pub(super) fn render(&self, svc: &ServicePort, endpoints: &[Endpoint]) -> ServiceObjects {
         render_service_port(svc, &categorize(endpoints, svc, self.node), self)
     }
 }
@@ -133,7 +133,7 @@ impl Plan {
     }
 }
 
-pub fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> ServiceObjects {
+pub(super) fn render_service_port(svc: &ServicePort, cat: &Categorized, ctx: &Ctx<'_>) -> ServiceObjects {
     let p = Plan::new(svc, cat);
     let mut out = ServiceObjects {
         no_local_internal: p.has_endpoints && !p.has_internal,

@@ -42,7 +42,7 @@ pub(super) enum Verdict {
 
 impl Verdict {
     /// Parses `drop`, `jump X`, `goto X`, ... (map element values).
-    pub fn parse(text: &str) -> Option<Verdict> {
+    pub(super) fn parse(text: &str) -> Option<Verdict> {
         let mut words = text.split_whitespace();
         let v = match (words.next()?, words.next()) {
             ("accept", None) => Verdict::Accept,
@@ -55,7 +55,7 @@ impl Verdict {
         words.next().is_none().then_some(v)
     }
 
-    pub fn code(&self) -> i32 {
+    pub(super) fn code(&self) -> i32 {
         match self {
             Verdict::Drop => 0,
             Verdict::Accept => 1,
@@ -65,7 +65,7 @@ impl Verdict {
         }
     }
 
-    pub fn chain(&self) -> Option<&str> {
+    pub(super) fn chain(&self) -> Option<&str> {
         match self {
             Verdict::Jump(c) | Verdict::Goto(c) => Some(c),
             _ => None,

@@ -7,7 +7,9 @@
 
 mod compile;
 mod encode_expr;
+mod error;
 mod expr;
+mod kind;
 mod msg;
 mod objects;
 mod set_type;
@@ -21,46 +23,8 @@ use super::{Op, Set};
 use crate::model::Family;
 use msg::Writer;
 
+pub use error::EncodeError;
 pub use set_type::SetType;
-
-#[derive(Debug, thiserror::Error)]
-pub enum EncodeError {
-    #[error("nftables rule {0:?}: {1}")]
-    Rule(String, String),
-    #[error("nftables set {0:?}: unsupported type {1:?}")]
-    SetType(String, String),
-    #[error("nftables element of {0:?}: {1}")]
-    Element(String, String),
-    #[error("nftables chain {0:?}: {1}")]
-    Chain(String, String),
-    #[error("netlink attribute of {0} bytes is too large")]
-    TooLarge(usize),
-}
-
-/// nf_tables message types and netlink flags.
-pub(super) mod kind {
-    pub const SUBSYS_NFTABLES: u16 = 10;
-    pub const BATCH_BEGIN: u16 = 0x10;
-    pub const BATCH_END: u16 = 0x11;
-    pub const NEWTABLE: u16 = 0;
-    pub const DELTABLE: u16 = 2;
-    pub const NEWCHAIN: u16 = 3;
-    pub const DELCHAIN: u16 = 5;
-    pub const NEWRULE: u16 = 6;
-    pub const DELRULE: u16 = 8;
-    pub const NEWSET: u16 = 9;
-    pub const DELSET: u16 = 11;
-    pub const NEWSETELEM: u16 = 12;
-    pub const DELSETELEM: u16 = 14;
-    pub const F_REQUEST: u16 = 0x1;
-    pub const F_ACK: u16 = 0x4;
-    pub const F_CREATE: u16 = 0x400;
-    pub const F_APPEND: u16 = 0x800;
-
-    pub fn msg(cmd: u16) -> u16 {
-        (SUBSYS_NFTABLES << 8) | cmd
-    }
-}
 
 /// NFPROTO_IPV4 / NFPROTO_IPV6.
 pub(super) fn nfproto(family: Family) -> u8 {

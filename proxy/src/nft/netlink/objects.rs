@@ -35,45 +35,45 @@ pub(super) struct Encoder<'a> {
 
 /// Attribute numbers.
 mod attr {
-    pub const TABLE_NAME: u16 = 1;
-    pub const TABLE_FLAGS: u16 = 2;
-    pub const TABLE_USERDATA: u16 = 6;
-    pub const CHAIN_TABLE: u16 = 1;
-    pub const CHAIN_HOOK: u16 = 4;
-    pub const CHAIN_NAME: u16 = 3;
-    pub const CHAIN_TYPE: u16 = 7;
-    pub const CHAIN_USERDATA: u16 = 12;
-    pub const HOOK_NUM: u16 = 1;
-    pub const HOOK_PRIORITY: u16 = 2;
-    pub const RULE_TABLE: u16 = 1;
-    pub const RULE_CHAIN: u16 = 2;
-    pub const RULE_EXPRESSIONS: u16 = 4;
-    pub const RULE_USERDATA: u16 = 7;
-    pub const SET_TABLE: u16 = 1;
-    pub const SET_NAME: u16 = 2;
-    pub const SET_FLAGS: u16 = 3;
-    pub const SET_KEY_TYPE: u16 = 4;
-    pub const SET_KEY_LEN: u16 = 5;
-    pub const SET_DATA_TYPE: u16 = 6;
-    pub const SET_DATA_LEN: u16 = 7;
-    pub const SET_DESC: u16 = 9;
-    pub const SET_DESC_SIZE: u16 = 1;
-    pub const SET_ID: u16 = 10;
-    pub const SET_TIMEOUT: u16 = 11;
-    pub const SET_USERDATA: u16 = 13;
-    pub const ELEM_LIST_TABLE: u16 = 1;
-    pub const ELEM_LIST_SET: u16 = 2;
-    pub const ELEM_LIST_ELEMENTS: u16 = 3;
-    pub const ELEM_LIST_SET_ID: u16 = 4;
-    pub const LIST_ELEM: u16 = 1;
-    pub const ELEM_KEY: u16 = 1;
-    pub const ELEM_DATA: u16 = 2;
-    pub const ELEM_FLAGS: u16 = 3;
-    pub const ELEM_USERDATA: u16 = 6;
-    pub const DATA_VALUE: u16 = 1;
-    pub const DATA_VERDICT: u16 = 2;
-    pub const VERDICT_CODE: u16 = 1;
-    pub const VERDICT_CHAIN: u16 = 2;
+    pub(super) const TABLE_NAME: u16 = 1;
+    pub(super) const TABLE_FLAGS: u16 = 2;
+    pub(super) const TABLE_USERDATA: u16 = 6;
+    pub(super) const CHAIN_TABLE: u16 = 1;
+    pub(super) const CHAIN_HOOK: u16 = 4;
+    pub(super) const CHAIN_NAME: u16 = 3;
+    pub(super) const CHAIN_TYPE: u16 = 7;
+    pub(super) const CHAIN_USERDATA: u16 = 12;
+    pub(super) const HOOK_NUM: u16 = 1;
+    pub(super) const HOOK_PRIORITY: u16 = 2;
+    pub(super) const RULE_TABLE: u16 = 1;
+    pub(super) const RULE_CHAIN: u16 = 2;
+    pub(super) const RULE_EXPRESSIONS: u16 = 4;
+    pub(super) const RULE_USERDATA: u16 = 7;
+    pub(super) const SET_TABLE: u16 = 1;
+    pub(super) const SET_NAME: u16 = 2;
+    pub(super) const SET_FLAGS: u16 = 3;
+    pub(super) const SET_KEY_TYPE: u16 = 4;
+    pub(super) const SET_KEY_LEN: u16 = 5;
+    pub(super) const SET_DATA_TYPE: u16 = 6;
+    pub(super) const SET_DATA_LEN: u16 = 7;
+    pub(super) const SET_DESC: u16 = 9;
+    pub(super) const SET_DESC_SIZE: u16 = 1;
+    pub(super) const SET_ID: u16 = 10;
+    pub(super) const SET_TIMEOUT: u16 = 11;
+    pub(super) const SET_USERDATA: u16 = 13;
+    pub(super) const ELEM_LIST_TABLE: u16 = 1;
+    pub(super) const ELEM_LIST_SET: u16 = 2;
+    pub(super) const ELEM_LIST_ELEMENTS: u16 = 3;
+    pub(super) const ELEM_LIST_SET_ID: u16 = 4;
+    pub(super) const LIST_ELEM: u16 = 1;
+    pub(super) const ELEM_KEY: u16 = 1;
+    pub(super) const ELEM_DATA: u16 = 2;
+    pub(super) const ELEM_FLAGS: u16 = 3;
+    pub(super) const ELEM_USERDATA: u16 = 6;
+    pub(super) const DATA_VALUE: u16 = 1;
+    pub(super) const DATA_VERDICT: u16 = 2;
+    pub(super) const VERDICT_CODE: u16 = 1;
+    pub(super) const VERDICT_CHAIN: u16 = 2;
 }
 
 /// Element lists are split so each message's nested attribute stays under netlink's 64 KiB.
@@ -89,7 +89,7 @@ impl Encoder<'_> {
 
     /// Encodes the first op (and the element ops of the same kind and set right after it, in one
     /// message); returns how many ops it took.
-    pub fn ops(&mut self, ops: &[Op]) -> Result<usize, EncodeError> {
+    pub(super) fn ops(&mut self, ops: &[Op]) -> Result<usize, EncodeError> {
         let Some(first) = ops.first() else {
             return Ok(0);
         };
