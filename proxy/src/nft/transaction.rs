@@ -119,87 +119,70 @@ pub struct Existing {
 /// Only what changed since `prev` (which the kernel holds).
 pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
     let mut stats = Stats::default();
-    let mut delta = Delta::new();
-    // Chains and sets of the changed parts, before and after.
-    let mut old_chains: BTreeMap<&str, &Chain> = BTreeMap::new();
-    let mut new_chains: BTreeMap<&str, &Chain> = BTreeMap::new();
-    let mut old_sets: BTreeMap<&str, &Set> = BTreeMap::new();
-    let mut new_sets: BTreeMap<&str, &Set> = BTreeMap::new();
-    // Chains to rewrite even if unchanged: they use a set that is redefined.
-    let mut force: BTreeSet<&str> = BTreeSet::new();
-
-    let mut changed: Vec<(Option<Part<'_>>, Option<Part<'_>>)> = Vec::new();
-    if prev.ruleset.base != next.base {
-        changed.push((Some(Part::base(&prev.ruleset)), Some(Part::base(&next))));
-    }
-    let mut names: BTreeSet<_> = prev.ruleset.services.keys().collect();
-    names.extend(next.services.keys());
-    for name in names {
-        let (a, b) = (prev.ruleset.services.get(name), next.services.get(name));
-        if let (Some(a), Some(b)) = (a, b)
-            && (Arc::ptr_eq(a, b) || a == b)
-        {
-            continue;
-        }
-        changed.push((a.map(|a| Part::service(a)), b.map(|b| Part::service(b))));
-    }
-    for (a, b) in &changed {
-        for (part, sign) in [(a, -1isize), (b, 1)] {
-            for e in part.iter().flat_map(|p| p.elements) {
-                *delta
-                    .entry((e.container, e.key.clone()))
-                    .or_default()
-                    .entry((e.value.clone(), e.comment.clone()))
-                    .or_default() += sign;
-            }
-        }
-        for c in a.iter().flat_map(|p| p.chains) {
-            old_chains.insert(&c.name, c);
-        }
-        for c in b.iter().flat_map(|p| p.chains) {
-            new_chains.insert(&c.name, c);
-        }
-        for s in a.iter().flat_map(|p| p.sets) {
-            old_sets.insert(&s.name, s);
-        }
-        for s in b.iter().flat_map(|p| p.sets) {
-            new_sets.insert(&s.name, s);
-        }
-        let redefined = b
-            .iter()
-            .flat_map(|p| p.sets)
-            .any(|s| old_sets.get(s.name.as_str()).is_some_and(|old| *old != s));
-        if redefined {
-            force.extend(b.iter().flat_map(|p| p.chains).map(|c| c.name.as_str()));
-        }
-    }
-
+    let ch = Changed::between(&prev.ruleset, &next);
     let mut ops = Vec::new();
     // New chains exist before anything jumps to them; changed and vanished ones are emptied first.
-    for (name, c) in &new_chains {
-        if !old_chains.contains_key(name) {
+    for (name, c) in &ch.new_chains {
+        if !ch.old_chains.contains_key(name) {
             ops.push(Op::AddChain(declaration(c)));
         }
     }
-    let rewrite: Vec<&Chain> = new_chains
+    let rewrite: Vec<&Chain> = ch
+        .new_chains
         .iter()
-        .filter(|(name, c)| old_chains.get(*name) != Some(*c) || force.contains(*name))
+        .filter(|(name, c)| ch.old_chains.get(*name) != Some(*c) || ch.force.contains(*name))
         .map(|(_, c)| *c)
         .collect();
     for c in &rewrite {
-        if old_chains.contains_key(c.name.as_str()) {
+        if ch.old_chains.contains_key(c.name.as_str()) {
             ops.push(Op::FlushChain(c.name.clone()));
         }
     }
-    let gone_chains: Vec<&str> = old_chains
+    let gone_chains: Vec<&str> = ch
+        .old_chains
         .keys()
-        .filter(|n| !new_chains.contains_key(*n))
+        .filter(|n| !ch.new_chains.contains_key(*n))
         .copied()
         .collect();
     ops.extend(gone_chains.iter().map(|c| Op::FlushChain(c.to_string())));
     // Elements leave before the chains their verdicts name.
+    let adds = element_ops(prev, &ch.delta, &mut ops, &mut stats);
+    ops.extend(gone_chains.iter().map(|c| Op::DeleteChain(c.to_string())));
+    stats.chains_deleted = gone_chains.len();
+    for (name, s) in &ch.old_sets {
+        let keep = ch.new_sets.get(name).is_some_and(|n| n == s);
+        if !keep {
+            ops.push(Op::DeleteSet {
+                name: name.to_string(),
+                is_map: s.is_map,
+            });
+        }
+    }
+    for (name, s) in &ch.new_sets {
+        if ch.old_sets.get(name) != Some(s) {
+            ops.push(Op::AddSet((*s).clone()));
+        }
+    }
+    for c in &rewrite {
+        add_rules(&mut ops, c, &mut stats);
+    }
+    stats.chains_written = rewrite.len();
+    ops.extend(adds);
+    let delta = ch.delta;
+    Transaction {
+        ops,
+        stats,
+        next,
+        index: IndexChange::Delta(delta),
+        splits: Vec::new(),
+    }
+}
+
+/// Element changes against what the kernel holds: deletions go into `ops` now, additions are
+/// returned (they go last, once the chains they name exist).
+fn element_ops(prev: &Applied, delta: &Delta, ops: &mut Vec<Op>, stats: &mut Stats) -> Vec<Op> {
     let mut adds = Vec::new();
-    for (key, changes) in &delta {
+    for (key, changes) in delta {
         let before_values = prev.index.0.get(key);
         let before = before_values.and_then(effective);
         let mut after_values = before_values.cloned().unwrap_or_default();
@@ -217,33 +200,83 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
             stats.elements_added += 1;
         }
     }
-    ops.extend(gone_chains.iter().map(|c| Op::DeleteChain(c.to_string())));
-    stats.chains_deleted = gone_chains.len();
-    for (name, s) in &old_sets {
-        let keep = new_sets.get(name).is_some_and(|n| n == s);
-        if !keep {
-            ops.push(Op::DeleteSet {
-                name: name.to_string(),
-                is_map: s.is_map,
-            });
+    adds
+}
+
+/// The parts (base, service ports) that differ between two rulesets: their chains and sets before
+/// and after, and the element count changes.
+struct Changed<'a> {
+    delta: Delta,
+    old_chains: BTreeMap<&'a str, &'a Chain>,
+    new_chains: BTreeMap<&'a str, &'a Chain>,
+    old_sets: BTreeMap<&'a str, &'a Set>,
+    new_sets: BTreeMap<&'a str, &'a Set>,
+    /// Chains to rewrite even if unchanged: they use a set that is redefined.
+    force: BTreeSet<&'a str>,
+}
+
+impl<'a> Changed<'a> {
+    fn between(prev: &'a Ruleset, next: &'a Ruleset) -> Changed<'a> {
+        let mut ch = Changed {
+            delta: Delta::new(),
+            old_chains: BTreeMap::new(),
+            new_chains: BTreeMap::new(),
+            old_sets: BTreeMap::new(),
+            new_sets: BTreeMap::new(),
+            force: BTreeSet::new(),
+        };
+        let mut changed: Vec<(Option<Part<'_>>, Option<Part<'_>>)> = Vec::new();
+        if prev.base != next.base {
+            changed.push((Some(Part::base(prev)), Some(Part::base(next))));
         }
-    }
-    for (name, s) in &new_sets {
-        if old_sets.get(name) != Some(s) {
-            ops.push(Op::AddSet((*s).clone()));
+        let mut names: BTreeSet<_> = prev.services.keys().collect();
+        names.extend(next.services.keys());
+        for name in names {
+            let (a, b) = (prev.services.get(name), next.services.get(name));
+            if let (Some(a), Some(b)) = (a, b)
+                && (Arc::ptr_eq(a, b) || a == b)
+            {
+                continue;
+            }
+            changed.push((a.map(|a| Part::service(a)), b.map(|b| Part::service(b))));
         }
+        for (a, b) in changed {
+            ch.add(a, b);
+        }
+        ch
     }
-    for c in &rewrite {
-        add_rules(&mut ops, c, &mut stats);
-    }
-    stats.chains_written = rewrite.len();
-    ops.extend(adds);
-    Transaction {
-        ops,
-        stats,
-        next,
-        index: IndexChange::Delta(delta),
-        splits: Vec::new(),
+
+    fn add(&mut self, a: Option<Part<'a>>, b: Option<Part<'a>>) {
+        for (part, sign) in [(&a, -1isize), (&b, 1)] {
+            for e in part.iter().flat_map(|p| p.elements) {
+                *self
+                    .delta
+                    .entry((e.container, e.key.clone()))
+                    .or_default()
+                    .entry((e.value.clone(), e.comment.clone()))
+                    .or_default() += sign;
+            }
+        }
+        for c in a.iter().flat_map(|p| p.chains) {
+            self.old_chains.insert(&c.name, c);
+        }
+        for c in b.iter().flat_map(|p| p.chains) {
+            self.new_chains.insert(&c.name, c);
+        }
+        for s in a.iter().flat_map(|p| p.sets) {
+            self.old_sets.insert(&s.name, s);
+        }
+        for s in b.iter().flat_map(|p| p.sets) {
+            self.new_sets.insert(&s.name, s);
+        }
+        let redefined = b
+            .iter()
+            .flat_map(|p| p.sets)
+            .any(|s| self.old_sets.get(s.name.as_str()).is_some_and(|old| *old != s));
+        if redefined {
+            self.force
+                .extend(b.iter().flat_map(|p| p.chains).map(|c| c.name.as_str()));
+        }
     }
 }
 
