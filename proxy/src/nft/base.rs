@@ -67,13 +67,25 @@ pub(super) fn nodeport_ips(node: &NodeFacts, cfg: &RenderConfig) -> Option<Vec<I
 }
 
 pub(super) fn base(node: &NodeFacts, cfg: &RenderConfig) -> Base {
-    let ip = family_word(cfg.family);
-    let addr = addr_type(cfg.family);
-    let mark = cfg.masq_mark();
-    let no_localhost = match cfg.family {
-        Family::V4 => "ip daddr != 127.0.0.0/8",
-        Family::V6 => "ip6 daddr != ::1",
+    let mut chains = declared_chains();
+    let nodeport_ips = nodeport_ips(node, cfg);
+    let mut add = |chain: &str, rule: Rule| {
+        if let Some(c) = chains.iter_mut().find(|c| c.name == chain) {
+            c.rules.push(rule);
+        }
     };
+    fixed_rules(cfg, &mut add);
+    dispatch_rules(cfg, nodeport_ips.as_deref(), &mut add);
+    let (sets, elements) = sets_and_elements(cfg, nodeport_ips);
+    Base {
+        chains,
+        sets,
+        elements,
+    }
+}
+
+/// The hooked chains, the dispatch and check chains, and the reject helper, without rules.
+fn declared_chains() -> Vec<Chain> {
     let mut chains: Vec<Chain> = BASE_CHAINS
         .iter()
         .map(|(name, kind, hook, priority)| Chain {
@@ -100,11 +112,13 @@ pub(super) fn base(node: &NodeFacts, cfg: &RenderConfig) -> Base {
         comment: Some("helper for @no-endpoint-services / @no-endpoint-nodeports".into()),
         ..Chain::new(REJECT_CHAIN)
     });
-    let mut add = |chain: &str, rule: Rule| {
-        if let Some(c) = chains.iter_mut().find(|c| c.name == chain) {
-            c.rules.push(rule);
-        }
-    };
+    chains
+}
+
+/// The jumps out of the hooked chains, masquerading and the cluster-IP checks.
+fn fixed_rules(cfg: &RenderConfig, add: &mut dyn FnMut(&str, Rule)) {
+    let ip = family_word(cfg.family);
+    let mark = cfg.masq_mark();
     for (to, from, m) in JUMPS {
         add(from, Rule::new(format!("{m}jump {to}")));
     }
@@ -141,7 +155,15 @@ pub(super) fn base(node: &NodeFacts, cfg: &RenderConfig) -> Base {
             "{ip} daddr . meta l4proto . th dport vmap @{NO_ENDPOINT_SERVICES}"
         )),
     );
-    let nodeport_ips = nodeport_ips(node, cfg);
+}
+
+/// The dispatch chains' verdict-map lookups (services, NodePorts, firewall, no-endpoint checks).
+fn dispatch_rules(cfg: &RenderConfig, nodeport_ips: Option<&[IpAddr]>, add: &mut dyn FnMut(&str, Rule)) {
+    let ip = family_word(cfg.family);
+    let no_localhost = match cfg.family {
+        Family::V4 => "ip daddr != 127.0.0.0/8",
+        Family::V6 => "ip6 daddr != ::1",
+    };
     let nodeport_match = match nodeport_ips {
         None => no_localhost.to_string(),
         Some(_) => format!("{ip} daddr @{NODEPORT_IPS}"),
@@ -174,7 +196,11 @@ pub(super) fn base(node: &NodeFacts, cfg: &RenderConfig) -> Base {
             "{services_nodeport_match} meta l4proto . th dport vmap @{SERVICE_NODEPORTS}"
         )),
     );
+}
 
+/// The shared sets and verdict maps, and the node's NodePort addresses.
+fn sets_and_elements(cfg: &RenderConfig, nodeport_ips: Option<Vec<IpAddr>>) -> (Vec<Set>, Vec<Element>) {
+    let addr = addr_type(cfg.family);
     let by_addr = format!("{addr} . inet_proto . inet_service : verdict");
     let by_port = "inet_proto . inet_service : verdict".to_string();
     let mut sets = vec![
@@ -220,9 +246,5 @@ pub(super) fn base(node: &NodeFacts, cfg: &RenderConfig) -> Base {
             comment: None,
         }));
     }
-    Base {
-        chains,
-        sets,
-        elements,
-    }
+    (sets, elements)
 }
