@@ -110,113 +110,130 @@ impl Metrics {
             localhost_nodeports_accepted: Counter::default(),
         };
         let mut r = Registry::default();
+        m.register_sync(&mut r);
+        m.register_changes(&mut r);
+        m.register_health(&mut r);
+        (Arc::new(m), r)
+    }
+
+    /// Sync latency, rule counts and restore failures, under upstream's names.
+    fn register_sync(&self, r: &mut Registry) {
         let p = "kubeproxy_";
         r.register(
             format!("{p}sync_proxy_rules_duration_seconds"),
             "SyncProxyRules latency in seconds",
-            m.sync_duration.clone(),
+            self.sync_duration.clone(),
         );
         r.register(
             format!("{p}sync_full_proxy_rules_duration_seconds"),
             "SyncProxyRules latency in seconds for full resyncs",
-            m.sync_full_duration.clone(),
+            self.sync_full_duration.clone(),
         );
         r.register(
             format!("{p}sync_partial_proxy_rules_duration_seconds"),
             "SyncProxyRules latency in seconds for partial resyncs",
-            m.sync_partial_duration.clone(),
+            self.sync_partial_duration.clone(),
         );
         r.register(
             format!("{p}network_programming_duration_seconds"),
             "In Cluster Network Programming Latency in seconds",
-            m.network_programming.clone(),
+            self.network_programming.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_iptables_total"),
             "Total number of iptables rules owned by kube-proxy",
-            m.rules_total.clone(),
+            self.rules_total.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_iptables_last"),
             "Number of iptables rules written by kube-proxy in last sync",
-            m.rules_last.clone(),
+            self.rules_last.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_iptables_restore_failures"),
             "Cumulative proxy iptables restore failures",
-            m.restore_failures.clone(),
+            self.restore_failures.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_iptables_partial_restore_failures"),
             "Cumulative proxy iptables partial restore failures",
-            m.partial_restore_failures.clone(),
+            self.partial_restore_failures.clone(),
         );
+    }
+
+    /// Pending and cumulative changes, sync timestamps and Local-policy gaps.
+    fn register_changes(&self, r: &mut Registry) {
+        let p = "kubeproxy_";
         r.register(
             format!("{p}sync_proxy_rules_endpoint_changes_pending"),
             "Pending proxy rules Endpoint changes",
-            m.endpoint_changes_pending.clone(),
+            self.endpoint_changes_pending.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_endpoint_changes"),
             "Cumulative proxy rules Endpoint changes",
-            m.endpoint_changes_total.clone(),
+            self.endpoint_changes_total.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_service_changes_pending"),
             "Pending proxy rules Service changes",
-            m.service_changes_pending.clone(),
+            self.service_changes_pending.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_service_changes"),
             "Cumulative proxy rules Service changes",
-            m.service_changes_total.clone(),
+            self.service_changes_total.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_last_timestamp_seconds"),
             "The last time proxy rules were successfully synced",
-            m.last_timestamp.clone(),
+            self.last_timestamp.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_last_queued_timestamp_seconds"),
             "The last time a sync of proxy rules was queued",
-            m.last_queued_timestamp.clone(),
+            self.last_queued_timestamp.clone(),
         );
         r.register(
             format!("{p}sync_proxy_rules_no_local_endpoints_total"),
             "Number of services with a Local traffic policy and no endpoints",
-            m.no_local_endpoints.clone(),
+            self.no_local_endpoints.clone(),
         );
+    }
+
+    /// Health endpoints, conntrack cleanup, and svcnet's own counters.
+    fn register_health(&self, r: &mut Registry) {
+        let p = "kubeproxy_";
         r.register(
             format!("{p}proxy_healthz"),
             "Cumulative proxy healthz HTTP status",
-            m.healthz_total.clone(),
+            self.healthz_total.clone(),
         );
         r.register(
             format!("{p}proxy_livez"),
             "Cumulative proxy livez HTTP status",
-            m.livez_total.clone(),
+            self.livez_total.clone(),
         );
         r.register(
             format!("{p}conntrack_reconciler_deleted_entries"),
             "Cumulative conntrack flows deleted by conntrack reconciler",
-            m.conntrack_deleted.clone(),
+            self.conntrack_deleted.clone(),
         );
         r.register(
             format!("{p}conntrack_reconciler_sync_duration_seconds"),
             "ReconcileConntrackFlowsLatency latency in seconds",
-            m.conntrack_duration.clone(),
+            self.conntrack_duration.clone(),
         );
         r.register(
             "svcnet_proxy_full_syncs",
             "Full syncs by reason (start, failure, canary, hourly, forced)",
-            m.full_syncs.clone(),
+            self.full_syncs.clone(),
         );
         r.register(
             "svcnet_proxy_object_field_errors",
             "Fields of Services and EndpointSlices left out of the rules, by kind (counted once per change)",
-            m.object_errors.clone(),
+            self.object_errors.clone(),
         );
-        (Arc::new(m), r)
     }
 }
 
