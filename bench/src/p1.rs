@@ -156,8 +156,12 @@ fn load(n: usize, ips: &[Ipv4Addr], rules: Rules, eps: usize, p: &P1Params) -> R
 fn load_nftables(n: usize, ips: &[Ipv4Addr], eps: usize) -> Result<Loaded, BenchError> {
     let state = state_of(n, ips, eps)?;
     let t = Instant::now();
-    let ruleset = nft::render(&state, &synth::node(), &RenderConfig::default());
-    let tx = nft::full(ruleset, &Existing::default(), false);
+    let inputs = nft::Inputs {
+        state,
+        node: synth::node(),
+        cfg: RenderConfig::default(),
+    };
+    let tx = nft::full(inputs, &Existing::default(), false);
     let render_time = t.elapsed();
     let lab = Lab::start(&format!("p1-nft{n}-{eps}"))?;
     let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
@@ -165,10 +169,9 @@ fn load_nftables(n: usize, ips: &[Ipv4Addr], eps: usize) -> Result<Loaded, Bench
     let mut socket = NftSocket::open_in(&path, svcnet_proxy::nftables::DEFAULT_TIMEOUT)
         .map_err(|e| check(e.to_string()))?;
     let t = Instant::now();
-    let sets: Vec<&nft::Set> = tx.sets();
     let batches = svcnet_proxy::nftables::batches(&tx);
     for ops in &batches {
-        let batch = nft::netlink::encode(tx.family(), ops, sets.iter().copied(), socket.next_seq())
+        let batch = nft::netlink::encode(tx.family(), ops, tx.sets(), socket.next_seq())
             .map_err(|e| check(e.to_string()))?;
         socket.apply(&batch).map_err(|e| check(e.to_string()))?;
     }

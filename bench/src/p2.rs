@@ -12,11 +12,7 @@
 //! A full sync of the same state (render from scratch + full payload + `iptables-save -t nat` + the
 //! batched restores, as the daemon's full sync does) is timed in the same run for the ratio.
 //!
-//! The nftables mode gets the same changes in the same run ([`run_nftables`]), with its daemon's code:
-//! render of the changed ports only (`render_reusing`), the transaction of what changed, written as
-//! the daemon writes it, one netlink batch (row `nftnl`), and through `nft -f` (row `nft`, the
-//! fallback writer, which is what kube-proxy's nftables mode runs). Its full sync is the first load
-//! (render + full transaction + write), timed.
+//! The nftables mode gets the same changes in the same run ([`nftables`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -24,8 +20,6 @@ use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{Layout, RenderConfig};
 use svcnet_proxy::model::ProxyState;
-use svcnet_proxy::nft::{self, Applied, Existing};
-use svcnet_proxy::nft_socket::NftSocket;
 use svcnet_proxy::render::{self, FullOptions, Renderer};
 
 use crate::agent::Restored;
@@ -33,6 +27,8 @@ use crate::error::BenchError;
 use crate::lab::Lab;
 use crate::p1::layout_name;
 use crate::synth::{self, ENDPOINT_PORT};
+
+mod nftables;
 
 #[derive(Clone, Debug)]
 pub struct P2Params {
@@ -96,7 +92,7 @@ pub struct P2 {
 }
 
 /// Replaces the first endpoint of service `i` by a fresh pod (the `k`-th change).
-fn replace_endpoint(state: &mut ProxyState, i: usize, k: usize) {
+pub(super) fn replace_endpoint(state: &mut ProxyState, i: usize, k: usize) {
     if let Some(eps) = state.endpoints.get_mut(&synth::service_name(i))
         && let Some(first) = Arc::make_mut(eps).first_mut()
     {
@@ -104,7 +100,7 @@ fn replace_endpoint(state: &mut ProxyState, i: usize, k: usize) {
     }
 }
 
-fn add_service(state: &mut ProxyState, index: usize, ip: std::net::Ipv4Addr, eps: usize) {
+pub(super) fn add_service(state: &mut ProxyState, index: usize, ip: std::net::Ipv4Addr, eps: usize) {
     let name = synth::service_name(index);
     let endpoints = (0..eps)
         .map(|j| synth::endpoint(synth::pod_ip(index * eps + j), ENDPOINT_PORT))
@@ -276,134 +272,15 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
     Ok(out)
 }
 
-/// How the nftables rows write: svcnet's netlink batches, or `nft -f`.
-enum NftWriter {
-    Netlink(NftSocket),
-    Binary,
-}
-
-/// One nftables sync of `state` on top of what `applied` says the kernel holds.
-fn nft_sync(
-    lab: &mut Lab,
-    writer: &mut NftWriter,
-    state: &ProxyState,
-    prev: Option<&ProxyState>,
-    cfg: &RenderConfig,
-    applied: &mut Applied,
-) -> Result<Sync, BenchError> {
-    let node = synth::node();
-    let t = Instant::now();
-    let next = nft::render_reusing(state, &node, cfg, prev.map(|s| (s, applied.ruleset())));
-    let render = t.elapsed();
-    let t = Instant::now();
-    let tx = match prev {
-        Some(_) => nft::partial(applied, next),
-        None => nft::full(next, &Existing::default(), false),
-    };
-    let payload = t.elapsed();
-    if tx.ops.is_empty() {
-        return Err(BenchError::Check(
-            "a change produced no nftables transaction".into(),
-        ));
-    }
-    let lines = tx.ops.len();
-    let restore = match writer {
-        NftWriter::Binary => lab.agent.restore("nft", &tx.text())?,
-        NftWriter::Netlink(socket) => {
-            // Encoding is part of the write, as in the daemon.
-            let t = Instant::now();
-            let sets: Vec<&nft::Set> = applied.ruleset().sets().into_iter().chain(tx.sets()).collect();
-            for ops in svcnet_proxy::nftables::batches(&tx) {
-                let batch = nft::netlink::encode(tx.family(), ops, sets.iter().copied(), socket.next_seq())
-                    .map_err(|e| BenchError::Check(format!("netlink encode: {e}")))?;
-                socket
-                    .apply(&batch)
-                    .map_err(|e| BenchError::Check(format!("netlink batch: {e}")))?;
-            }
-            t.elapsed()
-        }
-    };
-    applied.commit(tx);
-    Ok(Sync {
-        render,
-        payload,
-        save: Duration::ZERO,
-        restore,
-        killed: false,
-        lines,
-    })
-}
-
-/// The nftables mode on the same state and changes as [`run_layout`].
-fn run_nftables(netlink: bool, p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layout, BenchError> {
-    let n = p.services;
-    let all_ips = synth::cluster_ips(n + p.changes, 0x5eed);
-    let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
-    let cfg = RenderConfig::default();
-    let name = if netlink { "nftnl" } else { "nft" };
-    let mut lab = Lab::start(&format!("p2-{name}"))?;
-    let mut writer = if netlink {
-        let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
-        let socket = NftSocket::open_in(&path, svcnet_proxy::nftables::DEFAULT_TIMEOUT)
-            .map_err(|e| BenchError::Check(format!("netlink socket in {}: {e}", lab.ns.name)))?;
-        NftWriter::Netlink(socket)
-    } else {
-        NftWriter::Binary
-    };
-    let mut applied = Applied::default();
-    let full = nft_sync(&mut lab, &mut writer, &state, None, &cfg, &mut applied)?;
-    progress(&format!(
-        "P2 {name}: loaded {n} services / {} endpoints in {:.1} s (one transaction)",
-        n * p.endpoints_per_service,
-        full.total().as_secs_f64()
-    ));
-    let mut out = P2Layout {
-        name,
-        full_lines: full.lines,
-        initial_load: full.total(),
-        initial_chunks: 1,
-        endpoint_change: vec![],
-        service_added: vec![],
-        full: Some(full),
-    };
-    for k in 0..p.changes {
-        let i = (k * 7919) % n.max(1);
-        let prev = state.clone();
-        replace_endpoint(&mut state, i, k);
-        out.endpoint_change.push(nft_sync(
-            &mut lab,
-            &mut writer,
-            &state,
-            Some(&prev),
-            &cfg,
-            &mut applied,
-        )?);
-    }
-    for k in 0..p.changes {
-        let prev = state.clone();
-        add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
-        out.service_added.push(nft_sync(
-            &mut lab,
-            &mut writer,
-            &state,
-            Some(&prev),
-            &cfg,
-            &mut applied,
-        )?);
-    }
-    progress(&format!("P2 {name}: {} partial syncs done", 2 * p.changes));
-    Ok(out)
-}
-
 pub fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2, BenchError> {
     let mut layouts = Vec::new();
     for &layout in &p.layouts {
         layouts.push(run_layout(layout, p, progress)?);
     }
     if p.nftables {
-        layouts.push(run_nftables(true, p, progress)?);
+        layouts.push(nftables::run(true, p, progress)?);
         if p.nft_binary {
-            layouts.push(run_nftables(false, p, progress)?);
+            layouts.push(nftables::run(false, p, progress)?);
         }
     }
     Ok(P2 {

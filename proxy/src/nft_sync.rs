@@ -12,7 +12,7 @@ use std::time::Instant;
 use crate::conntrack;
 use crate::iptables::IptablesError;
 use crate::metrics::{Metrics, family_labels};
-use crate::model::{Family, ModelCache, NodeFacts, ProxyState};
+use crate::model::{Family, ModelCache, ProxyState};
 use crate::nft::{self, Applied};
 use crate::nftables::Nft;
 use crate::render::RenderStats;
@@ -25,8 +25,6 @@ pub struct NftFamilySync {
     model: ModelCache,
     /// What the kernel holds: updated only by a successful transaction.
     applied: Applied,
-    /// The model and render inputs `applied` was rendered from (to reuse unchanged service ports).
-    rendered_from: Option<(ProxyState, NodeFacts, crate::config::RenderConfig)>,
     next_full: Option<FullReason>,
     /// The last full transaction failed: the next one deletes and recreates the table.
     recreate: bool,
@@ -40,7 +38,6 @@ impl NftFamilySync {
             model: ModelCache::new(nft.family),
             nft,
             applied: Applied::default(),
-            rendered_from: None,
             next_full: Some(FullReason::Start),
             recreate: false,
             last_full: None,
@@ -54,11 +51,6 @@ impl NftFamilySync {
 
     pub fn state(&self) -> &ProxyState {
         self.model.state()
-    }
-
-    /// What the kernel holds (as of the last successful sync).
-    pub fn ruleset(&self) -> &nft::Ruleset {
-        self.applied.ruleset()
     }
 
     fn full_reason(&self, settings: &Settings) -> Option<FullReason> {
@@ -90,15 +82,12 @@ impl NftFamilySync {
         let cfg = settings.render_config(family, &node);
         let full = self.full_reason(settings);
 
-        let state = self.model.state();
-        let prev = self
-            .rendered_from
-            .as_ref()
-            .filter(|(_, n, c)| *n == node && *c == cfg)
-            .map(|(s, _, _)| (s, self.applied.ruleset()));
-        let next = nft::render_reusing(state, &node, &cfg, prev);
-        let stats = render_stats(&next, state);
-        let tx = match full {
+        let inputs = nft::Inputs {
+            state: self.model.state().clone(),
+            node,
+            cfg,
+        };
+        let written = match full {
             Some(_) => {
                 let existing = if self.recreate {
                     nft::Existing::default()
@@ -107,33 +96,26 @@ impl NftFamilySync {
                         metrics.nft_sync_failures.get_or_create(&labels).inc();
                     })?
                 };
-                nft::full(next, &existing, self.recreate)
+                self.write_full(inputs, existing, settings, seq).await
             }
-            None => nft::partial(&self.applied, next),
+            None => self.write_partial(inputs, settings, seq).await,
         };
-        if let Some(dir) = &settings.payload_dir {
-            write_debug(dir, seq, family, full.is_some(), &tx);
-        }
-        let prev_sets = self.applied.ruleset().sets().into_iter().cloned().collect();
-        let (tx, written) = self.nft.write(tx, prev_sets).await;
         let payload_len = match count_write(written, metrics, &labels) {
             Ok(bytes) => bytes,
             Err(err) => {
-                // The kernel keeps the previous ruleset; the next sync is full (and, after a failed
-                // full one, recreates the table).
+                // The kernel keeps the previous ruleset (or, for a full sync, the batches it took);
+                // the next sync is full (and, after a failed full one, recreates the table).
                 self.recreate = full.is_some();
                 self.next_full = Some(FullReason::Failure);
                 return Err(SyncError::Iptables(err));
             }
         };
-        tracing::debug!(family = family.label(), stats = ?tx.stats, "nftables transaction applied");
-        self.applied.commit(tx);
-        self.rendered_from = Some((state.clone(), node, cfg));
         if full.is_some() {
             self.next_full = None;
             self.recreate = false;
             self.last_full = Some(Instant::now());
         }
+        let stats = render_stats(self.applied.no_local(), self.model.state());
         metrics.record_sync(
             family,
             full.map(FullReason::as_str),
@@ -151,7 +133,46 @@ impl NftFamilySync {
             stats,
         })
     }
+
+    /// Only what changed, in one batch; committed when the kernel took it.
+    async fn write_partial(&mut self, inputs: nft::Inputs, settings: &Settings, seq: u64) -> Written {
+        let tx = nft::partial(&self.applied, inputs);
+        if let Some(dir) = &settings.payload_dir
+            && !tx.ops.is_empty()
+        {
+            write_debug(&debug_path(dir, seq, self.family(), false), &tx.text());
+        }
+        let (tx, written) = self.nft.write(tx).await;
+        tracing::debug!(family = self.family().label(), stats = ?tx.stats, "nftables transaction applied");
+        if written.is_ok() {
+            self.applied.commit(tx);
+        }
+        written
+    }
+
+    /// Everything over what the table has (`existing`), streamed.
+    async fn write_full(
+        &mut self,
+        inputs: nft::Inputs,
+        existing: nft::Existing,
+        settings: &Settings,
+        seq: u64,
+    ) -> Written {
+        let stream = nft::FullStream::new(inputs, existing, self.recreate);
+        let debug = settings
+            .payload_dir
+            .as_ref()
+            .map(|dir| debug_path(dir, seq, self.family(), true));
+        let (stream, written) = self.nft.write_full(stream, debug).await;
+        tracing::debug!(family = self.family().label(), stats = ?stream.stats, "nftables full transaction applied");
+        if written.is_ok() {
+            self.applied.commit_full(stream);
+        }
+        written
+    }
 }
+
+type Written = Result<(crate::nftables::Writer, usize), IptablesError>;
 
 /// Counts a write by its writer, or a failure.
 fn count_write(
@@ -177,27 +198,27 @@ fn count_write(
 
 /// Debug (`--write-payloads`): every transaction as `NNNNNN-<family>-<full|partial>.nft`, the
 /// `nft -f` text of what went over netlink.
-fn write_debug(dir: &std::path::Path, seq: u64, family: Family, full: bool, tx: &nft::Transaction) {
-    if tx.ops.is_empty() {
-        return;
-    }
+fn debug_path(dir: &std::path::Path, seq: u64, family: Family, full: bool) -> std::path::PathBuf {
     let kind = if full { "full" } else { "partial" };
     let fam = match family {
         Family::V4 => "ipv4",
         Family::V6 => "ipv6",
     };
-    let path = dir.join(format!("{seq:06}-{fam}-{kind}.nft"));
-    if let Err(err) = std::fs::write(&path, tx.text()) {
+    dir.join(format!("{seq:06}-{fam}-{kind}.nft"))
+}
+
+fn write_debug(path: &std::path::Path, text: &str) {
+    if let Err(err) = std::fs::write(path, text) {
         tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
     }
 }
 
-fn render_stats(r: &nft::Ruleset, state: &ProxyState) -> RenderStats {
+fn render_stats(no_local: nft::NoLocal, state: &ProxyState) -> RenderStats {
     RenderStats {
-        services: r.services.len(),
+        services: state.services.len(),
         endpoints: state.endpoints.values().map(|e| e.len()).sum(),
-        no_local_internal: r.services.values().filter(|s| s.no_local_internal).count(),
-        no_local_external: r.services.values().filter(|s| s.no_local_external).count(),
+        no_local_internal: no_local.internal,
+        no_local_external: no_local.external,
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::iptables::{IptablesError, exec_within};
 use crate::model::Family;
 use crate::nft::naming::TABLE;
-use crate::nft::{Existing, Set, Transaction, family_word, netlink};
+use crate::nft::{Existing, FullStream, Op, Set, Transaction, family_word, netlink, ops_text};
 use crate::nft_socket::NftSocket;
 
 /// nft's time grows with the transaction, like iptables-restore's.
@@ -48,18 +48,14 @@ impl Nft {
         exec_ok(&["-f", "-"], Some(text), self.timeout).await.map(|_| ())
     }
 
-    /// One transaction as one netlink batch (all of it or nothing), off the async threads. `sets`
-    /// are the table's sets before it (the types of elements it deletes). A transaction the encoder
-    /// cannot express goes through `nft -f` instead, with a warning: never lost, only slower.
-    /// Returns the transaction (to commit), which writer took it and how many bytes it wrote.
-    pub async fn write(
-        &self,
-        tx: Transaction,
-        sets: Vec<Set>,
-    ) -> (Transaction, Result<(Writer, usize), IptablesError>) {
+    /// One transaction as one netlink batch (all of it or nothing), off the async threads. A
+    /// transaction the encoder cannot express goes through `nft -f` instead, with a warning: never
+    /// lost, only slower. Returns the transaction (to commit), which writer took it and how many
+    /// bytes it wrote.
+    pub async fn write(&self, tx: Transaction) -> (Transaction, Result<(Writer, usize), IptablesError>) {
         let timeout = self.timeout;
         let joined = tokio::task::spawn_blocking(move || {
-            let result = write_netlink(&tx, &sets, timeout);
+            let result = write_netlink(&tx, timeout);
             (tx, result)
         })
         .await;
@@ -76,6 +72,31 @@ impl Nft {
                 (tx, r)
             }
             Err(WriteError::Kernel(e)) => (tx, Err(e)),
+        }
+    }
+
+    /// A full transaction, rendered and sent a batch at a time (see [`STREAM_BATCH_OPS`]), off the
+    /// async threads; `debug` gets each batch's `nft -f` text appended. A batch the encoder cannot
+    /// express goes through `nft -f`. Returns the stream (to commit once it is drained).
+    pub async fn write_full(
+        &self,
+        mut stream: FullStream,
+        debug: Option<std::path::PathBuf>,
+    ) -> (FullStream, Result<(Writer, usize), IptablesError>) {
+        let nft = self.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let joined = tokio::task::spawn_blocking(move || {
+            let fallback = |text: &str| runtime.block_on(nft.apply(text));
+            let fallback: Fallback<'_> = Some(&fallback);
+            let result = NftSocket::open(nft.timeout)
+                .map_err(|e| IptablesError::Netlink(e.to_string()))
+                .and_then(|mut socket| write_stream(&mut socket, &mut stream, debug.as_deref(), fallback));
+            (stream, result)
+        })
+        .await;
+        match joined {
+            Ok(done) => done,
+            Err(e) => unreachable_join(e),
         }
     }
 
@@ -138,17 +159,78 @@ enum WriteError {
     Kernel(IptablesError),
 }
 
-fn write_netlink(tx: &Transaction, sets: &[Set], timeout: Duration) -> Result<usize, WriteError> {
+fn write_netlink(tx: &Transaction, timeout: Duration) -> Result<usize, WriteError> {
     if tx.ops.is_empty() {
         return Ok(0);
     }
     let mut socket = NftSocket::open(timeout).map_err(kernel_error)?;
-    let all_sets: Vec<&Set> = sets.iter().chain(tx.sets()).collect();
     let mut bytes = 0;
     for ops in batches(tx) {
-        bytes += write_batch(&mut socket, tx, ops, &all_sets)?;
+        bytes += write_batch(&mut socket, tx.family(), ops, tx.sets())?;
     }
     Ok(bytes)
+}
+
+/// Drains a full transaction's stream into batches of up to [`STREAM_BATCH_OPS`] steps (one batch
+/// when it recreates the table), cut only between its groups; a batch the encoder cannot express
+/// goes to `fallback` as `nft -f` text (none: the write fails). Blocking.
+pub fn write_stream(
+    socket: &mut NftSocket,
+    stream: &mut FullStream,
+    debug: Option<&std::path::Path>,
+    fallback: Fallback<'_>,
+) -> Result<(Writer, usize), IptablesError> {
+    let limit = if stream.one_batch() {
+        usize::MAX
+    } else {
+        STREAM_BATCH_OPS
+    };
+    let (mut batch, mut bytes, mut writer) = (Vec::new(), 0, Writer::Netlink);
+    loop {
+        let group = stream.next_group();
+        let full = group
+            .as_ref()
+            .is_none_or(|g| batch.len().saturating_add(g.len()) > limit);
+        if full && !batch.is_empty() {
+            if let Some(path) = debug {
+                append_debug(path, &ops_text(stream.family(), &batch));
+            }
+            bytes += match write_batch(socket, stream.family(), &batch, stream.sets()) {
+                Ok(n) => n,
+                Err(WriteError::Kernel(e)) => return Err(e),
+                Err(WriteError::Encode(e)) => {
+                    let Some(fallback) = fallback else {
+                        return Err(IptablesError::Netlink(e.to_string()));
+                    };
+                    tracing::warn!(error = %e, "nftables: netlink encoder cannot express a batch; using nft -f");
+                    writer = Writer::Binary;
+                    let text = ops_text(stream.family(), &batch);
+                    fallback(&text)?;
+                    text.len()
+                }
+            };
+            batch.clear();
+        }
+        match group {
+            Some(g) => batch.extend(g),
+            None => return Ok((writer, bytes)),
+        }
+    }
+}
+
+/// What writes a batch the netlink encoder cannot express (`nft -f` in the daemon).
+pub type Fallback<'a> = Option<&'a dyn Fn(&str) -> Result<(), IptablesError>>;
+
+fn append_debug(path: &std::path::Path, text: &str) {
+    use std::io::Write as _;
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(err) = written {
+        tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
+    }
 }
 
 fn kernel_error(e: crate::nft_socket::NetlinkError) -> WriteError {
@@ -161,25 +243,24 @@ pub const STREAM_BATCH_OPS: usize = 20_000;
 /// The ops of a transaction as the daemon sends them (see [`Transaction::batches`]): the kernel binds
 /// each anonymous set (one per service port's `numgen` map) by walking every step of its batch, so
 /// one batch for 10k services takes minutes (docs/BENCHMARKS.md, P2).
-pub fn batches(tx: &Transaction) -> Vec<&[crate::nft::Op]> {
+pub fn batches(tx: &Transaction) -> Vec<&[Op]> {
     tx.batches(STREAM_BATCH_OPS)
 }
 
 /// One batch; a refusal names the step the kernel refused.
 fn write_batch(
     socket: &mut NftSocket,
-    tx: &Transaction,
-    ops: &[crate::nft::Op],
-    sets: &[&Set],
+    family: Family,
+    ops: &[Op],
+    sets: &[Set],
 ) -> Result<usize, WriteError> {
-    let batch = netlink::encode(tx.family(), ops, sets.iter().copied(), socket.next_seq())
-        .map_err(WriteError::Encode)?;
+    let batch = netlink::encode(family, ops, sets, socket.next_seq()).map_err(WriteError::Encode)?;
     socket.apply(&batch).map_err(|e| match e {
         crate::nft_socket::NetlinkError::Refused { index, errno } => {
             let step = batch
                 .op_of_message(index)
                 .and_then(|i| ops.get(i))
-                .map(|op| tx.op_text(op))
+                .map(|op| ops_text(family, std::slice::from_ref(op)))
                 .unwrap_or_else(|| "the batch as a whole".to_string());
             WriteError::Kernel(IptablesError::Netlink(format!(
                 "{}: {}",

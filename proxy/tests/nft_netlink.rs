@@ -19,7 +19,7 @@ use svcnet_proxy::nft_socket::NftSocket;
 use svcnet_proxy::settings::RuleSettings;
 
 /// (what, family, ruleset) for every case.
-fn cases() -> Vec<(String, Family, nft::Ruleset)> {
+fn cases() -> Vec<(String, Family, nft::Inputs)> {
     let mut argvs: Vec<(String, Vec<String>)> = Vec::new();
     for (dir, flags) in common::upstream_nft_cases() {
         let mut argv = vec!["-f".to_string(), dir.join("input.yaml").display().to_string()];
@@ -67,7 +67,7 @@ fn cases() -> Vec<(String, Family, nft::Ruleset)> {
             let rules = RuleSettings::from_args(&args.rules).unwrap_or_else(|e| panic!("{what}: {e}"));
             let (_, node, state, cfg) = load(&args.file, &rules, args.caps.into(), family)
                 .unwrap_or_else(|e| panic!("{what}: {e:#}"));
-            (what, family, nft::render(&state, &node, &cfg))
+            (what, family, nft::Inputs { state, node, cfg })
         })
         .collect()
 }
@@ -223,11 +223,10 @@ fn a_streamed_full_sync_over_an_existing_table_ends_as_a_fresh_load() {
         let tx = nft::full(after.clone(), &existing, false);
         let path = Path::new("/run/netns").join(old.name());
         let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
-        let sets: Vec<&nft::Set> = before.sets().into_iter().chain(tx.sets()).collect();
         let batches = tx.batches(40);
         assert!(batches.len() > 1, "{what}: one batch");
         for ops in batches {
-            let batch = netlink::encode(family, ops, sets.iter().copied(), socket.next_seq())
+            let batch = netlink::encode(family, ops, tx.sets(), socket.next_seq())
                 .unwrap_or_else(|e| panic!("{was} -> {what}: {e}"));
             socket
                 .apply(&batch)

@@ -138,7 +138,7 @@ fn objects(step: &[Option<Svc>]) -> (Vec<Service>, Vec<EndpointSlice>) {
     (services, slices)
 }
 
-fn render(step: &[Option<Svc>], node_ip: &str) -> nft::Ruleset {
+fn render(step: &[Option<Svc>], node_ip: &str) -> nft::Inputs {
     let (services, slices) = objects(step);
     let state = ProxyState::from_k8s(&services, &slices, Family::V4);
     let node = NodeFacts {
@@ -151,7 +151,7 @@ fn render(step: &[Option<Svc>], node_ip: &str) -> nft::Ruleset {
         service_cidrs: vec!["10.96.0.0/16".parse().expect("literal address")],
         ..RenderConfig::default()
     };
-    nft::render(&state, &node, &cfg)
+    nft::Inputs { state, node, cfg }
 }
 
 fn apply(ns: &Netns, text: &str) -> Result<(), TestCaseError> {
@@ -170,7 +170,7 @@ enum Via {
     Netlink,
 }
 
-fn apply_tx(ns: &Netns, tx: &nft::Transaction, before: &nft::Ruleset, via: Via) -> Result<(), TestCaseError> {
+fn apply_tx(ns: &Netns, tx: &nft::Transaction, via: Via) -> Result<(), TestCaseError> {
     match via {
         Via::Text => apply(ns, &tx.text()),
         Via::Netlink => {
@@ -180,13 +180,8 @@ fn apply_tx(ns: &Netns, tx: &nft::Transaction, before: &nft::Ruleset, via: Via) 
             let path = std::path::Path::new("/run/netns").join(ns.name());
             let mut socket = NftSocket::open_in(&path, Duration::from_secs(60))
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let batch = nft::netlink::encode(
-                tx.family(),
-                &tx.ops,
-                before.sets().into_iter().chain(tx.sets()),
-                socket.next_seq(),
-            )
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let batch = nft::netlink::encode(tx.family(), &tx.ops, tx.sets(), socket.next_seq())
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
             socket
                 .apply(&batch)
                 .map_err(|e| TestCaseError::fail(format!("{e}\n{}", tx.text())))
@@ -212,7 +207,7 @@ fn check(
         } else {
             nft::partial(&applied, next.clone())
         };
-        apply_tx(incremental, &tx, applied.ruleset(), via)?;
+        apply_tx(incremental, &tx, via)?;
         applied.commit(tx);
 
         let whole = nft::full(next, &Existing::default(), true);

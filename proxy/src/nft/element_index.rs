@@ -4,29 +4,34 @@
 
 use std::collections::BTreeMap;
 
-use super::{Element, Ruleset};
+use super::Element;
 
 /// (container, key parts).
 pub(super) type ElementKey = (&'static str, Vec<String>);
 /// (verdict, comment).
 pub(super) type ElementValue = (Option<String>, Option<String>);
+/// The values contributed for one key, sorted, with their counts: nearly always exactly one, so a
+/// vector rather than a map (the index is kept for the daemon's life, one entry per element).
+pub(super) type Contributors = Vec<(ElementValue, usize)>;
 
-/// Every element the ruleset holds, with how many objects (base, service ports) add it.
+/// Every element the kernel holds, with how many objects (base, service ports) add it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct ElementIndex(pub(super) BTreeMap<ElementKey, BTreeMap<ElementValue, usize>>);
+pub(super) struct ElementIndex(pub(super) BTreeMap<ElementKey, Contributors>);
 
 impl ElementIndex {
-    pub(super) fn of(ruleset: &Ruleset) -> ElementIndex {
-        let mut index = ElementIndex::default();
-        for e in all_elements(ruleset) {
-            *index
-                .0
-                .entry((e.container, e.key.clone()))
-                .or_default()
-                .entry((e.value.clone(), e.comment.clone()))
-                .or_default() += 1;
+    /// Counts one object's elements in.
+    pub(super) fn add(&mut self, elements: &[Element]) {
+        for e in elements {
+            let values = self.0.entry((e.container, e.key.clone())).or_default();
+            let value = (e.value.clone(), e.comment.clone());
+            match values.binary_search_by(|(v, _)| v.cmp(&value)) {
+                Ok(i) => values[i].1 += 1,
+                Err(i) => {
+                    values.insert(i, (value, 1));
+                    values.shrink_to_fit();
+                }
+            }
         }
-        index
     }
 
     pub(super) fn apply(&mut self, delta: &Delta) {
@@ -44,31 +49,32 @@ impl ElementIndex {
 pub(super) type Delta = BTreeMap<ElementKey, BTreeMap<ElementValue, isize>>;
 
 /// Applies count changes to one key's values; a value whose count reaches 0 goes.
-pub(super) fn add_counts(
-    values: &mut BTreeMap<ElementValue, usize>,
-    changes: &BTreeMap<ElementValue, isize>,
-) {
+pub(super) fn add_counts(values: &mut Contributors, changes: &BTreeMap<ElementValue, isize>) {
     for (value, n) in changes {
-        let next = values.get(value).copied().unwrap_or(0).saturating_add_signed(*n);
-        if next == 0 {
-            values.remove(value);
-        } else {
-            values.insert(value.clone(), next);
+        match values.binary_search_by(|(v, _)| v.cmp(value)) {
+            Ok(i) => {
+                let next = values[i].1.saturating_add_signed(*n);
+                if next == 0 {
+                    values.remove(i);
+                } else {
+                    values[i].1 = next;
+                }
+            }
+            Err(i) => {
+                let next = 0usize.saturating_add_signed(*n);
+                if next > 0 {
+                    values.insert(i, (value.clone(), next));
+                }
+            }
         }
     }
+    values.shrink_to_fit();
 }
 
 /// The element the kernel holds for a key: one value wins when contributors disagree (an invalid
 /// state, e.g. two Services claiming one IP for a moment), deterministically the smallest.
-pub(super) fn effective(values: &BTreeMap<ElementValue, usize>) -> Option<&ElementValue> {
-    values.iter().find(|(_, n)| **n > 0).map(|(v, _)| v)
-}
-
-fn all_elements(r: &Ruleset) -> impl Iterator<Item = &Element> {
-    r.base
-        .elements
-        .iter()
-        .chain(r.services.values().flat_map(|s| s.elements.iter()))
+pub(super) fn effective(values: &Contributors) -> Option<&ElementValue> {
+    values.iter().find(|(_, n)| *n > 0).map(|(v, _)| v)
 }
 
 pub(super) fn element(key: &ElementKey, value: &ElementValue) -> Element {

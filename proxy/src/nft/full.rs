@@ -1,139 +1,216 @@
 //! The full transaction (first sync, after a failure, hourly): everything declared and rewritten
-//! from whatever the kernel holds, in four phases a batch may end between (see
-//! [`Transaction::splits`]), and the table's stale chains and sets removed.
+//! from whatever the kernel holds, and the table's stale chains and sets removed. It is produced as a
+//! stream of groups, each of which a batch may end after without breaking traffic, rendering one
+//! service port at a time: a first load of 10k services never holds the whole ruleset or all its
+//! steps at once (the writer sends a batch every ~20k steps).
 
-use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use super::Ruleset;
+use super::applied::{After, IndexChange, NoLocal};
+use super::base::{self, Base};
 use super::element_index::{ElementIndex, effective, element};
 use super::op::{Op, declaration};
-use super::transaction::{Existing, IndexChange, Part, Stats, Transaction, add_rules};
+use super::service::Ctx;
+use super::transaction::{Existing, Part, Stats, Transaction, add_rules};
+use super::{Inputs, Set};
+use crate::model::{Endpoints, ServicePort};
 
-/// Everything, from whatever the kernel holds. `recreate` deletes the table first (in the same
-/// transaction, so no packet sees it missing): the way out when an object exists with a definition
-/// nft cannot change in place (a set's type, a chain's hook).
-pub fn full(next: Ruleset, existing: &Existing, recreate: bool) -> Transaction {
-    // After a table is deleted nothing exists: nothing to empty, nothing stale.
-    let empty = Existing::default();
-    let existing = if recreate { &empty } else { existing };
-    let mut t = Builder::default();
-    t.ops.push(Op::AddTable);
-    if recreate {
-        t.ops.push(Op::DeleteTable);
-        t.ops.push(Op::AddTable);
+/// Everything, from whatever the kernel holds, collected into one transaction (tests, benches, the
+/// `nft -f` path); the daemon streams [`FullStream`] instead.
+pub fn full(next: Inputs, existing: &Existing, recreate: bool) -> Transaction {
+    let mut stream = FullStream::new(next, existing.clone(), recreate);
+    let (mut ops, mut splits) = (Vec::new(), Vec::new());
+    while let Some(group) = stream.next_group() {
+        ops.extend(group);
+        splits.push(ops.len());
     }
-    t.declare(&next);
-    t.refill(&next, existing);
-    let index = ElementIndex::of(&next);
-    t.replace_elements(&next, existing, &index);
-    t.remove_stale(&next, existing);
+    // The end is not a place to cut.
+    splits.pop();
+    if stream.one_batch() {
+        splits.clear();
+    }
+    let (stats, sets) = (stream.stats.clone(), stream.base.sets.clone());
     Transaction {
-        // Deleting and recreating the table must be one batch: in between there are no rules.
-        splits: if recreate { Vec::new() } else { t.splits },
-        ops: t.ops,
-        stats: t.stats,
-        next,
-        index: IndexChange::Replace(index),
+        ops,
+        stats,
+        family: stream.inputs.cfg.family,
+        sets,
+        after: stream.finish(),
+        splits,
     }
 }
 
-/// The steps of a full transaction and where a batch may end between them.
-#[derive(Default)]
-struct Builder {
-    ops: Vec<Op>,
-    splits: Vec<usize>,
-    stats: Stats,
+/// Where the stream is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Table,
+    Base,
+    Port(usize),
+    Elements,
+    Stale,
+    Done,
 }
 
-impl Builder {
-    /// The kernel may commit what came so far on its own: no state in between breaks traffic.
-    fn step(&mut self) {
-        self.splits.push(self.ops.len());
+/// A full transaction as groups of steps: the table and the base sets; the base chains; each
+/// service port's sets and chains, emptied (if the table has them) and refilled together, endpoint
+/// chains before the service chain that picks them, so a chain is never seen empty; every set and
+/// map emptied and refilled at once (affinity sets excepted: their elements are live client state);
+/// what is stale, once nothing refers to it.
+#[derive(Debug)]
+pub struct FullStream {
+    inputs: Inputs,
+    /// Each port's Service and endpoints, in name order (records shared with the model).
+    ports: Vec<(Arc<ServicePort>, Option<Endpoints>)>,
+    base: Base,
+    recreate: bool,
+    /// What the kernel holds and has not been declared yet: stale at the end.
+    stale: Existing,
+    /// Sets the table has that get their elements replaced.
+    to_flush: Vec<(String, bool)>,
+    index: ElementIndex,
+    no_local: NoLocal,
+    phase: Phase,
+    pub stats: Stats,
+}
+
+impl FullStream {
+    /// `recreate` deletes the table first (in the same batch, so no packet sees it missing): the
+    /// way out when an object exists with a definition nft cannot change in place.
+    pub fn new(inputs: Inputs, existing: Existing, recreate: bool) -> FullStream {
+        let ports = inputs.ports().map(|(_, s, e)| (s.clone(), e.cloned())).collect();
+        FullStream {
+            base: base::base(&inputs.node, &inputs.cfg),
+            inputs,
+            ports,
+            recreate,
+            // After a table is deleted nothing exists: nothing to empty, nothing stale.
+            stale: if recreate { Existing::default() } else { existing },
+            to_flush: Vec::new(),
+            index: ElementIndex::default(),
+            no_local: NoLocal::default(),
+            phase: Phase::Table,
+            stats: Stats::default(),
+        }
     }
 
-    /// 1. Declarations: adding what exists changes nothing, so these may split anywhere.
-    fn declare(&mut self, next: &Ruleset) {
-        for c in next.chains() {
-            self.ops.push(Op::AddChain(declaration(c)));
-            self.step();
-        }
-        for s in next.sets() {
-            self.ops.push(Op::AddSet(s.clone()));
-            self.step();
-        }
+    /// Deleting and recreating the table must be one batch: in between there are no rules.
+    pub fn one_batch(&self) -> bool {
+        self.recreate
     }
 
-    /// 2. Each part's chains emptied (if the table has them) and refilled together: a chain is never
-    ///    seen empty. Endpoint chains come before the service chain that picks them.
-    fn refill(&mut self, next: &Ruleset, existing: &Existing) {
-        let parts = std::iter::once(Part::base(next)).chain(next.services.values().map(|s| Part::service(s)));
-        for part in parts {
-            for c in part.chains.iter().rev() {
-                if existing.chains.contains(&c.name) {
-                    self.ops.push(Op::FlushChain(c.name.clone()));
+    pub fn family(&self) -> crate::model::Family {
+        self.inputs.cfg.family
+    }
+
+    /// The sets element steps name (the netlink encoder needs their types).
+    pub fn sets(&self) -> &[Set] {
+        &self.base.sets
+    }
+
+    /// The next group of steps; none at the end.
+    pub fn next_group(&mut self) -> Option<Vec<Op>> {
+        let mut ops = Vec::new();
+        match self.phase {
+            Phase::Table => {
+                ops.push(Op::AddTable);
+                if self.recreate {
+                    ops.extend([Op::DeleteTable, Op::AddTable]);
                 }
-                add_rules(&mut self.ops, c, &mut self.stats);
-                self.stats.chains_written += 1;
+                self.phase = Phase::Base;
             }
-            self.step();
+            Phase::Base => {
+                let base = std::mem::take(&mut self.base);
+                self.part(&mut ops, Part::base(&base));
+                self.base = base;
+                self.phase = Phase::Port(0);
+            }
+            Phase::Port(i) => match self.ports.get(i) {
+                Some((svc, eps)) => {
+                    let ctx = Ctx::new(&self.inputs.node, &self.inputs.cfg);
+                    let objects = ctx.render(svc, eps.as_ref().map_or(&[][..], |e| &e[..]));
+                    self.no_local.count(&objects, 1);
+                    self.part(&mut ops, Part::service(&objects));
+                    self.phase = Phase::Port(i + 1);
+                }
+                None => return self.advance(Phase::Elements),
+            },
+            Phase::Elements => {
+                self.replace_elements(&mut ops);
+                self.phase = Phase::Stale;
+            }
+            Phase::Stale => {
+                self.remove_stale(&mut ops);
+                self.phase = Phase::Done;
+            }
+            Phase::Done => return None,
+        }
+        Some(ops)
+    }
+
+    fn advance(&mut self, phase: Phase) -> Option<Vec<Op>> {
+        self.phase = phase;
+        self.next_group()
+    }
+
+    /// What the kernel holds once every group is applied.
+    pub(super) fn finish(self) -> After {
+        After {
+            inputs: self.inputs,
+            base: self.base,
+            index: IndexChange::Replace(self.index),
+            no_local: self.no_local,
         }
     }
 
-    /// 3. Every set and map emptied and refilled at once (affinity sets excepted: their elements are
-    ///    live client state).
-    fn replace_elements(&mut self, next: &Ruleset, existing: &Existing, index: &ElementIndex) {
-        for s in next
-            .sets()
-            .into_iter()
-            .filter(|s| s.timeout.is_none() && existing.sets.contains(&s.name))
-        {
-            self.ops.push(Op::FlushSet {
-                name: s.name.clone(),
-                is_map: s.is_map,
-            });
+    /// One part's sets and chains declared, then its chains emptied (if the table has them) and
+    /// refilled, endpoint chains first.
+    fn part(&mut self, ops: &mut Vec<Op>, part: Part<'_>) {
+        for s in part.sets {
+            let existed = self.stale.sets.remove(&s.name);
+            if existed && s.timeout.is_none() {
+                self.to_flush.push((s.name.clone(), s.is_map));
+            }
+            ops.push(Op::AddSet(s.clone()));
         }
-        for (key, values) in &index.0 {
+        for c in part.chains {
+            ops.push(Op::AddChain(declaration(c)));
+        }
+        for c in part.chains.iter().rev() {
+            if self.stale.chains.remove(&c.name) {
+                ops.push(Op::FlushChain(c.name.clone()));
+            }
+            add_rules(ops, c, &mut self.stats);
+            self.stats.chains_written += 1;
+        }
+        self.index.add(part.elements);
+    }
+
+    fn replace_elements(&mut self, ops: &mut Vec<Op>) {
+        for (name, is_map) in std::mem::take(&mut self.to_flush) {
+            ops.push(Op::FlushSet { name, is_map });
+        }
+        for (key, values) in &self.index.0 {
             if let Some(v) = effective(values) {
-                self.ops.push(Op::AddElement(element(key, v)));
+                ops.push(Op::AddElement(element(key, v)));
                 self.stats.elements_added += 1;
             }
         }
-        self.step();
     }
 
-    /// 4. What goes, once nothing refers to it: stale chains emptied first (they may jump to each
-    ///    other), then deleted, then stale sets.
-    fn remove_stale(&mut self, next: &Ruleset, existing: &Existing) {
-        let chains = next.chains();
-        let sets = next.sets();
-        let wanted_chains: BTreeSet<&str> = chains.iter().map(|c| c.name.as_str()).collect();
-        let wanted_sets: BTreeSet<&str> = sets.iter().map(|s| s.name.as_str()).collect();
-        let stale_chains: Vec<&String> = existing
-            .chains
-            .iter()
-            .filter(|c| !wanted_chains.contains(c.as_str()))
-            .collect();
-        let stale_sets: Vec<&String> = existing
-            .sets
-            .iter()
-            .filter(|s| !wanted_sets.contains(s.as_str()))
-            .collect();
-        self.ops
-            .extend(stale_chains.iter().map(|c| Op::FlushChain((*c).clone())));
-        self.ops
-            .extend(stale_chains.iter().map(|c| Op::DeleteChain((*c).clone())));
-        for s in &stale_sets {
-            self.ops.push(Op::FlushSet {
-                name: (*s).clone(),
+    /// Stale chains emptied first (they may jump to each other), then deleted, then stale sets.
+    fn remove_stale(&mut self, ops: &mut Vec<Op>) {
+        let Existing { chains, sets } = std::mem::take(&mut self.stale);
+        ops.extend(chains.iter().map(|c| Op::FlushChain(c.clone())));
+        ops.extend(chains.iter().map(|c| Op::DeleteChain(c.clone())));
+        for name in &sets {
+            ops.push(Op::FlushSet {
+                name: name.clone(),
                 is_map: false,
             });
         }
-        for s in &stale_sets {
-            self.ops.push(Op::DeleteSet {
-                name: (*s).clone(),
-                is_map: false,
-            });
+        for name in sets {
+            ops.push(Op::DeleteSet { name, is_map: false });
         }
-        self.stats.chains_deleted = stale_chains.len();
+        self.stats.chains_deleted = chains.len();
     }
 }

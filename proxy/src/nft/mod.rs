@@ -7,6 +7,7 @@
 //! service port's map elements, chains, rules and affinity sets (`syncProxyRules`' loop), and
 //! [`render`] puts them together. Endpoint selection reuses the model's `categorize`.
 
+mod applied;
 mod base;
 mod element_index;
 mod full;
@@ -24,12 +25,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::config::RenderConfig;
-use crate::model::{Family, NodeFacts, ProxyState, ServicePortName};
+use crate::model::{Endpoints, Family, NodeFacts, ProxyState, ServicePort, ServicePortName};
 
+pub use applied::{Applied, NoLocal};
+pub use full::{FullStream, full};
 pub use op::Op;
 pub use service::ServiceObjects;
-pub use text::{COMMENT_MAX, comment_text, quote};
-pub use transaction::{Applied, Existing, Stats, Transaction, full, partial};
+pub use text::{COMMENT_MAX, comment_text, ops_text, quote};
+pub use transaction::{Existing, Stats, Transaction, partial};
 
 /// How a base chain hooks into netfilter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,40 +176,40 @@ pub fn addr_type(family: Family) -> &'static str {
     }
 }
 
-/// Renders the whole table from scratch.
-pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Ruleset {
-    render_reusing(state, node, cfg, None)
+/// What a table is rendered from: the model's state (records shared with the model, not copies), the
+/// node's facts and the render settings.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    pub state: ProxyState,
+    pub node: NodeFacts,
+    pub cfg: RenderConfig,
 }
 
-/// Renders the table, taking a service port's objects from `prev` (rendered from `prev_state` with
-/// the same node facts and config) when its Service and endpoints are the very same records: a sync
-/// renders only what changed.
-pub fn render_reusing(
-    state: &ProxyState,
-    node: &NodeFacts,
-    cfg: &RenderConfig,
-    prev: Option<(&ProxyState, &Ruleset)>,
-) -> Ruleset {
+impl Inputs {
+    pub fn render(&self) -> Ruleset {
+        render(&self.state, &self.node, &self.cfg)
+    }
+
+    /// Each service port's inputs, in name order (what [`service::Ctx::render`] takes).
+    pub(super) fn ports(
+        &self,
+    ) -> impl Iterator<Item = (&ServicePortName, &Arc<ServicePort>, Option<&Endpoints>)> {
+        self.state
+            .services
+            .iter()
+            .map(|(name, svc)| (name, svc, self.state.endpoints.get(name)))
+    }
+}
+
+/// Renders the whole table from scratch (the offline tools; the daemon renders a port at a time).
+pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> Ruleset {
     let ctx = service::Ctx::new(node, cfg);
     let services = state
         .services
         .iter()
         .map(|(name, svc)| {
-            let eps = state.endpoints.get(name);
-            let reused = prev.and_then(|(old_state, old)| {
-                let same_svc = old_state.services.get(name).is_some_and(|s| Arc::ptr_eq(s, svc));
-                let same_eps = match (old_state.endpoints.get(name), eps) {
-                    (None, None) => true,
-                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                    _ => false,
-                };
-                (same_svc && same_eps)
-                    .then(|| old.services.get(name).cloned())
-                    .flatten()
-            });
-            let objects =
-                reused.unwrap_or_else(|| Arc::new(ctx.render(svc, eps.map_or(&[][..], |e| &e[..]))));
-            (name.clone(), objects)
+            let eps = state.endpoints.get(name).map_or(&[][..], |e| &e[..]);
+            (name.clone(), Arc::new(ctx.render(svc, eps)))
         })
         .collect();
     Ruleset {

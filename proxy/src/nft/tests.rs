@@ -13,10 +13,18 @@ fn cfg() -> RenderConfig {
 }
 
 fn render_yaml(yaml: &str, cfg: &RenderConfig) -> Ruleset {
+    inputs_yaml(yaml, cfg).render()
+}
+
+fn inputs_yaml(yaml: &str, cfg: &RenderConfig) -> Inputs {
     let objs = parse_objects(yaml).expect("yaml");
     let state = ProxyState::from_k8s(&objs.services, &objs.slices, cfg.family);
     assert!(state.errors.is_empty(), "{:?}", state.errors);
-    render(&state, &node(), cfg)
+    Inputs {
+        state,
+        node: node(),
+        cfg: cfg.clone(),
+    }
 }
 
 /// A chain's rules as text (comment appended as nft prints it).
@@ -514,7 +522,7 @@ fn text_declares_before_use() {
 }
 
 /// Two ClusterIP services, `b` with the given endpoint list.
-fn two_services(b_eps: &[(&str, &str, &str)]) -> Ruleset {
+fn two_services(b_eps: &[(&str, &str, &str)]) -> Inputs {
     let yaml = [
         svc("a", "{clusterIP: 172.30.0.41, ports: [{port: 80}]}"),
         eps("a", "IPv4", &[("10.180.0.1", "node1", READY)], 80),
@@ -522,10 +530,10 @@ fn two_services(b_eps: &[(&str, &str, &str)]) -> Ruleset {
         eps("b", "IPv4", b_eps, 80),
     ]
     .concat();
-    render_yaml(&yaml, &cfg())
+    inputs_yaml(&yaml, &cfg())
 }
 
-fn applied(r: &Ruleset) -> Applied {
+fn applied(r: &Inputs) -> Applied {
     let mut a = Applied::default();
     a.commit(full(r.clone(), &Existing::default(), false));
     a
@@ -543,7 +551,7 @@ fn a_partial_transaction_without_changes_is_empty() {
 fn a_partial_transaction_touches_only_the_changed_service() {
     let before = two_services(&[("10.180.0.2", "node1", READY)]);
     let after = two_services(&[("10.180.0.3", "node1", READY)]);
-    let names = |r: &Ruleset| -> Vec<String> { r.chains().iter().map(|c| c.name.clone()).collect() };
+    let names = |r: &Inputs| -> Vec<String> { r.render().chains().iter().map(|c| c.name.clone()).collect() };
     let (was, is) = (names(&before), names(&after));
     let only = |a: &[String], b: &[String]| -> String {
         let v: Vec<&String> = a.iter().filter(|c| !b.contains(c)).collect();
@@ -588,8 +596,8 @@ fn an_element_shared_by_two_ports_stays_until_its_last_port_goes() {
     )]
     .concat();
     let one_port = svc("m", "{clusterIP: 172.30.0.50, ports: [{name: p, port: 80}]}");
-    let before = render_yaml(&two_ports, &cfg());
-    let after = render_yaml(&one_port, &cfg());
+    let before = inputs_yaml(&two_ports, &cfg());
+    let after = inputs_yaml(&one_port, &cfg());
     let tx = partial(&applied(&before), after.clone());
     assert!(
         !tx.text().contains("delete element ip kube-proxy cluster-ips"),
@@ -598,7 +606,7 @@ fn an_element_shared_by_two_ports_stays_until_its_last_port_goes() {
     );
     let mut a = applied(&before);
     a.commit(tx);
-    let gone = partial(&a, render_yaml("", &cfg()));
+    let gone = partial(&a, inputs_yaml("", &cfg()));
     assert!(
         gone.text()
             .contains("delete element ip kube-proxy cluster-ips { 172.30.0.50 }\n"),
@@ -662,13 +670,14 @@ fn a_full_transaction_splits_only_where_no_chain_is_left_empty() {
             80,
         ));
     }
-    let r = render_yaml(&yaml, &cfg());
+    let inputs = inputs_yaml(&yaml, &cfg());
+    let r = inputs.render();
     let existing = Existing {
         chains: r.chains().iter().map(|c| c.name.clone()).collect(),
         sets: r.sets().iter().map(|s| s.name.clone()).collect(),
     };
     let chains: Vec<String> = r.chains().iter().map(|c| c.name.clone()).collect();
-    let tx = full(r, &existing, false);
+    let tx = full(inputs, &existing, false);
     let batches = tx.batches(40);
     assert!(batches.len() > 5, "{} batches", batches.len());
     assert_eq!(batches.iter().map(|b| b.len()).sum::<usize>(), tx.ops.len());

@@ -135,7 +135,7 @@ fn write_rule(out: &mut String, fam: &str, chain: &str, r: &super::Rule) {
 }
 
 /// A transaction's steps as `nft -f` input, one line each.
-pub(super) fn ops_text(family: Family, ops: &[Op]) -> String {
+pub fn ops_text(family: Family, ops: &[Op]) -> String {
     let fam = family_word(family);
     let kind = |is_map: bool| if is_map { "map" } else { "set" };
     let mut out = String::new();

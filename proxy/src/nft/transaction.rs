@@ -13,47 +13,23 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::element_index::{Delta, ElementIndex, add_counts, effective, element};
+use super::applied::{After, Applied, IndexChange, NoLocal};
+use super::base::Base;
+use super::element_index::{Delta, add_counts, effective, element};
 use super::op::{Op, declaration};
-use super::{Chain, Element, Ruleset, ServiceObjects, Set};
-
-pub use super::full::full;
-
-/// What the kernel holds after the last successful transaction.
-#[derive(Clone, Debug, Default)]
-pub struct Applied {
-    ruleset: Ruleset,
-    index: ElementIndex,
-}
-
-impl Applied {
-    pub fn ruleset(&self) -> &Ruleset {
-        &self.ruleset
-    }
-
-    /// The transaction succeeded: the kernel now holds its ruleset.
-    pub fn commit(&mut self, tx: Transaction) {
-        match tx.index {
-            IndexChange::Replace(index) => self.index = index,
-            IndexChange::Delta(delta) => self.index.apply(&delta),
-        }
-        self.ruleset = tx.next;
-    }
-}
-
-#[derive(Debug)]
-pub(super) enum IndexChange {
-    Replace(ElementIndex),
-    Delta(Delta),
-}
+use super::service::Ctx;
+use super::{Chain, Element, Inputs, ServiceObjects, Set};
+use crate::model::Family;
 
 /// One transaction: its steps (none when nothing changed) and what the kernel holds once it succeeds.
 #[derive(Debug)]
 pub struct Transaction {
     pub ops: Vec<Op>,
     pub stats: Stats,
-    pub(super) next: Ruleset,
-    pub(super) index: IndexChange,
+    pub(super) family: Family,
+    /// Every set or map the steps may name, before and after (the netlink encoder needs their types).
+    pub(super) sets: Vec<Set>,
+    pub(super) after: After,
     /// Where the steps may be split into several batches committed in order (ascending op indices;
     /// empty: one batch). Every prefix ending at a split leaves a table that serves traffic: old or
     /// new rules per chain, never an emptied one.
@@ -63,16 +39,21 @@ pub struct Transaction {
 impl Transaction {
     /// The transaction as `nft -f` input (empty when nothing changed).
     pub fn text(&self) -> String {
-        super::text::ops_text(self.next.family, &self.ops)
+        super::text::ops_text(self.family, &self.ops)
     }
 
-    pub fn family(&self) -> crate::model::Family {
-        self.next.family
+    pub fn family(&self) -> Family {
+        self.family
     }
 
-    /// The sets and maps of the table once the transaction is applied.
-    pub fn sets(&self) -> Vec<&Set> {
-        self.next.sets()
+    /// The sets and maps the steps may name (the table's before and after the transaction).
+    pub fn sets(&self) -> &[Set] {
+        &self.sets
+    }
+
+    /// Service ports without local endpoints once the transaction is applied.
+    pub fn no_local(&self) -> NoLocal {
+        self.after.no_local
     }
 
     /// The steps as batches to commit in order: one, or (a full sync) as few as keep each under
@@ -95,7 +76,7 @@ impl Transaction {
 
     /// One step as its `nft -f` line (for error messages).
     pub fn op_text(&self, op: &Op) -> String {
-        super::text::ops_text(self.next.family, std::slice::from_ref(op))
+        super::text::ops_text(self.family, std::slice::from_ref(op))
     }
 }
 
@@ -116,10 +97,25 @@ pub struct Existing {
     pub sets: BTreeSet<String>,
 }
 
-/// Only what changed since `prev` (which the kernel holds).
-pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
+/// Only what changed since `prev` (which the kernel holds). A port whose Service and endpoints are
+/// the very same records, with the same node facts and settings, is skipped unseen; any other is
+/// rendered before and after and compared.
+pub fn partial(prev: &Applied, next: Inputs) -> Transaction {
+    let base = super::base::base(&next.node, &next.cfg);
+    let ports = changed_ports(prev, &next);
+    let mut no_local = prev.no_local;
+    for (a, b) in &ports {
+        a.iter().for_each(|a| no_local.count(a, -1));
+        b.iter().for_each(|b| no_local.count(b, 1));
+    }
+    let mut sets: Vec<Set> = prev.base.sets.iter().chain(&base.sets).cloned().collect();
+    sets.extend(
+        ports
+            .iter()
+            .flat_map(|(a, b)| a.iter().chain(b).flat_map(|p| p.sets.iter().cloned())),
+    );
     let mut stats = Stats::default();
-    let ch = Changed::between(&prev.ruleset, &next);
+    let ch = Changed::between(&prev.base, &base, &ports);
     let mut ops = Vec::new();
     // New chains exist before anything jumps to them; changed and vanished ones are emptied first.
     for (name, c) in &ch.new_chains {
@@ -172,10 +168,62 @@ pub fn partial(prev: &Applied, next: Ruleset) -> Transaction {
     Transaction {
         ops,
         stats,
-        next,
-        index: IndexChange::Delta(delta),
+        family: next.cfg.family,
+        sets,
+        after: After {
+            inputs: next,
+            base,
+            index: IndexChange::Delta(delta),
+            no_local,
+        },
         splits: Vec::new(),
     }
+}
+
+/// Old and new objects of every service port whose objects differ (none: the port is absent).
+type PortPairs = Vec<(Option<ServiceObjects>, Option<ServiceObjects>)>;
+
+fn changed_ports(prev: &Applied, next: &Inputs) -> PortPairs {
+    let old = prev.inputs.as_ref();
+    let same_ctx = old.is_some_and(|o| o.node == next.node && o.cfg == next.cfg);
+    let old_ctx = old.map(|o| Ctx::new(&o.node, &o.cfg));
+    let new_ctx = Ctx::new(&next.node, &next.cfg);
+    let mut names: BTreeSet<_> = next.state.services.keys().collect();
+    names.extend(old.iter().flat_map(|o| o.state.services.keys()));
+    let mut out = Vec::new();
+    for name in names {
+        let (a, b) = (old.and_then(|o| port(o, name)), port(next, name));
+        if let (true, Some((sa, ea)), Some((sb, eb))) = (same_ctx, a, b) {
+            let same_eps = match (ea, eb) {
+                (None, None) => true,
+                (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                _ => false,
+            };
+            if Arc::ptr_eq(sa, sb) && same_eps {
+                continue;
+            }
+        }
+        let a = a.zip(old_ctx.as_ref()).map(|((s, e), ctx)| ctx.render(s, eps(e)));
+        let b = b.map(|(s, e)| new_ctx.render(s, eps(e)));
+        if a != b {
+            out.push((a, b));
+        }
+    }
+    out
+}
+
+type PortInputs<'a> = (
+    &'a Arc<crate::model::ServicePort>,
+    Option<&'a crate::model::Endpoints>,
+);
+
+fn port<'a>(inputs: &'a Inputs, name: &crate::model::ServicePortName) -> Option<PortInputs<'a>> {
+    let svc = inputs.state.services.get(name)?;
+    Some((svc, inputs.state.endpoints.get(name)))
+}
+
+fn eps(e: Option<&crate::model::Endpoints>) -> &[crate::model::Endpoint] {
+    e.map_or(&[][..], |e| &e[..])
 }
 
 /// Element changes against what the kernel holds: deletions go into `ops` now, additions are
@@ -216,7 +264,7 @@ struct Changed<'a> {
 }
 
 impl<'a> Changed<'a> {
-    fn between(prev: &'a Ruleset, next: &'a Ruleset) -> Changed<'a> {
+    fn between(prev: &'a Base, next: &'a Base, ports: &'a PortPairs) -> Changed<'a> {
         let mut ch = Changed {
             delta: Delta::new(),
             old_chains: BTreeMap::new(),
@@ -225,23 +273,11 @@ impl<'a> Changed<'a> {
             new_sets: BTreeMap::new(),
             force: BTreeSet::new(),
         };
-        let mut changed: Vec<(Option<Part<'_>>, Option<Part<'_>>)> = Vec::new();
-        if prev.base != next.base {
-            changed.push((Some(Part::base(prev)), Some(Part::base(next))));
+        if prev != next {
+            ch.add(Some(Part::base(prev)), Some(Part::base(next)));
         }
-        let mut names: BTreeSet<_> = prev.services.keys().collect();
-        names.extend(next.services.keys());
-        for name in names {
-            let (a, b) = (prev.services.get(name), next.services.get(name));
-            if let (Some(a), Some(b)) = (a, b)
-                && (Arc::ptr_eq(a, b) || a == b)
-            {
-                continue;
-            }
-            changed.push((a.map(|a| Part::service(a)), b.map(|b| Part::service(b))));
-        }
-        for (a, b) in changed {
-            ch.add(a, b);
+        for (a, b) in ports {
+            ch.add(a.as_ref().map(Part::service), b.as_ref().map(Part::service));
         }
         ch
     }
@@ -284,16 +320,16 @@ impl<'a> Changed<'a> {
 #[derive(Clone, Copy)]
 pub(super) struct Part<'a> {
     pub(super) chains: &'a [Chain],
-    sets: &'a [Set],
-    elements: &'a [Element],
+    pub(super) sets: &'a [Set],
+    pub(super) elements: &'a [Element],
 }
 
 impl<'a> Part<'a> {
-    pub(super) fn base(r: &'a Ruleset) -> Part<'a> {
+    pub(super) fn base(b: &'a Base) -> Part<'a> {
         Part {
-            chains: &r.base.chains,
-            sets: &r.base.sets,
-            elements: &r.base.elements,
+            chains: &b.chains,
+            sets: &b.sets,
+            elements: &b.elements,
         }
     }
     pub(super) fn service(s: &'a ServiceObjects) -> Part<'a> {

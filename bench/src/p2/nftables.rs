@@ -1,0 +1,158 @@
+//! P2's nftables rows, with the nftables daemon's code: the first load streamed as its full sync
+//! (render, encode and write interleaved), then the same changes as the iptables layouts, each the
+//! transaction of what changed (render of the changed ports, diff), written as the daemon writes it,
+//! one netlink batch (row `nftnl`), or through `nft -f` (row `nft`, the fallback writer, which is
+//! what kube-proxy's nftables mode runs; its first load is one `nft -f`).
+
+use std::time::{Duration, Instant};
+
+use svcnet_proxy::config::RenderConfig;
+use svcnet_proxy::model::ProxyState;
+use svcnet_proxy::nft::{self, Applied, Existing};
+use svcnet_proxy::nft_socket::NftSocket;
+
+use super::{P2Layout, P2Params, Sync, add_service, replace_endpoint};
+use crate::error::BenchError;
+use crate::lab::Lab;
+use crate::synth;
+
+/// How the nftables rows write: svcnet's netlink batches, or `nft -f`.
+enum NftWriter {
+    Netlink(NftSocket),
+    Binary,
+}
+
+/// One nftables sync of `state` on top of what `applied` says the kernel holds: the first one
+/// streamed as the daemon's full sync (render, encode and write interleaved: all in `restore`),
+/// later ones partial (`render`: rendering the changed ports and diffing them; `restore`: encoding
+/// and writing).
+fn nft_sync(
+    writer: &mut NftWriter,
+    lab: &mut Lab,
+    state: &ProxyState,
+    first: bool,
+    cfg: &RenderConfig,
+    applied: &mut Applied,
+) -> Result<Sync, BenchError> {
+    let inputs = nft::Inputs {
+        state: state.clone(),
+        node: synth::node(),
+        cfg: cfg.clone(),
+    };
+    if first && let NftWriter::Netlink(socket) = writer {
+        let t = Instant::now();
+        let mut stream = nft::FullStream::new(inputs, Existing::default(), false);
+        svcnet_proxy::nftables::write_stream(socket, &mut stream, None, None)
+            .map_err(|e| BenchError::Check(format!("netlink stream: {e}")))?;
+        let restore = t.elapsed();
+        let lines = stream.stats.rules_written + stream.stats.elements_added + stream.stats.chains_written;
+        applied.commit_full(stream);
+        return Ok(Sync {
+            render: Duration::ZERO,
+            payload: Duration::ZERO,
+            save: Duration::ZERO,
+            restore,
+            killed: false,
+            lines,
+        });
+    }
+    let t = Instant::now();
+    let tx = match first {
+        false => nft::partial(applied, inputs),
+        true => nft::full(inputs, &Existing::default(), false),
+    };
+    let render = t.elapsed();
+    if tx.ops.is_empty() {
+        return Err(BenchError::Check(
+            "a change produced no nftables transaction".into(),
+        ));
+    }
+    let lines = tx.ops.len();
+    let restore = match writer {
+        NftWriter::Binary => lab.agent.restore("nft", &tx.text())?,
+        NftWriter::Netlink(socket) => {
+            // Encoding is part of the write, as in the daemon.
+            let t = Instant::now();
+            for ops in svcnet_proxy::nftables::batches(&tx) {
+                let batch = nft::netlink::encode(tx.family(), ops, tx.sets(), socket.next_seq())
+                    .map_err(|e| BenchError::Check(format!("netlink encode: {e}")))?;
+                socket
+                    .apply(&batch)
+                    .map_err(|e| BenchError::Check(format!("netlink batch: {e}")))?;
+            }
+            t.elapsed()
+        }
+    };
+    applied.commit(tx);
+    Ok(Sync {
+        render,
+        payload: Duration::ZERO,
+        save: Duration::ZERO,
+        restore,
+        killed: false,
+        lines,
+    })
+}
+
+/// The nftables mode on the same state and changes as the iptables layouts.
+pub(super) fn run(
+    netlink: bool,
+    p: &P2Params,
+    progress: &mut dyn FnMut(&str),
+) -> Result<P2Layout, BenchError> {
+    let n = p.services;
+    let all_ips = synth::cluster_ips(n + p.changes, 0x5eed);
+    let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
+    let cfg = RenderConfig::default();
+    let name = if netlink { "nftnl" } else { "nft" };
+    let mut lab = Lab::start(&format!("p2-{name}"))?;
+    let mut writer = if netlink {
+        let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
+        let socket = NftSocket::open_in(&path, svcnet_proxy::nftables::DEFAULT_TIMEOUT)
+            .map_err(|e| BenchError::Check(format!("netlink socket in {}: {e}", lab.ns.name)))?;
+        NftWriter::Netlink(socket)
+    } else {
+        NftWriter::Binary
+    };
+    let mut applied = Applied::default();
+    let full = nft_sync(&mut writer, &mut lab, &state, true, &cfg, &mut applied)?;
+    progress(&format!(
+        "P2 {name}: loaded {n} services / {} endpoints in {:.1} s (one transaction)",
+        n * p.endpoints_per_service,
+        full.total().as_secs_f64()
+    ));
+    let mut out = P2Layout {
+        name,
+        full_lines: full.lines,
+        initial_load: full.total(),
+        initial_chunks: 1,
+        endpoint_change: vec![],
+        service_added: vec![],
+        full: Some(full),
+    };
+    for k in 0..p.changes {
+        let i = (k * 7919) % n.max(1);
+        replace_endpoint(&mut state, i, k);
+        out.endpoint_change.push(nft_sync(
+            &mut writer,
+            &mut lab,
+            &state,
+            false,
+            &cfg,
+            &mut applied,
+        )?);
+    }
+    for k in 0..p.changes {
+        add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
+        out.service_added.push(nft_sync(
+            &mut writer,
+            &mut lab,
+            &state,
+            false,
+            &cfg,
+            &mut applied,
+        )?);
+    }
+    progress(&format!("P2 {name}: {} partial syncs done", 2 * p.changes));
+    Ok(out)
+}
