@@ -14,15 +14,18 @@
 //!   stay Pending with `ErrImagePull`, as a node that cannot pull them would show;
 //! - **terminates** a Pod with a deletionTimestamp: it keeps serving (the EndpointSlice controller lists
 //!   it as a terminating, serving, not-ready endpoint) for its grace period, at most [`DRAIN`] (the lab's
-//!   stand-in for an app draining on SIGTERM), then its namespace goes and the kubelet confirms the
-//!   deletion with grace period 0, as the real one does once the containers stopped;
-//! - **cleans up** the namespaces of Pods that no longer exist (deleted with grace 0, or by `remove-node`).
+//!   stand-in for an app draining on SIGTERM), then its server is killed and reaped, its namespace goes,
+//!   and the kubelet confirms the deletion with grace period 0, as the real one does once the containers
+//!   stopped;
+//! - **cleans up** the servers and namespaces of Pods that no longer exist (deleted with grace 0, or by
+//!   `remove-node`).
 //!
 //! What it runs is recorded in `<dir>/kubelet.json` ([`crate::pod_record`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::path::Path;
+use std::process::Child;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
@@ -108,6 +111,8 @@ pub struct Kubelet {
     last_heartbeat: Option<Instant>,
     /// Pods already told their image cannot run.
     refused: BTreeSet<String>,
+    /// uid -> the pod's server this agent started, to reap when the pod goes.
+    children: BTreeMap<String, Child>,
 }
 
 impl Kubelet {
@@ -279,16 +284,23 @@ impl Kubelet {
             ip,
             port,
             terminating: false,
+            server: None,
         };
         // Recorded first, so a failure half-way is cleaned up like any other pod.
         self.running.push(r.clone());
         save(dir, &self.running)?;
-        pods::start(dir, node, &r.netns, &r.link, ip, &name, port)?;
+        let server = pods::start(dir, node, &r.netns, &r.link, ip, &name, port)?;
+        self.children.insert(r.uid.clone(), server.child);
+        // Saved at once: whoever tears the pod down finds its server by this, not by its namespace.
+        for x in self.running.iter_mut().filter(|x| x.uid == r.uid) {
+            x.server = Some(server.process);
+        }
+        save(dir, &self.running)?;
         report(api, p, &r, node)
     }
 
     fn teardown(&mut self, dir: &Path, r: &RunningPod) -> Result<()> {
-        pods::stop(&r.netns);
+        pods::stop(&r.netns, r.server, self.children.remove(&r.uid))?;
         self.running.retain(|x| x.uid != r.uid);
         self.terminating.remove(&r.uid);
         save(dir, &self.running)

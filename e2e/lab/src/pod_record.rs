@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::procs::Process;
+
 /// A pod the agent runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunningPod {
@@ -25,6 +27,9 @@ pub struct RunningPod {
     /// Being deleted: still serving until its drain ends.
     #[serde(default)]
     pub terminating: bool,
+    /// Its hostname server (None until it runs): `down` stops it by this ([`crate::pods::stop`]).
+    #[serde(default)]
+    pub server: Option<Process>,
 }
 
 pub fn path(dir: &Path) -> PathBuf {

@@ -49,6 +49,7 @@ fn running_status_reads_as_ready_and_running() {
         ip: Ipv4Addr::new(10, 64, 0, 2),
         port: 9376,
         terminating: false,
+        server: None,
     };
     let st = running_status(
         &p,
