@@ -15,7 +15,7 @@ use svcnet_testcluster::{Component, Options, Plan};
 
 use crate::kube::{self, Api};
 use crate::state::{self, *};
-use crate::{components, http, manifest, netns, nodes, procs, vpc};
+use crate::{components, http, manifest, netns, nodes, pod_record, pods, procs, vpc};
 
 pub fn gce_url(path: &str) -> String {
     format!("http://{VPC_IP}:{GCE_PORT}{path}")
@@ -306,6 +306,7 @@ pub fn down(dir: &Path) -> Result<()> {
     for pid in &st.pids {
         procs::kill(*pid);
     }
+    stop_pods(dir, &st);
     if !st.prefix.is_empty() {
         // Pods and nodes first, the VPC last (it holds the control plane).
         let mut all = netns::list(&st.prefix);
@@ -317,4 +318,22 @@ pub fn down(dir: &Path) -> Result<()> {
     std::fs::remove_dir_all(dir).with_context(|| format!("remove {}", dir.display()))?;
     println!("lab {} is down", st.prefix);
     Ok(())
+}
+
+/// Stops every pod's hostname server by its recorded pid, and waits for it, before any namespace goes:
+/// the pods' namespaces were made in the agent's own mount namespace, so here their names lead to no
+/// process and deleting them would leave the servers running (see [`pods::stop`]).
+fn stop_pods(dir: &Path, st: &State) {
+    // The agent starts pods and records them: once it is gone, the record names every server.
+    if let Some(agent) = st.procs.get("vpc-agent") {
+        let pid = agent.pid;
+        if procs::wait_until(Duration::from_secs(10), || procs::gone(pid) || !procs::ours(pid)).is_err() {
+            eprintln!("the vpc agent (pid {pid}) is still running: pods it starts now may be left behind");
+        }
+    }
+    for pod in pod_record::load(dir) {
+        if let Err(e) = pods::stop(&pod.netns, pod.server, None) {
+            eprintln!("pod {}/{}: {e:#}", pod.namespace, pod.name);
+        }
+    }
 }

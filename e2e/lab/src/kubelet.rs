@@ -14,23 +14,26 @@
 //!   stay Pending with `ErrImagePull`, as a node that cannot pull them would show;
 //! - **terminates** a Pod with a deletionTimestamp: it keeps serving (the EndpointSlice controller lists
 //!   it as a terminating, serving, not-ready endpoint) for its grace period, at most [`DRAIN`] (the lab's
-//!   stand-in for an app draining on SIGTERM), then its namespace goes and the kubelet confirms the
-//!   deletion with grace period 0, as the real one does once the containers stopped;
-//! - **cleans up** the namespaces of Pods that no longer exist (deleted with grace 0, or by `remove-node`).
+//!   stand-in for an app draining on SIGTERM), then its server is killed and reaped, its namespace goes,
+//!   and the kubelet confirms the deletion with grace period 0, as the real one does once the containers
+//!   stopped;
+//! - **cleans up** the servers and namespaces of Pods that no longer exist (deleted with grace 0, or by
+//!   `remove-node`).
 //!
-//! What it runs is recorded in `<dir>/kubelet.json` (only the agent writes it), so a restarted agent
-//! carries on, and `pods` of the e2e test can compare the API with what really runs.
+//! What it runs is recorded in `<dir>/kubelet.json` ([`crate::pod_record`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::api_time::{rfc3339, rfc3339_micro};
 use crate::kube::{Api, STRATEGIC};
+use crate::pod_record::{RunningPod, load, save};
 use crate::pods;
 use crate::state::{Node, State};
 
@@ -42,43 +45,6 @@ const HEARTBEAT: Duration = Duration::from_secs(10);
 const LEASE_SECONDS: u64 = 40;
 /// serve_hostname's port, for a container that declares none.
 const DEFAULT_PORT: u16 = 9376;
-
-/// A pod the agent runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunningPod {
-    pub uid: String,
-    pub namespace: String,
-    pub name: String,
-    /// Its `app` label (empty without).
-    pub app: String,
-    pub node: String,
-    /// The pod's network namespace and the bridge side of its veth.
-    pub netns: String,
-    pub link: String,
-    pub ip: Ipv4Addr,
-    pub port: u16,
-    /// Being deleted: still serving until its drain ends.
-    #[serde(default)]
-    pub terminating: bool,
-}
-
-pub fn path(dir: &Path) -> PathBuf {
-    dir.join("kubelet.json")
-}
-
-/// What the agent runs (empty when it has not run anything yet).
-pub fn load(dir: &Path) -> Vec<RunningPod> {
-    std::fs::read_to_string(path(dir))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default()
-}
-
-fn save(dir: &Path, pods: &[RunningPod]) -> Result<()> {
-    let tmp = dir.join("kubelet.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(pods)?)?;
-    std::fs::rename(&tmp, path(dir)).context("write kubelet.json")
-}
 
 /// Whether the lab runs this image: serve_hostname under any registry and tag
 /// (`gcr.io/google_containers/serve_hostname` as in the walkthrough, `registry.k8s.io/serve_hostname:1.4`).
@@ -100,40 +66,6 @@ pub fn pick_node<'a>(candidates: &[&'a str], load: &BTreeMap<String, usize>) -> 
         .iter()
         .min_by_key(|n| load.get(**n).copied().unwrap_or(0))
         .copied()
-}
-
-/// RFC 3339 in UTC with seconds (the API's `Time`).
-pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// RFC 3339 with microseconds (the API's `MicroTime`, a Lease's renewTime).
-pub fn rfc3339_micro(t: SystemTime) -> String {
-    let micros = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_micros());
-    let s = rfc3339(t);
-    format!("{}.{micros:06}Z", s.trim_end_matches('Z'))
-}
-
-/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's civil_from_days).
-fn civil(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// The node's Ready condition as the kubelet posts it.
@@ -179,6 +111,8 @@ pub struct Kubelet {
     last_heartbeat: Option<Instant>,
     /// Pods already told their image cannot run.
     refused: BTreeSet<String>,
+    /// uid -> the pod's server this agent started, to reap when the pod goes.
+    children: BTreeMap<String, Child>,
 }
 
 impl Kubelet {
@@ -350,16 +284,23 @@ impl Kubelet {
             ip,
             port,
             terminating: false,
+            server: None,
         };
         // Recorded first, so a failure half-way is cleaned up like any other pod.
         self.running.push(r.clone());
         save(dir, &self.running)?;
-        pods::start(dir, node, &r.netns, &r.link, ip, &name, port)?;
+        let server = pods::start(dir, node, &r.netns, &r.link, ip, &name, port)?;
+        self.children.insert(r.uid.clone(), server.child);
+        // Saved at once: whoever tears the pod down finds its server by this, not by its namespace.
+        for x in self.running.iter_mut().filter(|x| x.uid == r.uid) {
+            x.server = Some(server.process);
+        }
+        save(dir, &self.running)?;
         report(api, p, &r, node)
     }
 
     fn teardown(&mut self, dir: &Path, r: &RunningPod) -> Result<()> {
-        pods::stop(&r.netns);
+        pods::stop(&r.netns, r.server, self.children.remove(&r.uid))?;
         self.running.retain(|x| x.uid != r.uid);
         self.terminating.remove(&r.uid);
         save(dir, &self.running)

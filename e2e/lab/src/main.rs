@@ -1,6 +1,7 @@
 //! svcnet-lab: a GKE-like cluster made of network namespaces on one machine (see README.md).
 #![forbid(unsafe_code)]
 
+mod api_time;
 mod cluster;
 mod components;
 mod demo;
@@ -16,6 +17,7 @@ mod load;
 mod manifest;
 mod netns;
 mod nodes;
+mod pod_record;
 mod pods;
 mod procs;
 mod state;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::components::{self, Started};
 use crate::kube::{self, Api};
 use crate::state::{self, NODE_TAG, Node, State, VPC_IP, ZONE};
-use crate::{cluster, kubelet, manifest, netns, procs};
+use crate::{api_time, cluster, kubelet, manifest, netns, procs};
 
 /// Creates node `index` (1-based) and links it to the VPC router over `n<index>`.
 pub fn create(st: &State, index: u32) -> Result<Node> {
@@ -73,7 +73,7 @@ pub fn register(st: &State, node: &Node) -> Result<Node> {
             }
         })),
     )?;
-    let now = kubelet::rfc3339(std::time::SystemTime::now());
+    let now = api_time::rfc3339(std::time::SystemTime::now());
     Api::outside(st).call_as(
         "PATCH",
         &format!("/api/v1/nodes/{}/status", node.name),

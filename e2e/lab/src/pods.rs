@@ -6,11 +6,25 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
 use std::path::Path;
+use std::process::Child;
+use std::time::Duration;
 
 use anyhow::{Result, bail};
 
+use crate::netns;
+use crate::procs::{self, Process};
 use crate::state::Node;
-use crate::{netns, procs};
+
+/// How long a SIGKILLed hostname server may take to exit before stopping its pod fails.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A pod's running hostname server.
+pub struct Server {
+    /// What `kubelet.json` records: how anyone, not only the agent that started it, stops it.
+    pub process: Process,
+    /// The agent's handle, to reap it.
+    pub child: Child,
+}
 
 /// Creates the pod's namespace `ns` on `node`'s bridge with `ip` and starts the hostname server
 /// answering `name` on `port`; link `link` is the bridge side.
@@ -22,7 +36,7 @@ pub fn start(
     ip: Ipv4Addr,
     name: &str,
     port: u16,
-) -> Result<()> {
+) -> Result<Server> {
     let (Some(gw), Some(prefix)) = (node.bridge_ip(), node.pod_cidr.split('/').nth(1)) else {
         bail!("node {} has no podCIDR yet", node.name);
     };
@@ -38,13 +52,32 @@ pub fn start(
         "--port".into(),
         port.to_string(),
     ];
-    procs::spawn(dir, ns, &format!("pod-{name}"), &std::env::current_exe()?, &args)?;
-    Ok(())
+    let mut child = procs::spawn_child(dir, ns, &format!("pod-{name}"), &std::env::current_exe()?, &args)?;
+    match Process::of(child.id()) {
+        Ok(process) => Ok(Server { process, child }),
+        Err(e) => {
+            // Unrecorded, nothing could stop it later.
+            let _ = procs::kill_child(&mut child, STOP_TIMEOUT);
+            Err(e)
+        }
+    }
 }
 
-/// Removes the pod's namespace with what runs inside (the bridge side of its veth goes with it).
-pub fn stop(ns: &str) {
+/// Removes a pod: first its hostname server, killed and then reaped (`child`: the caller started it)
+/// or waited for (`server`: another process did, e.g. an agent before a restart), then its namespace
+/// with anything else inside (the bridge side of its veth goes with it). The server is stopped by pid,
+/// not found through the namespace: the agent makes pod namespaces inside its own mount namespace
+/// (`ip netns exec` gives it one), so elsewhere (`svcnet-lab down`) their names are empty files that
+/// lead to no process. Nothing is deleted while the server may still run.
+pub fn stop(ns: &str, server: Option<Process>, child: Option<Child>) -> Result<()> {
+    match (child, server) {
+        (Some(mut child), _) => procs::kill_child(&mut child, STOP_TIMEOUT)?,
+        (None, Some(p)) => procs::kill_recorded(p, STOP_TIMEOUT)?,
+        // No server recorded: its start failed half-way, before the server ran.
+        (None, None) => {}
+    }
     netns::del(ns);
+    Ok(())
 }
 
 /// The pod's server: TCP answers an HTTP request (or any bytes) with the name and closes, except a

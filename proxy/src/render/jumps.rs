@@ -46,13 +46,7 @@ pub fn jumps(cfg: &RenderConfig) -> Vec<Jump> {
         })
         .collect();
     if cfg.effective_localhost_nodeports() {
-        for chain in ["INPUT", "OUTPUT"] {
-            out.push(Jump {
-                table: "filter",
-                chain,
-                rule: format!("-j {KUBE_FIREWALL}"),
-            });
-        }
+        out.extend(kubelet_firewall_jumps());
     }
     out
 }
@@ -64,13 +58,18 @@ pub fn jumps(cfg: &RenderConfig) -> Vec<Jump> {
 pub fn ensured_jumps(cfg: &RenderConfig) -> Vec<Jump> {
     let mut out = jumps(cfg);
     if !cfg.effective_localhost_nodeports() {
-        for chain in ["INPUT", "OUTPUT"] {
-            out.push(Jump {
-                table: "filter",
-                chain,
-                rule: format!("-j {KUBE_FIREWALL}"),
-            });
-        }
+        out.extend(kubelet_firewall_jumps());
     }
     out
+}
+
+/// Upstream's iptablesKubeletJumpChains: filter INPUT and OUTPUT into kubelet's KUBE-FIREWALL chain.
+/// [`jumps`] has them when it renders that chain, [`ensured_jumps`] always; one definition keeps the
+/// two identical.
+fn kubelet_firewall_jumps() -> impl Iterator<Item = Jump> {
+    ["INPUT", "OUTPUT"].into_iter().map(|chain| Jump {
+        table: "filter",
+        chain,
+        rule: format!("-j {KUBE_FIREWALL}"),
+    })
 }
