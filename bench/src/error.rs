@@ -1,3 +1,6 @@
+//! The one error type of the bench's steps: which step failed (I/O, a namespace, the in-namespace
+//! agent, iptables-restore, a failed check, the test harness) and with what message.
+
 use thiserror::Error;
 
 #[derive(Debug, Error)]
