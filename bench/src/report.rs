@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use svcnet_proxy::config::Layout;
 
-use crate::p1::{P1, Rules, rules_name};
+use crate::p1::{P1, P1Case, Rules, rules_name};
 use crate::p2::{P2, Sync};
 use crate::stats::{median, ms, percentile, ratio};
 
@@ -42,6 +42,54 @@ pub fn header(restore_version: &str, cores: usize, quick: bool) -> String {
 
 pub fn p1(r: &P1) -> String {
     let mut s = String::new();
+    let base = r.cases.iter().map(|c| c.services).min().unwrap_or(0);
+    let top = r.cases.iter().map(|c| c.services).max().unwrap_or(0);
+    p1_table(&mut s, r, base);
+    let _ = writeln!(
+        s,
+        "    (rules walked: KUBE-SERVICES + KUBE-DST-* rules compared before the service rule matches; a service with"
+    );
+    let _ = writeln!(
+        s,
+        "    E endpoints adds (E+1)/2 probability rules on average (flat; tree up to 64 endpoints), ~16.5 at 1000 with the tree's KUBE-EPG groups; 'vs smallest' compares"
+    );
+    let _ = writeln!(
+        s,
+        "    with the same layout at {base} services, or for many endpoints with the 1-endpoint service)"
+    );
+    let flat = p1_growth(&mut s, r, top, base);
+    for c in r.cases.iter().filter(|c| c.endpoints > 1) {
+        let g = vs_one_endpoint(r, c);
+        let _ = writeln!(
+            s,
+            "    stretch: {}-endpoint service / 1-endpoint service: {} (target <= {P1_TREE_GROWTH_TARGET}x) {}",
+            c.endpoints,
+            x(g),
+            verdict(g <= P1_TREE_GROWTH_TARGET)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "    means: with the tree, the first packet of a connection costs about the same with {top} services as with {base};"
+    );
+    let _ = writeln!(
+        s,
+        "    with upstream's flat list every new connection to a late service walks every rule before it ({} the cost).",
+        x(flat)
+    );
+    s
+}
+
+/// A case's median over the 1-endpoint service's of the same layout and size (NaN without one).
+fn vs_one_endpoint(r: &P1, c: &P1Case) -> f64 {
+    match r.case(c.layout, c.services) {
+        Some(one) => ratio(c.median_us(), one.median_us()),
+        None => f64::NAN,
+    }
+}
+
+/// P1's title and one row per case; 1-endpoint cases compare with the same layout at `base` services.
+fn p1_table(s: &mut String, r: &P1, base: usize) {
     let _ = writeln!(
         s,
         "\nP1  new-connection cost through the real kernel rules (connect() to a ClusterIP, DNAT in nat OUTPUT)"
@@ -63,15 +111,11 @@ pub fn p1(r: &P1) -> String {
         "vs smallest",
         "samples"
     );
-    let base = r.cases.iter().map(|c| c.services).min().unwrap_or(0);
     for c in &r.cases {
         let vs = if c.endpoints == 1 {
             r.growth(c.layout, c.services, base)
         } else {
-            match r.case(c.layout, c.services) {
-                Some(one) => ratio(c.median_us(), one.median_us()),
-                None => f64::NAN,
-            }
+            vs_one_endpoint(r, c)
         };
         let _ = writeln!(
             s,
@@ -87,19 +131,11 @@ pub fn p1(r: &P1) -> String {
             c.samples_us.len()
         );
     }
-    let top = r.cases.iter().map(|c| c.services).max().unwrap_or(0);
-    let _ = writeln!(
-        s,
-        "    (rules walked: KUBE-SERVICES + KUBE-DST-* rules compared before the service rule matches; a service with"
-    );
-    let _ = writeln!(
-        s,
-        "    E endpoints adds (E+1)/2 probability rules on average (flat; tree up to 64 endpoints), ~16.5 at 1000 with the tree's KUBE-EPG groups; 'vs smallest' compares"
-    );
-    let _ = writeln!(
-        s,
-        "    with the same layout at {base} services, or for many endpoints with the 1-endpoint service)"
-    );
+}
+
+/// The growth lines from `base` to `top` services (tree against its target, flat, nftables when
+/// measured against its own); returns the flat growth the closing line quotes.
+fn p1_growth(s: &mut String, r: &P1, top: usize, base: usize) -> f64 {
     let tree = r.growth(Rules::Iptables(Layout::Tree), top, base);
     let flat = r.growth(Rules::Iptables(Layout::Flat), top, base);
     let vs = match (
@@ -134,29 +170,7 @@ pub fn p1(r: &P1) -> String {
             x(r.growth_at(Rules::Nftables, top, base, 10.0))
         );
     }
-    for c in r.cases.iter().filter(|c| c.endpoints > 1) {
-        let g = match r.case(c.layout, c.services) {
-            Some(one) => ratio(c.median_us(), one.median_us()),
-            None => f64::NAN,
-        };
-        let _ = writeln!(
-            s,
-            "    stretch: {}-endpoint service / 1-endpoint service: {} (target <= {P1_TREE_GROWTH_TARGET}x) {}",
-            c.endpoints,
-            x(g),
-            verdict(g <= P1_TREE_GROWTH_TARGET)
-        );
-    }
-    let _ = writeln!(
-        s,
-        "    means: with the tree, the first packet of a connection costs about the same with {top} services as with {base};"
-    );
-    let _ = writeln!(
-        s,
-        "    with upstream's flat list every new connection to a late service walks every rule before it ({} the cost).",
-        x(flat)
-    );
-    s
+    flat
 }
 
 fn med(v: &[Sync], f: impl Fn(&Sync) -> Duration) -> f64 {
