@@ -205,29 +205,8 @@ pub fn p4(cases: &[P4Case]) -> String {
         "VmHWM MiB",
         "api MiB"
     );
-    let mib = |kb: u64| kb as f64 / 1024.0;
     for c in cases {
-        let state = match &c.state {
-            SyncState::Synced => "done".to_owned(),
-            SyncState::Failed(l) => format!("FAILED: {l}"),
-            SyncState::TimedOut => "not finished (limit)".to_owned(),
-            SyncState::Exited => "proxy exited".to_owned(),
-        };
-        let caches = c
-            .caches
-            .map_or_else(|| "n/a".to_owned(), |m| format!("{:.1}", mib(m.rss_kb)));
-        let _ = writeln!(
-            s,
-            "    {:>8} {:>9} {:>8.1} {:>10.1} {caches:>11} {:>12.1} {:>9.1} {:>9.1} {:>9.1}  {state}",
-            c.services,
-            c.services * c.endpoints,
-            c.load.as_secs_f64(),
-            c.to_sync.as_secs_f64(),
-            mib(c.at_end.rss_kb),
-            mib(c.peak_rss_kb),
-            mib(c.at_end.hwm_kb),
-            mib(c.apiserver_rss_kb),
-        );
+        p4_row(&mut s, c);
     }
     if let [small, .., big] = cases {
         let (ds, de) = (
@@ -266,6 +245,35 @@ pub fn p4(cases: &[P4Case]) -> String {
         "    (caches: VmRSS at the first sample after the proxy listed Services, EndpointSlices and the Node)\n    means: the memory each node's proxy needs for a cluster of this size (VmHWM: the peak the kernel saw)."
     );
     s
+}
+
+fn mib(kb: u64) -> f64 {
+    kb as f64 / 1024.0
+}
+
+/// One P4 size: times, memory figures and how the wait for the first sync ended.
+fn p4_row(s: &mut String, c: &P4Case) {
+    let state = match &c.state {
+        SyncState::Synced => "done".to_owned(),
+        SyncState::Failed(l) => format!("FAILED: {l}"),
+        SyncState::TimedOut => "not finished (limit)".to_owned(),
+        SyncState::Exited => "proxy exited".to_owned(),
+    };
+    let caches = c
+        .caches
+        .map_or_else(|| "n/a".to_owned(), |m| format!("{:.1}", mib(m.rss_kb)));
+    let _ = writeln!(
+        s,
+        "    {:>8} {:>9} {:>8.1} {:>10.1} {caches:>11} {:>12.1} {:>9.1} {:>9.1} {:>9.1}  {state}",
+        c.services,
+        c.services * c.endpoints,
+        c.load.as_secs_f64(),
+        c.to_sync.as_secs_f64(),
+        mib(c.at_end.rss_kb),
+        mib(c.peak_rss_kb),
+        mib(c.at_end.hwm_kb),
+        mib(c.apiserver_rss_kb),
+    );
 }
 
 #[cfg(test)]
