@@ -3,13 +3,15 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
 use std::time::Instant;
 
-use std::sync::Arc;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use svcnet_proxy::config::{Layout, RenderConfig};
-
 use svcnet_proxy::model::{
-    Family, Interner, ModelCache, ProxyState, ServiceRecord, SliceRecord, parse_slice,
+    Family, Interner, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord, parse_slice,
 };
 use svcnet_proxy::render::{self, FullOptions, Renderer, UNBATCHED};
 
@@ -38,55 +40,16 @@ pub fn report(services: usize, endpoints: usize, layout: Layout, reps: usize) ->
     let node = synth::node();
     let r = render::render(&state, &node, &cfg);
     let prev = r.digests();
-    let mut changed = state.clone();
-    if let Some(eps) = changed.endpoints.get_mut(&synth::service_name(0))
-        && let Some(first) = Arc::make_mut(eps).first_mut()
-    {
-        *first = synth::endpoint(synth::pod_ip(8_000_000), synth::ENDPOINT_PORT);
-    }
+    let changed = first_endpoint_replaced(&state);
     let r2 = render::render(&changed, &node, &cfg);
     let full_opts = FullOptions {
         canaries: true,
         ..Default::default()
     };
-    // The daemon's path: a warm Renderer, alternating between the two states (one service differs).
-    let mut renderer = Renderer::default();
-    let pass = |r: &mut Renderer, st: &ProxyState, full: bool| {
-        let mut pass = r.begin(st, &node, &cfg, full, UNBATCHED);
-        while pass.next_batch().is_some() {}
-        let (payloads, done) = pass.finish(full, &BTreeSet::new());
-        r.commit(done);
-        payloads
-    };
-    drop(pass(&mut renderer, &state, true));
-    let mut flip = false;
-    let incremental = time(reps, || {
-        flip = !flip;
-        drop(pass(&mut renderer, if flip { &changed } else { &state }, false));
-    });
-    // The model: API objects -> ProxyState, one Service changed, cached vs from scratch. The daemon
-    // converts an object to its record when the watch event arrives; that is timed with the update.
+    let incremental = daemon_sync_ms(&state, &changed, &node, &cfg, reps);
+    // The model: API objects -> ProxyState, one Service changed, cached vs from scratch.
     let (svcs, slices) = synth::k8s_objects(&ips[..services], endpoints);
-    let mut svc_recs: Vec<Arc<ServiceRecord>> = svcs
-        .iter()
-        .map(|s| Arc::new(ServiceRecord::from_service(s)))
-        .collect();
-    let mut names = Interner::default();
-    let slice_recs: Vec<Arc<SliceRecord>> = slices
-        .iter()
-        .map(|s| Arc::new(parse_slice(s, &mut names)))
-        .collect();
-    let mut model = ModelCache::new(Family::V4);
-    model.update(&svc_recs, &slice_recs);
-    let mut generation = 0;
-    let model_update = time(reps, || {
-        generation += 1;
-        if let Some(first) = svc_recs.first_mut() {
-            let svc = synth::k8s_service(&synth::service_name(0).name, ips[0], generation);
-            *first = Arc::new(ServiceRecord::from_service(&svc));
-        }
-        model.update(&svc_recs, &slice_recs);
-    });
+    let model_update = model_update_ms(&svcs, &slices, ips[0], reps);
     let rows: Vec<(&str, f64)> = vec![
         (
             "render() whole state, from scratch",
@@ -126,4 +89,70 @@ pub fn report(services: usize, endpoints: usize, layout: Layout, reps: usize) ->
         let _ = writeln!(s, "    {what:<48} {t:>9.1} ms");
     }
     s
+}
+
+/// `state` with the first service's first endpoint moved to another pod: one service differs.
+fn first_endpoint_replaced(state: &ProxyState) -> ProxyState {
+    let mut changed = state.clone();
+    if let Some(eps) = changed.endpoints.get_mut(&synth::service_name(0))
+        && let Some(first) = Arc::make_mut(eps).first_mut()
+    {
+        *first = synth::endpoint(synth::pod_ip(8_000_000), synth::ENDPOINT_PORT);
+    }
+    changed
+}
+
+/// Median ms of the daemon's path: a warm Renderer, alternating between the two states (one service
+/// differs), so every pass is a partial sync.
+fn daemon_sync_ms(
+    state: &ProxyState,
+    changed: &ProxyState,
+    node: &NodeFacts,
+    cfg: &RenderConfig,
+    reps: usize,
+) -> f64 {
+    let mut renderer = Renderer::default();
+    let pass = |r: &mut Renderer, st: &ProxyState, full: bool| {
+        let mut pass = r.begin(st, node, cfg, full, UNBATCHED);
+        while pass.next_batch().is_some() {}
+        let (payloads, done) = pass.finish(full, &BTreeSet::new());
+        r.commit(done);
+        payloads
+    };
+    drop(pass(&mut renderer, state, true));
+    let mut flip = false;
+    time(reps, || {
+        flip = !flip;
+        drop(pass(&mut renderer, if flip { changed } else { state }, false));
+    })
+}
+
+/// Median ms of a warm ModelCache taking one changed Service. The daemon converts an object to its
+/// record when the watch event arrives; that is timed with the update.
+fn model_update_ms(
+    svcs: &[Arc<Service>],
+    slices: &[Arc<EndpointSlice>],
+    first_ip: Ipv4Addr,
+    reps: usize,
+) -> f64 {
+    let mut svc_recs: Vec<Arc<ServiceRecord>> = svcs
+        .iter()
+        .map(|s| Arc::new(ServiceRecord::from_service(s)))
+        .collect();
+    let mut names = Interner::default();
+    let slice_recs: Vec<Arc<SliceRecord>> = slices
+        .iter()
+        .map(|s| Arc::new(parse_slice(s, &mut names)))
+        .collect();
+    let mut model = ModelCache::new(Family::V4);
+    model.update(&svc_recs, &slice_recs);
+    let mut generation = 0;
+    time(reps, || {
+        generation += 1;
+        if let Some(first) = svc_recs.first_mut() {
+            let svc = synth::k8s_service(&synth::service_name(0).name, first_ip, generation);
+            *first = Arc::new(ServiceRecord::from_service(&svc));
+        }
+        model.update(&svc_recs, &slice_recs);
+    })
 }
