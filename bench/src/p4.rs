@@ -8,8 +8,10 @@
 //! VmHWM) of the proxy until its log says `synced` (first full sync done), it logs a failed sync,
 //! or the limit passes; the figure is reported with which of those happened.
 
+use std::fs::File;
 use std::net::Ipv4Addr;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -232,19 +234,7 @@ fn one_case(
         .tempdir()
         .map_err(|e| BenchError::io("tempdir", e))?;
     let ns = Netns::create_lab("p4")?;
-    // The real control plane on the namespace's loopback, without controllers: the loader writes the
-    // EndpointSlices itself (an endpointslice controller would find no Pods and fight it).
-    let cluster = Cluster::start_with(Options {
-        netns: Some(ns.name.clone()),
-        service_cidr: netns::SERVICE_CIDR.into(),
-        controller_manager: false,
-        ..Options::default()
-    })
-    .map_err(|e| BenchError::Check(format!("control plane: {e}")))?;
-    // The proxy runs as its ServiceAccount under the manifests' RBAC, as in a cluster.
-    let kubeconfig = cluster
-        .component_kubeconfig(Component::Proxy)
-        .map_err(|e| BenchError::Check(format!("svcnet-proxy kubeconfig: {e}")))?;
+    let (cluster, kubeconfig) = control_plane(&ns)?;
     // The loader speaks plain HTTP; `kubectl proxy` (as admin, inside the namespace) adds TLS and
     // credentials in front of the API server.
     let mut cmd = cluster
@@ -256,11 +246,62 @@ fn one_case(
     progress(&format!("  loaded in {:.1} s", load.as_secs_f64()));
 
     let (log, log_path) = procs::log_file(dir.path(), "proxy")?;
+    let mut cmd = proxy_command(bins, p, &ns, &kubeconfig, log);
+    let t0 = Instant::now();
+    let mut proxy = Proc::spawn(procs::PROXY, &mut cmd)?;
+    let seen = sample_to_first_sync(&mut proxy, &log_path, t0, p.limit, progress);
+    if seen.state == SyncState::Exited {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        progress(&format!(
+            "  proxy exited; log tail:\n{}",
+            crate::cluster::tail(&text, 15)
+        ));
+    }
+    let apiserver_rss_kb = read_mem(cluster.apiserver_pid()).map_or(0, |m| m.rss_kb);
+    drop(proxy);
+    drop(api_proxy);
+    drop(cluster);
+    drop(ns);
+    if std::env::var_os("SVCNET_BENCH_KEEP").is_some() {
+        progress(&format!("  kept {}", dir.keep().display()));
+    }
+    Ok(P4Case {
+        services,
+        endpoints,
+        load,
+        to_sync: seen.to_sync,
+        state: seen.state,
+        caches: seen.caches,
+        at_end: seen.last,
+        peak_rss_kb: seen.peak,
+        apiserver_rss_kb,
+    })
+}
+
+/// The real control plane on the namespace's loopback, without controllers: the loader writes the
+/// EndpointSlices itself (an endpointslice controller would find no Pods and fight it). Returns it with
+/// the proxy's kubeconfig: the proxy runs as its ServiceAccount under the manifests' RBAC, as in a cluster.
+fn control_plane(ns: &Netns) -> Result<(Cluster, PathBuf), BenchError> {
+    let cluster = Cluster::start_with(Options {
+        netns: Some(ns.name.clone()),
+        service_cidr: netns::SERVICE_CIDR.into(),
+        controller_manager: false,
+        ..Options::default()
+    })
+    .map_err(|e| BenchError::Check(format!("control plane: {e}")))?;
+    let kubeconfig = cluster
+        .component_kubeconfig(Component::Proxy)
+        .map_err(|e| BenchError::Check(format!("svcnet-proxy kubeconfig: {e}")))?;
+    Ok((cluster, kubeconfig))
+}
+
+/// `svcnet-proxy run` inside the namespace, logging to `log`.
+fn proxy_command(bins: &Bins, p: &P4Params, ns: &Netns, kubeconfig: &Path, log: File) -> Command {
     let proxy_bin = bins.path(procs::PROXY);
     let mut cmd = ns.command(&proxy_bin.to_string_lossy());
     cmd.arg("run")
         .arg("--kubeconfig")
-        .arg(&kubeconfig)
+        .arg(kubeconfig)
         .args(["--hostname-override", NODE, "--cluster-cidr", "10.128.0.0/9"])
         .args(&p.proxy_args)
         // The watch's debug line `list complete` (per kind) marks the caches loaded.
@@ -268,8 +309,28 @@ fn one_case(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
-    let t0 = Instant::now();
-    let mut proxy = Proc::spawn(procs::PROXY, &mut cmd)?;
+    cmd
+}
+
+/// What the samples of the proxy's memory showed when the wait for its first sync ended.
+struct Seen {
+    state: SyncState,
+    /// Proxy start -> first sync (or the end of the wait).
+    to_sync: Duration,
+    caches: Option<Mem>,
+    last: Mem,
+    peak: u64,
+}
+
+/// Samples the proxy's memory (started at `t0`) until its log tells the first sync ended, it exits or
+/// `limit` passes; reports the curve every 5 s.
+fn sample_to_first_sync(
+    proxy: &mut Proc,
+    log_path: &Path,
+    t0: Instant,
+    limit: Duration,
+    progress: &mut dyn FnMut(&str),
+) -> Seen {
     // `ip netns exec` execs the program: the child's pid is the proxy's.
     let pid = proxy.pid();
     let mut peak = 0;
@@ -281,7 +342,7 @@ fn one_case(
             peak = peak.max(m.rss_kb);
             last = m;
         }
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let text = std::fs::read_to_string(log_path).unwrap_or_default();
         if caches.is_none() && lists_complete(&text) {
             caches = Some(last);
         }
@@ -302,7 +363,7 @@ fn one_case(
         if !proxy.alive() {
             break SyncState::Exited;
         }
-        if t0.elapsed() > p.limit {
+        if t0.elapsed() > limit {
             break SyncState::TimedOut;
         }
         // Fine-grained until the caches are loaded (the first render starts right after).
@@ -313,32 +374,13 @@ fn one_case(
         peak = peak.max(m.rss_kb);
         last = m;
     }
-    if state == SyncState::Exited {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-        progress(&format!(
-            "  proxy exited; log tail:\n{}",
-            crate::cluster::tail(&text, 15)
-        ));
-    }
-    let apiserver_rss_kb = read_mem(cluster.apiserver_pid()).map_or(0, |m| m.rss_kb);
-    drop(proxy);
-    drop(api_proxy);
-    drop(cluster);
-    drop(ns);
-    if std::env::var_os("SVCNET_BENCH_KEEP").is_some() {
-        progress(&format!("  kept {}", dir.keep().display()));
-    }
-    Ok(P4Case {
-        services,
-        endpoints,
-        load,
-        to_sync,
+    Seen {
         state,
+        to_sync,
         caches,
-        at_end: last,
-        peak_rss_kb: peak,
-        apiserver_rss_kb,
-    })
+        last,
+        peak,
+    }
 }
 
 pub fn run(bins: &Bins, p: &P4Params, progress: &mut dyn FnMut(&str)) -> Result<Vec<P4Case>, BenchError> {
