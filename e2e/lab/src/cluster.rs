@@ -13,24 +13,9 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use svcnet_testcluster::{Component, Options, Plan};
 
-use crate::kube::{self, Api};
+use crate::kube;
 use crate::state::{self, *};
-use crate::{components, http, manifest, netns, nodes, pod_record, pods, procs, vpc};
-
-pub fn gce_url(path: &str) -> String {
-    format!("http://{VPC_IP}:{GCE_PORT}{path}")
-}
-
-/// A JSON call to the Kubernetes API as admin (made from the `vpc` namespace, through `kubectl proxy`);
-/// PATCH is a merge patch.
-pub fn api(st: &State, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-    Api::outside(st).call(method, path, body)
-}
-
-/// A JSON call to the fake GCE (made from the `vpc` namespace).
-pub fn gce(st: &State, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-    http::json_in(&st.vpc(), method, &gce_url(path), "application/json", body)
-}
+use crate::{components, gce, manifest, netns, nodes, pod_record, pods, procs, vpc};
 
 pub fn up(dir: &Path, n: u32, overlay: &Path) -> Result<()> {
     if state::path(dir).exists() {
@@ -255,7 +240,7 @@ pub fn write_files(files: &[(std::path::PathBuf, String)]) -> Result<()> {
 pub fn wait_initialised(st: &State) -> Result<()> {
     let start = Instant::now();
     loop {
-        let nodes = api(st, "GET", "/api/v1/nodes", None)?;
+        let nodes = kube::api(st, "GET", "/api/v1/nodes", None)?;
         let tainted = nodes["items"].as_array().into_iter().flatten().any(|n| {
             n["spec"]["taints"]
                 .as_array()
@@ -263,7 +248,7 @@ pub fn wait_initialised(st: &State) -> Result<()> {
                 .flatten()
                 .any(|t| t["key"] == "node.cloudprovider.kubernetes.io/uninitialized")
         });
-        let gce_state = gce(st, "GET", "/_fake/state", None)?;
+        let gce_state = gce::call(st, "GET", "/_fake/state", None)?;
         let routed: Vec<&str> = gce_state["routes"]
             .as_array()
             .into_iter()

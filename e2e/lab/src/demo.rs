@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::state::{self, CLIENT_IP, CLUSTER_CIDR, NODE_TAG, PROJECT, State};
-use crate::{cluster, http, kube, netns, procs};
+use crate::{cluster, gce, http, kube, netns, procs};
 
 /// The walkthrough's image; the lab's agent runs its hostname server for it (`crate::kubelet`).
 pub const IMAGE: &str = "gcr.io/google_containers/serve_hostname";
@@ -130,7 +130,7 @@ impl Tools {
             ("CLOUDSDK_CORE_PROJECT", PROJECT.to_string()),
             (
                 "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
-                cluster::gce_url("/compute/v1/"),
+                gce::url("/compute/v1/"),
             ),
             ("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", token.display().to_string()),
             ("CLOUDSDK_CORE_DISABLE_PROMPTS", "1".to_string()),
@@ -223,7 +223,7 @@ fn wait(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> R
 /// makes them, the agent schedules and runs them).
 fn wait_pods_running(st: &State, n: usize) -> Result<()> {
     wait("the hostnames Pods", Duration::from_secs(30), || {
-        let pods = cluster::api(
+        let pods = kube::api(
             st,
             "GET",
             "/api/v1/namespaces/default/pods?labelSelector=app%3Dhostnames",
@@ -242,7 +242,7 @@ fn wait_pods_running(st: &State, n: usize) -> Result<()> {
 /// Waits until the hostnames Endpoints lists `n` addresses (written next to the EndpointSlice).
 fn wait_endpoints(st: &State, n: usize) -> Result<()> {
     wait("the hostnames Endpoints", Duration::from_secs(30), || {
-        let ep = cluster::api(st, "GET", "/api/v1/namespaces/default/endpoints/hostnames", None)?;
+        let ep = kube::api(st, "GET", "/api/v1/namespaces/default/endpoints/hostnames", None)?;
         let ready = ep["subsets"]
             .as_array()
             .into_iter()
@@ -425,7 +425,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
     t.expose(Some("LoadBalancer"))?;
     let mut lb_ip = String::new();
     wait("the Service's EXTERNAL-IP", Duration::from_secs(60), || {
-        let v = cluster::api(&st, "GET", "/api/v1/namespaces/default/services/hostnames", None)?;
+        let v = kube::api(&st, "GET", "/api/v1/namespaces/default/services/hostnames", None)?;
         lb_ip = v["status"]["loadBalancer"]["ingress"][0]["ip"]
             .as_str()
             .unwrap_or_default()

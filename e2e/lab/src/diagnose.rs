@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::state::{self, State};
-use crate::{cluster, http, kube, netns, procs};
+use crate::{gce, http, kube, netns, procs};
 
 pub fn run(dir: &Path) -> Result<()> {
     print(dir, &state::load(dir)?);
@@ -39,9 +39,9 @@ pub fn print(dir: &Path, st: &State) {
         Err(e) => eprintln!("(unavailable: {e:#})"),
     }
     eprintln!("---- fake GCE state ----");
-    eprintln!("{}", get_in_vpc(st, &cluster::gce_url("/_fake/state")));
+    eprintln!("{}", get_in_vpc(st, &gce::url("/_fake/state")));
     eprintln!("---- fake GCE faults ----");
-    eprintln!("{}", get_in_vpc(st, &cluster::gce_url("/_fake/faults")));
+    eprintln!("{}", get_in_vpc(st, &gce::url("/_fake/faults")));
     eprintln!("---- services, pods, endpointslices, nodes (kubectl get -A -o wide) ----");
     match kube::kubectl_ok(
         dir,

@@ -59,6 +59,12 @@ impl Api {
     }
 }
 
+/// A JSON call to the Kubernetes API as admin (made from the `vpc` namespace, through `kubectl proxy`);
+/// PATCH is a merge patch.
+pub fn api(st: &State, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+    Api::outside(st).call(method, path, body)
+}
+
 /// kubectl (the pinned build) as cluster-admin inside the `vpc` namespace.
 pub fn kubectl(dir: &Path, st: &State) -> svcnet_testcluster::Kubectl {
     svcnet_testcluster::Kubectl {

@@ -7,6 +7,7 @@ mod components;
 mod demo;
 mod diagnose;
 mod firewall;
+mod gce;
 mod http;
 mod kube;
 mod kube_proxy;

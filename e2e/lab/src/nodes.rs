@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::components::{self, Started};
 use crate::kube::{self, Api};
 use crate::state::{self, NODE_TAG, Node, State, VPC_IP, ZONE};
-use crate::{api_time, cluster, kubelet, manifest, netns, procs};
+use crate::{api_time, cluster, gce, kubelet, manifest, netns, procs};
 
 /// Creates node `index` (1-based) and links it to the VPC router over `n<index>`.
 pub fn create(st: &State, index: u32) -> Result<Node> {
@@ -49,7 +49,7 @@ pub fn create(st: &State, index: u32) -> Result<Node> {
 /// reporting Ready; then waits for the podCIDR kube-controller-manager's node IPAM allocates and gives
 /// the node's bridge its first address. Returns the node with its podCIDR.
 pub fn register(st: &State, node: &Node) -> Result<Node> {
-    cluster::gce(
+    gce::call(
         st,
         "POST",
         "/_fake/instances",
@@ -59,7 +59,7 @@ pub fn register(st: &State, node: &Node) -> Result<Node> {
             "tags": [NODE_TAG], "machineType": "e2-medium", "status": "RUNNING"
         })),
     )?;
-    cluster::api(
+    kube::api(
         st,
         "POST",
         "/api/v1/nodes",
@@ -85,7 +85,7 @@ pub fn register(st: &State, node: &Node) -> Result<Node> {
     )?;
     let start = Instant::now();
     let cidr = loop {
-        let n = cluster::api(st, "GET", &format!("/api/v1/nodes/{}", node.name), None)?;
+        let n = kube::api(st, "GET", &format!("/api/v1/nodes/{}", node.name), None)?;
         if let Some(c) = n["spec"]["podCIDR"].as_str() {
             break c.to_owned();
         }
@@ -149,7 +149,7 @@ pub fn remove(dir: &Path, name: &str) -> Result<()> {
     let Some(node) = st.nodes.iter().find(|n| n.name == name).cloned() else {
         bail!("no node {name}");
     };
-    let pods = cluster::api(
+    let pods = kube::api(
         &st,
         "GET",
         &format!("/api/v1/pods?fieldSelector=spec.nodeName%3D{name}"),
@@ -162,7 +162,7 @@ pub fn remove(dir: &Path, name: &str) -> Result<()> {
         ) else {
             continue;
         };
-        cluster::api(
+        kube::api(
             &st,
             "DELETE",
             &format!("/api/v1/namespaces/{ns}/pods/{pod}"),
@@ -172,8 +172,8 @@ pub fn remove(dir: &Path, name: &str) -> Result<()> {
     }
     st.nodes.retain(|n| n.name != name);
     state::save(dir, &st)?;
-    cluster::api(&st, "DELETE", &format!("/api/v1/nodes/{name}"), None)?;
-    cluster::gce(&st, "DELETE", &format!("/_fake/instances/{ZONE}/{name}"), None)?;
+    kube::api(&st, "DELETE", &format!("/api/v1/nodes/{name}"), None)?;
+    gce::call(&st, "DELETE", &format!("/_fake/instances/{ZONE}/{name}"), None)?;
     if let Some(p) = st.procs.remove(&format!("proxy-{name}")) {
         procs::kill(p.pid);
     }

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::kube::Api;
 use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State, VM_IP, VPC_IP};
-use crate::{cluster, firewall, http, kubelet, lb_health, lb_targets, netns};
+use crate::{firewall, gce, http, kubelet, lb_health, lb_targets, netns};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.
 const PROTO: &str = "99";
@@ -85,7 +85,7 @@ fn get(url: &str) -> Result<Value> {
 }
 
 fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Result<()> {
-    let gce = get(&cluster::gce_url("/_fake/state"))?;
+    let gce = get(&gce::url("/_fake/state"))?;
     let arr = |k: &str| gce[k].as_array().cloned().unwrap_or_default();
     // Instance name -> (IP, link to it).
     let mut inst: BTreeMap<String, (String, String)> = BTreeMap::new();
