@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -15,7 +15,7 @@ use svcnet_testcluster::{Component, Options, Plan};
 
 use crate::kube;
 use crate::state::{self, *};
-use crate::{components, gce, manifest, netns, nodes, pod_record, pods, procs, vpc};
+use crate::{components, manifest, mounts, netns, nodes, pod_record, pods, procs, vpc};
 
 pub fn up(dir: &Path, n: u32, overlay: &Path) -> Result<()> {
     if state::path(dir).exists() {
@@ -116,7 +116,7 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
     // The controller as the lab overlay's Deployment runs it (one replica: see README.md).
     let fields = BTreeMap::from([("metadata.name", "svcnet-cloud-controller-lab".to_owned())]);
     let cc = manifest::launch(&docs, manifest::CONTROLLER, &dir.join("config"), &fields)?;
-    write_files(&with_identity(cc.files, &st.controller_kubeconfig)?)?;
+    mounts::write_files(&mounts::with_identity(cc.files, &st.controller_kubeconfig)?)?;
     let bin = procs::sibling(&cc.bin)?;
     let cc = components::launch(dir, st, "cloud-controller", &vpc_ns, bin, cc.args)?;
 
@@ -129,7 +129,7 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
         p.wait(dir, Duration::from_secs(60))?;
     }
     cc.wait(dir, Duration::from_secs(60))?;
-    wait_initialised(st)?;
+    nodes::wait_initialised(st)?;
     println!(
         "lab {} is up: {} node(s), control plane {:.1} s, all {:.1} s; state in {}",
         st.prefix,
@@ -206,71 +206,6 @@ fn start_control_plane(dir: &Path, st: &mut State) -> Result<()> {
     ];
     components::launch(dir, st, "api-proxy", &vpc_ns, kubectl, args)?.wait(dir, Duration::from_secs(20))?;
     Ok(())
-}
-
-/// The ConfigMap files with `kubeconfig.conf` replaced by the component's ServiceAccount kubeconfig:
-/// what a pod gets from its ServiceAccount token mount, so the binary runs under its manifests' RBAC.
-pub fn with_identity(files: Vec<(PathBuf, String)>, kubeconfig: &Path) -> Result<Vec<(PathBuf, String)>> {
-    let identity =
-        std::fs::read_to_string(kubeconfig).with_context(|| format!("read {}", kubeconfig.display()))?;
-    Ok(files
-        .into_iter()
-        .map(|(path, content)| {
-            if path.file_name().is_some_and(|f| f == "kubeconfig.conf") {
-                (path, identity.clone())
-            } else {
-                (path, content)
-            }
-        })
-        .collect())
-}
-
-/// Writes the ConfigMap files a launch reads.
-pub fn write_files(files: &[(std::path::PathBuf, String)]) -> Result<()> {
-    for (path, content) in files {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(path, content).with_context(|| format!("write {}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// Waits until the cloud controller removed every node's uninitialized taint and created its route.
-pub fn wait_initialised(st: &State) -> Result<()> {
-    let start = Instant::now();
-    loop {
-        let nodes = kube::api(st, "GET", "/api/v1/nodes", None)?;
-        let tainted = nodes["items"].as_array().into_iter().flatten().any(|n| {
-            n["spec"]["taints"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|t| t["key"] == "node.cloudprovider.kubernetes.io/uninitialized")
-        });
-        let gce_state = gce::call(st, "GET", "/_fake/state", None)?;
-        let routed: Vec<&str> = gce_state["routes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r["destRange"].as_str())
-            .collect();
-        let unrouted: Vec<String> = st
-            .nodes
-            .iter()
-            .map(|n| n.pod_cidr.clone())
-            .filter(|c| !routed.contains(&c.as_str()))
-            .collect();
-        if !tainted && unrouted.is_empty() {
-            return Ok(());
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            bail!(
-                "nodes not initialised / routes missing after 60s (tainted={tainted}, unrouted={unrouted:?})"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
 }
 
 /// Removes every process, namespace and file of the lab in `dir` (works after a crash: the state file is

@@ -16,6 +16,7 @@ mod lb_health;
 mod lb_targets;
 mod load;
 mod manifest;
+mod mounts;
 mod netns;
 mod nodes;
 mod pod_record;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::components::{self, Started};
 use crate::kube::{self, Api};
 use crate::state::{self, NODE_TAG, Node, State, VPC_IP, ZONE};
-use crate::{api_time, cluster, gce, kubelet, manifest, netns, procs};
+use crate::{api_time, gce, kubelet, manifest, mounts, netns, procs};
 
 /// Creates node `index` (1-based) and links it to the VPC router over `n<index>`.
 pub fn create(st: &State, index: u32) -> Result<Node> {
@@ -115,9 +115,46 @@ pub fn start_proxy(dir: &Path, st: &mut State, docs: &[Value], node: &Node) -> R
         ("metadata.name", format!("svcnet-proxy-{}", node.name)),
     ]);
     let l = manifest::launch(docs, manifest::PROXY, &dir.join("config"), &fields)?;
-    cluster::write_files(&cluster::with_identity(l.files, &st.proxy_kubeconfig)?)?;
+    mounts::write_files(&mounts::with_identity(l.files, &st.proxy_kubeconfig)?)?;
     let bin = procs::sibling(&l.bin)?;
     components::launch(dir, st, &format!("proxy-{}", node.name), &node.ns, bin, l.args)
+}
+
+/// Waits until the cloud controller removed every node's uninitialized taint and created its route.
+pub fn wait_initialised(st: &State) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let nodes = kube::api(st, "GET", "/api/v1/nodes", None)?;
+        let tainted = nodes["items"].as_array().into_iter().flatten().any(|n| {
+            n["spec"]["taints"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|t| t["key"] == "node.cloudprovider.kubernetes.io/uninitialized")
+        });
+        let gce_state = gce::call(st, "GET", "/_fake/state", None)?;
+        let routed: Vec<&str> = gce_state["routes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["destRange"].as_str())
+            .collect();
+        let unrouted: Vec<String> = st
+            .nodes
+            .iter()
+            .map(|n| n.pod_cidr.clone())
+            .filter(|c| !routed.contains(&c.as_str()))
+            .collect();
+        if !tainted && unrouted.is_empty() {
+            return Ok(());
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            bail!(
+                "nodes not initialised / routes missing after 60s (tainted={tainted}, unrouted={unrouted:?})"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
 
 /// `svcnet-lab add-node`: a new node joins like a GKE node-pool scale-up (namespace, instance, Node,
@@ -136,7 +173,7 @@ pub fn add(dir: &Path) -> Result<()> {
     state::save(dir, &st)?;
     let proxy = start_proxy(dir, &mut st, &docs, &node)?;
     proxy.wait(dir, Duration::from_secs(60))?;
-    cluster::wait_initialised(&st)?;
+    wait_initialised(&st)?;
     println!("node/{} added ({})", node.name, node.ip);
     Ok(())
 }
