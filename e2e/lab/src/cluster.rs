@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use svcnet_testcluster::{Component, Options, Plan};
 
+use crate::components::Started;
 use crate::kube;
 use crate::state::{self, *};
 use crate::{components, manifest, mounts, netns, nodes, pod_record, pods, procs, vpc};
@@ -59,6 +60,45 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
     start_control_plane(dir, st)?;
     let t_cp = t0.elapsed();
 
+    start_fake_gce(dir, st)?;
+    apply_crds(dir, st, &docs)?;
+    let mut registered = Vec::new();
+    for node in &st.nodes {
+        registered.push(nodes::register(st, node)?);
+    }
+    st.nodes = registered;
+    state::save(dir, st)?;
+
+    // The agent plays the kubelets (Leases, Pods) and runs the VPC.
+    let me = std::env::current_exe()?;
+    let agent_args = strings(&["agent", "--dir", &dir.display().to_string()]);
+    components::launch(dir, st, "vpc-agent", &vpc_ns, me, agent_args)?;
+
+    let cc = start_cloud_controller(dir, st, &docs)?;
+
+    let nodes = st.nodes.clone();
+    let mut proxies = Vec::new();
+    for node in &nodes {
+        proxies.push(nodes::start_proxy(dir, st, &docs, node)?);
+    }
+    for p in proxies {
+        p.wait(dir, Duration::from_secs(60))?;
+    }
+    cc.wait(dir, Duration::from_secs(60))?;
+    nodes::wait_initialised(st)?;
+    println!(
+        "lab {} is up: {} node(s), control plane {:.1} s, all {:.1} s; state in {}",
+        st.prefix,
+        n,
+        t_cp.as_secs_f64(),
+        t0.elapsed().as_secs_f64(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// svcnet-fake-gce in the `vpc` namespace as the lab's project, region and zone; returns once it listens.
+fn start_fake_gce(dir: &Path, st: &mut State) -> Result<()> {
     let gce_args = strings(&[
         "--listen",
         &format!("{VPC_IP}:{GCE_PORT}"),
@@ -74,9 +114,12 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
         "100",
     ]);
     let bin = procs::sibling("svcnet-fake-gce")?;
-    components::launch(dir, st, "fake-gce", &vpc_ns, bin, gce_args)?.wait(dir, Duration::from_secs(20))?;
+    components::launch(dir, st, "fake-gce", &st.vpc(), bin, gce_args)?.wait(dir, Duration::from_secs(20))?;
+    Ok(())
+}
 
-    // The CRDs as the overlay renders them (what `kubectl apply -k` would create).
+/// The CRDs as the overlay renders them (what `kubectl apply -k` would create), applied and established.
+fn apply_crds(dir: &Path, st: &State, docs: &[Value]) -> Result<()> {
     let crds: Vec<&Value> = docs
         .iter()
         .filter(|d| d["kind"] == "CustomResourceDefinition")
@@ -101,44 +144,17 @@ fn build(dir: &Path, st: &mut State, n: u32) -> Result<()> {
             ],
         )?;
     }
-    let mut registered = Vec::new();
-    for node in &st.nodes {
-        registered.push(nodes::register(st, node)?);
-    }
-    st.nodes = registered;
-    state::save(dir, st)?;
+    Ok(())
+}
 
-    // The agent plays the kubelets (Leases, Pods) and runs the VPC.
-    let me = std::env::current_exe()?;
-    let agent_args = strings(&["agent", "--dir", &dir.display().to_string()]);
-    components::launch(dir, st, "vpc-agent", &vpc_ns, me, agent_args)?;
-
-    // The controller as the lab overlay's Deployment runs it (one replica: see README.md).
+/// The controller as the lab overlay's Deployment runs it (one replica: see README.md), under its
+/// ServiceAccount; not waited for here, so it starts while the proxies do.
+fn start_cloud_controller(dir: &Path, st: &mut State, docs: &[Value]) -> Result<Started> {
     let fields = BTreeMap::from([("metadata.name", "svcnet-cloud-controller-lab".to_owned())]);
-    let cc = manifest::launch(&docs, manifest::CONTROLLER, &dir.join("config"), &fields)?;
+    let cc = manifest::launch(docs, manifest::CONTROLLER, &dir.join("config"), &fields)?;
     mounts::write_files(&mounts::with_identity(cc.files, &st.controller_kubeconfig)?)?;
     let bin = procs::sibling(&cc.bin)?;
-    let cc = components::launch(dir, st, "cloud-controller", &vpc_ns, bin, cc.args)?;
-
-    let nodes = st.nodes.clone();
-    let mut proxies = Vec::new();
-    for node in &nodes {
-        proxies.push(nodes::start_proxy(dir, st, &docs, node)?);
-    }
-    for p in proxies {
-        p.wait(dir, Duration::from_secs(60))?;
-    }
-    cc.wait(dir, Duration::from_secs(60))?;
-    nodes::wait_initialised(st)?;
-    println!(
-        "lab {} is up: {} node(s), control plane {:.1} s, all {:.1} s; state in {}",
-        st.prefix,
-        n,
-        t_cp.as_secs_f64(),
-        t0.elapsed().as_secs_f64(),
-        dir.display()
-    );
-    Ok(())
+    components::launch(dir, st, "cloud-controller", &st.vpc(), bin, cc.args)
 }
 
 /// etcd, kube-apiserver and kube-controller-manager as `svcnet-testcluster` plans them (TLS, RBAC, node
