@@ -8,10 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 
-use crate::state::{self, CLIENT_IP, CLUSTER_CIDR, NODE_TAG, PROJECT, State};
-use crate::{cluster, gce, http, kube, netns, procs};
+use crate::state::{self, CLIENT_IP, CLUSTER_CIDR, NODE_TAG, State};
+use crate::{cluster, kube, netns};
+
+mod tools;
+
+use tools::{Tools, explain, fetch, node_rules, step, wait, wait_endpoints, wait_pods_running};
 
 /// The walkthrough's image; the lab's agent runs its hostname server for it (`crate::kubelet`).
 pub const IMAGE: &str = "gcr.io/google_containers/serve_hostname";
@@ -90,227 +94,23 @@ fn teardown_on_signal(dir: PathBuf) -> Result<()> {
     Ok(())
 }
 
-fn step(title: &str) {
-    println!("\n==> {title}");
-}
-
-/// Shows and runs a command in `ns` (environment for gcloud included); returns its stdout.
-fn show(ns: &str, shown: &str, args: &[&str], env: &[(String, String)]) -> Result<String> {
-    println!("$ {shown}");
-    let out = svcnet_netns::command(ns, args)
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .output()
-        .with_context(|| format!("run {shown}"))?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    print!("{text}");
-    if !out.status.success() {
-        bail!(
-            "`{shown}` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(text)
-}
-
-struct Tools {
-    vpc: String,
-    kubeconfig: String,
-    kubectl: svcnet_testcluster::Kubectl,
-    gcloud_env: Vec<(String, String)>,
-}
-
-impl Tools {
-    fn new(dir: &Path, st: &State) -> Result<Self> {
-        let gdir = dir.join("gcloud");
-        std::fs::create_dir_all(&gdir)?;
-        let token = dir.join("gcloud-token");
-        std::fs::write(&token, "lab-token")?;
-        let env = [
-            ("CLOUDSDK_CONFIG", gdir.display().to_string()),
-            ("CLOUDSDK_CORE_PROJECT", PROJECT.to_string()),
-            (
-                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
-                gce::url("/compute/v1/"),
-            ),
-            ("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", token.display().to_string()),
-            ("CLOUDSDK_CORE_DISABLE_PROMPTS", "1".to_string()),
-            ("CLOUDSDK_CORE_CHECK_GCE_METADATA", "false".to_string()),
-        ];
-        Ok(Tools {
-            vpc: st.vpc(),
-            kubeconfig: dir.join("kubeconfig").display().to_string(),
-            kubectl: kube::kubectl(dir, st),
-            gcloud_env: env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-        })
-    }
-
-    fn kubectl(&self, args: &[&str]) -> Result<String> {
-        println!("$ kubectl {}", args.join(" "));
-        let out = self.kubectl.run(args)?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        print!("{text}");
-        if !out.status.success() {
-            bail!(
-                "`kubectl {}` failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(text)
-    }
-
-    /// The walkthrough's way to make the Service: from the Deployment, port 80 to the pods' 9376.
-    fn expose(&self, ty: Option<&str>) -> Result<String> {
-        let ty = ty.map(|t| format!("--type={t}"));
-        let mut args = vec![
-            "expose",
-            "deployment",
-            "hostnames",
-            "--port=80",
-            "--target-port=9376",
-        ];
-        args.extend(ty.as_deref());
-        self.kubectl(&args)
-    }
-
-    /// The walkthrough's central command: the pods, their Endpoints and the Service, side by side.
-    fn listing(&self) -> Result<String> {
-        self.kubectl(&[
-            "get",
-            "pod,endpoints,service",
-            "-o",
-            "wide",
-            "-l",
-            "app=hostnames",
-        ])
-    }
-
-    fn gcloud(&self, args: &[&str]) -> Result<String> {
-        let mut v = vec!["gcloud"];
-        v.extend_from_slice(args);
-        show(
-            &self.vpc,
-            &format!("gcloud {}", args.join(" ")),
-            &v,
-            &self.gcloud_env,
-        )
-    }
-}
-
-/// `iptables-save -t nat` of a node, only the lines of `default/hostnames` (and their chain headers).
-fn node_rules(st: &State, node: usize, needle: &str) -> Result<String> {
-    let ns = &st.nodes[node].ns;
-    println!(
-        "$ iptables-save -t nat | grep {needle}   # on {}",
-        st.nodes[node].name
-    );
-    let out = netns::exec(ns, &["iptables-save", "-t", "nat"])?;
-    let lines: Vec<&str> = out.lines().filter(|l| l.contains(needle)).collect();
-    for l in &lines {
-        println!("{l}");
-    }
-    Ok(lines.join("\n"))
-}
-
-fn wait(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> Result<()> {
-    let done = svcnet_testcluster::wait::poll(timeout, Duration::from_millis(300), || {
-        f().unwrap_or(false).then_some(())
-    });
-    done.ok_or_else(|| anyhow!("timed out after {timeout:?} waiting for {what}"))
-}
-
-/// Waits until exactly `n` Pods of hostnames exist, all Running with an IP (the ReplicaSet controller
-/// makes them, the agent schedules and runs them).
-fn wait_pods_running(st: &State, n: usize) -> Result<()> {
-    wait("the hostnames Pods", Duration::from_secs(30), || {
-        let pods = kube::api(
-            st,
-            "GET",
-            "/api/v1/namespaces/default/pods?labelSelector=app%3Dhostnames",
-            None,
-        )?;
-        let items = pods["items"].as_array().cloned().unwrap_or_default();
-        Ok(items.len() == n
-            && items.iter().all(|p| {
-                p["status"]["phase"] == "Running"
-                    && p["status"]["podIP"].is_string()
-                    && p["metadata"]["deletionTimestamp"].is_null()
-            }))
-    })
-}
-
-/// Waits until the hostnames Endpoints lists `n` addresses (written next to the EndpointSlice).
-fn wait_endpoints(st: &State, n: usize) -> Result<()> {
-    wait("the hostnames Endpoints", Duration::from_secs(30), || {
-        let ep = kube::api(st, "GET", "/api/v1/namespaces/default/endpoints/hostnames", None)?;
-        let ready = ep["subsets"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|s| s["addresses"].as_array().map_or(0, Vec::len))
-            .sum::<usize>();
-        Ok(ready == n)
-    })
-}
-
-/// `svcnet-proxy explain` on the objects the API holds, as node `node`'s proxy sees them: the rules it
-/// renders for hostnames and representative packets traced through them. Offline: it reads a file and
-/// touches no netfilter, so it runs here, outside the lab's namespaces.
-fn explain(dir: &Path, t: &Tools, node: &str) -> Result<()> {
-    let objects = dir.join("objects.yaml");
-    println!("$ kubectl get svc,endpointslices,nodes -o yaml > objects.yaml");
-    let out = t
-        .kubectl
-        .run(&["get", "svc,endpointslices,nodes", "-o", "yaml"])
-        .context("kubectl get -o yaml")?;
-    if !out.status.success() {
-        bail!(
-            "kubectl get -o yaml: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    std::fs::write(&objects, &out.stdout)?;
-    let args = [
-        "explain",
-        "-f",
-        &objects.display().to_string(),
-        "--service",
-        "default/hostnames",
-        "--cluster-cidr",
-        CLUSTER_CIDR,
-        "--node-name",
-        node,
-    ];
-    println!(
-        "$ svcnet-proxy explain -f objects.yaml --service default/hostnames --cluster-cidr {CLUSTER_CIDR} --node-name {node}"
-    );
-    let out = std::process::Command::new(procs::sibling("svcnet-proxy")?)
-        .args(args)
-        .output()
-        .context("run svcnet-proxy explain")?;
-    print!("{}", String::from_utf8_lossy(&out.stdout));
-    if !out.status.success() {
-        bail!(
-            "svcnet-proxy explain: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
-/// GET from the client namespace with this binary (no curl needed); the pod's answer.
-fn fetch(st: &State, url: &str) -> Result<String> {
-    let (code, body) = http::request_in(&st.client(), "GET", url, "text/plain", "")?;
-    if code != 200 {
-        bail!("GET {url}: {code}");
-    }
-    Ok(body.trim().to_owned())
-}
-
+/// The walkthrough's sections in the article's order: each starts from what the one before left behind.
 fn walkthrough(dir: &Path) -> Result<()> {
     let st = state::load(dir)?;
     let t = Tools::new(dir, &st)?;
+    the_cluster(&t)?;
+    deploy(&t, &st)?;
+    cluster_ip(dir, &t, &st)?;
+    scale_to_two(&t, &st)?;
+    node_port(&t, &st)?;
+    let lb_ip = load_balancer(&t, &st)?;
+    through_the_lb(&st, &lb_ip)?;
+    what_gce_got(dir, &t, &st)?;
+    explore(dir, &t, &st);
+    Ok(())
+}
 
+fn the_cluster(t: &Tools) -> Result<()> {
     step("The cluster: a real Kubernetes control plane, nodes whose pod CIDRs come from its node IPAM");
     t.kubectl(&["version"])?;
     t.gcloud(&["compute", "instances", "list"])?;
@@ -321,7 +121,10 @@ fn walkthrough(dir: &Path) -> Result<()> {
         "custom-columns=NAME:.metadata.name,EXTERNAL-IP:.status.addresses[?(@.type==\"ExternalIP\")].address,INTERNAL-IP:.status.addresses[?(@.type==\"InternalIP\")].address,POD-CIDR:.spec.podCIDR",
     ])?;
     t.gcloud(&["compute", "routes", "list"])?;
+    Ok(())
+}
 
+fn deploy(t: &Tools, st: &State) -> Result<()> {
     step("Deploy hostnames (1 replica, port 9376): no Service yet");
     println!(
         "# The article's `kubectl run hostnames --image=... --replicas=1` made a Deployment; since\n\
@@ -335,10 +138,13 @@ fn walkthrough(dir: &Path) -> Result<()> {
         &format!("--image={IMAGE}"),
         "--port=9376",
     ])?;
-    wait_pods_running(&st, 1)?;
+    wait_pods_running(st, 1)?;
     t.kubectl(&["get", "deployment,replicaset", "-l", "app=hostnames"])?;
     t.kubectl(&["get", "pod", "-o", "wide", "-l", "app=hostnames"])?;
+    Ok(())
+}
 
+fn cluster_ip(dir: &Path, t: &Tools, st: &State) -> Result<()> {
     step("ClusterIP Service: kube-proxy's KUBE-SVC / KUBE-SEP chains on the node");
     t.expose(None)?;
     wait(
@@ -350,11 +156,11 @@ fn walkthrough(dir: &Path) -> Result<()> {
             Ok(out.contains("KUBE-SEP") && out.contains("default/hostnames"))
         },
     )?;
-    wait_endpoints(&st, 1)?;
+    wait_endpoints(st, 1)?;
     t.listing()?;
     println!("# kube-proxy reads the same endpoints from the EndpointSlice:");
     t.kubectl(&["get", "endpointslices", "-l", "app=hostnames"])?;
-    let rules = node_rules(&st, 0, "default/hostnames")?;
+    let rules = node_rules(st, 0, "default/hostnames")?;
     if !rules.contains(SVC_CHAIN) {
         bail!("no {SVC_CHAIN} in the node's rules");
     }
@@ -363,7 +169,10 @@ fn walkthrough(dir: &Path) -> Result<()> {
          # `kubectl expose` leaves the port unnamed. The 2017 article shows {WALKTHROUGH_SVC_CHAIN}\n\
          # because Kubernetes 1.5 printed an unnamed port as \"default/hostnames:\" (with a colon)."
     );
+    Ok(())
+}
 
+fn scale_to_two(t: &Tools, st: &State) -> Result<()> {
     step("Scale to 2: the first endpoint is chosen with probability 0.5");
     t.kubectl(&["scale", "deployment", "hostnames", "--replicas", "2"])?;
     wait(
@@ -374,11 +183,14 @@ fn walkthrough(dir: &Path) -> Result<()> {
             Ok(out.contains("--probability 0.5"))
         },
     )?;
-    wait_pods_running(&st, 2)?;
-    wait_endpoints(&st, 2)?;
+    wait_pods_running(st, 2)?;
+    wait_endpoints(st, 2)?;
     t.listing()?;
-    node_rules(&st, 0, "default/hostnames")?;
+    node_rules(st, 0, "default/hostnames")?;
+    Ok(())
+}
 
+fn node_port(t: &Tools, st: &State) -> Result<()> {
     step("NodePort: reachable from outside only once a GCE firewall rule allows it");
     t.kubectl(&["delete", "service", "hostnames"])?;
     t.expose(Some("NodePort"))?;
@@ -393,7 +205,7 @@ fn walkthrough(dir: &Path) -> Result<()> {
     println!();
     let node_url = format!("http://{}:{}/", st.nodes[0].ip, port.trim());
     println!("# from the client ({CLIENT_IP}): GET {node_url}");
-    match fetch(&st, &node_url) {
+    match fetch(st, &node_url) {
         Ok(name) => bail!("NodePort answered ({name}) without a firewall rule"),
         Err(_) => println!("no answer: the VPC firewall drops it, as GCE denies ingress by default"),
     }
@@ -414,18 +226,22 @@ fn walkthrough(dir: &Path) -> Result<()> {
         "the NodePort through the firewall",
         Duration::from_secs(20),
         || {
-            answer = fetch(&st, &node_url)?;
+            answer = fetch(st, &node_url)?;
             Ok(true)
         },
     )?;
     println!("# from the client: GET {node_url} -> {answer}");
+    Ok(())
+}
 
+/// Returns the load balancer's IP once the Service shows it.
+fn load_balancer(t: &Tools, st: &State) -> Result<String> {
     step("LoadBalancer: the cloud controller builds the GCE network load balancer");
     t.kubectl(&["delete", "service", "hostnames"])?;
     t.expose(Some("LoadBalancer"))?;
     let mut lb_ip = String::new();
     wait("the Service's EXTERNAL-IP", Duration::from_secs(60), || {
-        let v = kube::api(&st, "GET", "/api/v1/namespaces/default/services/hostnames", None)?;
+        let v = kube::api(st, "GET", "/api/v1/namespaces/default/services/hostnames", None)?;
         lb_ip = v["status"]["loadBalancer"]["ingress"][0]["ip"]
             .as_str()
             .unwrap_or_default()
@@ -437,22 +253,31 @@ fn walkthrough(dir: &Path) -> Result<()> {
     t.gcloud(&["compute", "forwarding-rules", "list"])?;
     t.gcloud(&["compute", "target-pools", "list"])?;
     t.gcloud(&["compute", "routes", "list"])?;
-    node_rules(&st, 0, &lb_ip)?;
+    node_rules(st, 0, &lb_ip)?;
+    Ok(lb_ip)
+}
 
+fn through_the_lb(st: &State, lb_ip: &str) -> Result<()> {
     step("From the client, through the LB IP (routed by the VPC to a healthy node, no NAT), to a pod");
     let url = format!("http://{lb_ip}/");
     wait("the LB IP to answer", Duration::from_secs(30), || {
-        Ok(fetch(&st, &url).is_ok())
+        Ok(fetch(st, &url).is_ok())
     })?;
     for _ in 0..4 {
-        println!("# from the client: GET {url} -> {}", fetch(&st, &url)?);
+        println!("# from the client: GET {url} -> {}", fetch(st, &url)?);
     }
+    Ok(())
+}
 
+fn what_gce_got(dir: &Path, t: &Tools, st: &State) -> Result<()> {
     step("What GCE got, and why a packet reaches a pod, without reading iptables-save by hand");
     t.kubectl(&["get", "cloudloadbalancers"])?;
-    let node = &st.nodes[0];
-    explain(dir, &t, &node.name)?;
+    explain(dir, t, &st.nodes[0].name)
+}
 
+/// The commands to look around a kept lab, with this lab's names filled in.
+fn explore(dir: &Path, t: &Tools, st: &State) {
+    let node = &st.nodes[0];
     step("Explore");
     println!(
         "While the lab is up (svcnet-lab demo --keep, or svcnet-lab up):\n\
@@ -468,5 +293,4 @@ fn walkthrough(dir: &Path) -> Result<()> {
         nname = node.name,
         dir = dir.display(),
     );
-    Ok(())
 }
