@@ -81,6 +81,9 @@ struct Cli {
     /// P2: only the nftables mode (skip the iptables layouts).
     #[arg(long)]
     p2_nft_only: bool,
+    /// P2: the nftables first load's most steps per batch, one row each (default: the daemon's).
+    #[arg(long, value_delimiter = ',')]
+    p2_nft_batches: Option<Vec<usize>>,
     /// P2: a full-sync restore call still running after this many seconds is killed and the sync
     /// reported as a lower bound (the daemon's own limit is `--iptables-restore-timeout`, 2 min).
     #[arg(long, default_value_t = 300)]
@@ -301,6 +304,10 @@ fn main() -> anyhow::Result<()> {
             },
             nftables: true,
             nft_binary: cli.p2_nft_binary || q,
+            nft_batches: cli
+                .p2_nft_batches
+                .clone()
+                .unwrap_or(vec![svcnet_proxy::nftables::STREAM_BATCH_OPS]),
             full_sync: cli.p2_full_sync.clone().unwrap_or(if q {
                 vec![Layout::Tree, Layout::Flat]
             } else {

@@ -41,6 +41,8 @@ pub struct P2Params {
     pub nftables: bool,
     /// Also time the nftables mode through `nft -f` (minutes for the first load at 10k x 100k).
     pub nft_binary: bool,
+    /// Most steps per batch of the nftables first load: one `nftnl` row each.
+    pub nft_batches: Vec<usize>,
     /// Layouts that also get a timed full sync (minutes each at 10k x 100k with iptables-nft).
     pub full_sync: Vec<Layout>,
     pub restore_program: String,
@@ -74,7 +76,7 @@ impl Sync {
 #[derive(Debug)]
 pub struct P2Layout {
     /// `tree`, `flat` (iptables mode) or `nft` (nftables mode).
-    pub name: &'static str,
+    pub name: String,
     /// Lines of the full payload the daemon would write for this state.
     pub full_lines: usize,
     pub initial_load: Duration,
@@ -226,7 +228,7 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
         parts.len()
     ));
     let mut out = P2Layout {
-        name: layout_name(layout),
+        name: layout_name(layout).to_string(),
         full_lines: 0,
         initial_load,
         initial_chunks: parts.len(),
@@ -278,9 +280,11 @@ pub fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2, BenchErro
         layouts.push(run_layout(layout, p, progress)?);
     }
     if p.nftables {
-        layouts.push(nftables::run(true, p, progress)?);
+        for &batch in &p.nft_batches {
+            layouts.push(nftables::run(Some(batch), p, progress)?);
+        }
         if p.nft_binary {
-            layouts.push(nftables::run(false, p, progress)?);
+            layouts.push(nftables::run(None, p, progress)?);
         }
     }
     Ok(P2 {

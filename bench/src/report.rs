@@ -222,7 +222,7 @@ pub fn p2(r: &P2) -> String {
         "total ms"
     );
     for l in &r.layouts {
-        let name = l.name;
+        let name = l.name.as_str();
         sync_row(
             &mut s,
             name,
@@ -236,7 +236,7 @@ pub fn p2(r: &P2) -> String {
         }
     }
     for l in &r.layouts {
-        let name = l.name;
+        let name = l.name.as_str();
         let worst = med(&l.service_added, Sync::total).max(med(&l.endpoint_change, Sync::total));
         let lines = med_lines(&l.service_added).max(med_lines(&l.endpoint_change));
         let _ = write!(

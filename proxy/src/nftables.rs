@@ -90,7 +90,15 @@ impl Nft {
             let fallback: Fallback<'_> = Some(&fallback);
             let result = NftSocket::open(nft.timeout)
                 .map_err(|e| IptablesError::Netlink(e.to_string()))
-                .and_then(|mut socket| write_stream(&mut socket, &mut stream, debug.as_deref(), fallback));
+                .and_then(|mut socket| {
+                    write_stream(
+                        &mut socket,
+                        &mut stream,
+                        STREAM_BATCH_OPS,
+                        debug.as_deref(),
+                        fallback,
+                    )
+                });
             (stream, result)
         })
         .await;
@@ -171,20 +179,17 @@ fn write_netlink(tx: &Transaction, timeout: Duration) -> Result<usize, WriteErro
     Ok(bytes)
 }
 
-/// Drains a full transaction's stream into batches of up to [`STREAM_BATCH_OPS`] steps (one batch
-/// when it recreates the table), cut only between its groups; a batch the encoder cannot express
-/// goes to `fallback` as `nft -f` text (none: the write fails). Blocking.
+/// Drains a full transaction's stream into batches of up to `batch_ops` steps (one batch when it
+/// recreates the table), cut only between its groups; a batch the encoder cannot express goes to
+/// `fallback` as `nft -f` text (none: the write fails). Blocking.
 pub fn write_stream(
     socket: &mut NftSocket,
     stream: &mut FullStream,
+    batch_ops: usize,
     debug: Option<&std::path::Path>,
     fallback: Fallback<'_>,
 ) -> Result<(Writer, usize), IptablesError> {
-    let limit = if stream.one_batch() {
-        usize::MAX
-    } else {
-        STREAM_BATCH_OPS
-    };
+    let limit = if stream.one_batch() { usize::MAX } else { batch_ops };
     let (mut batch, mut bytes, mut writer) = (Vec::new(), 0, Writer::Netlink);
     loop {
         let group = stream.next_group();

@@ -10,6 +10,7 @@ use svcnet_proxy::config::RenderConfig;
 use svcnet_proxy::model::ProxyState;
 use svcnet_proxy::nft::{self, Applied, Existing};
 use svcnet_proxy::nft_socket::NftSocket;
+use svcnet_proxy::nftables::STREAM_BATCH_OPS;
 
 use super::{P2Layout, P2Params, Sync, add_service, replace_endpoint};
 use crate::error::BenchError;
@@ -18,7 +19,8 @@ use crate::synth;
 
 /// How the nftables rows write: svcnet's netlink batches, or `nft -f`.
 enum NftWriter {
-    Netlink(NftSocket),
+    /// With the most steps per batch of a streamed full sync.
+    Netlink(NftSocket, usize),
     Binary,
 }
 
@@ -39,10 +41,10 @@ fn nft_sync(
         node: synth::node(),
         cfg: cfg.clone(),
     };
-    if first && let NftWriter::Netlink(socket) = writer {
+    if first && let NftWriter::Netlink(socket, batch) = writer {
         let t = Instant::now();
         let mut stream = nft::FullStream::new(inputs, Existing::default(), false);
-        svcnet_proxy::nftables::write_stream(socket, &mut stream, None, None)
+        svcnet_proxy::nftables::write_stream(socket, &mut stream, *batch, None, None)
             .map_err(|e| BenchError::Check(format!("netlink stream: {e}")))?;
         let restore = t.elapsed();
         let lines = stream.stats.rules_written + stream.stats.elements_added + stream.stats.chains_written;
@@ -70,7 +72,7 @@ fn nft_sync(
     let lines = tx.ops.len();
     let restore = match writer {
         NftWriter::Binary => lab.agent.restore("nft", &tx.text())?,
-        NftWriter::Netlink(socket) => {
+        NftWriter::Netlink(socket, _) => {
             // Encoding is part of the write, as in the daemon.
             let t = Instant::now();
             for ops in svcnet_proxy::nftables::batches(&tx) {
@@ -94,9 +96,10 @@ fn nft_sync(
     })
 }
 
-/// The nftables mode on the same state and changes as the iptables layouts.
+/// The nftables mode on the same state and changes as the iptables layouts: through netlink with
+/// at most `batch` steps per batch of the first load, or (none) through `nft -f`.
 pub(super) fn run(
-    netlink: bool,
+    batch: Option<usize>,
     p: &P2Params,
     progress: &mut dyn FnMut(&str),
 ) -> Result<P2Layout, BenchError> {
@@ -104,25 +107,29 @@ pub(super) fn run(
     let all_ips = synth::cluster_ips(n + p.changes, 0x5eed);
     let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
     let cfg = RenderConfig::default();
-    let name = if netlink { "nftnl" } else { "nft" };
-    let mut lab = Lab::start(&format!("p2-{name}"))?;
-    let mut writer = if netlink {
+    let name = match batch {
+        None => "nft".to_string(),
+        Some(STREAM_BATCH_OPS) => "nftnl".to_string(),
+        Some(b) => format!("nftnl@{b}"),
+    };
+    let mut lab = Lab::start(&format!("p2-{}", name.replace('@', "-")))?;
+    let mut writer = if let Some(batch) = batch {
         let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
         let socket = NftSocket::open_in(&path, svcnet_proxy::nftables::DEFAULT_TIMEOUT)
             .map_err(|e| BenchError::Check(format!("netlink socket in {}: {e}", lab.ns.name)))?;
-        NftWriter::Netlink(socket)
+        NftWriter::Netlink(socket, batch)
     } else {
         NftWriter::Binary
     };
     let mut applied = Applied::default();
     let full = nft_sync(&mut writer, &mut lab, &state, true, &cfg, &mut applied)?;
     progress(&format!(
-        "P2 {name}: loaded {n} services / {} endpoints in {:.1} s (one transaction)",
+        "P2 {name}: loaded {n} services / {} endpoints in {:.1} s (first load)",
         n * p.endpoints_per_service,
         full.total().as_secs_f64()
     ));
     let mut out = P2Layout {
-        name,
+        name: name.clone(),
         full_lines: full.lines,
         initial_load: full.total(),
         initial_chunks: 1,

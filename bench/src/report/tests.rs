@@ -65,7 +65,7 @@ fn p2_reports_partial_lines_time_and_full_ratio() {
         services: 10,
         endpoints: 100,
         layouts: vec![P2Layout {
-            name: "tree",
+            name: "tree".to_string(),
             full_lines: 5000,
             initial_load: Duration::ZERO,
             initial_chunks: 1,

@@ -4,11 +4,12 @@
 //! service port at a time: a first load of 10k services never holds the whole ruleset or all its
 //! steps at once (the writer sends a batch every ~20k steps).
 
+use std::ops::Bound;
 use std::sync::Arc;
 
 use super::applied::{After, IndexChange, NoLocal};
 use super::base::{self, Base};
-use super::element_index::{ElementIndex, effective, element};
+use super::element_index::{ElementIndex, ElementKey, effective, element};
 use super::op::{Op, declaration};
 use super::service::Ctx;
 use super::transaction::{Existing, Part, Stats, Transaction, add_rules};
@@ -40,13 +41,17 @@ pub fn full(next: Inputs, existing: &Existing, recreate: bool) -> Transaction {
     }
 }
 
+/// Elements per group when nothing is emptied first: small groups keep a first load's batches small.
+const ELEMENT_GROUP: usize = 1000;
+
 /// Where the stream is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Phase {
     Table,
     Base,
     Port(usize),
-    Elements,
+    /// Elements after the last key written (none: from the first).
+    Elements(Option<ElementKey>),
     Stale,
     Done,
 }
@@ -132,11 +137,14 @@ impl FullStream {
                     self.part(&mut ops, Part::service(&objects));
                     self.phase = Phase::Port(i + 1);
                 }
-                None => return self.advance(Phase::Elements),
+                None => return self.advance(Phase::Elements(None)),
             },
-            Phase::Elements => {
-                self.replace_elements(&mut ops);
-                self.phase = Phase::Stale;
+            Phase::Elements(ref after) => {
+                let after = after.clone();
+                self.phase = match self.elements(&mut ops, after) {
+                    Some(last) => Phase::Elements(Some(last)),
+                    None => Phase::Stale,
+                };
             }
             Phase::Stale => {
                 self.remove_stale(&mut ops);
@@ -185,16 +193,35 @@ impl FullStream {
         self.index.add(part.elements);
     }
 
-    fn replace_elements(&mut self, ops: &mut Vec<Op>) {
+    /// Elements after `after`: all of them in one group when sets are emptied first (an emptied
+    /// map must be refilled in the same batch), else [`ELEMENT_GROUP`] at a time (adding is all a
+    /// first load does, and it may be cut anywhere). Returns the last key when more may follow.
+    fn elements(&mut self, ops: &mut Vec<Op>, after: Option<ElementKey>) -> Option<ElementKey> {
+        let flushing = !self.to_flush.is_empty();
         for (name, is_map) in std::mem::take(&mut self.to_flush) {
             ops.push(Op::FlushSet { name, is_map });
         }
-        for (key, values) in &self.index.0 {
+        let limit = if flushing { usize::MAX } else { ELEMENT_GROUP };
+        let from = match &after {
+            Some(k) => Bound::Excluded(k),
+            None => Bound::Unbounded,
+        };
+        let mut last = None;
+        for (key, values) in self.index.0.range((from, Bound::Unbounded)).take(limit) {
             if let Some(v) = effective(values) {
                 ops.push(Op::AddElement(element(key, v)));
                 self.stats.elements_added += 1;
             }
+            last = Some(key);
         }
+        let more = last.is_some_and(|k| {
+            self.index
+                .0
+                .range((Bound::Excluded(k), Bound::Unbounded))
+                .next()
+                .is_some()
+        });
+        more.then(|| last.cloned()).flatten()
     }
 
     /// Stale chains emptied first (they may jump to each other), then deleted, then stale sets.

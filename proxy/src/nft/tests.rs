@@ -720,3 +720,33 @@ fn a_full_transaction_splits_only_where_no_chain_is_left_empty() {
     let recreated = full(two_services(&[]), &existing, true);
     assert_eq!(recreated.batches(40).len(), 1);
 }
+
+/// A first load (nothing to empty) may cut the elements anywhere: they come in small groups, so its
+/// batches stay small however many services there are; over an existing table they stay one group.
+#[test]
+fn a_first_load_cuts_elements_into_small_groups() {
+    let mut yaml = String::new();
+    for i in 0..600 {
+        yaml.push_str(&svc(
+            &format!("s{i}"),
+            &format!("{{clusterIP: 172.30.{}.{}, ports: [{{port: 80}}]}}", i / 200, i % 200),
+        ));
+    }
+    let inputs = inputs_yaml(&yaml, &cfg());
+    let is_element = |op: &Op| matches!(op, Op::AddElement(_));
+    let first = full(inputs.clone(), &Existing::default(), false);
+    let elements = first.ops.iter().filter(|op| is_element(op)).count();
+    assert!(elements >= 1200, "{elements} elements");
+    let batches = first.batches(1100);
+    let with_elements = batches.iter().filter(|b| b.iter().any(is_element)).count();
+    assert!(with_elements >= 2, "{with_elements} batches hold elements");
+    assert!(batches.iter().all(|b| b.len() <= 1100), "a batch over the limit");
+    let r = inputs.render();
+    let existing = Existing {
+        chains: r.chains().iter().map(|c| c.name.clone()).collect(),
+        sets: r.sets().iter().map(|s| s.name.clone()).collect(),
+    };
+    let over = full(inputs, &existing, false);
+    let with_elements = over.batches(1100).iter().filter(|b| b.iter().any(is_element)).count();
+    assert_eq!(with_elements, 1, "emptied maps are refilled in the same batch");
+}
