@@ -183,12 +183,14 @@ fn med_lines(v: &[Sync]) -> f64 {
     median(&xs).unwrap_or(f64::NAN)
 }
 
-fn sync_row(s: &mut String, layout: &str, what: &str, v: &[Sync], full_lines: usize) {
+/// One row; `layout` is padded to the longest layout name (at least 6).
+fn sync_row(s: &mut String, layout: (&str, usize), what: &str, v: &[Sync], full_lines: usize) {
     // A killed restore only gives a lower bound.
     let gt = if v.iter().any(|x| x.killed) { ">" } else { "" };
+    let (layout, w) = layout;
     let _ = writeln!(
         s,
-        "    {:<6} {:<18} {:>8.0} {:>10} {:>10.1} {:>10.1} {:>9.1} {:>10} {:>10}",
+        "    {:<w$} {:<18} {:>8.0} {:>10} {:>10.1} {:>10.1} {:>9.1} {:>10} {:>10}",
         layout,
         what,
         med_lines(v),
@@ -208,9 +210,10 @@ pub fn p2(r: &P2) -> String {
         "\nP2  one service changed at {} services / {} endpoints: one sync end to end (median over changes)",
         r.services, r.endpoints
     );
+    let w = r.layouts.iter().map(|l| l.name.len()).max().unwrap_or(0).max(6);
     let _ = writeln!(
         s,
-        "    {:<6} {:<18} {:>8} {:>10} {:>10} {:>10} {:>9} {:>10} {:>10}",
+        "    {:<w$} {:<18} {:>8} {:>10} {:>10} {:>10} {:>9} {:>10} {:>10}",
         "layout",
         "sync",
         "lines",
@@ -222,7 +225,7 @@ pub fn p2(r: &P2) -> String {
         "total ms"
     );
     for l in &r.layouts {
-        let name = l.name.as_str();
+        let name = (l.name.as_str(), w);
         sync_row(
             &mut s,
             name,

@@ -242,8 +242,10 @@ fn kernel_error(e: crate::nft_socket::NetlinkError) -> WriteError {
     WriteError::Kernel(IptablesError::Netlink(e.to_string()))
 }
 
-/// Steps per batch when a first load streams.
-pub const STREAM_BATCH_OPS: usize = 20_000;
+/// Steps per batch when a full sync streams: at 10k x 100k, 5k-step batches load as fast as 10-20k
+/// ones (the kernel's cost per batch grows faster than its size) and hold a quarter of the memory
+/// (docs/BENCHMARKS.md, P2 `--p2-nft-batches`).
+pub const STREAM_BATCH_OPS: usize = 5_000;
 
 /// The ops of a transaction as the daemon sends them (see [`Transaction::batches`]): the kernel binds
 /// each anonymous set (one per service port's `numgen` map) by walking every step of its batch, so

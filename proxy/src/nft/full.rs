@@ -2,7 +2,7 @@
 //! from whatever the kernel holds, and the table's stale chains and sets removed. It is produced as a
 //! stream of groups, each of which a batch may end after without breaking traffic, rendering one
 //! service port at a time: a first load of 10k services never holds the whole ruleset or all its
-//! steps at once (the writer sends a batch every ~20k steps).
+//! steps at once (the writer sends a batch every few thousand steps).
 
 use std::ops::Bound;
 use std::sync::Arc;

@@ -729,7 +729,11 @@ fn a_first_load_cuts_elements_into_small_groups() {
     for i in 0..600 {
         yaml.push_str(&svc(
             &format!("s{i}"),
-            &format!("{{clusterIP: 172.30.{}.{}, ports: [{{port: 80}}]}}", i / 200, i % 200),
+            &format!(
+                "{{clusterIP: 172.30.{}.{}, ports: [{{port: 80}}]}}",
+                i / 200,
+                i % 200
+            ),
         ));
     }
     let inputs = inputs_yaml(&yaml, &cfg());
@@ -747,6 +751,10 @@ fn a_first_load_cuts_elements_into_small_groups() {
         sets: r.sets().iter().map(|s| s.name.clone()).collect(),
     };
     let over = full(inputs, &existing, false);
-    let with_elements = over.batches(1100).iter().filter(|b| b.iter().any(is_element)).count();
+    let with_elements = over
+        .batches(1100)
+        .iter()
+        .filter(|b| b.iter().any(is_element))
+        .count();
     assert_eq!(with_elements, 1, "emptied maps are refilled in the same batch");
 }
