@@ -61,17 +61,8 @@ impl Applied {
         self.no_local
     }
 
-    /// The transaction succeeded: the kernel now holds its ruleset.
-    pub fn commit(&mut self, tx: super::Transaction) {
-        self.commit_after(tx.after);
-    }
-
-    /// A full transaction's stream was drained into the kernel.
-    pub fn commit_full(&mut self, stream: super::FullStream) {
-        self.commit_after(stream.finish());
-    }
-
-    fn commit_after(&mut self, after: After) {
+    /// What the kernel holds now that a transaction (or a full stream) succeeded.
+    pub(super) fn commit_after(&mut self, after: After) {
         match after.index {
             IndexChange::Replace(index) => self.index = index,
             IndexChange::Delta(delta) => self.index.apply(&delta),

@@ -41,6 +41,13 @@ pub fn full(next: Inputs, existing: &Existing, recreate: bool) -> Transaction {
     }
 }
 
+impl super::Applied {
+    /// A full transaction's stream was drained into the kernel.
+    pub fn commit_full(&mut self, stream: FullStream) {
+        self.commit_after(stream.finish());
+    }
+}
+
 /// Elements per group when nothing is emptied first: small groups keep a first load's batches small.
 const ELEMENT_GROUP: usize = 1000;
 

@@ -80,6 +80,13 @@ impl Transaction {
     }
 }
 
+impl Applied {
+    /// The transaction succeeded: the kernel now holds its ruleset.
+    pub fn commit(&mut self, tx: Transaction) {
+        self.commit_after(tx.after);
+    }
+}
+
 /// What a transaction writes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
