@@ -156,11 +156,7 @@ fn load(n: usize, ips: &[Ipv4Addr], rules: Rules, eps: usize, p: &P1Params) -> R
 fn load_nftables(n: usize, ips: &[Ipv4Addr], eps: usize) -> Result<Loaded, BenchError> {
     let state = state_of(n, ips, eps)?;
     let t = Instant::now();
-    let inputs = nft::Inputs {
-        state,
-        node: synth::node(),
-        cfg: RenderConfig::default(),
-    };
+    let inputs = nft::Inputs::new(&state, synth::node(), RenderConfig::default());
     let tx = nft::full(inputs, &Existing::default(), false);
     let render_time = t.elapsed();
     let lab = Lab::start(&format!("p1-nft{n}-{eps}"))?;

@@ -82,11 +82,7 @@ impl NftFamilySync {
         let cfg = settings.render_config(family, &node);
         let full = self.full_reason(settings);
 
-        let inputs = nft::Inputs {
-            state: self.model.state().clone(),
-            node,
-            cfg,
-        };
+        let inputs = nft::Inputs::new(self.model.state(), node, cfg);
         let written = match full {
             Some(_) => {
                 let existing = if self.recreate {

@@ -67,7 +67,7 @@ fn cases() -> Vec<(String, Family, nft::Inputs)> {
             let rules = RuleSettings::from_args(&args.rules).unwrap_or_else(|e| panic!("{what}: {e}"));
             let (_, node, state, cfg) = load(&args.file, &rules, args.caps.into(), family)
                 .unwrap_or_else(|e| panic!("{what}: {e:#}"));
-            (what, family, nft::Inputs { state, node, cfg })
+            (what, family, nft::Inputs::new(&state, node, cfg))
         })
         .collect()
 }

@@ -151,7 +151,7 @@ fn render(step: &[Option<Svc>], node_ip: &str) -> nft::Inputs {
         service_cidrs: vec!["10.96.0.0/16".parse().expect("literal address")],
         ..RenderConfig::default()
     };
-    nft::Inputs { state, node, cfg }
+    nft::Inputs::new(&state, node, cfg)
 }
 
 fn apply(ns: &Netns, text: &str) -> Result<(), TestCaseError> {

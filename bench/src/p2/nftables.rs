@@ -26,8 +26,8 @@ enum NftWriter {
 
 /// One nftables sync of `state` on top of what `applied` says the kernel holds: the first one
 /// streamed as the daemon's full sync (render, encode and write interleaved: all in `restore`),
-/// later ones partial (`render`: rendering the changed ports and diffing them; `restore`: encoding
-/// and writing).
+/// later ones partial (`render`: taking the inputs, rendering the changed ports and diffing them;
+/// `restore`: encoding and writing).
 fn nft_sync(
     writer: &mut NftWriter,
     lab: &mut Lab,
@@ -36,13 +36,10 @@ fn nft_sync(
     cfg: &RenderConfig,
     applied: &mut Applied,
 ) -> Result<Sync, BenchError> {
-    let inputs = nft::Inputs {
-        state: state.clone(),
-        node: synth::node(),
-        cfg: cfg.clone(),
-    };
+    // Taking the inputs from the model is part of every sync.
+    let t = Instant::now();
+    let inputs = nft::Inputs::new(state, synth::node(), cfg.clone());
     if first && let NftWriter::Netlink(socket, batch) = writer {
-        let t = Instant::now();
         let mut stream = nft::FullStream::new(inputs, Existing::default(), false);
         svcnet_proxy::nftables::write_stream(socket, &mut stream, *batch, None, None)
             .map_err(|e| BenchError::Check(format!("netlink stream: {e}")))?;
@@ -58,7 +55,6 @@ fn nft_sync(
             lines,
         });
     }
-    let t = Instant::now();
     let tx = match first {
         false => nft::partial(applied, inputs),
         true => nft::full(inputs, &Existing::default(), false),

@@ -5,7 +5,6 @@
 //! steps at once (the writer sends a batch every few thousand steps).
 
 use std::ops::Bound;
-use std::sync::Arc;
 
 use super::applied::{After, IndexChange, NoLocal};
 use super::base::{self, Base};
@@ -13,8 +12,7 @@ use super::element_index::{ElementIndex, ElementKey, effective, element};
 use super::op::{Op, declaration};
 use super::service::Ctx;
 use super::transaction::{Existing, Part, Stats, Transaction, add_rules};
-use super::{Inputs, Set};
-use crate::model::{Endpoints, ServicePort};
+use super::{Inputs, Set, endpoints};
 
 /// Everything, from whatever the kernel holds, collected into one transaction (tests, benches, the
 /// `nft -f` path); the daemon streams [`FullStream`] instead.
@@ -71,8 +69,6 @@ enum Phase {
 #[derive(Debug)]
 pub struct FullStream {
     inputs: Inputs,
-    /// Each port's Service and endpoints, in name order (records shared with the model).
-    ports: Vec<(Arc<ServicePort>, Option<Endpoints>)>,
     base: Base,
     recreate: bool,
     /// What the kernel holds and has not been declared yet: stale at the end.
@@ -89,11 +85,9 @@ impl FullStream {
     /// `recreate` deletes the table first (in the same batch, so no packet sees it missing): the
     /// way out when an object exists with a definition nft cannot change in place.
     pub fn new(inputs: Inputs, existing: Existing, recreate: bool) -> FullStream {
-        let ports = inputs.ports().map(|(_, s, e)| (s.clone(), e.cloned())).collect();
         FullStream {
             base: base::base(&inputs.node, &inputs.cfg),
             inputs,
-            ports,
             recreate,
             // After a table is deleted nothing exists: nothing to empty, nothing stale.
             stale: if recreate { Existing::default() } else { existing },
@@ -136,10 +130,10 @@ impl FullStream {
                 self.base = base;
                 self.phase = Phase::Port(0);
             }
-            Phase::Port(i) => match self.ports.get(i) {
+            Phase::Port(i) => match self.inputs.ports().get(i) {
                 Some((svc, eps)) => {
                     let ctx = Ctx::new(&self.inputs.node, &self.inputs.cfg);
-                    let objects = ctx.render(svc, eps.as_ref().map_or(&[][..], |e| &e[..]));
+                    let objects = ctx.render(svc, endpoints(eps));
                     self.no_local.count(&objects, 1);
                     self.part(&mut ops, Part::service(&objects));
                     self.phase = Phase::Port(i + 1);

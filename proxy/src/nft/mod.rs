@@ -176,29 +176,54 @@ pub fn addr_type(family: Family) -> &'static str {
     }
 }
 
-/// What a table is rendered from: the model's state (records shared with the model, not copies), the
-/// node's facts and the render settings.
+/// What a table is rendered from: each service port's Service and endpoints (the model's records,
+/// shared, not copied: a port's name is in its `ServicePort`), in name order, the node's facts and the
+/// render settings.
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
-    pub state: ProxyState,
+    ports: Vec<PortInputs>,
     pub node: NodeFacts,
     pub cfg: RenderConfig,
 }
 
-impl Inputs {
-    pub fn render(&self) -> Ruleset {
-        render(&self.state, &self.node, &self.cfg)
-    }
+/// One service port's Service and endpoints (none: no EndpointSlice names the port).
+pub(super) type PortInputs = (Arc<ServicePort>, Option<Endpoints>);
 
-    /// Each service port's inputs, in name order (what [`service::Ctx::render`] takes).
-    pub(super) fn ports(
-        &self,
-    ) -> impl Iterator<Item = (&ServicePortName, &Arc<ServicePort>, Option<&Endpoints>)> {
-        self.state
+impl Inputs {
+    pub fn new(state: &ProxyState, node: NodeFacts, cfg: RenderConfig) -> Inputs {
+        let mut ports: Vec<PortInputs> = state
             .services
             .iter()
-            .map(|(name, svc)| (name, svc, self.state.endpoints.get(name)))
+            .map(|(name, svc)| (svc.clone(), state.endpoints.get(name).cloned()))
+            .collect();
+        // The map's keys are the ports' names; a partial sync walks two of these by name.
+        ports.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        Inputs { ports, node, cfg }
     }
+
+    pub fn render(&self) -> Ruleset {
+        let ctx = service::Ctx::new(&self.node, &self.cfg);
+        let services = self
+            .ports
+            .iter()
+            .map(|(svc, eps)| (svc.name.clone(), Arc::new(ctx.render(svc, endpoints(eps)))))
+            .collect();
+        Ruleset {
+            family: self.cfg.family,
+            base: base::base(&self.node, &self.cfg),
+            services,
+        }
+    }
+
+    /// Each service port's inputs, in name order.
+    pub(super) fn ports(&self) -> &[PortInputs] {
+        &self.ports
+    }
+}
+
+/// A port's endpoints as a slice (none: no endpoints).
+pub(super) fn endpoints(eps: &Option<Endpoints>) -> &[crate::model::Endpoint] {
+    eps.as_deref().unwrap_or(&[])
 }
 
 /// Renders the whole table from scratch (the offline tools; the daemon renders a port at a time).

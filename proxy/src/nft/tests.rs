@@ -20,11 +20,7 @@ fn inputs_yaml(yaml: &str, cfg: &RenderConfig) -> Inputs {
     let objs = parse_objects(yaml).expect("yaml");
     let state = ProxyState::from_k8s(&objs.services, &objs.slices, cfg.family);
     assert!(state.errors.is_empty(), "{:?}", state.errors);
-    Inputs {
-        state,
-        node: node(),
-        cfg: cfg.clone(),
-    }
+    Inputs::new(&state, node(), cfg.clone())
 }
 
 /// A chain's rules as text (comment appended as nft prints it).

@@ -10,6 +10,7 @@
 //! `cluster-ips` once per port), so elements are kept with a contributor count ([`ElementIndex`]) and
 //! leave the kernel only with their last contributor.
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use super::base::Base;
 use super::element_index::{Delta, add_counts, effective, element};
 use super::op::{Op, declaration};
 use super::service::Ctx;
-use super::{Chain, Element, Inputs, ServiceObjects, Set};
+use super::{Chain, Element, Inputs, PortInputs, ServiceObjects, Set, endpoints};
 use crate::model::Family;
 
 /// One transaction: its steps (none when nothing changed) and what the kernel holds once it succeeds.
@@ -195,42 +196,46 @@ fn changed_ports(prev: &Applied, next: &Inputs) -> PortPairs {
     let same_ctx = old.is_some_and(|o| o.node == next.node && o.cfg == next.cfg);
     let old_ctx = old.map(|o| Ctx::new(&o.node, &o.cfg));
     let new_ctx = Ctx::new(&next.node, &next.cfg);
-    let mut names: BTreeSet<_> = next.state.services.keys().collect();
-    names.extend(old.iter().flat_map(|o| o.state.services.keys()));
     let mut out = Vec::new();
-    for name in names {
-        let (a, b) = (old.and_then(|o| port(o, name)), port(next, name));
-        if let (true, Some((sa, ea)), Some((sb, eb))) = (same_ctx, a, b) {
-            let same_eps = match (ea, eb) {
-                (None, None) => true,
-                (Some(x), Some(y)) => Arc::ptr_eq(x, y),
-                _ => false,
-            };
-            if Arc::ptr_eq(sa, sb) && same_eps {
-                continue;
-            }
+    // Both sides are in name order: walk them together.
+    let mut a = old.map_or(&[][..], |o| o.ports()).iter().peekable();
+    let mut b = next.ports().iter().peekable();
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(x), Some(y)) => x.0.name.cmp(&y.0.name),
+        };
+        let (x, y) = match order {
+            Ordering::Less => (a.next(), None),
+            Ordering::Greater => (None, b.next()),
+            Ordering::Equal => (a.next(), b.next()),
+        };
+        if let (true, Some(x), Some(y)) = (same_ctx, x, y)
+            && same_records(x, y)
+        {
+            continue;
         }
-        let a = a.zip(old_ctx.as_ref()).map(|((s, e), ctx)| ctx.render(s, eps(e)));
-        let b = b.map(|(s, e)| new_ctx.render(s, eps(e)));
-        if a != b {
-            out.push((a, b));
+        let x = x
+            .zip(old_ctx.as_ref())
+            .map(|((s, e), ctx)| ctx.render(s, endpoints(e)));
+        let y = y.map(|(s, e)| new_ctx.render(s, endpoints(e)));
+        if x != y {
+            out.push((x, y));
         }
     }
     out
 }
 
-type PortInputs<'a> = (
-    &'a Arc<crate::model::ServicePort>,
-    Option<&'a crate::model::Endpoints>,
-);
-
-fn port<'a>(inputs: &'a Inputs, name: &crate::model::ServicePortName) -> Option<PortInputs<'a>> {
-    let svc = inputs.state.services.get(name)?;
-    Some((svc, inputs.state.endpoints.get(name)))
-}
-
-fn eps(e: Option<&crate::model::Endpoints>) -> &[crate::model::Endpoint] {
-    e.map_or(&[][..], |e| &e[..])
+/// The very same Service and endpoint records: the port renders as before.
+fn same_records(x: &PortInputs, y: &PortInputs) -> bool {
+    let same_eps = match (&x.1, &y.1) {
+        (None, None) => true,
+        (Some(p), Some(q)) => Arc::ptr_eq(p, q),
+        _ => false,
+    };
+    Arc::ptr_eq(&x.0, &y.0) && same_eps
 }
 
 /// Element changes against what the kernel holds: deletions go into `ops` now, additions are
