@@ -154,9 +154,9 @@ impl Lab {
         sweep_leftovers_once();
         let node = svcnet_netns::netns_or_skip(&format!("{tag}-n"))?;
         let client = Netns::new(&format!("{tag}-c")).expect("client netns");
-        net::wire_node_and_client(&node, &client);
+        net::wire_node_and_client(&node, &client).expect("wire node and client");
         if opts.ipv6 {
-            net::wire_node_and_client_v6(&node, &client);
+            net::wire_node_and_client_v6(&node, &client).expect("wire node and client (IPv6)");
         }
         let cluster = Cluster::start_with(Options {
             netns: Some(node.name().to_owned()),
@@ -190,9 +190,9 @@ impl Lab {
             // Same digits as the IPv4 address, for readable logs.
             let ip6 = opts.ipv6.then(|| format!("fd00:10:244:1::{}", 10 + i));
             let ns = Netns::new(&format!("{tag}-p{}", i + 1)).expect("pod netns");
-            net::wire_pod(&lab.node, &ns, i, &ip);
+            net::wire_pod(&lab.node, &ns, i, &ip).expect("wire pod");
             if let Some(ip6) = &ip6 {
-                net::wire_pod_v6(&ns, ip6);
+                net::wire_pod_v6(&ns, ip6).expect("wire pod (IPv6)");
             }
             let server = helper::spawn_server(&ns, &name, ip6.is_some());
             lab.servers.push(server);
