@@ -95,9 +95,9 @@ impl Env {
         let cp = svcnet_netns::netns_or_skip(&format!("{tag}-cp"))?;
         let up = Netns::new(&format!("{tag}-up")).expect("upstream node netns");
         let sv = Netns::new(&format!("{tag}-sv")).expect("svcnet node netns");
-        net::wire_api_bridge(&cp, API_IP);
-        net::wire_node(&cp, &up, "nup", "192.168.251.2");
-        net::wire_node(&cp, &sv, "nsv", "192.168.251.3");
+        net::wire_api_bridge(&cp, API_IP).expect("wire the API bridge");
+        net::wire_node(&cp, &up, "nup", "192.168.251.2").expect("wire the upstream node");
+        net::wire_node(&cp, &sv, "nsv", "192.168.251.3").expect("wire the svcnet node");
         let cluster = Cluster::start_with(Options {
             netns: Some(cp.name().to_owned()),
             ip: Some(API_IP.parse().expect("literal address")),
