@@ -136,8 +136,9 @@ pub fn wait_for<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) 
 }
 
 /// Deletes the namespaces of test runs that were killed (SIGKILL skips every Drop), once per test
-/// process: their rules and processes would otherwise stay on the machine.
-fn sweep_leftovers_once() {
+/// process: their rules and processes would otherwise stay on the machine. Every environment of the
+/// proxy tests (this lab, the differential test's) calls it before it makes namespaces.
+pub fn sweep_leftovers_once() {
     static SWEPT: OnceLock<()> = OnceLock::new();
     SWEPT.get_or_init(|| {
         for name in svcnet_netns::sweep_dead() {
