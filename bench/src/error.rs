@@ -34,3 +34,10 @@ impl BenchError {
         }
     }
 }
+
+/// A namespace or wiring step of `svcnet-netns` (creating, `ip`, a sysctl) failed.
+impl From<svcnet_netns::NetnsError> for BenchError {
+    fn from(e: svcnet_netns::NetnsError) -> Self {
+        BenchError::Netns(e.to_string())
+    }
+}

@@ -6,6 +6,8 @@
 
 use std::process::Command;
 
+use svcnet_netns::link;
+
 use crate::error::BenchError;
 
 /// The endpoint address the probe listener binds (on the namespace's `lo`).
@@ -27,35 +29,27 @@ pub struct Netns {
 
 impl Netns {
     pub fn create(tag: &str) -> Result<Netns, BenchError> {
-        let guard = svcnet_netns::Netns::new(&format!("bench-{tag}"))
-            .map_err(|e| BenchError::Netns(e.to_string()))?;
+        let guard = svcnet_netns::Netns::new(&format!("bench-{tag}"))?;
         Ok(Netns {
             name: guard.name().to_string(),
             guard,
         })
     }
 
-    /// `ip -n <ns> <args>`.
-    pub fn ip(&self, args: &[&str]) -> Result<(), BenchError> {
-        let mut all = vec!["-n", self.name.as_str()];
-        all.extend_from_slice(args);
-        svcnet_netns::run(&[&["ip"][..], &all].concat(), None)
-            .and_then(|r| r.stdout_if_ok())
-            .map(|_| ())
-            .map_err(|e| BenchError::Netns(e.to_string()))
-    }
-
-    /// A namespace with `lo` up carrying the probe addresses (plus a local /16 for many-endpoint
-    /// services), and the service CIDR routed to `lo` so connects to cluster IPs get a route and reach
-    /// nat OUTPUT (where they are DNATed to an endpoint). `lo` needs no kernel module, unlike a dummy
-    /// interface.
+    /// A namespace with `lo` up (as every guard has it) carrying the probe addresses (plus a local /16
+    /// for many-endpoint services), and the service CIDR routed to `lo` so connects to cluster IPs get
+    /// a route and reach nat OUTPUT (where they are DNATed to an endpoint). `lo` needs no kernel
+    /// module, unlike a dummy interface.
     pub fn create_lab(tag: &str) -> Result<Netns, BenchError> {
         let ns = Netns::create(tag)?;
-        ns.ip(&["link", "set", "lo", "up"])?;
-        ns.ip(&["addr", "add", &format!("{ENDPOINT_ADDR}/32"), "dev", "lo"])?;
-        ns.ip(&["addr", "add", &format!("{CLIENT_ADDR}/32"), "dev", "lo"])?;
-        ns.ip(&["route", "add", SERVICE_CIDR, "dev", "lo", "src", CLIENT_ADDR])?;
-        ns.ip(&["route", "add", "local", LOCAL_ENDPOINTS_CIDR, "dev", "lo"])?;
+        link::addr(&ns.name, "lo", &format!("{ENDPOINT_ADDR}/32"))?;
+        link::addr(&ns.name, "lo", &format!("{CLIENT_ADDR}/32"))?;
+        // Connects to cluster IPs leave from CLIENT_ADDR, never the endpoint's own (no hairpin).
+        link::ip(
+            &ns.name,
+            &["route", "add", SERVICE_CIDR, "dev", "lo", "src", CLIENT_ADDR],
+        )?;
+        link::local_route(&ns.name, LOCAL_ENDPOINTS_CIDR, "lo")?;
         Ok(ns)
     }
 

@@ -5,6 +5,8 @@
 //! local addresses: a connect that no rule diverts, or that reaches an old endpoint, is refused
 //! at once, and only the probe endpoint (where the agent listens) accepts.
 
+use svcnet_netns::link;
+
 use crate::error::BenchError;
 use crate::netns::Netns;
 
@@ -20,11 +22,10 @@ pub const ENDPOINT_CIDR: &str = "10.128.0.0/9";
 pub const PROBE_CIDR: &str = crate::netns::LOCAL_ENDPOINTS_CIDR;
 pub const PROBE_IP: &str = "10.201.0.1";
 
-/// The control plane's namespace: `lo` up with [`API_IP`].
+/// The control plane's namespace: `lo` (up, as every guard has it) with [`API_IP`].
 pub fn control_plane() -> Result<Netns, BenchError> {
     let ns = Netns::create("up-cp")?;
-    ns.ip(&["link", "set", "lo", "up"])?;
-    ns.ip(&["addr", "add", &format!("{API_IP}/32"), "dev", "lo"])?;
+    link::addr(&ns.name, "lo", &format!("{API_IP}/32"))?;
     Ok(ns)
 }
 
@@ -36,18 +37,13 @@ pub fn node(tag: &str, round: usize, cp: &Netns) -> Result<Netns, BenchError> {
     let octet = u8::try_from(round % 250).unwrap_or(0);
     let (cp_link, node_link) = (format!("10.250.{octet}.1"), format!("10.250.{octet}.2"));
     let peer = format!("upc{octet}");
-    ns.ip(&["link", "set", "lo", "up"])?;
-    ns.ip(&["addr", "add", &format!("{NODE_IP}/32"), "dev", "lo"])?;
-    ns.ip(&[
-        "link", "add", "up0", "type", "veth", "peer", "name", &peer, "netns", &cp.name,
-    ])?;
-    ns.ip(&["addr", "add", &format!("{node_link}/30"), "dev", "up0"])?;
-    ns.ip(&["link", "set", "up0", "up"])?;
-    cp.ip(&["addr", "add", &format!("{cp_link}/30"), "dev", &peer])?;
-    cp.ip(&["link", "set", &peer, "up"])?;
-    ns.ip(&["route", "add", &format!("{API_IP}/32"), "via", &cp_link])?;
+    link::addr(&ns.name, "lo", &format!("{NODE_IP}/32"))?;
+    link::veth(&ns.name, "up0", &cp.name, &peer)?;
+    link::addr(&ns.name, "up0", &format!("{node_link}/30"))?;
+    link::addr(&cp.name, &peer, &format!("{cp_link}/30"))?;
+    link::route(&ns.name, &format!("{API_IP}/32"), Some(&cp_link), None)?;
     for cidr in [SERVICE_CIDR, ENDPOINT_CIDR, PROBE_CIDR] {
-        ns.ip(&["route", "add", "local", cidr, "dev", "lo"])?;
+        link::local_route(&ns.name, cidr, "lo")?;
     }
     Ok(ns)
 }

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use svcnet_netns::link;
 
 use crate::state::{self, State};
 use crate::{gce, http, kube, netns, procs};
@@ -32,7 +33,7 @@ pub fn print(dir: &Path, st: &State) {
         }
     }
     eprintln!("---- routes in the vpc router ----");
-    eprintln!("{}", netns::ip(&st.vpc(), &["route"]).unwrap_or_default());
+    eprintln!("{}", link::ip(&st.vpc(), &["route"]).unwrap_or_default());
     eprintln!("---- filter table in the vpc router (iptables-save -c) ----");
     match netns::exec(&st.vpc(), &["iptables-save", "-c", "-t", "filter"]) {
         Ok(rules) => eprintln!("{rules}"),

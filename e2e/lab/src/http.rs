@@ -47,8 +47,7 @@ pub fn request_in(
     body: &str,
 ) -> Result<(u16, String)> {
     let exe = std::env::current_exe().context("current exe")?;
-    let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", ns])
+    let mut child = svcnet_netns::command(ns, &[])
         .arg(exe)
         .args(["http", method, url, "--content-type", content_type])
         .stdin(std::process::Stdio::piped())

@@ -1,6 +1,7 @@
-//! The lab's namespaces and the `ip` tool, on top of svcnet-netns (running commands, deleting a
-//! namespace with what runs inside). Every namespace of a lab is named `<prefix>-<role>`, where the
-//! prefix is unique per lab (`svcnet-lab-<hex>`), so `down` can find them all even without the state file.
+//! The lab's namespaces, on top of svcnet-netns (creating one, running commands, deleting one with
+//! what runs inside; the wiring steps are `svcnet_netns::link`'s, the GCE-like instance link is here).
+//! Every namespace of a lab is named `<prefix>-<role>`, where the prefix is unique per lab
+//! (`svcnet-lab-<hex>`), so `down` can find them all even without the state file.
 //! These are not svcnet-netns guards on purpose: a lab outlives the `svcnet-lab up` process that made
 //! it, so neither Drop nor a sweep by dead pid may remove it. Namespaces are never linked to the root
 //! namespace: veth pairs are created directly between two lab namespaces (`ip -n A link add ... peer
@@ -9,6 +10,7 @@
 use std::sync::RwLock;
 
 use anyhow::{Context, Result, bail};
+use svcnet_netns::link;
 
 /// Creation is shut once the lab is being torn down on a signal (see [`stop_creating`]); a namespace
 /// add holds the read side for its whole duration, so teardown never misses one made in the meantime.
@@ -29,13 +31,6 @@ pub fn exec(ns: &str, args: &[&str]) -> Result<String> {
     Ok(svcnet_netns::exec(ns, args, None)?.stdout_if_ok()?)
 }
 
-/// `ip -n ns ...`
-pub fn ip(ns: &str, args: &[&str]) -> Result<String> {
-    let mut v = vec!["ip", "-n", ns];
-    v.extend_from_slice(args);
-    run(&v)
-}
-
 /// Creates the namespace with loopback up, forwarding on and reverse-path filtering off (the VPC routes
 /// asymmetric LB traffic, like GCE's pass-through LB). Refused once the lab is being torn down.
 pub fn add(ns: &str) -> Result<()> {
@@ -43,14 +38,10 @@ pub fn add(ns: &str) -> Result<()> {
     if !*open {
         bail!("not creating {ns}: the lab is being torn down");
     }
-    run(&["ip", "netns", "add", ns])?;
-    ip(ns, &["link", "set", "lo", "up"])?;
-    for kv in [
-        "net.ipv4.ip_forward=1",
-        "net.ipv4.conf.all.rp_filter=0",
-        "net.ipv4.conf.default.rp_filter=0",
-    ] {
-        exec(ns, &["sysctl", "-q", "-w", kv])?;
+    svcnet_netns::add(ns)?;
+    link::forward_ipv4(ns)?;
+    for key in ["net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter"] {
+        link::sysctl(ns, key, "0")?;
     }
     Ok(())
 }
@@ -75,16 +66,22 @@ pub fn list(prefix: &str) -> Vec<String> {
         .collect()
 }
 
-/// A veth pair `a_if` in `a` <-> `b_if` in `b`, both up.
-pub fn veth(a: &str, a_if: &str, b: &str, b_if: &str) -> Result<()> {
-    ip(
-        a,
-        &[
-            "link", "add", a_if, "type", "veth", "peer", "name", b_if, "netns", b,
-        ],
-    )?;
-    ip(a, &["link", "set", a_if, "up"])?;
-    ip(b, &["link", "set", b_if, "up"])?;
+/// Links `host` to `router` as GCE links an instance to its VPC: veth `router_if` <-> `eth0`, the
+/// host's `host_ip` as a /32 with the router's `router_ip` as its only neighbour and gateway, and the
+/// router's way back a /32 route over `router_if` (the router's own address sits on every such link).
+pub fn instance_link(
+    router: &str,
+    router_if: &str,
+    router_ip: &str,
+    host: &str,
+    host_ip: &str,
+) -> Result<()> {
+    link::veth(router, router_if, host, "eth0")?;
+    link::addr(router, router_if, &format!("{router_ip}/32"))?;
+    link::route(router, &format!("{host_ip}/32"), None, Some(router_if))?;
+    link::addr(host, "eth0", &format!("{host_ip}/32"))?;
+    link::route(host, router_ip, None, Some("eth0"))?;
+    link::route(host, "default", Some(router_ip), Some("eth0"))?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
+use svcnet_netns::link;
 
 use crate::components::{self, Started};
 use crate::kube::{self, Api};
@@ -23,24 +24,10 @@ pub fn create(st: &State, index: u32) -> Result<Node> {
         index,
         pod_cidr: String::new(),
     };
-    let vpc = st.vpc();
     netns::add(&node.ns)?;
-    let link = format!("n{index}");
-    netns::veth(&vpc, &link, &node.ns, "eth0")?;
-    netns::ip(&vpc, &["addr", "add", &format!("{VPC_IP}/32"), "dev", &link])?;
-    netns::ip(&vpc, &["route", "add", &format!("{}/32", node.ip), "dev", &link])?;
-    netns::ip(
-        &node.ns,
-        &["addr", "add", &format!("{}/32", node.ip), "dev", "eth0"],
-    )?;
-    netns::ip(&node.ns, &["route", "add", VPC_IP, "dev", "eth0"])?;
-    netns::ip(
-        &node.ns,
-        &["route", "add", "default", "via", VPC_IP, "dev", "eth0"],
-    )?;
+    netns::instance_link(&st.vpc(), &format!("n{index}"), VPC_IP, &node.ns, &node.ip)?;
     // Its address comes with the podCIDR, once the Node is registered.
-    netns::ip(&node.ns, &["link", "add", "cbr0", "type", "bridge"])?;
-    netns::ip(&node.ns, &["link", "set", "cbr0", "up"])?;
+    link::bridge(&node.ns, "cbr0")?;
     Ok(node)
 }
 
@@ -101,10 +88,7 @@ pub fn register(st: &State, node: &Node) -> Result<Node> {
     let (Some(gw), Some(prefix)) = (node.bridge_ip(), cidr.split('/').nth(1)) else {
         bail!("node {}: podCIDR {cidr} is not an IPv4 CIDR", node.name);
     };
-    netns::ip(
-        &node.ns,
-        &["addr", "add", &format!("{gw}/{prefix}"), "dev", "cbr0"],
-    )?;
+    link::addr(&node.ns, "cbr0", &format!("{gw}/{prefix}"))?;
     Ok(node)
 }
 
@@ -215,7 +199,7 @@ pub fn remove(dir: &Path, name: &str) -> Result<()> {
         procs::kill(p.pid);
     }
     netns::del(&node.ns);
-    let _ = netns::ip(&st.vpc(), &["link", "del", &format!("n{}", node.index)]);
+    let _ = link::ip(&st.vpc(), &["link", "del", &format!("n{}", node.index)]);
     state::save(dir, &st)?;
     println!("node/{name} removed");
     Ok(())

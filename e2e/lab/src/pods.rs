@@ -10,6 +10,7 @@ use std::process::Child;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use svcnet_netns::link;
 
 use crate::netns;
 use crate::procs::{self, Process};
@@ -27,12 +28,12 @@ pub struct Server {
 }
 
 /// Creates the pod's namespace `ns` on `node`'s bridge with `ip` and starts the hostname server
-/// answering `name` on `port`; link `link` is the bridge side.
+/// answering `name` on `port`; link `bridge_port` is the bridge side.
 pub fn start(
     dir: &Path,
     node: &Node,
     ns: &str,
-    link: &str,
+    bridge_port: &str,
     ip: Ipv4Addr,
     name: &str,
     port: u16,
@@ -41,10 +42,10 @@ pub fn start(
         bail!("node {} has no podCIDR yet", node.name);
     };
     netns::add(ns)?;
-    netns::veth(&node.ns, link, ns, "eth0")?;
-    netns::ip(&node.ns, &["link", "set", link, "master", "cbr0"])?;
-    netns::ip(ns, &["addr", "add", &format!("{ip}/{prefix}"), "dev", "eth0"])?;
-    netns::ip(ns, &["route", "add", "default", "via", &gw.to_string()])?;
+    link::veth(&node.ns, bridge_port, ns, "eth0")?;
+    link::attach(&node.ns, "cbr0", bridge_port)?;
+    link::addr(ns, "eth0", &format!("{ip}/{prefix}"))?;
+    link::route(ns, "default", Some(&gw.to_string()), None)?;
     let args = vec![
         "serve-hostname".to_string(),
         "--name".into(),

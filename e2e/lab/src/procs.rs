@@ -68,8 +68,7 @@ pub fn spawn_child(dir: &Path, ns: &str, name: &str, bin: &Path, args: &[String]
         .create(true)
         .append(true)
         .open(log_path(dir, name))?;
-    let child = Command::new("ip")
-        .args(["netns", "exec", ns])
+    let child = svcnet_netns::command(ns, &[])
         .arg(bin)
         .args(args)
         .stdin(Stdio::null())

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::Value;
+use svcnet_netns::link;
 
 use crate::kube::Api;
 use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State, VM_IP, VPC_IP};
@@ -31,16 +32,16 @@ pub fn create(st: &State) -> Result<()> {
     let vpc = st.vpc();
     netns::add(&vpc)?;
     // The control plane's address, whatever node links come and go.
-    netns::ip(&vpc, &["addr", "add", &format!("{VPC_IP}/32"), "dev", "lo"])?;
-    for (ns, link, gw, ip) in [
+    link::addr(&vpc, "lo", &format!("{VPC_IP}/32"))?;
+    for (ns, vpc_if, gw, ip) in [
         (st.client(), "cl", CLIENT_GW, CLIENT_IP),
         (st.client2(), "cl2", CLIENT2_GW, CLIENT2_IP),
     ] {
         netns::add(&ns)?;
-        netns::veth(&vpc, link, &ns, "eth0")?;
-        netns::ip(&vpc, &["addr", "add", &format!("{gw}/24"), "dev", link])?;
-        netns::ip(&ns, &["addr", "add", &format!("{ip}/24"), "dev", "eth0"])?;
-        netns::ip(&ns, &["route", "add", "default", "via", gw])?;
+        link::veth(&vpc, vpc_if, &ns, "eth0")?;
+        link::addr(&vpc, vpc_if, &format!("{gw}/24"))?;
+        link::addr(&ns, "eth0", &format!("{ip}/24"))?;
+        link::route(&ns, "default", Some(gw), None)?;
     }
     create_vm(st)
 }
@@ -50,13 +51,7 @@ pub fn create(st: &State) -> Result<()> {
 fn create_vm(st: &State) -> Result<()> {
     let (vpc, vm) = (st.vpc(), st.vm());
     netns::add(&vm)?;
-    netns::veth(&vpc, "vm", &vm, "eth0")?;
-    netns::ip(&vpc, &["addr", "add", &format!("{VPC_IP}/32"), "dev", "vm"])?;
-    netns::ip(&vpc, &["route", "add", &format!("{VM_IP}/32"), "dev", "vm"])?;
-    netns::ip(&vm, &["addr", "add", &format!("{VM_IP}/32"), "dev", "eth0"])?;
-    netns::ip(&vm, &["route", "add", VPC_IP, "dev", "eth0"])?;
-    netns::ip(&vm, &["route", "add", "default", "via", VPC_IP, "dev", "eth0"])?;
-    Ok(())
+    netns::instance_link(&vpc, "vm", VPC_IP, &vm, VM_IP)
 }
 
 /// The agent loop (`svcnet-lab agent`), run inside the `vpc` namespace.

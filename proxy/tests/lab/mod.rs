@@ -27,11 +27,12 @@
 pub mod api;
 pub mod helper;
 pub mod net;
+mod proxy;
 
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use svcnet_netns::Netns;
 use svcnet_testcluster::{Cluster, Component, Options};
@@ -136,8 +137,9 @@ pub fn wait_for<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) 
 }
 
 /// Deletes the namespaces of test runs that were killed (SIGKILL skips every Drop), once per test
-/// process: their rules and processes would otherwise stay on the machine.
-fn sweep_leftovers_once() {
+/// process: their rules and processes would otherwise stay on the machine. Every environment of the
+/// proxy tests (this lab, the differential test's) calls it before it makes namespaces.
+pub fn sweep_leftovers_once() {
     static SWEPT: OnceLock<()> = OnceLock::new();
     SWEPT.get_or_init(|| {
         for name in svcnet_netns::sweep_dead() {
@@ -154,9 +156,9 @@ impl Lab {
         sweep_leftovers_once();
         let node = svcnet_netns::netns_or_skip(&format!("{tag}-n"))?;
         let client = Netns::new(&format!("{tag}-c")).expect("client netns");
-        net::wire_node_and_client(&node, &client);
+        net::wire_node_and_client(&node, &client).expect("wire node and client");
         if opts.ipv6 {
-            net::wire_node_and_client_v6(&node, &client);
+            net::wire_node_and_client_v6(&node, &client).expect("wire node and client (IPv6)");
         }
         let cluster = Cluster::start_with(Options {
             netns: Some(node.name().to_owned()),
@@ -190,9 +192,9 @@ impl Lab {
             // Same digits as the IPv4 address, for readable logs.
             let ip6 = opts.ipv6.then(|| format!("fd00:10:244:1::{}", 10 + i));
             let ns = Netns::new(&format!("{tag}-p{}", i + 1)).expect("pod netns");
-            net::wire_pod(&lab.node, &ns, i, &ip);
+            net::wire_pod(&lab.node, &ns, i, &ip).expect("wire pod");
             if let Some(ip6) = &ip6 {
-                net::wire_pod_v6(&ns, ip6);
+                net::wire_pod_v6(&ns, ip6).expect("wire pod (IPv6)");
             }
             let server = helper::spawn_server(&ns, &name, ip6.is_some());
             lab.servers.push(server);
@@ -274,84 +276,6 @@ impl Lab {
         rev
     }
 
-    pub fn start_proxy(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join("proxy.log"))
-            .expect("log");
-        let mut cmd = self
-            .node
-            .command(&[proxy_binary().to_str().expect("utf-8 path"), "run"]);
-        cmd.args([
-            "--kubeconfig",
-            self.kubeconfig.to_str().expect("utf-8"),
-            "--hostname-override",
-            NODE,
-            "--cluster-cidr",
-            if self.opts.ipv6 {
-                "10.244.0.0/16,fd00:10:244::/56"
-            } else {
-                "10.244.0.0/16"
-            },
-            "--iptables-min-sync-period",
-            self.opts.min_sync,
-            "--iptables-sync-period",
-            self.opts.sync_period,
-            "--write-payloads",
-            self.payload_dir().to_str().expect("utf-8"),
-            "--log-level",
-            "info,svcnet_proxy=debug",
-        ])
-        .args(&self.opts.extra_args)
-        .stdout(Stdio::null())
-        .stderr(log);
-        if let Some(prefix) = &self.opts.path_prefix {
-            let path = std::env::var("PATH").unwrap_or_default();
-            cmd.env("PATH", format!("{}:{path}", prefix.display()));
-        }
-        let child = cmd.spawn().expect("spawn svcnet-proxy");
-        self.proxy = Some(Proc {
-            name: "proxy".into(),
-            child,
-        });
-    }
-
-    pub fn stop_proxy(&mut self) {
-        if let Some(mut p) = self.proxy.take() {
-            p.kill();
-        }
-    }
-
-    pub fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
-    }
-
-    /// Number of "synced" log lines so far.
-    pub fn syncs(&self) -> usize {
-        self.log("proxy.log")
-            .lines()
-            .filter(|l| l.contains("synced"))
-            .count()
-    }
-
-    fn wait_first_sync(&mut self) {
-        let start = Instant::now();
-        loop {
-            if self.syncs() > 0 {
-                return;
-            }
-            let alive = self.proxy.as_mut().is_some_and(Proc::alive);
-            assert!(alive, "svcnet-proxy exited; log:\n{}", self.log("proxy.log"));
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "no first sync within 30s; log:\n{}",
-                self.log("proxy.log")
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
     /// Writes as admin (kubectl in the node namespace).
     pub fn api(&self) -> api::Api {
         assert!(!self.apiserver_down, "kube-apiserver is stopped");
@@ -368,42 +292,6 @@ impl Lab {
     /// ip6tables-save of the node (all tables).
     pub fn save6(&self) -> String {
         self.node.ok(&["ip6tables-save"])
-    }
-
-    /// Payload files written so far, sorted: (file name, content).
-    pub fn payloads(&self) -> Vec<(String, String)> {
-        let mut v: Vec<(String, String)> = std::fs::read_dir(self.payload_dir())
-            .expect("payload dir")
-            .flatten()
-            .map(|e| {
-                (
-                    e.file_name().to_string_lossy().into_owned(),
-                    std::fs::read_to_string(e.path()).unwrap_or_default(),
-                )
-            })
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// GET on the proxy's metrics endpoint (inside the node namespace).
-    pub fn metrics(&self) -> String {
-        helper::http(
-            &self.node,
-            "GET",
-            "http://127.0.0.1:10249/metrics",
-            "text/plain",
-            "",
-        )
-        .1
-    }
-
-    /// The value of one metric sample line (exact name with labels), 0 when absent.
-    pub fn metric(&self, sample: &str) -> f64 {
-        self.metrics()
-            .lines()
-            .find_map(|l| l.strip_prefix(sample).and_then(|r| r.trim().parse().ok()))
-            .unwrap_or(0.0)
     }
 
     pub fn pod(&self, name: &str) -> &Pod {

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use svcnet_netns::Netns;
 use svcnet_testcluster::{Cluster, Component, Kubectl, Options};
 
-use crate::lab::{Proc, helper};
+use crate::lab::{self, Proc, helper};
 
 pub const NODE: &str = "node-1";
 pub const ZONE: &str = "z1";
@@ -89,15 +89,13 @@ impl Env {
     /// for their first syncs). `None` (with a SKIPPED line) when namespaces are unavailable outside CI.
     /// `flags` go to both proxies, after the common ones.
     pub fn start(tag: &str, flags: &[&str]) -> Option<Env> {
-        for name in svcnet_netns::sweep_dead() {
-            eprintln!("removed leftover namespace {name} (its test process is gone)");
-        }
+        lab::sweep_leftovers_once();
         let cp = svcnet_netns::netns_or_skip(&format!("{tag}-cp"))?;
         let up = Netns::new(&format!("{tag}-up")).expect("upstream node netns");
         let sv = Netns::new(&format!("{tag}-sv")).expect("svcnet node netns");
-        net::wire_api_bridge(&cp, API_IP);
-        net::wire_node(&cp, &up, "nup", "192.168.251.2");
-        net::wire_node(&cp, &sv, "nsv", "192.168.251.3");
+        net::wire_api_bridge(&cp, API_IP).expect("wire the API bridge");
+        net::wire_node(&cp, &up, "nup", "192.168.251.2").expect("wire the upstream node");
+        net::wire_node(&cp, &sv, "nsv", "192.168.251.3").expect("wire the svcnet node");
         let cluster = Cluster::start_with(Options {
             netns: Some(cp.name().to_owned()),
             ip: Some(API_IP.parse().expect("literal address")),

@@ -30,7 +30,8 @@ impl Ran {
     }
 }
 
-/// `ip netns exec <ns> <args...>`, not yet started (the caller adds environment, stdio, spawns).
+/// `ip netns exec <ns> <args...>`, not yet started (the caller adds environment, stdio, spawns). With
+/// no `args` the caller adds the program too, e.g. a binary's `Path` that need not be UTF-8.
 pub fn command(ns: &str, args: &[&str]) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns]).args(args);

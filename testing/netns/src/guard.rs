@@ -17,11 +17,8 @@ impl Netns {
     /// Creates the namespace, or says why it cannot (not root, no `ip`).
     pub fn new(tag: &str) -> Result<Netns, NetnsError> {
         let name = name::unique(tag);
-        crate::run(&["ip", "netns", "add", &name], None)?.stdout_if_ok()?;
-        // From here on the guard owns it: an error below deletes it again.
-        let ns = Netns { name };
-        crate::run(&["ip", "-n", &ns.name, "link", "set", "lo", "up"], None)?.stdout_if_ok()?;
-        Ok(ns)
+        sweep::add(&name)?;
+        Ok(Netns { name })
     }
 
     pub fn name(&self) -> &str {

@@ -6,6 +6,9 @@
 //! - [`exec`], [`run`], [`command`]: run a program (inside a namespace), stdin in, stdout and stderr out.
 //! - [`netns_or_skip`] / [`skip_or_panic`]: a missing capability prints `SKIPPED: reason` outside CI
 //!   and panics under `CI=true`, so a skip never passes for a green CI run.
+//! - [`link`]: the wiring harnesses build their topologies from (veth pairs between two namespaces,
+//!   bridges, addresses, routes, forwarding), over namespace names so guards and persistent namespaces
+//!   share it; [`add`] makes a namespace without a guard.
 //! - [`sweep_dead`]: a test process killed by a signal never drops its guards; the next run deletes the
 //!   namespaces whose embedded pid no longer exists.
 #![forbid(unsafe_code)]
@@ -13,6 +16,7 @@
 mod error;
 mod exec;
 mod guard;
+pub mod link;
 mod name;
 mod skip;
 mod sweep;
@@ -22,4 +26,4 @@ pub use exec::{Ran, command, exec, run};
 pub use guard::Netns;
 pub use name::{PREFIX, owner_pid};
 pub use skip::{in_ci, netns_or_skip, skip_or_panic};
-pub use sweep::{delete, list, sweep_dead};
+pub use sweep::{add, delete, list, sweep_dead};

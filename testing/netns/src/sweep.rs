@@ -1,8 +1,17 @@
-//! Listing, deleting, and sweeping up namespaces whose owner died.
+//! Namespaces by name: creating, listing and deleting them, and sweeping up those whose owner died.
 
 use std::path::Path;
 
+use crate::NetnsError;
 use crate::name::owner_pid;
+
+/// Creates namespace `name` with `lo` up and nothing else. No guard: the caller owns it, as a
+/// [`crate::Netns`] or as one of the lab's namespaces that outlive their creator. When `lo` cannot be
+/// set up the namespace is deleted again, so an error leaves nothing behind.
+pub fn add(name: &str) -> Result<(), NetnsError> {
+    crate::run(&["ip", "netns", "add", name], None)?.stdout_if_ok()?;
+    crate::link::up(name, "lo").inspect_err(|_| delete(name))
+}
 
 /// Every network namespace name on the machine (`ip netns list`); empty when `ip` cannot run.
 pub fn list() -> Vec<String> {

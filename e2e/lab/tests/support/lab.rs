@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
+use svcnet_netns::link;
 
 use super::{Cluster, Component, Feature, From, IMAGE, LoadRun, Proxy, wait_for};
 
@@ -407,11 +408,8 @@ impl Cluster for Lab {
     }
 
     fn lb_backends(&self, lb_ip: &str) -> Vec<String> {
-        let out = Command::new("ip")
-            .args(["-n", &self.vpc(), "route", "show", &format!("{lb_ip}/32")])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+        // An `ip` that fails (the router's namespace gone) reads as no backends.
+        let text = link::ip(&self.vpc(), &["route", "show", &format!("{lb_ip}/32")]).unwrap_or_default();
         let words: Vec<&str> = text.split_whitespace().collect();
         words
             .windows(2)
