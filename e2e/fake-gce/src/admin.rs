@@ -6,8 +6,10 @@ use crate::app::App;
 use crate::crud;
 use crate::errors::ApiError;
 use crate::faults::FaultSpec;
+use crate::kind::Kind;
 use crate::resources::{Ctx, instances};
-use crate::store::{Kind, Scope, key};
+use crate::scope::Scope;
+use crate::store::key;
 
 pub struct AdminReply {
     pub status: u16,

@@ -6,10 +6,12 @@ use serde_json::{Map, Value, json};
 use crate::app::{App, Inner};
 use crate::clock::{now_ms, rfc3339};
 use crate::errors::ApiError;
+use crate::kind::Kind;
 use crate::operations::Operation;
 use crate::resources::{self, Ctx};
 use crate::routes::Route;
-use crate::store::{Kind, Scope, ScopeType, key};
+use crate::scope::{Scope, ScopeType};
+use crate::store::key;
 use crate::{lists, scopes};
 
 pub type Params = BTreeMap<String, String>;

@@ -8,8 +8,9 @@ use crate::clock::now_ms;
 use crate::crud::Params;
 use crate::errors::ApiError;
 use crate::filter::Filter;
+use crate::kind::Kind;
 use crate::paging::PageReq;
-use crate::store::{Kind, Scope, ScopeType};
+use crate::scope::{Scope, ScopeType};
 
 fn parse_filter(params: &Params) -> Result<Option<Filter>, ApiError> {
     match params.get("filter").map(String::as_str) {

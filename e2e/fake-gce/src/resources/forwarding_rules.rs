@@ -4,7 +4,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Ctx, default, ips};
 use crate::errors::ApiError;
-use crate::store::{Kind, Scope};
+use crate::kind::Kind;
+use crate::scope::Scope;
 use crate::validate;
 
 const PROTOCOLS: [&str; 7] = ["TCP", "UDP", "ESP", "AH", "SCTP", "ICMP", "L3_DEFAULT"];
@@ -104,12 +105,7 @@ pub fn prepare(
         let net = validate::opt_str(&obj, "network")?
             .unwrap_or("default")
             .to_string();
-        let net = ctx.existing_link(
-            "resource.network",
-            &net,
-            Kind::Network,
-            Some(&crate::store::Scope::Global),
-        )?;
+        let net = ctx.existing_link("resource.network", &net, Kind::Network, Some(&Scope::Global))?;
         obj.insert("network".into(), json!(net));
         // Subnetworks are not modelled: any regions/<this region>/subnetworks/<name> reference is
         // accepted and stored as a full URL, as GCE returns it.
