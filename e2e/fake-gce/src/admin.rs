@@ -146,7 +146,7 @@ fn route(app: &App, method: &str, path: &str, query: &str, body: &[u8]) -> Resul
             ok(json!({"perSecond": r.per_second}))
         }
         ("GET", ["calls"]) => {
-            let params = crate::api::parse_query(query);
+            let params = crate::query::parse_query(query);
             let re = match params.get("pathRegex") {
                 Some(r) => Some(
                     regex::Regex::new(r)

@@ -1,6 +1,4 @@
 //! Executes one compute route against the state (called with the state lock held).
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value, json};
 
 use crate::app::{App, Inner};
@@ -8,13 +6,12 @@ use crate::clock::{now_ms, rfc3339};
 use crate::errors::ApiError;
 use crate::kind::Kind;
 use crate::operations::Operation;
+use crate::query::Params;
 use crate::resources::{self, Ctx};
 use crate::routes::Route;
 use crate::scope::{Scope, ScopeType};
 use crate::store::key;
 use crate::{lists, scopes};
-
-pub type Params = BTreeMap<String, String>;
 
 /// A successful answer: status, JSON body (None = empty), and whether resources changed.
 pub struct Done {

@@ -22,6 +22,7 @@ mod metadata;
 mod operations;
 mod paging;
 mod persist;
+mod query;
 mod resources;
 mod routes;
 mod scope;
