@@ -6,8 +6,10 @@ use crate::app::App;
 use crate::crud;
 use crate::errors::ApiError;
 use crate::faults::FaultSpec;
+use crate::kind::Kind;
 use crate::resources::{Ctx, instances};
-use crate::store::{Kind, Scope, key};
+use crate::scope::Scope;
+use crate::store::key;
 
 pub struct AdminReply {
     pub status: u16,
@@ -70,34 +72,8 @@ fn route(app: &App, method: &str, path: &str, query: &str, body: &[u8]) -> Resul
             reset(app);
             ok(json!({"reset": true}))
         }
-        ("POST", ["instances"]) => {
-            let spec: instances::InstanceSpec = parse(body)?;
-            let mut inner = app.lock();
-            let obj = {
-                let ctx = Ctx {
-                    cfg: &app.cfg,
-                    urls: &app.urls,
-                    res: &inner.data.resources,
-                };
-                instances::from_spec(&ctx, &spec)?
-            };
-            let scope = Scope::Zone(spec.zone.clone());
-            let obj = obj.as_object().cloned().unwrap_or_default();
-            ok(crud::put_raw(app, &mut inner, Kind::Instance, &scope, obj))
-        }
-        ("DELETE", ["instances", zone, name]) => {
-            let scope = Scope::Zone((*zone).to_string());
-            let mut inner = app.lock();
-            match inner
-                .data
-                .resources
-                .map_mut(Kind::Instance)
-                .remove(&key(&scope, name))
-            {
-                Some(v) => ok(v),
-                None => Err(ApiError::not_found(&app.urls.rel(&scope, "instances", name))),
-            }
-        }
+        ("POST", ["instances"]) => add_instance(app, body),
+        ("DELETE", ["instances", zone, name]) => remove_instance(app, zone, name),
         ("GET", ["op-latency"]) => ok(json!({"ms": app.lock().op_latency_ms})),
         ("POST", ["op-latency"]) => {
             let l: Latency = parse(body)?;
@@ -115,54 +91,92 @@ fn route(app: &App, method: &str, path: &str, query: &str, body: &[u8]) -> Resul
             ok(json!({"faults": []}))
         }
         ("GET", ["quotas"]) => ok(json!(app.lock().quotas)),
-        ("POST", ["quotas"]) => {
-            let q: serde_json::Map<String, Value> = parse(body)?;
-            let mut inner = app.lock();
-            for (metric, limit) in q {
-                match limit.as_u64() {
-                    Some(l) => {
-                        inner.quotas.insert(metric, l);
-                    }
-                    None if limit.is_null() => {
-                        inner.quotas.remove(&metric);
-                    }
-                    None => {
-                        return Err(ApiError::invalid_field(
-                            &metric,
-                            &limit.to_string(),
-                            "Must be a number or null.",
-                        ));
-                    }
-                }
-            }
-            ok(json!(inner.quotas))
-        }
+        ("POST", ["quotas"]) => set_quotas(app, body),
         ("GET", ["rate-limit"]) => ok(json!({"perSecond": app.lock().rate.per_second})),
         ("POST", ["rate-limit"]) => {
             let r: Rate = parse(body)?;
             app.lock().rate.set(r.per_second);
             ok(json!({"perSecond": r.per_second}))
         }
-        ("GET", ["calls"]) => {
-            let params = crate::api::parse_query(query);
-            let re = match params.get("pathRegex") {
-                Some(r) => Some(
-                    regex::Regex::new(r)
-                        .map_err(|e| ApiError::invalid_field("pathRegex", r, &e.to_string()))?,
-                ),
-                None => None,
-            };
-            ok(app
-                .lock()
-                .calls
-                .to_json(params.get("method").map(String::as_str), re.as_ref()))
-        }
+        ("GET", ["calls"]) => calls(app, query),
         ("DELETE", ["calls"]) => {
             app.lock().calls.clear();
             ok(json!({"calls": []}))
         }
         _ => Err(ApiError::not_found(path)),
     }
+}
+
+/// `POST /_fake/instances`: creates or replaces an instance from a spec; the compute API does not
+/// create instances.
+fn add_instance(app: &App, body: &[u8]) -> Result<AdminReply, ApiError> {
+    let spec: instances::InstanceSpec = parse(body)?;
+    let mut inner = app.lock();
+    let obj = {
+        let ctx = Ctx {
+            cfg: &app.cfg,
+            urls: &app.urls,
+            res: &inner.data.resources,
+        };
+        instances::from_spec(&ctx, &spec)?
+    };
+    let scope = Scope::Zone(spec.zone.clone());
+    let obj = obj.as_object().cloned().unwrap_or_default();
+    ok(crud::put_raw(app, &mut inner, Kind::Instance, &scope, obj))
+}
+
+/// `DELETE /_fake/instances/ZONE/NAME`: answers with the removed instance.
+fn remove_instance(app: &App, zone: &str, name: &str) -> Result<AdminReply, ApiError> {
+    let scope = Scope::Zone(zone.to_string());
+    let mut inner = app.lock();
+    match inner
+        .data
+        .resources
+        .map_mut(Kind::Instance)
+        .remove(&key(&scope, name))
+    {
+        Some(v) => ok(v),
+        None => Err(ApiError::not_found(&app.urls.rel(&scope, "instances", name))),
+    }
+}
+
+/// `POST /_fake/quotas`: a number sets a metric's limit, null removes it.
+fn set_quotas(app: &App, body: &[u8]) -> Result<AdminReply, ApiError> {
+    let q: serde_json::Map<String, Value> = parse(body)?;
+    let mut inner = app.lock();
+    for (metric, limit) in q {
+        match limit.as_u64() {
+            Some(l) => {
+                inner.quotas.insert(metric, l);
+            }
+            None if limit.is_null() => {
+                inner.quotas.remove(&metric);
+            }
+            None => {
+                return Err(ApiError::invalid_field(
+                    &metric,
+                    &limit.to_string(),
+                    "Must be a number or null.",
+                ));
+            }
+        }
+    }
+    ok(json!(inner.quotas))
+}
+
+/// `GET /_fake/calls`, optionally narrowed by `method` and `pathRegex`.
+fn calls(app: &App, query: &str) -> Result<AdminReply, ApiError> {
+    let params = crate::query::parse_query(query);
+    let re = match params.get("pathRegex") {
+        Some(r) => {
+            Some(regex::Regex::new(r).map_err(|e| ApiError::invalid_field("pathRegex", r, &e.to_string()))?)
+        }
+        None => None,
+    };
+    ok(app
+        .lock()
+        .calls
+        .to_json(params.get("method").map(String::as_str), re.as_ref()))
 }
 
 /// Back to a fresh project: only the `default` network; knobs back to their start values.

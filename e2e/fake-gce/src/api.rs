@@ -5,9 +5,10 @@ use serde_json::Value;
 use crate::app::App;
 use crate::calls::CallRecord;
 use crate::clock::now_ms;
-use crate::crud::{self, Params};
+use crate::crud;
 use crate::errors::ApiError;
 use crate::faults::FaultMode;
+use crate::query::{Params, parse_query};
 use crate::routes::{self, Route};
 
 /// How long `operations/NAME/wait` blocks at most before answering with the current state.
@@ -115,40 +116,3 @@ async fn dispatch(
     }
     reply
 }
-
-/// Query string to a map (last value wins); unknown parameters are simply never read.
-pub fn parse_query(q: &str) -> Params {
-    q.split('&')
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16) {
-                    Ok(v) => {
-                        out.push(v);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-#[cfg(test)]
-mod tests;

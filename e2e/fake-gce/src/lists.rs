@@ -5,11 +5,12 @@ use serde_json::{Map, Value, json};
 
 use crate::app::{App, Inner};
 use crate::clock::now_ms;
-use crate::crud::Params;
 use crate::errors::ApiError;
 use crate::filter::Filter;
+use crate::kind::Kind;
 use crate::paging::PageReq;
-use crate::store::{Kind, Scope, ScopeType};
+use crate::query::Params;
+use crate::scope::{Scope, ScopeType};
 
 fn parse_filter(params: &Params) -> Result<Option<Filter>, ApiError> {
     match params.get("filter").map(String::as_str) {

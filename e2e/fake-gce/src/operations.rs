@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::clock::rfc3339;
 use crate::errors::ApiError;
-use crate::store::Scope;
+use crate::scope::Scope;
 use crate::urls::Urls;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -6,8 +6,10 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use crate::app::{App, Inner};
+use crate::kind::Kind;
 use crate::operations::Operation;
-use crate::store::{Data, Kind, Scope, key};
+use crate::scope::Scope;
+use crate::store::{Data, key};
 
 pub fn snapshot(app: &App, inner: &Inner) -> Value {
     let mut out = Map::new();

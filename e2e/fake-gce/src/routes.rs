@@ -1,7 +1,8 @@
 //! Compute v1 URL routing: `/compute/v1/projects/{project}/...` to a typed route.
 use crate::config::Config;
 use crate::errors::ApiError;
-use crate::store::{Kind, Scope, ScopeType};
+use crate::kind::Kind;
+use crate::scope::{Scope, ScopeType};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {

@@ -2,8 +2,9 @@
 use serde_json::{Value, json};
 
 use crate::app::{App, Inner};
+use crate::kind::Kind;
 use crate::lists::known_scopes;
-use crate::store::{Kind, Scope, ScopeType};
+use crate::scope::{Scope, ScopeType};
 
 fn quotas(inner: &Inner, kinds: &[Kind]) -> Vec<Value> {
     kinds

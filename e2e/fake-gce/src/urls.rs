@@ -1,7 +1,8 @@
 //! selfLinks and resource references. Links always come from the configured base URL, never from
 //! the request's Host header (the Rust client sends Host without the port).
 use crate::errors::ApiError;
-use crate::store::{Kind, Scope};
+use crate::kind::Kind;
+use crate::scope::Scope;
 
 #[derive(Clone, Debug)]
 pub struct Urls {

@@ -4,7 +4,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Ctx, default, ips};
 use crate::errors::ApiError;
-use crate::store::{Kind, Resources};
+use crate::kind::Kind;
+use crate::store::Resources;
 use crate::validate;
 
 pub fn prepare(

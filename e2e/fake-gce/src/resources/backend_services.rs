@@ -4,7 +4,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Ctx, default};
 use crate::errors::ApiError;
-use crate::store::{Kind, Scope};
+use crate::kind::Kind;
+use crate::scope::Scope;
 use crate::validate;
 
 const SCHEMES: [&str; 4] = ["INTERNAL", "EXTERNAL", "INTERNAL_MANAGED", "EXTERNAL_MANAGED"];
@@ -18,33 +19,64 @@ pub fn prepare(
     existing: Option<&Value>,
 ) -> Result<Map<String, Value>, ApiError> {
     if let Some(cur) = existing {
-        // Optimistic locking: an update must carry the fingerprint it read.
-        let sent = validate::opt_str(&obj, "fingerprint")?;
-        let have = cur["fingerprint"].as_str();
-        if sent.is_none() || sent != have {
-            return Err(ApiError::new(
-                412,
-                "conditionNotMet",
-                "Supplied fingerprint does not match current resource fingerprint.",
-            ));
-        }
+        check_fingerprint(&obj, cur)?;
     }
-    default(&mut obj, "loadBalancingScheme", json!("EXTERNAL"));
-    let scheme = validate::opt_str(&obj, "loadBalancingScheme")?
+    let scheme = enum_fields(&mut obj)?;
+    let hcs = health_checks(ctx, &obj, &scheme)?;
+    obj.insert("healthChecks".into(), json!(hcs));
+    let backends = backends(ctx, &mut obj, &scheme)?;
+    if !backends.is_empty() {
+        obj.insert("backends".into(), json!(backends));
+    }
+    if let Some(net) = obj.get("network").and_then(Value::as_str).map(str::to_string) {
+        let link = ctx.existing_link("resource.network", &net, Kind::Network, Some(&Scope::Global))?;
+        obj.insert("network".into(), json!(link));
+    }
+    if obj.get("connectionDraining").is_none_or(Value::is_null) {
+        obj.insert("connectionDraining".into(), json!({ "drainingTimeoutSec": 0 }));
+    }
+    let _ = scope;
+    // A new fingerprint per write (the old one is part of the hashed content), as GCE does.
+    obj.insert("fingerprint".into(), json!(fingerprint(&obj)));
+    Ok(obj)
+}
+
+/// Optimistic locking: an update must carry the fingerprint it read.
+fn check_fingerprint(obj: &Map<String, Value>, cur: &Value) -> Result<(), ApiError> {
+    let sent = validate::opt_str(obj, "fingerprint")?;
+    let have = cur["fingerprint"].as_str();
+    if sent.is_none() || sent != have {
+        return Err(ApiError::new(
+            412,
+            "conditionNotMet",
+            "Supplied fingerprint does not match current resource fingerprint.",
+        ));
+    }
+    Ok(())
+}
+
+/// Defaults and checks the scheme, protocol and session affinity; returns the scheme.
+fn enum_fields(obj: &mut Map<String, Value>) -> Result<String, ApiError> {
+    default(obj, "loadBalancingScheme", json!("EXTERNAL"));
+    let scheme = validate::opt_str(obj, "loadBalancingScheme")?
         .unwrap_or("EXTERNAL")
         .to_string();
     validate::one_of("resource.loadBalancingScheme", &scheme, &SCHEMES)?;
-    default(&mut obj, "protocol", json!("TCP"));
-    let proto = validate::opt_str(&obj, "protocol")?.unwrap_or("TCP").to_string();
+    default(obj, "protocol", json!("TCP"));
+    let proto = validate::opt_str(obj, "protocol")?.unwrap_or("TCP").to_string();
     validate::one_of("resource.protocol", &proto, &PROTOCOLS)?;
-    default(&mut obj, "sessionAffinity", json!("NONE"));
-    let aff = validate::opt_str(&obj, "sessionAffinity")?
+    default(obj, "sessionAffinity", json!("NONE"));
+    let aff = validate::opt_str(obj, "sessionAffinity")?
         .unwrap_or("NONE")
         .to_string();
     validate::one_of("resource.sessionAffinity", &aff, &AFFINITIES)?;
+    Ok(scheme)
+}
 
+/// The health check references as full links; an INTERNAL service needs exactly one.
+fn health_checks(ctx: &Ctx<'_>, obj: &Map<String, Value>, scheme: &str) -> Result<Vec<String>, ApiError> {
     let mut hcs = Vec::new();
-    for (i, r) in validate::opt_str_list(&obj, "healthChecks")?.iter().enumerate() {
+    for (i, r) in validate::opt_str_list(obj, "healthChecks")?.iter().enumerate() {
         let field = format!("resource.healthChecks[{i}]");
         hcs.push(ctx.existing_link(&field, r, Kind::HealthCheck, Some(&Scope::Global))?);
     }
@@ -53,8 +85,12 @@ pub fn prepare(
             "Invalid value for field 'resource.healthChecks': ''. A backend service with loadBalancingScheme INTERNAL must have exactly one health check.",
         ));
     }
-    obj.insert("healthChecks".into(), json!(hcs));
+    Ok(hcs)
+}
 
+/// Takes `backends` out of `obj` and returns them with each group as a full link (no group twice)
+/// and the scheme's default balancing mode filled in.
+fn backends(ctx: &Ctx<'_>, obj: &mut Map<String, Value>, scheme: &str) -> Result<Vec<Value>, ApiError> {
     let mut backends = Vec::new();
     let mut groups: Vec<String> = Vec::new();
     let raw = match obj.remove("backends") {
@@ -90,20 +126,7 @@ pub fn prepare(
         }
         backends.push(Value::Object(b));
     }
-    if !backends.is_empty() {
-        obj.insert("backends".into(), json!(backends));
-    }
-    if let Some(net) = obj.get("network").and_then(Value::as_str).map(str::to_string) {
-        let link = ctx.existing_link("resource.network", &net, Kind::Network, Some(&Scope::Global))?;
-        obj.insert("network".into(), json!(link));
-    }
-    if obj.get("connectionDraining").is_none_or(Value::is_null) {
-        obj.insert("connectionDraining".into(), json!({ "drainingTimeoutSec": 0 }));
-    }
-    let _ = scope;
-    // A new fingerprint per write (the old one is part of the hashed content), as GCE does.
-    obj.insert("fingerprint".into(), json!(fingerprint(&obj)));
-    Ok(obj)
+    Ok(backends)
 }
 
 /// An opaque fingerprint derived from the content, so every change yields a new one. GCE sends

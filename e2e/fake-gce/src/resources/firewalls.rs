@@ -3,7 +3,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Ctx, default};
 use crate::errors::ApiError;
-use crate::store::{Kind, Scope};
+use crate::kind::Kind;
+use crate::scope::Scope;
 use crate::validate;
 
 pub fn prepare(ctx: &Ctx<'_>, mut obj: Map<String, Value>) -> Result<Map<String, Value>, ApiError> {

@@ -4,7 +4,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Ctx, default, ips};
 use crate::errors::ApiError;
-use crate::store::{Kind, Scope};
+use crate::kind::Kind;
+use crate::scope::Scope;
 use crate::validate;
 
 const PROTOCOLS: [&str; 7] = ["TCP", "UDP", "ESP", "AH", "SCTP", "ICMP", "L3_DEFAULT"];
@@ -15,17 +16,37 @@ pub fn prepare(
     mut obj: Map<String, Value>,
     existing: Option<&Value>,
 ) -> Result<Map<String, Value>, ApiError> {
-    default(&mut obj, "IPProtocol", json!("TCP"));
-    let proto = validate::opt_str(&obj, "IPProtocol")?
-        .unwrap_or("TCP")
-        .to_string();
+    let (proto, scheme) = enum_fields(&mut obj)?;
+    let (lo, hi) = ports(&mut obj)?;
+    let internal = scheme == "INTERNAL";
+    check_flags(&obj, internal)?;
+    link_target(ctx, scope, &mut obj, &scheme, &proto)?;
+    if internal {
+        link_network(ctx, &mut obj)?;
+    } else if obj.get("subnetwork").is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::invalid_field(
+            "resource.subnetwork",
+            "",
+            "subnetwork may only be set on internal forwarding rules.",
+        ));
+    }
+    let ip = address(ctx, scope, &obj, &scheme)?;
+    check_ip_conflict(ctx, existing, &ip, &proto, (lo, hi))?;
+    obj.insert("IPAddress".into(), json!(ip));
+    Ok(obj)
+}
+
+/// Defaults and checks the protocol, network tier and scheme; returns the protocol and scheme.
+fn enum_fields(obj: &mut Map<String, Value>) -> Result<(String, String), ApiError> {
+    default(obj, "IPProtocol", json!("TCP"));
+    let proto = validate::opt_str(obj, "IPProtocol")?.unwrap_or("TCP").to_string();
     validate::one_of("resource.IPProtocol", &proto, &PROTOCOLS)?;
-    default(&mut obj, "loadBalancingScheme", json!("EXTERNAL"));
-    let scheme = validate::opt_str(&obj, "loadBalancingScheme")?
+    default(obj, "loadBalancingScheme", json!("EXTERNAL"));
+    let scheme = validate::opt_str(obj, "loadBalancingScheme")?
         .unwrap_or("EXTERNAL")
         .to_string();
-    default(&mut obj, "networkTier", json!("PREMIUM"));
-    let tier = validate::opt_str(&obj, "networkTier")?
+    default(obj, "networkTier", json!("PREMIUM"));
+    let tier = validate::opt_str(obj, "networkTier")?
         .unwrap_or("PREMIUM")
         .to_string();
     validate::one_of("resource.networkTier", &tier, &["PREMIUM", "STANDARD"])?;
@@ -34,11 +55,13 @@ pub fn prepare(
         &scheme,
         &["EXTERNAL", "INTERNAL", "EXTERNAL_MANAGED", "INTERNAL_MANAGED"],
     )?;
+    Ok((proto, scheme))
+}
 
-    let (lo, hi) = ports(&mut obj)?;
-    let internal = scheme == "INTERNAL";
+/// `allPorts` excludes explicit ports; `allowGlobalAccess` is for INTERNAL rules only.
+fn check_flags(obj: &Map<String, Value>, internal: bool) -> Result<(), ApiError> {
     let all_ports = obj.get("allPorts").and_then(Value::as_bool).unwrap_or(false);
-    if all_ports && (obj.get("portRange").is_some() || !validate::opt_str_list(&obj, "ports")?.is_empty()) {
+    if all_ports && (obj.get("portRange").is_some() || !validate::opt_str_list(obj, "ports")?.is_empty()) {
         return Err(ApiError::invalid(
             "Invalid value for field 'resource.allPorts': 'true'. allPorts cannot be set together with ports or portRange.",
         ));
@@ -55,10 +78,21 @@ pub fn prepare(
             "allowGlobalAccess may only be set on forwarding rules with loadBalancingScheme INTERNAL.",
         ));
     }
+    Ok(())
+}
 
+/// Resolves the one target: a target pool, or a backend service whose scheme (and, for INTERNAL
+/// rules, protocol) matches the rule's.
+fn link_target(
+    ctx: &Ctx<'_>,
+    scope: &Scope,
+    obj: &mut Map<String, Value>,
+    scheme: &str,
+    proto: &str,
+) -> Result<(), ApiError> {
     match (
-        validate::opt_str(&obj, "target")?.map(str::to_string),
-        validate::opt_str(&obj, "backendService")?.map(str::to_string),
+        validate::opt_str(obj, "target")?.map(str::to_string),
+        validate::opt_str(obj, "backendService")?.map(str::to_string),
     ) {
         (Some(_), Some(_)) => {
             return Err(ApiError::invalid(
@@ -88,10 +122,10 @@ pub fn prepare(
                 .find_by_link(Kind::BackendService, &link)
                 .and_then(|v| v["protocol"].as_str())
                 .unwrap_or_default();
-            if internal && bs_proto != proto && bs_proto != "UNSPECIFIED" {
+            if scheme == "INTERNAL" && bs_proto != proto && bs_proto != "UNSPECIFIED" {
                 return Err(ApiError::invalid_field(
                     "resource.IPProtocol",
-                    &proto,
+                    proto,
                     "The protocol of the forwarding rule must match the protocol of its backend service.",
                 ));
             }
@@ -99,40 +133,39 @@ pub fn prepare(
         }
         (None, None) => return Err(ApiError::required("resource.target")),
     }
-    if internal {
-        obj.remove("networkTier");
-        let net = validate::opt_str(&obj, "network")?
-            .unwrap_or("default")
-            .to_string();
-        let net = ctx.existing_link(
-            "resource.network",
-            &net,
-            Kind::Network,
-            Some(&crate::store::Scope::Global),
-        )?;
-        obj.insert("network".into(), json!(net));
-        // Subnetworks are not modelled: any regions/<this region>/subnetworks/<name> reference is
-        // accepted and stored as a full URL, as GCE returns it.
-        match validate::opt_str(&obj, "subnetwork")? {
-            Some(sub) => {
-                let link = subnetwork_link(ctx, sub)?;
-                obj.insert("subnetwork".into(), json!(link));
-            }
-            None => {
-                let name = net.rsplit('/').next().unwrap_or("default").to_string();
-                let link = subnetwork_link(ctx, &format!("regions/{}/subnetworks/{name}", ctx.cfg.region))?;
-                obj.insert("subnetwork".into(), json!(link));
-            }
-        }
-    } else if obj.get("subnetwork").is_some_and(|v| !v.is_null()) {
-        return Err(ApiError::invalid_field(
-            "resource.subnetwork",
-            "",
-            "subnetwork may only be set on internal forwarding rules.",
-        ));
-    }
+    Ok(())
+}
 
-    let ip = match validate::opt_str(&obj, "IPAddress")? {
+/// An INTERNAL rule's network (default `default`) and subnetwork (default: the network's name in
+/// this region), both stored as full URLs; the tier does not apply to it.
+fn link_network(ctx: &Ctx<'_>, obj: &mut Map<String, Value>) -> Result<(), ApiError> {
+    obj.remove("networkTier");
+    let net = validate::opt_str(obj, "network")?
+        .unwrap_or("default")
+        .to_string();
+    let net = ctx.existing_link("resource.network", &net, Kind::Network, Some(&Scope::Global))?;
+    obj.insert("network".into(), json!(net));
+    // Subnetworks are not modelled: any regions/<this region>/subnetworks/<name> reference is
+    // accepted and stored as a full URL, as GCE returns it.
+    match validate::opt_str(obj, "subnetwork")? {
+        Some(sub) => {
+            let link = subnetwork_link(ctx, sub)?;
+            obj.insert("subnetwork".into(), json!(link));
+        }
+        None => {
+            let name = net.rsplit('/').next().unwrap_or("default").to_string();
+            let link = subnetwork_link(ctx, &format!("regions/{}/subnetworks/{name}", ctx.cfg.region))?;
+            obj.insert("subnetwork".into(), json!(link));
+        }
+    }
+    Ok(())
+}
+
+/// The rule's IP: allocated from the scheme's range when absent, read from a referenced address
+/// resource, or a checked literal.
+fn address(ctx: &Ctx<'_>, scope: &Scope, obj: &Map<String, Value>, scheme: &str) -> Result<String, ApiError> {
+    let internal = scheme == "INTERNAL";
+    Ok(match validate::opt_str(obj, "IPAddress")? {
         None | Some("") => {
             let pool = if scheme == "EXTERNAL" {
                 ctx.cfg.external_range
@@ -153,27 +186,33 @@ pub fn prepare(
             validate::ip("resource.IPAddress", literal)?;
             literal.to_string()
         }
-    };
-    // Two rules may share an IP only on different protocols or disjoint port ranges.
+    })
+}
+
+/// Two rules may share an IP only on different protocols or disjoint port ranges (`existing` is
+/// the rule being updated, which never conflicts with itself).
+fn check_ip_conflict(
+    ctx: &Ctx<'_>,
+    existing: Option<&Value>,
+    ip: &str,
+    proto: &str,
+    (lo, hi): (u16, u16),
+) -> Result<(), ApiError> {
     let own = existing.and_then(|e| e["selfLink"].as_str());
     for (_, other) in ctx.res.iter(Kind::ForwardingRule) {
-        if other["IPAddress"] != ip.as_str()
-            || other["selfLink"].as_str() == own
-            || other["IPProtocol"] != proto.as_str()
-        {
+        if other["IPAddress"] != ip || other["selfLink"].as_str() == own || other["IPProtocol"] != proto {
             continue;
         }
         let (olo, ohi) = other_bounds(other);
         if olo <= hi && lo <= ohi {
             return Err(ApiError::invalid_field(
                 "resource.IPAddress",
-                &ip,
+                ip,
                 "Specified IP address is in-use and would result in a conflict.",
             ));
         }
     }
-    obj.insert("IPAddress".into(), json!(ip));
-    Ok(obj)
+    Ok(())
 }
 
 /// The port span another rule covers: its portRange, the bounds of its ports, else all ports.

@@ -5,7 +5,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Ctx, str_list};
 use crate::errors::ApiError;
-use crate::store::{Kind, Scope};
+use crate::kind::Kind;
+use crate::scope::Scope;
 
 /// Private field holding the member instance URLs.
 pub const MEMBERS: &str = "_members";

@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 
 use super::{Ctx, ips};
 use crate::errors::ApiError;
-use crate::store::{Kind, Scope};
+use crate::kind::Kind;
+use crate::scope::Scope;
 use crate::validate;
 
 /// Body of `POST /_fake/instances`.

@@ -5,7 +5,8 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use crate::errors::ApiError;
-use crate::store::{Kind, Resources};
+use crate::kind::Kind;
+use crate::store::Resources;
 
 /// Every IP held by an address, a forwarding rule or an instance interface.
 pub fn used(res: &Resources) -> BTreeSet<String> {

@@ -4,7 +4,9 @@ use serde_json::{Map, Value};
 
 use crate::config::Config;
 use crate::errors::ApiError;
-use crate::store::{Kind, Resources, Scope};
+use crate::kind::Kind;
+use crate::scope::Scope;
+use crate::store::Resources;
 use crate::urls::Urls;
 
 pub mod addresses;

@@ -1,5 +1,6 @@
 use super::Urls;
-use crate::store::{Kind, Scope};
+use crate::kind::Kind;
+use crate::scope::Scope;
 
 fn urls() -> Urls {
     Urls {

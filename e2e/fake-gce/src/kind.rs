@@ -1,0 +1,125 @@
+//! The resource collections this fake serves: their URL names, `kind` strings, scope types,
+//! nouns in error messages and quota metrics.
+use crate::scope::ScopeType;
+
+/// The resource collections this fake serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Network,
+    Firewall,
+    Route,
+    HttpHealthCheck,
+    ForwardingRule,
+    TargetPool,
+    Address,
+    Instance,
+    InstanceGroup,
+    BackendService,
+    HealthCheck,
+    /// Listed (always empty) only: gcloud's `instance-groups unmanaged` commands read it to tell
+    /// managed groups apart.
+    InstanceGroupManager,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 12] = [
+        Kind::Network,
+        Kind::Firewall,
+        Kind::Route,
+        Kind::HttpHealthCheck,
+        Kind::ForwardingRule,
+        Kind::TargetPool,
+        Kind::Address,
+        Kind::Instance,
+        Kind::InstanceGroup,
+        Kind::BackendService,
+        Kind::HealthCheck,
+        Kind::InstanceGroupManager,
+    ];
+
+    /// The URL collection segment (also the key in the state dump).
+    pub fn collection(self) -> &'static str {
+        match self {
+            Kind::Network => "networks",
+            Kind::Firewall => "firewalls",
+            Kind::Route => "routes",
+            Kind::HttpHealthCheck => "httpHealthChecks",
+            Kind::ForwardingRule => "forwardingRules",
+            Kind::TargetPool => "targetPools",
+            Kind::Address => "addresses",
+            Kind::Instance => "instances",
+            Kind::InstanceGroup => "instanceGroups",
+            // Served under regions/ only (regionBackendServices in the client libraries).
+            Kind::BackendService => "backendServices",
+            Kind::HealthCheck => "healthChecks",
+            Kind::InstanceGroupManager => "instanceGroupManagers",
+        }
+    }
+
+    pub fn from_collection(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.collection() == s)
+    }
+
+    pub fn scope_type(self) -> ScopeType {
+        match self {
+            Kind::Network | Kind::Firewall | Kind::Route | Kind::HttpHealthCheck | Kind::HealthCheck => {
+                ScopeType::Global
+            }
+            Kind::ForwardingRule | Kind::TargetPool | Kind::Address | Kind::BackendService => {
+                ScopeType::Regional
+            }
+            Kind::Instance | Kind::InstanceGroup | Kind::InstanceGroupManager => ScopeType::Zonal,
+        }
+    }
+
+    /// `kind` field value, e.g. `compute#firewall`.
+    pub fn kind_str(self) -> &'static str {
+        match self {
+            Kind::Network => "compute#network",
+            Kind::Firewall => "compute#firewall",
+            Kind::Route => "compute#route",
+            Kind::HttpHealthCheck => "compute#httpHealthCheck",
+            Kind::ForwardingRule => "compute#forwardingRule",
+            Kind::TargetPool => "compute#targetPool",
+            Kind::Address => "compute#address",
+            Kind::Instance => "compute#instance",
+            Kind::InstanceGroup => "compute#instanceGroup",
+            Kind::BackendService => "compute#backendService",
+            Kind::HealthCheck => "compute#healthCheck",
+            Kind::InstanceGroupManager => "compute#instanceGroupManager",
+        }
+    }
+
+    /// The noun GCE uses in "The <noun> resource '...' is already being used by ..." messages.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Kind::Network => "network",
+            Kind::Firewall => "firewall",
+            Kind::Route => "route",
+            Kind::HttpHealthCheck => "httpHealthCheck",
+            Kind::ForwardingRule => "forwarding_rule",
+            Kind::TargetPool => "target_pool",
+            Kind::Address => "address",
+            Kind::Instance => "instance",
+            Kind::InstanceGroup => "instance_group",
+            Kind::BackendService => "backend_service",
+            Kind::HealthCheck => "health_check",
+            Kind::InstanceGroupManager => "instance_group_manager",
+        }
+    }
+
+    /// Quota metric counted on insert, as named in GCE project/region quotas.
+    pub fn quota_metric(self) -> Option<&'static str> {
+        match self {
+            Kind::Firewall => Some("FIREWALLS"),
+            Kind::ForwardingRule => Some("FORWARDING_RULES"),
+            Kind::TargetPool => Some("TARGET_POOLS"),
+            Kind::Route => Some("ROUTES"),
+            Kind::Address => Some("STATIC_ADDRESSES"),
+            Kind::InstanceGroup => Some("INSTANCE_GROUPS"),
+            Kind::BackendService => Some("BACKEND_SERVICES"),
+            Kind::HealthCheck => Some("HEALTH_CHECKS"),
+            _ => None,
+        }
+    }
+}
