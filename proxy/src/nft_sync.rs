@@ -3,9 +3,11 @@
 //!
 //! Full, as upstream's nftables proxier: the first sync, the sync after a failure and one per hour
 //! (not in large clusters, as the iptables mode) declare everything and remove the table's stale
-//! chains and sets. A failed full transaction makes the next one recreate the table (in the same
-//! transaction, so there is no moment without rules): an object whose definition nft cannot change in
-//! place then stops blocking every sync. Every other sync writes only what changed.
+//! chains and sets. Two failed full transactions in a row make the next one recreate the table (in
+//! one batch, so there is no moment without rules): an object whose definition nft cannot change in
+//! place then stops blocking every sync, while a passing failure (a batch refused once) is retried
+//! by a streamed full sync, not a one-batch reload of the whole table. Every other sync writes only
+//! what changed.
 
 use std::time::Instant;
 
@@ -26,8 +28,7 @@ pub struct NftFamilySync {
     /// What the kernel holds: updated only by a successful transaction.
     applied: Applied,
     next_full: Option<FullReason>,
-    /// The last full transaction failed: the next one deletes and recreates the table.
-    recreate: bool,
+    failed_fulls: FailedFulls,
     last_full: Option<Instant>,
     udp_targets: conntrack::UdpTargets,
 }
@@ -39,7 +40,7 @@ impl NftFamilySync {
             nft,
             applied: Applied::default(),
             next_full: Some(FullReason::Start),
-            recreate: false,
+            failed_fulls: FailedFulls::default(),
             last_full: None,
             udp_targets: conntrack::UdpTargets::default(),
         }
@@ -85,7 +86,7 @@ impl NftFamilySync {
         let inputs = nft::Inputs::new(self.model.state(), node, cfg);
         let written = match full {
             Some(_) => {
-                let existing = if self.recreate {
+                let existing = if self.failed_fulls.recreate() {
                     nft::Existing::default()
                 } else {
                     self.nft.existing().await.inspect_err(|_| {
@@ -100,15 +101,15 @@ impl NftFamilySync {
             Ok(bytes) => bytes,
             Err(err) => {
                 // The kernel keeps the previous ruleset (or, for a full sync, the batches it took);
-                // the next sync is full (and, after a failed full one, recreates the table).
-                self.recreate = full.is_some();
+                // the next sync is full.
+                self.failed_fulls.count(full.is_some());
                 self.next_full = Some(FullReason::Failure);
                 return Err(SyncError::Iptables(err));
             }
         };
         if full.is_some() {
             self.next_full = None;
-            self.recreate = false;
+            self.failed_fulls = FailedFulls::default();
             self.last_full = Some(Instant::now());
         }
         let stats = render_stats(self.applied.no_local(), self.model.state());
@@ -154,7 +155,7 @@ impl NftFamilySync {
         settings: &Settings,
         seq: u64,
     ) -> Written {
-        let stream = nft::FullStream::new(inputs, existing, self.recreate);
+        let stream = nft::FullStream::new(inputs, existing, self.failed_fulls.recreate());
         let debug = settings
             .payload_dir
             .as_ref()
@@ -165,6 +166,22 @@ impl NftFamilySync {
             self.applied.commit_full(stream);
         }
         written
+    }
+}
+
+/// Full transactions that failed in a row (a failed partial one counts as none: the next sync is
+/// full anyway).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct FailedFulls(u32);
+
+impl FailedFulls {
+    fn count(&mut self, full: bool) {
+        self.0 = if full { self.0.saturating_add(1) } else { 0 };
+    }
+
+    /// The next full sync deletes and recreates the table.
+    fn recreate(self) -> bool {
+        self.0 >= 2
     }
 }
 
@@ -221,4 +238,22 @@ fn render_stats(no_local: nft::NoLocal, state: &ProxyState) -> RenderStats {
 /// Deletes the `kube-proxy` table of `family` (switching the node to the iptables mode).
 pub async fn cleanup(family: Family) -> Result<bool, IptablesError> {
     Nft::new(family).delete_table().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FailedFulls;
+
+    #[test]
+    fn the_table_is_recreated_only_after_two_failed_full_syncs_in_a_row() {
+        let mut f = FailedFulls::default();
+        f.count(true);
+        assert!(!f.recreate(), "one failure is retried by a streamed full sync");
+        f.count(true);
+        assert!(f.recreate());
+        f.count(false);
+        assert!(!f.recreate(), "a failed partial sync starts over");
+        f.count(true);
+        assert!(!f.recreate());
+    }
 }
