@@ -133,28 +133,15 @@ pub(super) fn run(
         service_added: vec![],
         full: Some(full),
     };
+    let mut partial = |state: &ProxyState| nft_sync(&mut writer, &mut lab, state, false, &cfg, &mut applied);
     for k in 0..p.changes {
         let i = (k * 7919) % n.max(1);
         replace_endpoint(&mut state, i, k);
-        out.endpoint_change.push(nft_sync(
-            &mut writer,
-            &mut lab,
-            &state,
-            false,
-            &cfg,
-            &mut applied,
-        )?);
+        out.endpoint_change.push(partial(&state)?);
     }
     for k in 0..p.changes {
         add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
-        out.service_added.push(nft_sync(
-            &mut writer,
-            &mut lab,
-            &state,
-            false,
-            &cfg,
-            &mut applied,
-        )?);
+        out.service_added.push(partial(&state)?);
     }
     progress(&format!("P2 {name}: {} partial syncs done", 2 * p.changes));
     Ok(out)
