@@ -54,15 +54,11 @@ impl Nft {
     /// bytes it wrote.
     pub async fn write(&self, tx: Transaction) -> (Transaction, Result<(Writer, usize), IptablesError>) {
         let timeout = self.timeout;
-        let joined = tokio::task::spawn_blocking(move || {
+        let (tx, result) = off_thread(move || {
             let result = write_netlink(&tx, timeout);
             (tx, result)
         })
         .await;
-        let (tx, result) = match joined {
-            Ok(done) => done,
-            Err(e) => unreachable_join(e),
-        };
         match result {
             Ok(bytes) => (tx, Ok((Writer::Netlink, bytes))),
             Err(WriteError::Encode(e)) => {
@@ -85,7 +81,7 @@ impl Nft {
     ) -> (FullStream, Result<(Writer, usize), IptablesError>) {
         let nft = self.clone();
         let runtime = tokio::runtime::Handle::current();
-        let joined = tokio::task::spawn_blocking(move || {
+        off_thread(move || {
             let fallback = |text: &str| runtime.block_on(nft.apply(text));
             let fallback: Fallback<'_> = Some(&fallback);
             let result = NftSocket::open(nft.timeout)
@@ -101,11 +97,7 @@ impl Nft {
                 });
             (stream, result)
         })
-        .await;
-        match joined {
-            Ok(done) => done,
-            Err(e) => unreachable_join(e),
-        }
+        .await
     }
 
     /// The chains and sets (maps too) the table has now; none when it does not exist. The listing is
@@ -280,9 +272,13 @@ fn write_batch(
     Ok(batch.bytes.len())
 }
 
-/// A blocking write task cannot be cancelled; a panic in it is a bug, re-raised here.
-fn unreachable_join(e: tokio::task::JoinError) -> ! {
-    std::panic::resume_unwind(e.into_panic())
+/// Runs blocking netlink work off the async threads. Such a task cannot be cancelled; a panic in it
+/// is a bug, re-raised here.
+async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(done) => done,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 async fn exec_ok(args: &[&str], stdin: Option<&str>, limit: Duration) -> Result<String, IptablesError> {
