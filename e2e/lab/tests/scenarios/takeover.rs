@@ -17,7 +17,7 @@ pub fn takeover(c: &dyn Cluster, h: &Hostnames, lb_ip: &str) {
     let nodes = c.nodes();
     let ((node, node_ip), other) = (&nodes[0], &nodes[1].0);
     let save = |v6| c.iptables_save(node, v6);
-    let before = (rules(&save(false)), rules(&save(true)));
+    let before = settled(&save);
     let flows = [
         (From::Node(node), format!("{}:80", h.cluster_ip)),
         (From::Node(other), format!("{node_ip}:{}", h.node_port)),
@@ -99,6 +99,28 @@ fn direction(c: &dyn Cluster, name: &str, flows: &[(From<'_>, String)], swap: im
 
 /// The rules and user chains of an `iptables-save`, `table:` in front: the set an operator compares
 /// (counters, built-in chains' policies and table markers left out, so an empty table equals no table).
+/// svcnet's rules on the node once they stop changing: what earlier steps changed (an LB IP written
+/// back while the client was already answered through another node) may still be syncing here, and
+/// the takeover compares the node's rules after it against these.
+fn settled(save: &dyn Fn(bool) -> String) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut last = (rules(&save(false)), rules(&save(true)));
+    crate::support::wait_for(
+        "svcnet's rules on the node to settle",
+        Duration::from_secs(60),
+        || {
+            // Longer than the proxy's min-sync-period (1 s): a pending sync shows within it.
+            std::thread::sleep(Duration::from_secs(2));
+            let now = (rules(&save(false)), rules(&save(true)));
+            if now == last {
+                Some(now)
+            } else {
+                last = now;
+                None
+            }
+        },
+    )
+}
+
 fn rules(save: &str) -> BTreeSet<String> {
     let mut table = "";
     let mut out = BTreeSet::new();
