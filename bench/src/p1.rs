@@ -167,7 +167,7 @@ fn load_nftables(n: usize, ips: &[Ipv4Addr], eps: usize) -> Result<Loaded, Bench
     let t = Instant::now();
     let batches = svcnet_proxy::nftables::batches(&tx);
     for ops in &batches {
-        let batch = nft::netlink::encode(tx.family(), ops, tx.sets(), socket.next_seq())
+        let batch = nft::netlink::encode(tx.family(), ops, tx.sets(), socket.next_start())
             .map_err(|e| check(e.to_string()))?;
         socket.apply(&batch).map_err(|e| check(e.to_string()))?;
     }

@@ -9,7 +9,7 @@ use rustix::net::{
     AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType, netlink, recv, send, socket_with, sockopt,
 };
 
-use crate::nft::netlink::Batch;
+use crate::nft::netlink::{Batch, Start};
 
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_HDRLEN: usize = 16;
@@ -32,6 +32,9 @@ pub enum NetlinkError {
 pub struct NftSocket {
     fd: OwnedFd,
     seq: u32,
+    /// Numbers the anonymous sets this socket creates: random at open, so the sets a restarted
+    /// proxy adds never take the name of one its predecessor left in the table.
+    anon: u64,
 }
 
 impl NftSocket {
@@ -52,7 +55,11 @@ impl NftSocket {
             .or_else(|_| sockopt::set_socket_recv_buffer_size(&fd, RECV_BUFFER));
         // Random start: two processes (or a restart) never mistake each other's answers.
         let seq = std::process::id().wrapping_mul(2_654_435_761);
-        Ok(NftSocket { fd, seq })
+        Ok(NftSocket {
+            fd,
+            seq,
+            anon: random_u64(),
+        })
     }
 
     /// Opens the socket in the network namespace at `netns` (e.g. `/run/netns/NAME`): a thread of
@@ -76,14 +83,18 @@ impl NftSocket {
         })
     }
 
-    /// The sequence number the next batch should start after (its messages follow it).
-    pub fn next_seq(&self) -> u32 {
-        self.seq
+    /// Where the next batch starts: its sequence numbers and anonymous set names.
+    pub fn next_start(&self) -> Start {
+        Start {
+            seq: self.seq,
+            anon: self.anon,
+        }
     }
 
     /// Sends one batch and waits for its outcome: `Ok` once the kernel committed all of it.
     pub fn apply(&mut self, batch: &Batch) -> Result<(), NetlinkError> {
         self.seq = batch.last_seq.wrapping_add(1);
+        self.anon = batch.next_anon;
         // A batch is one datagram: the socket must take all of it at once.
         let want = batch.bytes.len() + 64 * 1024;
         if sockopt::socket_send_buffer_size(&self.fd).unwrap_or(0) < want {
@@ -122,6 +133,12 @@ impl NftSocket {
 }
 
 /// (sequence number, errno) of each NLMSG_ERROR in a datagram (errno 0 is an acknowledgement).
+/// A random number: std seeds every `RandomState` from the operating system's random source.
+fn random_u64() -> u64 {
+    use std::hash::BuildHasher;
+    std::hash::RandomState::new().hash_one(std::process::id())
+}
+
 fn answers(mut data: &[u8]) -> Result<Vec<(u32, i32)>, NetlinkError> {
     let mut out = Vec::new();
     while data.len() >= NLMSG_HDRLEN {

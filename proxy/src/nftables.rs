@@ -253,7 +253,7 @@ fn write_batch(
     ops: &[Op],
     sets: &[Set],
 ) -> Result<usize, WriteError> {
-    let batch = netlink::encode(family, ops, sets, socket.next_seq()).map_err(WriteError::Encode)?;
+    let batch = netlink::encode(family, ops, sets, socket.next_start()).map_err(WriteError::Encode)?;
     socket.apply(&batch).map_err(|e| match e {
         crate::nft_socket::NetlinkError::Refused { index, errno } => {
             let step = batch

@@ -78,7 +78,8 @@ fn fam(family: Family) -> &'static str {
 
 /// The table as `nft list` prints it; with `debug`, each rule's expressions and each set's elements
 /// too, the elements of a set sorted (a hash set lists them in the order of its buckets, which
-/// depends on the order they were added, and nft sorts before sending).
+/// depends on the order they were added, and nft sorts before sending), and anonymous sets named
+/// by order of appearance (nft takes `__map0`, svcnet names of its own).
 fn list(ns: &Netns, family: Family, debug: bool) -> String {
     let mut args = vec!["nft"];
     if debug {
@@ -102,14 +103,42 @@ fn list(ns: &Netns, family: Family, debug: bool) -> String {
     }
     run.sort_unstable();
     out.extend(run.drain(..).map(str::to_string));
-    out.join("\n")
+    anonymous_by_order(&out.join("\n"))
+}
+
+/// Renames every `__map…`/`__set…` word to `__map#N`/`__set#N`, N counting distinct names as they
+/// first appear.
+fn anonymous_by_order(text: &str) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("__") {
+        out.push_str(&rest[..at]);
+        let word_end = rest[at..]
+            .find(|c: char| c.is_whitespace())
+            .map_or(rest.len(), |n| at + n);
+        let word = &rest[at..word_end];
+        match word.get(..5).filter(|p| *p == "__map" || *p == "__set") {
+            Some(prefix) => {
+                let n = seen.iter().position(|w| w == word).unwrap_or_else(|| {
+                    seen.push(word.to_string());
+                    seen.len() - 1
+                });
+                out.push_str(&format!("{prefix}#{n}"));
+            }
+            None => out.push_str(word),
+        }
+        rest = &rest[word_end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn netlink_load(ns: &Netns, tx: &nft::Transaction) -> Result<(), String> {
     let path = Path::new("/run/netns").join(ns.name());
     let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).map_err(|e| e.to_string())?;
     let batch =
-        netlink::encode(tx.family(), &tx.ops, tx.sets(), socket.next_seq()).map_err(|e| e.to_string())?;
+        netlink::encode(tx.family(), &tx.ops, tx.sets(), socket.next_start()).map_err(|e| e.to_string())?;
     socket.apply(&batch).map_err(|e| e.to_string())
 }
 
@@ -169,14 +198,14 @@ fn a_refused_batch_changes_nothing_and_names_its_step() {
     let path = Path::new("/run/netns").join(ns.name());
     let mut socket = NftSocket::open_in(&path, Duration::from_secs(10)).expect("socket");
     let good = vec![nft::Op::AddTable, nft::Op::AddChain(nft::Chain::new("kept"))];
-    let batch = netlink::encode(Family::V4, &good, [], socket.next_seq()).expect("encode");
+    let batch = netlink::encode(Family::V4, &good, [], socket.next_start()).expect("encode");
     socket.apply(&batch).expect("a valid batch is applied");
     let bad = vec![
         nft::Op::AddChain(nft::Chain::new("added")),
         nft::Op::DeleteChain("missing".into()),
         nft::Op::FlushChain("kept".into()),
     ];
-    let batch = netlink::encode(Family::V4, &bad, [], socket.next_seq()).expect("encode");
+    let batch = netlink::encode(Family::V4, &bad, [], socket.next_start()).expect("encode");
     match socket.apply(&batch) {
         Err(svcnet_proxy::nft_socket::NetlinkError::Refused { index, errno }) => {
             assert_eq!(
@@ -226,7 +255,7 @@ fn a_streamed_full_sync_over_an_existing_table_ends_as_a_fresh_load() {
         let batches = tx.batches(40);
         assert!(batches.len() > 1, "{what}: one batch");
         for ops in batches {
-            let batch = netlink::encode(family, ops, tx.sets(), socket.next_seq())
+            let batch = netlink::encode(family, ops, tx.sets(), socket.next_start())
                 .unwrap_or_else(|e| panic!("{was} -> {what}: {e}"));
             socket
                 .apply(&batch)

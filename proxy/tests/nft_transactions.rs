@@ -180,7 +180,7 @@ fn apply_tx(ns: &Netns, tx: &nft::Transaction, via: Via) -> Result<(), TestCaseE
             let path = std::path::Path::new("/run/netns").join(ns.name());
             let mut socket = NftSocket::open_in(&path, Duration::from_secs(60))
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let batch = nft::netlink::encode(tx.family(), &tx.ops, tx.sets(), socket.next_seq())
+            let batch = nft::netlink::encode(tx.family(), &tx.ops, tx.sets(), socket.next_start())
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
             socket
                 .apply(&batch)

@@ -72,7 +72,7 @@ fn nft_sync(
             // Encoding is part of the write, as in the daemon.
             let t = Instant::now();
             for ops in svcnet_proxy::nftables::batches(&tx) {
-                let batch = nft::netlink::encode(tx.family(), ops, tx.sets(), socket.next_seq())
+                let batch = nft::netlink::encode(tx.family(), ops, tx.sets(), socket.next_start())
                     .map_err(|e| BenchError::Check(format!("netlink encode: {e}")))?;
                 socket
                     .apply(&batch)

@@ -3,7 +3,11 @@
 //! Pure: ops in, bytes out; [`crate::nft_socket`] sends them.
 //!
 //! `nft list` prints a table written this way exactly as one written by `nft -f` (the proxy's
-//! `nft_netlink` test compares both, rule by rule and expression by expression).
+//! `nft_netlink` test compares both, rule by rule and expression by expression). One difference
+//! is on purpose: each anonymous set gets a name of its own (`__map` + 16 hex digits) instead of
+//! nft's `__map%d`, for which the kernel scans every set of the table with `sscanf`, and its
+//! elements name it by batch id only, sparing a walk over the table's sets: the first load of
+//! 44k services was quadratic in both (docs/BENCHMARKS.md).
 
 mod compile;
 mod encode_expr;
@@ -46,6 +50,16 @@ pub struct Batch {
     pub messages: usize,
     /// For each message after the batch begin, the index of the op it came from.
     op_of: Vec<usize>,
+    /// Where the next batch's anonymous set names start.
+    pub next_anon: u64,
+}
+
+/// Where a batch starts: the sequence number its messages follow, and the number naming its first
+/// anonymous set. The socket advances both past every batch it sends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Start {
+    pub seq: u32,
+    pub anon: u64,
 }
 
 impl Batch {
@@ -61,7 +75,7 @@ pub fn encode<'a>(
     family: Family,
     ops: &'a [Op],
     sets: impl IntoIterator<Item = &'a Set>,
-    seq_start: u32,
+    start: Start,
 ) -> Result<Batch, EncodeError> {
     let mut types: BTreeMap<String, SetType> = BTreeMap::new();
     for s in sets.into_iter().chain(ops.iter().filter_map(|op| match op {
@@ -71,7 +85,7 @@ pub fn encode<'a>(
         types.insert(s.name.clone(), SetType::parse(s)?);
     }
     let mut w = Writer {
-        seq: seq_start,
+        seq: start.seq,
         ..Writer::default()
     };
     let begin = w.begin(kind::BATCH_BEGIN, kind::F_REQUEST, 0, kind::SUBSYS_NFTABLES);
@@ -82,6 +96,7 @@ pub fn encode<'a>(
         family,
         types: &types,
         next_set_id: 0,
+        anon_base: start.anon,
         messages: 0,
         op_of: Vec::new(),
         op_index: 0,
@@ -92,6 +107,7 @@ pub fn encode<'a>(
         i += enc.ops(&ops[i..])?;
     }
     let messages = enc.messages;
+    let next_anon = start.anon.wrapping_add(u64::from(enc.next_set_id));
     let op_of = std::mem::take(&mut enc.op_of);
     let last_seq = w.seq;
     // Errors always come back; success only where asked: once, for the whole batch.
@@ -104,5 +120,6 @@ pub fn encode<'a>(
         last_seq,
         messages,
         op_of,
+        next_anon,
     })
 }

@@ -27,6 +27,8 @@ pub(super) struct Encoder<'a> {
     pub family: Family,
     pub types: &'a BTreeMap<String, SetType>,
     pub next_set_id: u32,
+    /// Anonymous set `id` of this batch is named after `anon_base + id`.
+    pub anon_base: u64,
     pub messages: usize,
     /// The op of each message written, in order.
     pub op_of: Vec<usize>,
@@ -285,9 +287,17 @@ impl Encoder<'_> {
     }
 
     fn rule(&mut self, chain: &str, rule: &Rule) -> Result<(), EncodeError> {
-        let Compiled { sets, exprs } = compile::compile(&rule.text, self.family, &mut self.next_set_id)?;
+        let Compiled { sets, mut exprs } = compile::compile(&rule.text, self.family, &mut self.next_set_id)?;
         for s in &sets {
             self.anon_set(s)?;
+        }
+        for e in &mut exprs {
+            if let Expr::Lookup {
+                set, anon: Some(id), ..
+            } = e
+            {
+                *set = self.anon_name(set, *id);
+            }
         }
         let m = self.begin(kind::NEWRULE, kind::F_CREATE | kind::F_APPEND);
         self.w.str(attr::RULE_TABLE, TABLE)?;
@@ -305,15 +315,23 @@ impl Encoder<'_> {
         Ok(())
     }
 
+    /// The name of anonymous set `id`: nft's template (`__map%d`) with 16 hex digits of its own, so
+    /// the kernel neither scans the table's sets to pick a number nor meets a name nft would pick.
+    fn anon_name(&self, template: &str, id: u32) -> String {
+        let n = self.anon_base.wrapping_add(u64::from(id));
+        template.replace("%d", &format!("{n:016x}"))
+    }
+
     fn anon_set(&mut self, s: &AnonSet) -> Result<(), EncodeError> {
-        let name = if s.flags & expr::SET_MAP != 0 {
+        let template = if s.flags & expr::SET_MAP != 0 {
             "__map%d"
         } else {
             "__set%d"
         };
+        let name = self.anon_name(template, s.id);
         let m = self.begin(kind::NEWSET, kind::F_CREATE);
         self.w.str(attr::SET_TABLE, TABLE)?;
-        self.w.str(attr::SET_NAME, name)?;
+        self.w.str(attr::SET_NAME, &name)?;
         self.w.u32_be(attr::SET_FLAGS, s.flags)?;
         self.w.u32_be(attr::SET_KEY_TYPE, s.key_type)?;
         self.w.u32_be(attr::SET_KEY_LEN, s.key_len)?;
@@ -328,9 +346,9 @@ impl Encoder<'_> {
         self.w.attr(attr::SET_USERDATA, &s.udata)?;
         self.w.end(m);
 
+        // By batch id alone: with a name the kernel would first walk the table's sets for it.
         let m = self.begin(kind::NEWSETELEM, kind::F_CREATE);
         self.w.str(attr::ELEM_LIST_TABLE, TABLE)?;
-        self.w.str(attr::ELEM_LIST_SET, name)?;
         self.w.u32_be(attr::ELEM_LIST_SET_ID, s.id)?;
         let list = self.w.nest(attr::ELEM_LIST_ELEMENTS);
         for e in &s.elements {

@@ -204,7 +204,7 @@ fn a_batch_is_framed_and_asks_for_one_acknowledgement() {
         },
         Op::AddElement(element(&["fd00::1", "udp", "53"], "goto b")),
     ];
-    let batch = encode(Family::V6, &ops, [], 100).unwrap_or_else(|e| panic!("{e}"));
+    let batch = encode(Family::V6, &ops, [], Start { seq: 100, anon: 0 }).unwrap_or_else(|e| panic!("{e}"));
     let m = messages(&batch.bytes);
     let types: Vec<u16> = m.iter().map(|x| x.0).collect();
     assert_eq!(types, [0x10, 0xa00, 0xa09, 0xa06, 0xa0c, 0x11]);
@@ -224,7 +224,7 @@ fn many_elements_of_one_set_share_messages() {
     let ops: Vec<Op> = (0..600u32)
         .map(|i| Op::AddElement(element(&[&format!("fd00::{i:x}"), "tcp", "80"], "drop")))
         .collect();
-    let batch = encode(Family::V6, &ops, [&map_set()], 0).unwrap_or_else(|e| panic!("{e}"));
+    let batch = encode(Family::V6, &ops, [&map_set()], Start::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(batch.messages, 3);
 }
 
@@ -232,7 +232,37 @@ fn many_elements_of_one_set_share_messages() {
 fn an_element_of_an_unknown_set_is_an_error() {
     let ops = vec![Op::AddElement(element(&["fd00::1", "tcp", "80"], "drop"))];
     assert!(matches!(
-        encode(Family::V6, &ops, [], 0),
+        encode(Family::V6, &ops, [], Start::default()),
         Err(EncodeError::Element(..))
     ));
+}
+
+fn count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+#[test]
+fn anonymous_sets_get_names_of_their_own_and_batches_never_reuse_one() {
+    let ops = vec![Op::AddRule {
+        chain: "service-x".into(),
+        rule: Rule::new("numgen random mod 2 vmap { 0 : goto endpoint-a , 1 : goto endpoint-b }"),
+    }];
+    let start = Start { seq: 0, anon: 0x29 };
+    let first = encode(Family::V4, &ops, [], start).unwrap_or_else(|e| panic!("{e}"));
+    // The set is created and looked up under its own name; its elements name it by id only.
+    assert_eq!(count(&first.bytes, b"__map000000000000002a\0"), 2);
+    assert_eq!(count(&first.bytes, b"%d"), 0);
+    assert_eq!(first.next_anon, 0x2a);
+    let second = encode(
+        Family::V4,
+        &ops,
+        [],
+        Start {
+            seq: first.last_seq + 1,
+            anon: first.next_anon,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(count(&second.bytes, b"__map000000000000002a\0"), 0);
+    assert_eq!(count(&second.bytes, b"__map000000000000002b\0"), 2);
 }
