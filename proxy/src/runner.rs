@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -27,7 +28,8 @@ pub(crate) enum Reason {
 pub(crate) struct Trigger(Arc<Notify>);
 
 impl Trigger {
-    /// Requests a run. Requests made while a run is in progress cause one more run afterwards.
+    /// Requests a run. A request made before `wait` lets a run start is covered by that run;
+    /// one made while the run is in progress causes one more run afterwards.
     pub(crate) fn request(&self) {
         self.0.notify_one();
     }
@@ -95,6 +97,10 @@ impl Runner {
                 }
             }
         }
+        // The run about to start covers every request made until now (the caller takes the changes
+        // next): a request left stored here would only cause a run with nothing to do, and hold
+        // the next real change back by up to `min_interval`.
+        let _ = self.trigger.0.notified().now_or_never();
         self.last_reason = Some(reason);
         self.last_run = Some(Instant::now());
         !self.shutdown.is_triggered()

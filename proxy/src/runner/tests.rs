@@ -67,3 +67,42 @@ async fn shutdown_stops_waiting() {
     s.trigger();
     assert!(!r.wait().await);
 }
+
+#[tokio::test(start_paused = true)]
+async fn requests_before_a_run_starts_are_covered_by_it() {
+    let (mut r, _s) = runner(1, 30);
+    let t0 = Instant::now();
+    // The watches' first lists request runs before the first one.
+    r.trigger().request();
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::First));
+    r.done(true);
+    // A change, and another while the runner holds the run back for the min interval.
+    r.trigger().request();
+    let trigger = r.trigger();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        trigger.request();
+    });
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::Changed));
+    assert_eq!(Instant::now() - t0, Duration::from_secs(1));
+    r.done(true);
+    // Both were taken by that run: nothing until the periodic one.
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::Periodic));
+    assert_eq!(Instant::now() - t0, Duration::from_secs(31));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_during_a_run_causes_one_more() {
+    let (mut r, _s) = runner(1, 30);
+    let t0 = Instant::now();
+    assert!(r.wait().await);
+    // The run is in progress: its changes were already taken.
+    r.trigger().request();
+    r.done(true);
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::Changed));
+    assert_eq!(Instant::now() - t0, Duration::from_secs(1));
+}
