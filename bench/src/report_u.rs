@@ -103,10 +103,11 @@ pub fn u(r: &UResult) -> String {
     let _ = writeln!(
         s,
         "\nU   upstream anchor: {} services x {} endpoints loaded once through the real kube-apiserver ({:.1} s); \
-         each proxy alone in its node namespace, shipped defaults (min-sync-period 1 s both)",
+         each proxy alone in its node namespace, shipped defaults (min-sync-period 1 s both), {}",
         r.services,
         r.endpoints,
-        r.load.as_secs_f64()
+        r.load.as_secs_f64(),
+        r.iptables.name()
     );
     let ups: Vec<&URow> = r.rows.iter().filter(|x| is_upstream(x)).collect();
     let ours: Vec<&URow> = r.rows.iter().filter(|x| !is_upstream(x)).collect();

@@ -71,6 +71,23 @@ impl Proxy {
     }
 }
 
+/// The iptables the iptables-mode proxies run with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    #[default]
+    Nft,
+    Legacy,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Nft => "iptables-nft",
+            Backend::Legacy => "iptables-legacy",
+        }
+    }
+}
+
 pub struct UParams {
     pub services: usize,
     pub endpoints: usize,
@@ -87,6 +104,7 @@ pub struct UParams {
     pub connects: usize,
     /// Give up waiting for a full sync or a change after this long.
     pub limit: Duration,
+    pub iptables: Backend,
 }
 
 /// One proxy's figures; `error` says why the rest are missing.
@@ -111,6 +129,7 @@ pub struct URow {
 pub struct UResult {
     pub services: usize,
     pub endpoints: usize,
+    pub iptables: Backend,
     pub load: Duration,
     pub rows: Vec<URow>,
 }
@@ -123,6 +142,9 @@ struct Shared {
     cluster: Cluster,
     cp: Netns,
     api: String,
+    /// With `--up-iptables legacy`: a directory of `iptables*` names for iptables-legacy, put first
+    /// on kube-proxy's PATH.
+    legacy_path: Option<PathBuf>,
     dir: tempfile::TempDir,
 }
 
@@ -171,6 +193,10 @@ fn setup(p: &UParams, progress: &mut dyn FnMut(&str)) -> Result<(Shared, Duratio
         "--accept-hosts=.*",
     ]);
     let (api_proxy, api) = spawn_kubectl_proxy(&mut cmd)?;
+    let legacy_path = match p.iptables {
+        Backend::Legacy => Some(legacy_names(dir.path())?),
+        Backend::Nft => None,
+    };
     let load = procs::load_api(&cp, &api, p.services, p.endpoints)?;
     progress(&format!(
         "U: loaded {} x {} in {:.1} s",
@@ -184,6 +210,7 @@ fn setup(p: &UParams, progress: &mut dyn FnMut(&str)) -> Result<(Shared, Duratio
             cluster,
             api,
             _api_proxy: api_proxy,
+            legacy_path,
             dir,
         },
         load,
@@ -213,6 +240,10 @@ fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Pr
                     "--conntrack-tcp-timeout-established=0",
                 ])
                 .args(["--conntrack-tcp-timeout-close-wait=0", "--oom-score-adj=0"]);
+            if let Some(dir) = &sh.legacy_path {
+                let path = std::env::var("PATH").unwrap_or_default();
+                c.env("PATH", format!("{}:{path}", dir.display()));
+            }
             c
         }
         Proxy::SvcnetTree | Proxy::SvcnetFlat | Proxy::SvcnetNftables => {
@@ -228,6 +259,9 @@ fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Pr
                 .arg(kubeconfig)
                 .args(["--hostname-override", NODE, "--cluster-cidr", wire::ENDPOINT_CIDR])
                 .args(mode);
+            if sh.legacy_path.is_some() && proxy != Proxy::SvcnetNftables {
+                c.args(["--iptables-backend", "legacy"]);
+            }
             c
         }
     };
@@ -259,9 +293,29 @@ pub fn run(bins: &Bins, p: &UParams, progress: &mut dyn FnMut(&str)) -> Result<U
     Ok(UResult {
         services: p.services,
         endpoints: p.endpoints,
+        iptables: p.iptables,
         load,
         rows,
     })
+}
+
+/// `dir/legacy-bin` holding `iptables`, `iptables-save`, `iptables-restore` and the `ip6tables` ones,
+/// each a link to the multi-call binary behind `iptables-legacy` (it acts on the name it is run as).
+fn legacy_names(dir: &std::path::Path) -> Result<PathBuf, BenchError> {
+    let multi = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("iptables-legacy"))
+        .find(|p| p.exists())
+        .ok_or_else(|| BenchError::Check("--up-iptables legacy: no iptables-legacy on PATH".into()))?;
+    let multi = std::fs::canonicalize(&multi).map_err(|e| BenchError::io("iptables-legacy", e))?;
+    let out = dir.join("legacy-bin");
+    std::fs::create_dir_all(&out).map_err(|e| BenchError::io("legacy-bin", e))?;
+    for tool in ["iptables", "ip6tables"] {
+        for suffix in ["", "-save", "-restore"] {
+            let link = out.join(format!("{tool}{suffix}"));
+            std::os::unix::fs::symlink(&multi, &link).map_err(|e| BenchError::io("legacy-bin link", e))?;
+        }
+    }
+    Ok(out)
 }
 
 /// Starts the agent listening on the probe endpoint.

@@ -19,6 +19,7 @@ fn result(rows: Vec<URow>) -> UResult {
     UResult {
         services: 10_000,
         endpoints: 10,
+        iptables: crate::upstream::Backend::Nft,
         load: Duration::from_secs(60),
         rows,
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{Proxy, UParams};
+use super::{Backend, Proxy, UParams};
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct UArgs {
@@ -33,6 +33,11 @@ pub struct UArgs {
     /// iptables mode at 10k/100k does not finish its first sync in this time with iptables-nft 1.8.9).
     #[arg(long, default_value_t = 600)]
     pub up_limit_s: u64,
+    /// U: the iptables of the iptables-mode proxies: `nft` (this machine's `iptables`) or `legacy`
+    /// (kube-proxy finds `iptables*` -> iptables-legacy first on its PATH; svcnet runs with
+    /// `--iptables-backend legacy`). GKE's Container-Optimized OS nodes run legacy.
+    #[arg(long, value_enum, default_value_t = Backend::Nft)]
+    pub up_iptables: Backend,
 }
 
 impl UArgs {
@@ -51,6 +56,7 @@ impl UArgs {
             churn_per_s: self.up_churn_rate.unwrap_or(if quick { 20.0 } else { 50.0 }),
             connects: pick(self.up_connects, 100, 20),
             limit: Duration::from_secs(self.up_limit_s),
+            iptables: self.up_iptables,
         }
     }
 }

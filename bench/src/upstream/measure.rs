@@ -111,6 +111,9 @@ pub(super) fn one(
         return Err(e);
     }
     row.full_sync = Some(t0.elapsed());
+    if sh.legacy_path.is_some() && proxy != Proxy::KubeNftables && proxy != Proxy::SvcnetNftables {
+        rules_only_in_legacy(&ns, proxy)?;
+    }
     row.hwm_sync_kb = read_mem(run.pid()).map_or(0, |m| m.hwm_kb);
     progress(&format!(
         "  full sync live after {:.1} s, VmHWM {:.0} MiB",
@@ -202,4 +205,24 @@ fn churn(run: &mut Run<'_>, row: &mut URow) -> Result<(), BenchError> {
     let changes = (run.p.churn + 1) as f64;
     row.cpu_per_1000 = Some((after - before) / changes * 1000.0);
     Ok(())
+}
+
+/// With `--up-iptables legacy`, an iptables-mode proxy's rules must be in iptables-legacy's nat table
+/// and not in iptables-nft's: else the figures would be of the other backend.
+fn rules_only_in_legacy(ns: &Netns, proxy: Proxy) -> Result<(), BenchError> {
+    let holds = |save: &str| -> Result<bool, BenchError> {
+        let out = ns
+            .command(save)
+            .args(["-t", "nat"])
+            .output()
+            .map_err(|e| BenchError::io(save, e))?;
+        Ok(String::from_utf8_lossy(&out.stdout).contains(":KUBE-SERVICES"))
+    };
+    match (holds("iptables-legacy-save")?, holds("iptables-nft-save")?) {
+        (true, false) => Ok(()),
+        (legacy, nft) => Err(BenchError::Check(format!(
+            "{}: KUBE-SERVICES in iptables-legacy: {legacy}, in iptables-nft: {nft} (want only legacy)",
+            proxy.name()
+        ))),
+    }
 }
