@@ -213,7 +213,8 @@ pub struct RunArgs {
     pub iptables_restore_timeout: Duration,
     /// Write a sync that changes more chains than this in several iptables-restore calls, whole
     /// services first and KUBE-SERVICES last (svcnet; iptables-nft-restore slows quadratically with the
-    /// chains in one call). 0 writes every sync in one call, like kube-proxy.
+    /// chains in one call). 0 writes every sync in one call, like kube-proxy; so does the legacy
+    /// backend, which rewrites whole tables at every call.
     #[arg(long, default_value_t = DEFAULT_RESTORE_MAX_CHAINS)]
     pub iptables_restore_max_chains: usize,
     /// Debug: also write every restore payload to DIR as NNNNNN-<ipv4|ipv6>-<full|partial>.rules

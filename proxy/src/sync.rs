@@ -265,7 +265,7 @@ impl FamilySync {
         if full.is_some() {
             ensure_jumps(&self.ipt, &ensured_jumps(cfg)).await?;
         }
-        let mut max_chains = settings.restore_max_chains;
+        let mut max_chains = self.ipt.backend.restore_max_chains(settings.restore_max_chains);
         if full.is_some() && max_chains != UNBATCHED {
             // A fresh table: smaller calls (see FRESH_TABLE_MAX_CHAINS). A failed check changes nothing.
             let fresh = self

@@ -76,3 +76,10 @@ async fn a_missing_binary_is_named_as_not_installed() {
         "svcnet-test-no-such-restore is not installed (not found on PATH)"
     );
 }
+
+#[test]
+fn only_iptables_nft_writes_large_syncs_in_batches() {
+    assert_eq!(Backend::Nft.restore_max_chains(5000), 5000);
+    assert_eq!(Backend::Plain.restore_max_chains(5000), 5000);
+    assert_eq!(Backend::Legacy.restore_max_chains(5000), crate::render::UNBATCHED);
+}
