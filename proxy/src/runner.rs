@@ -1,6 +1,6 @@
 //! Bounded-frequency runner (upstream's BoundedFrequencyRunner): a sync runs when something changed,
-//! but never sooner than `min_interval` after the previous one (bursts of changes coalesce), at least
-//! every `max_interval` (the periodic resync), and again after a failure with a growing delay.
+//! but never sooner than `min_interval` after the previous one ended (bursts of changes coalesce), at
+//! least `max_interval` after it (the periodic resync), and again after a failure with a growing delay.
 //!
 //! It only decides *when*; the caller runs the sync and reports the result:
 //! `while runner.wait().await { let ok = sync().await; runner.done(ok); }`.
@@ -102,12 +102,14 @@ impl Runner {
         // the next real change back by up to `min_interval`.
         let _ = self.trigger.0.notified().now_or_never();
         self.last_reason = Some(reason);
-        self.last_run = Some(Instant::now());
         !self.shutdown.is_triggered()
     }
 
     /// Reports the outcome of the run `wait` allowed.
     pub(crate) fn done(&mut self, ok: bool) {
+        // As upstream: min_interval (and max_interval) count from the end of a run, so a sync
+        // slower than min_interval never runs back to back with the next one under churn.
+        self.last_run = Some(Instant::now());
         if ok {
             self.retry_at = None;
             self.retry_delay = Self::first_retry(self.min_interval, self.max_interval);

@@ -106,3 +106,22 @@ async fn a_request_during_a_run_causes_one_more() {
     assert_eq!(r.last_reason, Some(Reason::Changed));
     assert_eq!(Instant::now() - t0, Duration::from_secs(1));
 }
+
+#[tokio::test(start_paused = true)]
+async fn intervals_count_from_the_end_of_a_run() {
+    let (mut r, _s) = runner(1, 30);
+    assert!(r.wait().await);
+    // A run that takes 3 s, with a change arriving during it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    r.trigger().request();
+    r.done(true);
+    let end = Instant::now();
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::Changed));
+    assert_eq!(Instant::now() - end, Duration::from_secs(1));
+    r.done(true);
+    let end = Instant::now();
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(Reason::Periodic));
+    assert_eq!(Instant::now() - end, Duration::from_secs(30));
+}
