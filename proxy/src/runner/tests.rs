@@ -8,6 +8,14 @@ fn runner(min: u64, max: u64) -> (Runner, Shutdown) {
     )
 }
 
+/// Waits for the next run and checks why and when it came (`after` since `from`), then ends it.
+async fn next_run(r: &mut Runner, reason: Reason, from: Instant, after: Duration) {
+    assert!(r.wait().await);
+    assert_eq!(r.last_reason, Some(reason));
+    assert_eq!(Instant::now() - from, after);
+    r.done(true);
+}
+
 #[tokio::test(start_paused = true)]
 async fn first_run_is_immediate_then_changes_respect_min_interval() {
     let (mut r, _s) = runner(1, 30);
@@ -18,14 +26,9 @@ async fn first_run_is_immediate_then_changes_respect_min_interval() {
     r.done(true);
     r.trigger().request();
     r.trigger().request(); // coalesces with the first request
-    assert!(r.wait().await);
-    assert_eq!(r.last_reason, Some(Reason::Changed));
-    assert_eq!(Instant::now() - t0, Duration::from_secs(1));
-    r.done(true);
+    next_run(&mut r, Reason::Changed, t0, Duration::from_secs(1)).await;
     // No further request: the next run is the periodic one.
-    assert!(r.wait().await);
-    assert_eq!(r.last_reason, Some(Reason::Periodic));
-    assert_eq!(Instant::now() - t0, Duration::from_secs(31));
+    next_run(&mut r, Reason::Periodic, t0, Duration::from_secs(31)).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -84,14 +87,9 @@ async fn requests_before_a_run_starts_are_covered_by_it() {
         tokio::time::sleep(Duration::from_millis(500)).await;
         trigger.request();
     });
-    assert!(r.wait().await);
-    assert_eq!(r.last_reason, Some(Reason::Changed));
-    assert_eq!(Instant::now() - t0, Duration::from_secs(1));
-    r.done(true);
+    next_run(&mut r, Reason::Changed, t0, Duration::from_secs(1)).await;
     // Both were taken by that run: nothing until the periodic one.
-    assert!(r.wait().await);
-    assert_eq!(r.last_reason, Some(Reason::Periodic));
-    assert_eq!(Instant::now() - t0, Duration::from_secs(31));
+    next_run(&mut r, Reason::Periodic, t0, Duration::from_secs(31)).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -102,9 +100,7 @@ async fn a_request_during_a_run_causes_one_more() {
     // The run is in progress: its changes were already taken.
     r.trigger().request();
     r.done(true);
-    assert!(r.wait().await);
-    assert_eq!(r.last_reason, Some(Reason::Changed));
-    assert_eq!(Instant::now() - t0, Duration::from_secs(1));
+    next_run(&mut r, Reason::Changed, t0, Duration::from_secs(1)).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -115,13 +111,6 @@ async fn intervals_count_from_the_end_of_a_run() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     r.trigger().request();
     r.done(true);
-    let end = Instant::now();
-    assert!(r.wait().await);
-    assert_eq!(r.last_reason, Some(Reason::Changed));
-    assert_eq!(Instant::now() - end, Duration::from_secs(1));
-    r.done(true);
-    let end = Instant::now();
-    assert!(r.wait().await);
-    assert_eq!(r.last_reason, Some(Reason::Periodic));
-    assert_eq!(Instant::now() - end, Duration::from_secs(30));
+    next_run(&mut r, Reason::Changed, Instant::now(), Duration::from_secs(1)).await;
+    next_run(&mut r, Reason::Periodic, Instant::now(), Duration::from_secs(30)).await;
 }
