@@ -60,6 +60,11 @@ impl Proxy {
         }
     }
 
+    /// Whether it writes iptables rules (and so runs on the `--up-iptables` backend).
+    fn iptables_mode(self) -> bool {
+        !matches!(self, Proxy::KubeNftables | Proxy::SvcnetNftables)
+    }
+
     fn tag(self) -> &'static str {
         match self {
             Proxy::KubeIptables => "up-kipt",
@@ -259,7 +264,7 @@ fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Pr
                 .arg(kubeconfig)
                 .args(["--hostname-override", NODE, "--cluster-cidr", wire::ENDPOINT_CIDR])
                 .args(mode);
-            if sh.legacy_path.is_some() && proxy != Proxy::SvcnetNftables {
+            if sh.legacy_path.is_some() && proxy.iptables_mode() {
                 c.args(["--iptables-backend", "legacy"]);
             }
             c

@@ -111,7 +111,7 @@ pub(super) fn one(
         return Err(e);
     }
     row.full_sync = Some(t0.elapsed());
-    if sh.legacy_path.is_some() && proxy != Proxy::KubeNftables && proxy != Proxy::SvcnetNftables {
+    if sh.legacy_path.is_some() && proxy.iptables_mode() {
         rules_only_in_legacy(&ns, proxy)?;
     }
     row.hwm_sync_kb = read_mem(run.pid()).map_or(0, |m| m.hwm_kb);
