@@ -7,8 +7,8 @@ export CARGO_TERM_COLOR ?= never
 build:
 	$(CARGO) build --workspace --locked
 
-# System tools a fresh machine lacks (iptables, iproute2, conntrack, nfacct, util-linux, make): installed
-# with apt-get when missing, a no-op otherwise. demo, test and e2e run it first.
+# System tools a fresh machine lacks (iptables, iproute2, conntrack, nfacct, nftables, util-linux, make):
+# installed with apt-get when missing, a no-op otherwise. demo, test and e2e run it first.
 deps:
 	bash testing/install-deps.sh
 
@@ -26,13 +26,17 @@ k8s:
 golden:
 	SVCNET_UPDATE_GOLDEN=1 $(CARGO) test -p svcnet-proxy --test golden --locked
 
-# fmt, clippy, and cargo-deny's licence and ban checks (deny.toml), offline: the advisory database
-# cannot be fetched on these machines, so that check is not run. cargo-deny is built once when missing.
+# cargo-deny's licence and ban checks (deny.toml), fmt and clippy. cargo-deny runs `cargo metadata`, which
+# needs every crate in Cargo.lock, other platforms' too, while builds download only the host's: `cargo fetch`
+# brings them all (from the registry, as Cargo.lock pins them), then the check itself runs offline. The
+# advisory database cannot be fetched on these machines, so that check is not run. The quick checks go
+# first, so a bad licence or format fails before clippy's build. cargo-deny is built once when missing.
 lint:
 	bash testing/install-cargo-deny.sh
+	$(CARGO) fetch --locked
+	$(CARGO) deny --offline --locked check licenses bans
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
-	$(CARGO) deny --offline --locked check licenses bans
 
 fmt:
 	$(CARGO) fmt --all

@@ -3,8 +3,9 @@
 # (`make demo`, `make test`, `make e2e` and .ci/run call it; a no-op once they are there):
 #   iptables (iptables-restore/-save, ip6tables), iproute2 (ip, network namespaces), conntrack, nfacct,
 #   nftables (nft: the proxy's nftables mode),
-#   util-linux (setpriv: children die with their test; flock: one control-plane build at a time), make,
-#   and cargo-deny (`make lint`; built from crates.io by install-cargo-deny.sh).
+#   util-linux (setpriv: children die with their test; flock: one control-plane build at a time), make.
+# cargo-deny is not here: only `make lint` needs it, and it builds it (install-cargo-deny.sh), so
+# `make test` and `make demo` do not wait for its build.
 # Go (for the control plane, testing/k8s) and gcloud (the demo's GCE listings) are not Debian packages
 # of a usable version: they come with the machine image; this script only says when they are missing.
 set -euo pipefail
@@ -31,9 +32,6 @@ if [ "${#need[@]}" -gt 0 ]; then
   "${sudo[@]}" apt-get update -qq
   "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-
-# cargo-deny for `make lint` (cargo, not apt: see that script).
-bash "$(dirname "$0")/install-cargo-deny.sh"
 
 have go || [ -x /usr/local/go/bin/go ] ||
   echo "install-deps: note: no Go toolchain (>= 1.25): testing/k8s cannot build the control plane" >&2
