@@ -224,6 +224,36 @@ pub(crate) fn link_name(link: &str) -> &str {
     link.rsplit('/').next().unwrap_or(link)
 }
 
+/// A node's `spec.providerID`: which GCE instance it is (read by the route, node and LB code
+/// alike, so it lives in this leaf).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProviderId {
+    pub project: String,
+    pub zone: String,
+    pub instance: String,
+}
+
+impl ProviderId {
+    pub(crate) fn format(&self) -> String {
+        format!("gce://{}/{}/{}", self.project, self.zone, self.instance)
+    }
+}
+
+/// `gce://<project>/<zone>/<instance>`; None for anything else.
+pub(crate) fn parse_provider_id(s: &str) -> Option<ProviderId> {
+    let rest = s.strip_prefix("gce://")?;
+    let mut parts = rest.split('/');
+    let (project, zone, instance) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || project.is_empty() || zone.is_empty() || instance.is_empty() {
+        return None;
+    }
+    Some(ProviderId {
+        project: project.into(),
+        zone: zone.into(),
+        instance: instance.into(),
+    })
+}
+
 /// What instances.get told us about the node's VM.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct InstanceFacts {

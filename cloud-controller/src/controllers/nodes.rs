@@ -12,9 +12,8 @@ use tokio::sync::watch;
 
 use crate::controllers::{Shared, SyncError};
 use crate::gce::lookup::{instance_facts, instance_lookup};
-use crate::nodes::{
-    LifecycleAction, needs_initialization, node_ready, parse_provider_id, plan_node_init, plan_node_lifecycle,
-};
+use crate::nodes::{LifecycleAction, needs_initialization, node_ready, plan_node_init, plan_node_lifecycle};
+use crate::objects::parse_provider_id;
 
 pub(crate) async fn run(
     shared: Arc<Shared>,
