@@ -6,8 +6,9 @@ use std::sync::Mutex;
 
 use crate::controllers::lb_rounds::{Announce, LbGce};
 use crate::gce::error::{GceError, REASON_IN_USE};
-use crate::gce::observe::{ObservedLb, Touched};
+use crate::gce::observe::ObservedLb;
 use crate::gce::outcome::{Outcome, outcome};
+use crate::gce::read::Touched;
 use crate::naming::LbNames;
 use crate::objects::action::Action;
 
