@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use crate::controllers::lb_rounds::{Announce, LbGce};
+use crate::controllers::lb::rounds::{Announce, LbGce};
 use crate::gce::error::{GceError, REASON_IN_USE};
 use crate::gce::observe::ObservedLb;
 use crate::gce::outcome::{Outcome, outcome};

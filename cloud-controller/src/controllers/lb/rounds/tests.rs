@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::{EnsureInput, Ensured, MAX_ROUNDS, RoundsFailed, delete_rounds, ensure_rounds, touches_shared};
 use crate::controllers::SyncError;
-use crate::controllers::shared_hc::{SharedHc, shared_keys};
+use crate::controllers::lb::shared_hc::{SharedHc, shared_keys};
 use crate::gce::error::GceError;
 use crate::lb;
 use crate::lb::internal::SCHEME_INTERNAL;

@@ -1,13 +1,22 @@
 //! Service load balancer controller: a kube-runtime `Controller` over Services. Services of type
 //! LoadBalancer get our finalizers and an external target-pool load balancer, or an internal one
-//! (`service_ilb`) when annotated Internal; switching kinds tears the old one down first;
+//! ([`internal`]) when annotated Internal; switching kinds tears the old one down first;
 //! deleting the Service (or changing its type) tears it down and removes the finalizers. Node
 //! membership changes re-reconcile every Service.
 //!
-//! Per reconcile: [`lb_step::next_step`] decides from the Service what comes next; the external
-//! LB's rounds (observe -> plan -> execute) are in `lb_rounds`, what the controller remembers
-//! between syncs in `lb_ctx`, events and status in `lb_report`. After a start, converged load
-//! balancers are re-verified behind new and changed ones (`verify_queue`).
+//! Per reconcile: [`step::next_step`] decides from the Service what comes next; the external
+//! LB's rounds (observe -> plan -> execute) are in [`rounds`], what the controller remembers
+//! between syncs in [`ctx`], events and status in [`report`]. After a start, converged load
+//! balancers are re-verified behind new and changed ones ([`verify_queue`]).
+
+pub(crate) mod ctx;
+pub(crate) mod internal;
+pub(crate) mod record;
+pub(crate) mod report;
+pub(crate) mod rounds;
+pub(crate) mod shared_hc;
+pub(crate) mod step;
+pub(crate) mod verify_queue;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,13 +29,13 @@ use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::controllers::lb_ctx::LbCtx;
-use crate::controllers::lb_report::{ServiceEvents, invalid_service, obj_ref, patch_ingress, sync_failed};
-use crate::controllers::lb_rounds::{EnsureInput, Ensured, RealGce, delete_rounds, ensure_rounds};
-use crate::controllers::lb_step::{Step, next_step};
+use self::ctx::LbCtx;
+use self::internal::{cleanup_ilb, ensure_ilb};
+use self::report::{ServiceEvents, invalid_service, obj_ref, patch_ingress, sync_failed};
+use self::rounds::{EnsureInput, Ensured, RealGce, delete_rounds, ensure_rounds};
+use self::step::{Step, next_step};
 use crate::controllers::node_watch::{NodeTriggers, changes};
-use crate::controllers::service_ilb::{cleanup_ilb, ensure_ilb};
-use crate::controllers::{SyncError, error_delay, key, lb_record};
+use crate::controllers::{SyncError, error_delay, key};
 use crate::gce::observe::forwarding_rule;
 use crate::lb::ensure::lb_names;
 use crate::lb::internal_delete::Teardown;
@@ -186,7 +195,7 @@ async fn cleanup_and_release(api: &Api<Service>, svc: &Service, ctx: &LbCtx) -> 
         if svc.metadata.deletion_timestamp.is_none() {
             patch_ingress(svc, &ctx.shared, None).await?;
         }
-        lb_record::delete(&ctx.shared.client, svc).await;
+        record::delete(&ctx.shared.client, svc).await;
     }
     patch_finalizers(api, svc, false).await?;
     Ok(Requeue::await_change())
@@ -264,9 +273,9 @@ async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
     if let Some((reason, note)) = done {
         sh.event(&events.oref, false, reason, note.into()).await;
     }
-    let prev = lb_record::current(&sh.client, svc).await;
-    let st = lb_record::build_status(svc, prev.as_ref(), Some(&names), Some(&*obs), ip.as_deref(), None);
-    lb_record::write(&sh.client, svc, st).await;
+    let prev = record::current(&sh.client, svc).await;
+    let st = record::build_status(svc, prev.as_ref(), Some(&names), Some(&*obs), ip.as_deref(), None);
+    record::write(&sh.client, svc, st).await;
     Ok(Requeue::requeue(sh.tuning.lb_resync))
 }
 
@@ -312,7 +321,7 @@ async fn cleanup(svc: &Service, ctx: &LbCtx, switching: bool) -> Result<(), Sync
         .await;
     }
     if !switching {
-        lb_record::delete(&ctx.shared.client, svc).await;
+        record::delete(&ctx.shared.client, svc).await;
     }
     Ok(())
 }

@@ -8,9 +8,10 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::Service;
 use svcnet_crds::{GceResourceRef, GceResources};
 
-use crate::controllers::lb_ctx::LbCtx;
-use crate::controllers::lb_report::{invalid_service, obj_ref, patch_ingress, sync_failed};
-use crate::controllers::{Shared, SyncError, key, lb_record};
+use crate::controllers::lb::ctx::LbCtx;
+use crate::controllers::lb::record;
+use crate::controllers::lb::report::{invalid_service, obj_ref, patch_ingress, sync_failed};
+use crate::controllers::{Shared, SyncError, key};
 use crate::gce::error::GceError;
 use crate::gce::exec::execute;
 use crate::gce::observe::ObservedLb;
@@ -130,11 +131,11 @@ pub(crate) async fn ensure_ilb(
         )
         .await;
     }
-    let prev = lb_record::current(&sh.client, svc).await;
-    let mut st = lb_record::build_status(svc, prev.as_ref(), None, None, None, None);
+    let prev = record::current(&sh.client, svc).await;
+    let mut st = record::build_status(svc, prev.as_ref(), None, None, None, None);
     st.ingress_ip = ip;
     st.gce = Some(record(&names, &o, &links));
-    lb_record::write(&sh.client, svc, st).await;
+    record::write(&sh.client, svc, st).await;
     Ok(kube::runtime::controller::Action::requeue(sh.tuning.lb_resync))
 }
 
@@ -147,7 +148,7 @@ fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources
         &o.local_health_check_firewall,
     ];
     let backend_checks = o.backend_service.as_ref().map(|b| b.health_checks.as_slice());
-    let (firewalls, health_checks) = lb_record::guards(
+    let (firewalls, health_checks) = record::guards(
         links,
         names,
         fws.map(Option::is_some),
@@ -159,7 +160,7 @@ fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources
         forwarding_rule: o
             .forwarding_rule
             .as_ref()
-            .map(|f| lb_record::resource_ref(links, "forwardingRules", &f.name)),
+            .map(|f| record::resource_ref(links, "forwardingRules", &f.name)),
         target_pool: None,
         firewalls,
         health_checks,
@@ -167,7 +168,7 @@ fn record(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources
         backend_service: o
             .backend_service
             .as_ref()
-            .map(|b| lb_record::resource_ref(links, "backendServices", &b.name)),
+            .map(|b| record::resource_ref(links, "backendServices", &b.name)),
         instance_groups: o
             .instance_groups
             .keys()

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 
 use crate::config::Config;
 use crate::controllers::SyncError;
-use crate::controllers::shared_hc::{SharedHc, shared_keys};
+use crate::controllers::lb::shared_hc::{SharedHc, shared_keys};
 use crate::gce::client::Gce;
 use crate::gce::error::GceError;
 use crate::gce::exec::execute;

@@ -9,8 +9,9 @@ use kube::runtime::controller::Action as Requeue;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::controllers::lb_rounds::Announce;
-use crate::controllers::{Shared, SyncError, key, lb_record};
+use crate::controllers::lb::record;
+use crate::controllers::lb::rounds::Announce;
+use crate::controllers::{Shared, SyncError, key};
 use crate::gce::observe::ObservedLb;
 use crate::lb;
 use crate::naming::LbNames;
@@ -42,9 +43,9 @@ pub(crate) async fn invalid_service(svc: &Service, sh: &Shared, e: &crate::Error
         format!("Error syncing load balancer: {e}"),
     )
     .await;
-    let prev = lb_record::current(&sh.client, svc).await;
-    let st = lb_record::build_status(svc, prev.as_ref(), None, None, None, Some(&e.to_string()));
-    lb_record::write(&sh.client, svc, st).await;
+    let prev = record::current(&sh.client, svc).await;
+    let st = record::build_status(svc, prev.as_ref(), None, None, None, Some(&e.to_string()));
+    record::write(&sh.client, svc, st).await;
     Requeue::requeue(Duration::from_secs(300).min(sh.tuning.lb_resync))
 }
 
@@ -63,9 +64,9 @@ pub(crate) async fn sync_failed(
         format!("Error syncing load balancer: {e}"),
     )
     .await;
-    let prev = lb_record::current(&sh.client, svc).await;
-    let st = lb_record::build_status(svc, prev.as_ref(), names, obs, None, Some(&e.to_string()));
-    lb_record::write(&sh.client, svc, st).await;
+    let prev = record::current(&sh.client, svc).await;
+    let st = record::build_status(svc, prev.as_ref(), names, obs, None, Some(&e.to_string()));
+    record::write(&sh.client, svc, st).await;
     e
 }
 
