@@ -37,8 +37,8 @@ use self::step::{Step, next_step};
 use crate::controllers::node_watch::{NodeTriggers, changes};
 use crate::controllers::{SyncError, error_delay, key};
 use crate::gce::observe::forwarding_rule;
-use crate::lb::ensure::lb_names;
-use crate::lb::internal_delete::Teardown;
+use crate::lb::external::ensure::lb_names;
+use crate::lb::internal::delete::Teardown;
 use crate::lb::ownership::{
     ILB_FINALIZER, NETLB_FINALIZER, finalizers_with, finalizers_with_ours, forwarding_rule_is_foreign,
     has_finalizer,

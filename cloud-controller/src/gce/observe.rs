@@ -1,6 +1,6 @@
 //! Reads what GCE holds for an external load balancer, into the domain's plain types: one row of
 //! `gce::read`'s table per object (404 = None), and the address holding the LB's IP. Target
-//! pools are never listed (see `lb::delete` for the shared health check).
+//! pools are never listed (see `lb::external::delete` for the shared health check).
 
 use std::collections::BTreeMap;
 

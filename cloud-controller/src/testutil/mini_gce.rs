@@ -251,7 +251,7 @@ impl MiniGce {
         for _ in 0..max_rounds {
             let mut observed = self.observed(names, None);
             observed.nodes_health_check_used_elsewhere = kept;
-            let plan = crate::lb::delete::plan_delete(names, &observed);
+            let plan = crate::lb::external::delete::plan_delete(names, &observed);
             if plan.is_empty() {
                 return Ok(applied);
             }

@@ -1,5 +1,5 @@
-//! The round loops of an external load balancer's sync: observe GCE -> plan (`lb::ensure`, or
-//! `lb::delete`) -> execute stage by stage, round after round until a plan is empty. Generic over
+//! The round loops of an external load balancer's sync: observe GCE -> plan (`lb::external::ensure`, or
+//! `lb::external::delete`) -> execute stage by stage, round after round until a plan is empty. Generic over
 //! [`LbGce`] (the real client layer, or an in-memory GCE in unit tests) and [`Announce`]
 //! (events), so the decisions are tested without processes; finalizers, status and the record
 //! stay with the caller (`service_lb`).
@@ -18,8 +18,8 @@ use crate::gce::observe::{ObservedLb, observe_lb_again};
 use crate::gce::outcome::Outcome;
 use crate::gce::read::Touched;
 use crate::gce::retry::RetryPolicy;
-use crate::lb::delete::plan_delete;
-use crate::lb::ensure::{EnsurePlan, ensure};
+use crate::lb::external::delete::plan_delete;
+use crate::lb::external::ensure::{EnsurePlan, ensure};
 use crate::lb::ownership::forwarding_rule_is_foreign;
 use crate::lb::stages::stages;
 use crate::lb::{self, internal::SCHEME_INTERNAL};
@@ -192,7 +192,7 @@ pub(crate) async fn ensure_rounds(
     let mut last = first_reuse(input.fresh, shared, names);
     let mut guard = None;
     let mut announced: Option<bool> = None;
-    // GCE kept the shared node health check on our delete (another pool uses it): see `lb::delete`.
+    // GCE kept the shared node health check on our delete (another pool uses it): see `lb::external::delete`.
     let mut shared_kept = false;
     for _ in 0..MAX_ROUNDS {
         let nodes = (input.nodes)();
