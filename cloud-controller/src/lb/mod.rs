@@ -16,7 +16,7 @@
 //!   `gce/convert.rs` needs nothing when the REST field names match;
 //! - reading it back: `objects/observed.rs` and a row in `gce/observe.rs` or `gce/observe_ilb.rs`
 //!   (a new collection: a row in `gce/read.rs`);
-//! - tests: `testutil/mini_gce.rs` (`MiniGce::apply`), and svcnet-fake-gce's REST route
+//! - tests: `testutil/mini_gce/` (`MiniGce::apply`), and svcnet-fake-gce's REST route
 //!   (`e2e/fake-gce`) for the end-to-end tests.
 
 pub(crate) mod drift;

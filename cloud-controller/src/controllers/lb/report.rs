@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::controllers::lb::record;
 use crate::controllers::lb::rounds::Announce;
-use crate::controllers::{Shared, SyncError, key};
+use crate::controllers::{Shared, SyncError};
 use crate::gce::observe::ObservedLb;
 use crate::lb;
 use crate::naming::LbNames;
@@ -35,7 +35,7 @@ impl Announce for ServiceEvents<'_> {
 /// Validation errors: Warning event, no GCE call; retried when the Service changes (and
 /// periodically, in case nodes appear).
 pub(crate) async fn invalid_service(svc: &Service, sh: &Shared, e: &crate::Error) -> Requeue {
-    tracing::warn!(service = %key(svc), error = %e, label = e.metric_label(), "invalid load balancer Service");
+    tracing::warn!(error = %e, label = e.metric_label(), "invalid load balancer Service");
     sh.event(
         &obj_ref(svc),
         true,
