@@ -15,6 +15,9 @@ pub(crate) const TIER_STANDARD: &str = "STANDARD";
 /// Target pool `sessionAffinity` values.
 pub(crate) const AFFINITY_NONE: &str = "NONE";
 pub(crate) const AFFINITY_CLIENT_IP: &str = "CLIENT_IP";
+/// `loadBalancingScheme` (forwarding rules, backend services) and `addressType` of internal LBs;
+/// external ones leave both empty (GCE defaults EXTERNAL).
+pub(crate) const SCHEME_INTERNAL: &str = "INTERNAL";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]

@@ -26,6 +26,7 @@ use crate::lb::spec::{HealthCheckKind, LbSpec};
 use crate::naming::{self, IlbNames};
 use crate::objects::{
     Backend, BackendService, Firewall, FirewallAllowed, ForwardingRule, HealthCheck, HttpHealthCheckSettings,
+    SCHEME_INTERNAL,
 };
 
 /// The Service asks for an internal LB (upstream GetLoadBalancerAnnotationType: the GKE key
@@ -39,7 +40,6 @@ pub(crate) const SUBNET_ANNOTATION: &str = "networking.gke.io/internal-load-bala
 /// Upstream ServiceAnnotationILBAllowGlobalAccess: "true" lets clients of other regions in.
 pub(crate) const GLOBAL_ACCESS_ANNOTATION: &str =
     "networking.gke.io/internal-load-balancer-allow-global-access";
-pub(crate) const SCHEME_INTERNAL: &str = "INTERNAL";
 /// Upstream maxL4ILBPorts: beyond this many ports the rule uses allPorts.
 pub(crate) const MAX_ILB_PORTS: usize = 5;
 /// Upstream maxInstancesPerInstanceGroup: groups keep the first 1000 nodes by name.

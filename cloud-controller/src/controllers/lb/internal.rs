@@ -13,9 +13,10 @@ use crate::controllers::lb::rounds::RealGce;
 use crate::controllers::lb::rounds::internal::{IlbEnsured, IlbInput, delete_ilb_rounds, ensure_ilb_rounds};
 use crate::controllers::{Shared, SyncError};
 use crate::gce::observe::ObservedLb;
+use crate::lb::internal::IlbSpec;
 use crate::lb::internal::delete::Teardown;
-use crate::lb::internal::{self, IlbSpec};
 use crate::naming::IlbNames;
+use crate::objects::SCHEME_INTERNAL;
 use crate::objects::observed::IlbObserved;
 
 fn names_of(svc: &Service, sh: &Shared) -> crate::Result<IlbNames> {
@@ -96,7 +97,7 @@ fn gce_resources(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceRe
         target_pool: None,
         firewalls,
         health_checks,
-        load_balancing_scheme: Some(internal::SCHEME_INTERNAL.to_owned()),
+        load_balancing_scheme: Some(SCHEME_INTERNAL.to_owned()),
         backend_service: o
             .backend_service
             .as_ref()

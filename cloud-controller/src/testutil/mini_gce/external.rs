@@ -2,9 +2,8 @@
 //! against [`MiniGce`].
 
 use super::{MiniGce, insert, remove};
-use crate::lb::internal::SCHEME_INTERNAL;
 use crate::objects::action::Action;
-use crate::objects::{self, Address};
+use crate::objects::{self, Address, SCHEME_INTERNAL};
 
 impl MiniGce {
     /// None: not one of these calls.

@@ -15,9 +15,9 @@ use crate::gce::read::Touched;
 use crate::lb;
 use crate::lb::external::delete::plan_delete;
 use crate::lb::external::ensure::{EnsurePlan, ensure};
-use crate::lb::internal::SCHEME_INTERNAL;
 use crate::lb::ownership::forwarding_rule_is_foreign;
 use crate::naming::LbNames;
+use crate::objects::SCHEME_INTERNAL;
 use crate::objects::action::Action;
 
 /// How an ensure ended without a failed call.

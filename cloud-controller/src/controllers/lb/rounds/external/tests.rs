@@ -10,8 +10,7 @@ use crate::controllers::lb::shared_hc::{SharedHc, shared_keys};
 use crate::gce::error::GceError;
 use crate::gce::observe::ObservedLb;
 use crate::lb;
-use crate::lb::internal::SCHEME_INTERNAL;
-use crate::objects::{Address, ForwardingRule};
+use crate::objects::{Address, ForwardingRule, SCHEME_INTERNAL};
 use crate::testutil::fake_lb_gce::Events;
 use crate::testutil::{FakeLbGce, MiniGce, Scenario};
 
