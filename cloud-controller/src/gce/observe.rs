@@ -40,13 +40,9 @@ pub(crate) async fn observe_lb_again(
     want_ip: Option<&str>,
     reuse: Option<(&ObservedLb, &Touched)>,
 ) -> Result<ObservedLb, GceError> {
-    let mut rd = Reader {
-        gce,
-        policy,
-        reuse: reuse.map(|(prev, touched)| (&prev.self_links, touched)),
-        obs: reuse.map(|(prev, _)| prev.observed.clone()).unwrap_or_default(),
-        links: Default::default(),
-    };
+    let prev = reuse.map(|(prev, _)| prev.observed.clone()).unwrap_or_default();
+    let mut rd = Reader::new(gce, policy, prev);
+    rd.reuse = reuse.map(|(prev, touched)| (&prev.self_links, touched));
     let (lb, fw) = (&names.lb, Collection::Firewalls);
     rd.read(Collection::Addresses, lb, |o| &mut o.address).await?;
     rd.read(fw, &names.firewall, |o| &mut o.firewall).await?;

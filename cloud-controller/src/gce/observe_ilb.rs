@@ -23,13 +23,7 @@ pub(crate) async fn observe_ilb(
     names: &IlbNames,
     want_ip: Option<&str>,
 ) -> Result<(IlbObserved, ObservedLb), GceError> {
-    let mut rd = Reader {
-        gce,
-        policy,
-        reuse: None,
-        obs: IlbObserved::default(),
-        links: Default::default(),
-    };
+    let mut rd = Reader::new(gce, policy, IlbObserved::default());
     let lb = &names.lb;
     rd.read(Collection::Addresses, lb, |o| &mut o.address).await?;
     rd.read(Collection::ForwardingRules, lb, |o| &mut o.forwarding_rule)

@@ -127,7 +127,18 @@ pub(crate) struct Reader<'a, O> {
     pub links: BTreeMap<String, String>,
 }
 
-impl<O: Send> Reader<'_, O> {
+impl<'a, O: Send> Reader<'a, O> {
+    /// A reader that GETs every row into `obs`.
+    pub(crate) fn new(gce: &'a Gce, policy: &'a RetryPolicy, obs: O) -> Self {
+        Reader {
+            gce,
+            policy,
+            reuse: None,
+            obs,
+            links: BTreeMap::new(),
+        }
+    }
+
     /// One row of the table: `kind/name` into the field `slot` selects.
     pub(crate) async fn read<T: DeserializeOwned>(
         &mut self,

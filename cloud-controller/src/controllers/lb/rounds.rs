@@ -20,6 +20,7 @@ use crate::gce::observe_ilb::observe_ilb;
 use crate::gce::outcome::Outcome;
 use crate::gce::read::Touched;
 use crate::gce::retry::RetryPolicy;
+use crate::lb;
 use crate::lb::stages::stages;
 use crate::naming::{IlbNames, LbNames};
 use crate::objects::action::Action;
@@ -78,6 +79,26 @@ pub(crate) enum Decision<O, D> {
         actions: Vec<Action>,
         announce: Option<Note>,
     },
+}
+
+/// A delete round's decision: done once nothing is left (with whether anything was deleted),
+/// else run `actions`, announced with the Deleting event the first time when `announce`.
+pub(crate) fn teardown<O>(
+    obs: O,
+    actions: Vec<Action>,
+    deleted: &mut bool,
+    announce: bool,
+) -> Decision<O, bool> {
+    if actions.is_empty() {
+        return Decision::Done(*deleted);
+    }
+    let announce = (announce && !*deleted).then_some((lb::EVENT_DELETING, "Deleting load balancer"));
+    *deleted = true;
+    Decision::Run {
+        obs,
+        actions,
+        announce,
+    }
 }
 
 /// One load balancer sync of one kind: how a round reads GCE and what it decides. The driver

@@ -45,33 +45,43 @@ impl MiniGce {
                 zone,
                 group,
                 instances,
-            } => {
-                let Some(members) = self.instance_groups.get_mut(&group_id(zone, group)) else {
-                    return Some(Err(format!("404 notFound: instance group {group}")));
-                };
-                if let Some(i) = instances.iter().find(|i| members.contains(i)) {
-                    return Some(Err(format!("400 memberAlreadyExists: {i}")));
-                }
-                members.extend(instances.iter().cloned());
-                members.sort();
-                Ok(())
-            }
+            } => self.change_members(zone, group, instances, true),
             Action::RemoveGroupInstances {
                 zone,
                 group,
                 instances,
-            } => {
-                let Some(members) = self.instance_groups.get_mut(&group_id(zone, group)) else {
-                    return Some(Err(format!("404 notFound: instance group {group}")));
-                };
-                if let Some(i) = instances.iter().find(|i| !members.contains(i)) {
-                    return Some(Err(format!("400 memberNotFound: {i}")));
-                }
-                members.retain(|m| !instances.contains(m));
-                Ok(())
-            }
+            } => self.change_members(zone, group, instances, false),
             _ => return None,
         })
+    }
+
+    /// addInstances (`add`) or removeInstances: GCE refuses the whole call when one instance
+    /// already is (is not) a member.
+    fn change_members(
+        &mut self,
+        zone: &str,
+        group: &str,
+        instances: &[String],
+        add: bool,
+    ) -> Result<(), String> {
+        let Some(members) = self.instance_groups.get_mut(&group_id(zone, group)) else {
+            return Err(format!("404 notFound: instance group {group}"));
+        };
+        if let Some(i) = instances.iter().find(|i| members.contains(i) == add) {
+            let reason = if add {
+                "memberAlreadyExists"
+            } else {
+                "memberNotFound"
+            };
+            return Err(format!("400 {reason}: {i}"));
+        }
+        if add {
+            members.extend(instances.iter().cloned());
+            members.sort();
+        } else {
+            members.retain(|m| !instances.contains(m));
+        }
+        Ok(())
     }
 
     /// A backend service references existing groups and checks only.

@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::{Node, Service};
 use tokio::sync::MutexGuard;
 
-use super::{Announce, Decision, Kept, LbGce, LbSync, RoundsFailed, run_rounds};
+use super::{Announce, Decision, Kept, LbGce, LbSync, RoundsFailed, run_rounds, teardown};
 use crate::config::Config;
 use crate::controllers::lb::shared_hc::{SharedHc, shared_keys};
 use crate::gce::error::GceError;
@@ -243,16 +243,7 @@ impl LbSync for DeleteSync<'_> {
             tracing::info!(lb = %self.names.lb, "forwarding rule points at a backend service: nothing deleted");
         }
         let actions = plan_delete(self.names, &obs.observed);
-        if actions.is_empty() {
-            return Decision::Done(self.announced);
-        }
-        let announce = (!self.announced).then_some((lb::EVENT_DELETING, "Deleting load balancer"));
-        self.announced = true;
-        Decision::Run {
-            obs,
-            actions,
-            announce,
-        }
+        teardown(obs, actions, &mut self.announced, true)
     }
 
     fn not_converged(&self) -> String {

@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::core::v1::{Node, Service};
 
-use super::{Announce, Decision, IlbObservation, Kept, LbGce, LbSync, RoundsFailed, run_rounds};
+use super::{Announce, Decision, IlbObservation, Kept, LbGce, LbSync, RoundsFailed, run_rounds, teardown};
 use crate::config::Config;
 use crate::gce::error::GceError;
 use crate::lb;
@@ -139,18 +139,8 @@ impl LbSync for DeleteSync<'_> {
 
     async fn decide(&mut self, obs: IlbObservation) -> Decision<IlbObservation, bool> {
         let actions = plan_delete(self.names, &obs.0, self.mode);
-        if actions.is_empty() {
-            return Decision::Done(self.announced);
-        }
         // Only a teardown of the whole LB is announced (a switch to external is not a delete).
-        let announce = (!self.announced && self.mode == Teardown::All)
-            .then_some((lb::EVENT_DELETING, "Deleting load balancer"));
-        self.announced = true;
-        Decision::Run {
-            obs,
-            actions,
-            announce,
-        }
+        teardown(obs, actions, &mut self.announced, self.mode == Teardown::All)
     }
 
     fn not_converged(&self) -> String {
