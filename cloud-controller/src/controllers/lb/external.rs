@@ -7,7 +7,9 @@ use kube::runtime::controller::Action as Requeue;
 use crate::controllers::SyncError;
 use crate::controllers::lb::ctx::LbCtx;
 use crate::controllers::lb::record;
-use crate::controllers::lb::report::{ServiceEvents, invalid_service, obj_ref, patch_ingress, sync_failed};
+use crate::controllers::lb::report::{
+    ServiceEvents, converged, deleted, invalid_service, obj_ref, patch_ingress, sync_failed,
+};
 use crate::controllers::lb::rounds::RealGce;
 use crate::controllers::lb::rounds::external::{EnsureInput, Ensured, delete_rounds, ensure_rounds};
 use crate::lb::external::ensure::lb_names;
@@ -45,18 +47,11 @@ pub(crate) async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, Syn
         Err(f) => return Err(sync_failed(svc, sh, Some(&names), f.obs.as_ref(), f.error).await),
     };
     let ip = plan.ingress_ip.clone();
-    let status_changed = match &ip {
-        Some(ip) => patch_ingress(svc, sh, Some(ip)).await?,
-        None => false,
-    };
-    let done = match announced {
-        Some(true) => Some((lb::EVENT_UPDATED, "Updated load balancer with new hosts")),
-        Some(false) => Some((lb::EVENT_ENSURED, "Ensured load balancer")),
-        None => status_changed.then_some((lb::EVENT_ENSURED, "Ensured load balancer")),
-    };
-    if let Some((reason, note)) = done {
-        sh.event(&events.oref, false, reason, note.into()).await;
-    }
+    let done = announced.map(|membership_only| match membership_only {
+        true => (lb::EVENT_UPDATED, "Updated load balancer with new hosts"),
+        false => (lb::EVENT_ENSURED, "Ensured load balancer"),
+    });
+    converged(svc, sh, ip.as_deref(), done).await?;
     let prev = record::current(&sh.client, svc).await;
     let st = record::build_status(svc, prev.as_ref(), Some(&names), Some(&*obs), ip.as_deref(), None);
     record::write(&sh.client, svc, st).await;
@@ -93,13 +88,7 @@ pub(crate) async fn cleanup(svc: &Service, ctx: &LbCtx, switching: bool) -> Resu
         patch_ingress(svc, sh, None).await?;
     }
     if announced {
-        sh.event(
-            &events.oref,
-            false,
-            lb::EVENT_DELETED,
-            "Deleted load balancer".into(),
-        )
-        .await;
+        deleted(svc, sh).await;
     }
     if !switching {
         record::delete(&ctx.shared.client, svc).await;

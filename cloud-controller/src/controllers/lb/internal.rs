@@ -8,7 +8,9 @@ use svcnet_crds::{GceResourceRef, GceResources};
 
 use crate::controllers::lb::ctx::LbCtx;
 use crate::controllers::lb::record;
-use crate::controllers::lb::report::{ServiceEvents, invalid_service, obj_ref, patch_ingress, sync_failed};
+use crate::controllers::lb::report::{
+    ServiceEvents, converged, deleted, invalid_service, obj_ref, sync_failed,
+};
 use crate::controllers::lb::rounds::RealGce;
 use crate::controllers::lb::rounds::internal::{IlbEnsured, IlbInput, delete_ilb_rounds, ensure_ilb_rounds};
 use crate::controllers::{Shared, SyncError};
@@ -51,19 +53,8 @@ pub(crate) async fn ensure_ilb(
     };
     let (o, links) = *obs;
     let ip = plan.ingress_ip.clone();
-    let status_changed = match &ip {
-        Some(ip) => patch_ingress(svc, sh, Some(ip)).await?,
-        None => false,
-    };
-    if announced || status_changed {
-        sh.event(
-            &events.oref,
-            false,
-            crate::lb::EVENT_ENSURED,
-            "Ensured load balancer".into(),
-        )
-        .await;
-    }
+    let done = announced.then_some((crate::lb::EVENT_ENSURED, "Ensured load balancer"));
+    converged(svc, sh, ip.as_deref(), done).await?;
     let prev = record::current(&sh.client, svc).await;
     let mut st = record::build_status(svc, prev.as_ref(), None, None, None, None);
     st.ingress_ip = ip;
@@ -132,13 +123,7 @@ pub(crate) async fn cleanup_ilb(svc: &Service, ctx: &LbCtx, mode: Teardown) -> R
     match delete_ilb_rounds(&RealGce::new(sh), &events, &names, mode).await {
         Ok(announced) => {
             if announced && mode == Teardown::All {
-                sh.event(
-                    &events.oref,
-                    false,
-                    crate::lb::EVENT_DELETED,
-                    "Deleted load balancer".into(),
-                )
-                .await;
+                deleted(svc, sh).await;
             }
             Ok(())
         }

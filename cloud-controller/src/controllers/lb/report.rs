@@ -10,7 +10,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::controllers::lb::record;
-use crate::controllers::lb::rounds::Announce;
+use crate::controllers::lb::rounds::{Announce, Note};
 use crate::controllers::{Shared, SyncError};
 use crate::gce::observe::ObservedLb;
 use crate::lb;
@@ -68,6 +68,37 @@ pub(crate) async fn sync_failed(
     let st = record::build_status(svc, prev.as_ref(), names, obs, None, Some(&e.to_string()));
     record::write(&sh.client, svc, st).await;
     e
+}
+
+/// How a converged sync ends for the Service: its ingress IP (patched only when it changed), then
+/// the closing event: `done` when the sync announced work, else Ensured when only the status
+/// changed. Returns whether the status was written.
+pub(crate) async fn converged(
+    svc: &Service,
+    sh: &Shared,
+    ip: Option<&str>,
+    done: Option<Note>,
+) -> Result<bool, SyncError> {
+    let status_changed = match ip {
+        Some(ip) => patch_ingress(svc, sh, Some(ip)).await?,
+        None => false,
+    };
+    let ensured = (lb::EVENT_ENSURED, "Ensured load balancer");
+    if let Some((reason, note)) = done.or(status_changed.then_some(ensured)) {
+        sh.event(&obj_ref(svc), false, reason, note.into()).await;
+    }
+    Ok(status_changed)
+}
+
+/// After a teardown that deleted something: the Deleted event.
+pub(crate) async fn deleted(svc: &Service, sh: &Shared) {
+    sh.event(
+        &obj_ref(svc),
+        false,
+        lb::EVENT_DELETED,
+        "Deleted load balancer".into(),
+    )
+    .await;
 }
 
 /// Sets (or clears) `status.loadBalancer.ingress`, only when it differs. Returns whether it wrote.
