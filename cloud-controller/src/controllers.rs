@@ -2,18 +2,10 @@
 //! initialisation/lifecycle. They share one [`Shared`] context: the kube client, the GCE
 //! clients, the domain [`Config`] and a reflector store of Nodes.
 
-mod lb_ctx;
-pub(crate) mod lb_record;
-mod lb_report;
-pub(crate) mod lb_rounds;
-mod lb_step;
+pub(crate) mod lb;
 pub(crate) mod node_watch;
 pub(crate) mod nodes;
 pub(crate) mod routes;
-pub(crate) mod service_ilb;
-pub(crate) mod service_lb;
-mod shared_hc;
-pub(crate) mod verify_queue;
 
 use std::time::Duration;
 
@@ -56,7 +48,7 @@ impl Default for Tuning {
             retry: RetryPolicy::default(),
             error_base: Duration::from_secs(1),
             error_max: Duration::from_secs(300),
-            verify_interval: verify_queue::verify_interval(20.0),
+            verify_interval: lb::verify_queue::verify_interval(20.0),
         }
     }
 }

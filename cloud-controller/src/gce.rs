@@ -13,5 +13,6 @@ pub(crate) mod observe_ilb;
 pub(crate) mod ops;
 pub(crate) mod outcome;
 pub(crate) mod ratelimit;
+pub(crate) mod read;
 pub(crate) mod request_id;
 pub(crate) mod retry;

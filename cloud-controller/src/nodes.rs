@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{Node, NodeAddress, Taint};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::objects::{InstanceFacts, InstanceLookup};
+use crate::objects::{InstanceFacts, InstanceLookup, ProviderId, parse_provider_id};
 
 pub(crate) const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 /// Set by kubelet --node-ip when running with an external cloud provider.
@@ -20,34 +20,6 @@ pub(crate) const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 pub(crate) const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
 pub(crate) const LABEL_REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
 pub(crate) const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ProviderId {
-    pub project: String,
-    pub zone: String,
-    pub instance: String,
-}
-
-impl ProviderId {
-    pub(crate) fn format(&self) -> String {
-        format!("gce://{}/{}/{}", self.project, self.zone, self.instance)
-    }
-}
-
-/// `gce://<project>/<zone>/<instance>`; None for anything else.
-pub(crate) fn parse_provider_id(s: &str) -> Option<ProviderId> {
-    let rest = s.strip_prefix("gce://")?;
-    let mut parts = rest.split('/');
-    let (project, zone, instance) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || project.is_empty() || zone.is_empty() || instance.is_empty() {
-        return None;
-    }
-    Some(ProviderId {
-        project: project.into(),
-        zone: zone.into(),
-        instance: instance.into(),
-    })
-}
 
 /// Zone `us-central1-a` -> region `us-central1`.
 pub(crate) fn region_of_zone(zone: &str) -> &str {

@@ -15,6 +15,9 @@ pub(crate) const TIER_STANDARD: &str = "STANDARD";
 /// Target pool `sessionAffinity` values.
 pub(crate) const AFFINITY_NONE: &str = "NONE";
 pub(crate) const AFFINITY_CLIENT_IP: &str = "CLIENT_IP";
+/// `loadBalancingScheme` (forwarding rules, backend services) and `addressType` of internal LBs;
+/// external ones leave both empty (GCE defaults EXTERNAL).
+pub(crate) const SCHEME_INTERNAL: &str = "INTERNAL";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -222,6 +225,36 @@ pub(crate) fn instance_key(link: &str) -> &str {
 /// Last path segment of a link (a resource name).
 pub(crate) fn link_name(link: &str) -> &str {
     link.rsplit('/').next().unwrap_or(link)
+}
+
+/// A node's `spec.providerID`: which GCE instance it is (read by the route, node and LB code
+/// alike, so it lives in this leaf).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProviderId {
+    pub project: String,
+    pub zone: String,
+    pub instance: String,
+}
+
+impl ProviderId {
+    pub(crate) fn format(&self) -> String {
+        format!("gce://{}/{}/{}", self.project, self.zone, self.instance)
+    }
+}
+
+/// `gce://<project>/<zone>/<instance>`; None for anything else.
+pub(crate) fn parse_provider_id(s: &str) -> Option<ProviderId> {
+    let rest = s.strip_prefix("gce://")?;
+    let mut parts = rest.split('/');
+    let (project, zone, instance) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || project.is_empty() || zone.is_empty() || instance.is_empty() {
+        return None;
+    }
+    Some(ProviderId {
+        project: project.into(),
+        zone: zone.into(),
+        instance: instance.into(),
+    })
 }
 
 /// What instances.get told us about the node's VM.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::naming::{self, ROUTE_DESCRIPTION};
-use crate::nodes::parse_provider_id;
+use crate::objects::parse_provider_id;
 use crate::objects::{self, Route};
 
 pub(crate) const ROUTE_PRIORITY: u32 = 1000;

@@ -12,7 +12,7 @@ use svcnet_core::shutdown::Shutdown;
 use crate::cli::{Cli, CliError, Resolved};
 use crate::config::Config;
 use crate::controllers::node_watch::NodeTriggers;
-use crate::controllers::{Shared, Tuning, node_watch, nodes, routes, service_lb};
+use crate::controllers::{Shared, Tuning, lb, node_watch, nodes, routes};
 use crate::gce::client::{Gce, GceOptions};
 use crate::gce::retry::RetryPolicy;
 use crate::{clusterid, leader, metadata};
@@ -147,7 +147,7 @@ fn tuning(cli: &Cli) -> Tuning {
             max_times: cli.gce_retries,
             ..RetryPolicy::default()
         },
-        verify_interval: crate::controllers::verify_queue::verify_interval(cli.gce_qps),
+        verify_interval: crate::controllers::lb::verify_queue::verify_interval(cli.gce_qps),
         ..Tuning::default()
     }
 }
@@ -161,7 +161,7 @@ fn spawn_controllers(
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let mut tasks = Vec::new();
     if cli.wants("service") {
-        tasks.push(tokio::spawn(service_lb::run(
+        tasks.push(tokio::spawn(lb::run(
             shared.clone(),
             triggers.clone(),
             stop.wait_owned(),

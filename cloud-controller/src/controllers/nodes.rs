@@ -12,9 +12,8 @@ use tokio::sync::watch;
 
 use crate::controllers::{Shared, SyncError};
 use crate::gce::lookup::{instance_facts, instance_lookup};
-use crate::nodes::{
-    LifecycleAction, needs_initialization, node_ready, parse_provider_id, plan_node_init, plan_node_lifecycle,
-};
+use crate::nodes::{LifecycleAction, needs_initialization, node_ready, plan_node_init, plan_node_lifecycle};
+use crate::objects::parse_provider_id;
 
 pub(crate) async fn run(
     shared: Arc<Shared>,
@@ -31,22 +30,24 @@ pub(crate) async fn run(
             changed = trigger.changed() => if changed.is_err() { return },
         }
         for node in shared.node_list() {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            let result = if needs_initialization(&node) {
-                initialize(&shared, &node).await
-            } else if !node_ready(&node) {
-                lifecycle(&shared, &node).await
-            } else {
-                Ok(())
-            };
-            match result {
-                Ok(()) => {}
-                Err(err) => {
-                    shared.gce.metrics.sync("node", err.metric_label());
-                    tracing::warn!(node = %name, %err, "node sync failed");
-                }
-            }
+            sync_node(&shared, &node).await;
         }
+    }
+}
+
+/// One node's check, in a span carrying its name (the log lines inside do not repeat it).
+#[tracing::instrument(skip_all, fields(node = node.metadata.name.as_deref().unwrap_or_default()))]
+async fn sync_node(shared: &Shared, node: &Node) {
+    let result = if needs_initialization(node) {
+        initialize(shared, node).await
+    } else if !node_ready(node) {
+        lifecycle(shared, node).await
+    } else {
+        Ok(())
+    };
+    if let Err(err) = result {
+        shared.gce.metrics.sync("node", err.metric_label());
+        tracing::warn!(%err, "node sync failed");
     }
 }
 
@@ -73,13 +74,13 @@ async fn locate(sh: &Shared, node: &Node) -> Result<Option<crate::objects::Insta
 async fn initialize(sh: &Shared, node: &Node) -> Result<(), SyncError> {
     let name = node.metadata.name.clone().unwrap_or_default();
     let Some(facts) = locate(sh, node).await? else {
-        tracing::warn!(node = %name, zones = ?sh.zones, "no instance found for uninitialized node");
+        tracing::warn!(zones = ?sh.zones, "no instance found for uninitialized node");
         return Ok(());
     };
     let init = match plan_node_init(node, &facts) {
         Ok(i) => i,
         Err(e) => {
-            tracing::warn!(node = %name, error = %e, "cannot initialise node");
+            tracing::warn!(error = %e, "cannot initialise node");
             return Ok(());
         }
     };
@@ -93,7 +94,7 @@ async fn initialize(sh: &Shared, node: &Node) -> Result<(), SyncError> {
     .await?;
     api.patch(&name, &PatchParams::default(), &Patch::Merge(&init.spec_patch()))
         .await?;
-    tracing::info!(node = %name, instance = %facts.name, zone = %facts.zone, "node initialized");
+    tracing::info!(instance = %facts.name, zone = %facts.zone, "node initialized");
     Ok(())
 }
 
@@ -109,7 +110,7 @@ async fn lifecycle(sh: &Shared, node: &Node) -> Result<(), SyncError> {
     };
     let lookup = instance_lookup(&sh.gce, &sh.tuning.retry, &id.zone, &id.instance).await?;
     if plan_node_lifecycle(node, lookup) == LifecycleAction::Delete {
-        tracing::info!(node = %name, instance = %id.instance, "deleting NotReady node whose instance is gone");
+        tracing::info!(instance = %id.instance, "deleting NotReady node whose instance is gone");
         let api: Api<Node> = Api::all(sh.client.clone());
         match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}

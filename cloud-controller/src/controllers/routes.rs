@@ -153,7 +153,7 @@ async fn locate(sh: &Shared, nodes: &[String]) -> Located {
 fn node_instance_key(node: &Node, located: &Located) -> Option<String> {
     let name = node.metadata.name.as_deref()?;
     let id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref());
-    match id.and_then(crate::nodes::parse_provider_id) {
+    match id.and_then(crate::objects::parse_provider_id) {
         Some(id) => Some(format!("zones/{}/instances/{}", id.zone, id.instance)),
         None => located
             .get(name)

@@ -7,8 +7,8 @@ use google_cloud_gax::paginator::ItemPaginator;
 use crate::gce::client::Gce;
 use crate::gce::convert::{from_model, to_json};
 use crate::gce::error::GceError;
-use crate::gce::observe::{get_opt, list_all};
 use crate::gce::ratelimit::QuotaGroup;
+use crate::gce::read::{get_opt, list_all};
 use crate::gce::retry::{RetryPolicy, with_retries};
 use crate::objects::{InstanceFacts, InstanceLookup, Route};
 

@@ -7,8 +7,9 @@ use serde_json::Value;
 use crate::gce::client::Gce;
 use crate::gce::convert::to_json;
 use crate::gce::error::GceError;
-use crate::gce::observe::{ObservedLb, find_address_by_ip, get_opt, keep, list_all};
+use crate::gce::observe::ObservedLb;
 use crate::gce::ratelimit::QuotaGroup;
+use crate::gce::read::{Collection, Reader, find_address_by_ip, get_opt, list_all};
 use crate::gce::retry::{RetryPolicy, with_retries};
 use crate::naming::IlbNames;
 use crate::objects::observed::IlbObserved;
@@ -22,10 +23,37 @@ pub(crate) async fn observe_ilb(
     names: &IlbNames,
     want_ip: Option<&str>,
 ) -> Result<(IlbObserved, ObservedLb), GceError> {
-    let mut links = ObservedLb::default();
-    let mut o = IlbObserved::default();
-    read_regional(gce, policy, names, &mut o, &mut links).await?;
-    read_global(gce, policy, names, &mut o, &mut links).await?;
+    let mut rd = Reader::new(gce, policy, IlbObserved::default());
+    let lb = &names.lb;
+    rd.read(Collection::Addresses, lb, |o| &mut o.address).await?;
+    rd.read(Collection::ForwardingRules, lb, |o| &mut o.forwarding_rule)
+        .await?;
+    rd.read(Collection::BackendServices, lb, |o| &mut o.backend_service)
+        .await?;
+    let hc = Collection::HealthChecks;
+    rd.read(hc, &names.nodes_health_check, |o| &mut o.nodes_health_check)
+        .await?;
+    rd.read(hc, &names.local_health_check, |o| &mut o.local_health_check)
+        .await?;
+    let fw = Collection::Firewalls;
+    rd.read(fw, &names.firewall, |o| &mut o.firewall).await?;
+    rd.read(fw, &names.legacy_firewall, |o| &mut o.legacy_firewall)
+        .await?;
+    rd.read(fw, &names.nodes_health_check_firewall, |o| {
+        &mut o.nodes_health_check_firewall
+    })
+    .await?;
+    rd.read(fw, &names.local_health_check_firewall, |o| {
+        &mut o.local_health_check_firewall
+    })
+    .await?;
+    let (mut o, mut links) = (
+        rd.obs,
+        ObservedLb {
+            self_links: rd.links,
+            ..ObservedLb::default()
+        },
+    );
     for zone in region_zones(gce, policy).await? {
         if let Some(members) = read_group(gce, policy, &zone, &names.instance_group, &mut links).await? {
             o.instance_groups.insert(zone, members);
@@ -37,104 +65,6 @@ pub(crate) async fn observe_ilb(
         None => None,
     };
     Ok((o, links))
-}
-
-/// The address, forwarding rule and backend service named like the LB.
-async fn read_regional(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    names: &IlbNames,
-    o: &mut IlbObserved,
-    links: &mut ObservedLb,
-) -> Result<(), GceError> {
-    let (p, r) = (gce.project.as_str(), gce.region.as_str());
-    let call = format!("get addresses/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.addresses
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_address(&names.lb)
-            .send()
-    })
-    .await?;
-    o.address = keep(links, "addresses", &names.lb, m)?;
-
-    let call = format!("get forwardingRules/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.forwarding_rules
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_forwarding_rule(&names.lb)
-            .send()
-    })
-    .await?;
-    o.forwarding_rule = keep(links, "forwardingRules", &names.lb, m)?;
-
-    let call = format!("get backendServices/{}", names.lb);
-    let m = get_opt(gce, policy, &call, || {
-        gce.region_backend_services
-            .get()
-            .set_project(p)
-            .set_region(r)
-            .set_backend_service(&names.lb)
-            .send()
-    })
-    .await?;
-    o.backend_service = keep(links, "backendServices", &names.lb, m)?;
-    Ok(())
-}
-
-/// The health checks and firewalls (global objects).
-async fn read_global(
-    gce: &Gce,
-    policy: &RetryPolicy,
-    names: &IlbNames,
-    o: &mut IlbObserved,
-    links: &mut ObservedLb,
-) -> Result<(), GceError> {
-    let p = gce.project.as_str();
-    for (name, local) in [
-        (&names.nodes_health_check, false),
-        (&names.local_health_check, true),
-    ] {
-        let call = format!("get healthChecks/{name}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.health_checks
-                .get()
-                .set_project(p)
-                .set_health_check(name)
-                .send()
-        })
-        .await?;
-        let hc = keep(links, "healthChecks", name, m)?;
-        if local {
-            o.local_health_check = hc;
-        } else {
-            o.nodes_health_check = hc;
-        }
-    }
-    for (name, slot) in [
-        (&names.firewall, 0),
-        (&names.legacy_firewall, 1),
-        (&names.nodes_health_check_firewall, 2),
-        (&names.local_health_check_firewall, 3),
-    ] {
-        let call = format!("get firewalls/{name}");
-        let m = get_opt(gce, policy, &call, || {
-            gce.firewalls.get().set_project(p).set_firewall(name).send()
-        })
-        .await?;
-        let fw = keep(links, "firewalls", name, m)?;
-        match slot {
-            0 => o.firewall = fw,
-            1 => o.legacy_firewall = fw,
-            2 => o.nodes_health_check_firewall = fw,
-            _ => o.local_health_check_firewall = fw,
-        }
-    }
-    Ok(())
 }
 
 /// The zones of the region (by name).

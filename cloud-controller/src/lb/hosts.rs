@@ -10,7 +10,7 @@
 
 use k8s_openapi::api::core::v1::Node;
 
-use crate::nodes::parse_provider_id;
+use crate::objects::parse_provider_id;
 
 pub(crate) const EXCLUDE_LB_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 pub(crate) const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";

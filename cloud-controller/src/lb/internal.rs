@@ -6,8 +6,8 @@
 //! firewall, and an INTERNAL forwarding rule in a subnetwork. Never a target pool.
 //!
 //! Flow as for external LBs: [`IlbSpec::from_service`] (validate) -> [`desired`] -> `plan_ensure`
-//! against [`IlbObserved`](crate::objects::observed::IlbObserved) -> actions ([`crate::lb::internal_plan`]);
-//! deletion: [`crate::lb::internal_delete`]. Pure: plain data in and out.
+//! against [`IlbObserved`](crate::objects::observed::IlbObserved) -> actions ([`plan`]);
+//! deletion: [`delete`]. Pure: plain data in and out.
 //!
 //! svcnet divergences, deliberate: the address is reserved only while the forwarding rule is
 //! (re)created (upstream reserves and releases it on every sync, two writes per no-op resync), and
@@ -20,14 +20,13 @@ use k8s_openapi::api::core::v1::Service;
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::lb::desired::{
-    HC_CHECK_INTERVAL_SEC, HC_HEALTHY_THRESHOLD, HC_TIMEOUT_SEC, HC_UNHEALTHY_THRESHOLD,
-};
 use crate::lb::hosts::LbHost;
+use crate::lb::spec::{HC_CHECK_INTERVAL_SEC, HC_HEALTHY_THRESHOLD, HC_TIMEOUT_SEC, HC_UNHEALTHY_THRESHOLD};
 use crate::lb::spec::{HealthCheckKind, LbSpec};
 use crate::naming::{self, IlbNames};
 use crate::objects::{
     Backend, BackendService, Firewall, FirewallAllowed, ForwardingRule, HealthCheck, HttpHealthCheckSettings,
+    SCHEME_INTERNAL,
 };
 
 /// The Service asks for an internal LB (upstream GetLoadBalancerAnnotationType: the GKE key
@@ -41,7 +40,6 @@ pub(crate) const SUBNET_ANNOTATION: &str = "networking.gke.io/internal-load-bala
 /// Upstream ServiceAnnotationILBAllowGlobalAccess: "true" lets clients of other regions in.
 pub(crate) const GLOBAL_ACCESS_ANNOTATION: &str =
     "networking.gke.io/internal-load-balancer-allow-global-access";
-pub(crate) const SCHEME_INTERNAL: &str = "INTERNAL";
 /// Upstream maxL4ILBPorts: beyond this many ports the rule uses allPorts.
 pub(crate) const MAX_ILB_PORTS: usize = 5;
 /// Upstream maxInstancesPerInstanceGroup: groups keep the first 1000 nodes by name.
@@ -255,6 +253,9 @@ pub(crate) fn traffic_firewall(d: &DesiredIlb, cfg: &Config, ip: &str) -> Firewa
 pub(crate) fn group_key(zone: &str, name: &str) -> String {
     format!("instanceGroups/{zone}/{name}")
 }
+
+pub(crate) mod delete;
+pub(crate) mod plan;
 
 #[cfg(test)]
 mod tests;

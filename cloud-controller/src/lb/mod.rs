@@ -1,35 +1,29 @@
-//! External (target pool) load balancers: Service -> desired GCE objects -> ordered calls.
-//!
-//! Flow per sync: [`ensure::lb_names`] (what to GET) -> I/O fills [`Observed`](crate::objects::observed::Observed) ->
-//! [`ensure::ensure`] (validate, resolve IP, build [`desired::DesiredLb`], diff in [`plan`]) ->
-//! I/O executes the [`Action`](crate::objects::action::Action)s in order. On Service deletion: [`delete::plan_delete`].
-//! Which Services are ours at all: [`ownership`].
+//! Load balancer planning, pure: Service -> desired GCE objects -> ordered calls, for the two
+//! kinds as peers: [`external`] (target pool) and [`internal`] (passthrough, backend service).
+//! What both use sits here: which Services are ours ([`ownership`]), the validated Service
+//! ([`spec`]), the nodes behind an LB ([`hosts`]), upstream's drift tolerances ([`drift`]) and
+//! which calls of a plan may run at once ([`stages`]).
 //!
 //! To add a GCE call (a new mutation on a new or existing object), touch, top-down:
 //! - `objects.rs`: the object's mirror (only the fields set or compared), if new;
 //! - `objects/action.rs`: the `Action` variant and its `label`, `target_name`, `target_key`;
-//! - the planner that emits it (`lb/plan.rs`, `lb/delete.rs`, `lb/internal_plan.rs` or
-//!   `lb/internal_delete.rs`), and
-//!   `lb/stages.rs` if it may run beside its neighbours;
+//! - the planner that emits it (`lb/external/plan.rs`, `lb/external/delete.rs`,
+//!   `lb/internal/plan.rs` or `lb/internal/delete.rs`), and `lb/stages.rs` if it may run beside
+//!   its neighbours;
 //! - `gce/calls.rs`: a `send!` row (collection, verb, setters) in `call_once` or in the group it
 //!   dispatches to; `gce/outcome.rs` where GCE's 404/409/in-use answers mean "done"; `gce/client.rs`
 //!   (and the crate's `google-cloud-compute-v1` feature list) for a new service;
 //!   `gce/convert.rs` needs nothing when the REST field names match;
-//! - reading it back: `objects/observed.rs` and `gce/observe.rs` (`gce/observe_ilb.rs`);
-//! - tests: `testutil/mini_gce.rs` (`MiniGce::apply`), and svcnet-fake-gce's REST route
+//! - reading it back: `objects/observed.rs` and a row in `gce/observe.rs` or `gce/observe_ilb.rs`
+//!   (a new collection: a row in `gce/read.rs`);
+//! - tests: `testutil/mini_gce/` (`MiniGce::apply`), and svcnet-fake-gce's REST route
 //!   (`e2e/fake-gce`) for the end-to-end tests.
 
-pub(crate) mod address;
-pub(crate) mod delete;
-pub(crate) mod desired;
 pub(crate) mod drift;
-pub(crate) mod ensure;
+pub(crate) mod external;
 pub(crate) mod hosts;
 pub(crate) mod internal;
-pub(crate) mod internal_delete;
-pub(crate) mod internal_plan;
 pub(crate) mod ownership;
-pub(crate) mod plan;
 pub(crate) mod spec;
 pub(crate) mod stages;
 

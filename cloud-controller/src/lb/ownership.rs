@@ -135,7 +135,7 @@ pub(crate) fn finalizers_with_ours(service: &Service, add: bool) -> Option<Vec<S
 /// An INTERNAL one is our own internal LB's (the Service was internal before).
 pub(crate) fn forwarding_rule_is_foreign(rule: Option<&ForwardingRule>) -> bool {
     rule.is_some_and(|r| {
-        !r.backend_service.is_empty() && r.load_balancing_scheme != crate::lb::internal::SCHEME_INTERNAL
+        !r.backend_service.is_empty() && r.load_balancing_scheme != crate::objects::SCHEME_INTERNAL
     })
 }
 

@@ -12,6 +12,12 @@ use crate::objects::{AFFINITY_CLIENT_IP, AFFINITY_NONE, TIER_PREMIUM, TIER_STAND
 
 pub(crate) const NETWORK_TIER_ANNOTATION: &str = "cloud.google.com/network-tier";
 pub(crate) const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
+
+/// Upstream gce.go health check parameters (8 s interval, 1 s timeout, 1 healthy, 3 unhealthy).
+pub(crate) const HC_CHECK_INTERVAL_SEC: i32 = 8;
+pub(crate) const HC_TIMEOUT_SEC: i32 = 1;
+pub(crate) const HC_HEALTHY_THRESHOLD: i32 = 1;
+pub(crate) const HC_UNHEALTHY_THRESHOLD: i32 = 3;
 /// Upstream's default when neither the field nor the annotation restricts sources.
 const DEFAULT_SOURCE_RANGE: &str = "0.0.0.0/0";
 

@@ -1,6 +1,7 @@
-//! `MiniGce`, a tiny in-memory GCE that applies [`Action`]s with the constraints real GCE
-//! enforces (409 on duplicate insert, 404 on missing, resourceInUse on referenced objects, one
-//! health check per pool), so an ill-ordered plan fails the test instead of passing silently.
+//! `MiniGce`, a tiny in-memory GCE that applies [`Action`]s of both LB kinds ([`external`],
+//! [`internal`]) with the constraints real GCE enforces (409 on duplicate insert, 404 on missing,
+//! resourceInUse on referenced objects, one health check per pool), so an ill-ordered plan fails
+//! the test instead of passing silently.
 //! It is synchronous and speaks `Action`s, not REST: property tests run thousands of plans
 //! through it in milliseconds, which the REST-level `svcnet-fake-gce` process cannot do.
 
@@ -10,7 +11,12 @@ use super::Scenario;
 use crate::naming::LbNames;
 use crate::objects::action::Action;
 use crate::objects::observed::Observed;
-use crate::objects::{self, Address, Firewall, ForwardingRule, HttpHealthCheck, TargetPool};
+use crate::objects::{
+    Address, BackendService, Firewall, ForwardingRule, HealthCheck, HttpHealthCheck, TargetPool,
+};
+
+mod external;
+mod internal;
 
 /// In-memory GCE holding the objects by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,13 +26,18 @@ pub(crate) struct MiniGce {
     pub health_checks: BTreeMap<String, HttpHealthCheck>,
     pub pools: BTreeMap<String, TargetPool>,
     pub forwarding_rules: BTreeMap<String, ForwardingRule>,
+    /// Internal LBs: health checks (the healthChecks collection), backend services, and the
+    /// instance groups by `zone/name` with their member instance URLs.
+    pub health_checks_v1: BTreeMap<String, HealthCheck>,
+    pub backend_services: BTreeMap<String, BackendService>,
+    pub instance_groups: BTreeMap<String, Vec<String>>,
     pub next_ip: u8,
     pub calls: usize,
     /// Shared health check deletes refused as in use and counted as done ([`MiniGce::run_plan`]).
     pub kept: usize,
 }
 
-fn insert<T: Clone>(map: &mut BTreeMap<String, T>, name: &str, value: &T) -> Result<(), String> {
+pub(super) fn insert<T: Clone>(map: &mut BTreeMap<String, T>, name: &str, value: &T) -> Result<(), String> {
     if map.contains_key(name) {
         return Err(format!("409 alreadyExists: {name}"));
     }
@@ -34,7 +45,7 @@ fn insert<T: Clone>(map: &mut BTreeMap<String, T>, name: &str, value: &T) -> Res
     Ok(())
 }
 
-fn remove<T>(map: &mut BTreeMap<String, T>, name: &str) -> Result<T, String> {
+pub(super) fn remove<T>(map: &mut BTreeMap<String, T>, name: &str) -> Result<T, String> {
     map.remove(name).ok_or_else(|| format!("404 notFound: {name}"))
 }
 
@@ -53,138 +64,12 @@ impl MiniGce {
         );
     }
 
+    /// Applies one call as GCE would; errors read "NNN reason: detail".
     pub(crate) fn apply(&mut self, action: &Action) -> Result<(), String> {
         self.calls += 1;
-        match action {
-            Action::CreateAddress(a) => {
-                let mut a = a.clone();
-                match &a.address {
-                    Some(ip) => {
-                        if self.addresses.values().any(|x| x.address.as_deref() == Some(ip)) {
-                            return Err(format!("400 IP {ip} already reserved"));
-                        }
-                    }
-                    None => {
-                        self.next_ip += 1;
-                        a.address = Some(format!("203.0.113.{}", self.next_ip));
-                    }
-                }
-                insert(&mut self.addresses, &a.name.clone(), &a)
-            }
-            Action::DeleteAddress { name } => remove(&mut self.addresses, name).map(drop),
-            Action::CreateFirewall(f) => insert(&mut self.firewalls, &f.name, f),
-            Action::PatchFirewall(f) => {
-                let have = self.firewalls.get_mut(&f.name).ok_or("404 firewall")?;
-                *have = f.clone();
-                Ok(())
-            }
-            Action::DeleteFirewall { name } => remove(&mut self.firewalls, name).map(drop),
-            Action::CreateHealthCheck(h) => insert(&mut self.health_checks, &h.name, h),
-            Action::UpdateHealthCheck(h) => {
-                let have = self.health_checks.get_mut(&h.name).ok_or("404 health check")?;
-                *have = h.clone();
-                Ok(())
-            }
-            Action::DeleteHealthCheck { name, .. } => {
-                if self
-                    .pools
-                    .values()
-                    .any(|p| p.health_checks.iter().any(|l| objects::link_name(l) == name))
-                {
-                    return Err(format!("400 resourceInUseByAnotherResource: health check {name}"));
-                }
-                remove(&mut self.health_checks, name).map(drop)
-            }
-            Action::CreateTargetPool(p) => {
-                if p.health_checks.len() > 1 {
-                    return Err("400 at most one health check".into());
-                }
-                for hc in &p.health_checks {
-                    if !self.health_checks.contains_key(objects::link_name(hc)) {
-                        return Err(format!("404 health check {hc}"));
-                    }
-                }
-                insert(&mut self.pools, &p.name, p)
-            }
-            Action::DeleteTargetPool { name } => {
-                if self
-                    .forwarding_rules
-                    .values()
-                    .any(|f| objects::link_name(&f.target) == name)
-                {
-                    return Err(format!("400 resourceInUseByAnotherResource: pool {name}"));
-                }
-                remove(&mut self.pools, name).map(drop)
-            }
-            Action::AddInstances { pool, instances } => {
-                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
-                for i in instances {
-                    if p.instances
-                        .iter()
-                        .any(|x| objects::instance_key(x) == objects::instance_key(i))
-                    {
-                        return Err(format!("400 instance {i} already in pool"));
-                    }
-                    p.instances.push(i.clone());
-                }
-                Ok(())
-            }
-            Action::RemoveInstances { pool, instances } => {
-                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
-                for i in instances {
-                    let before = p.instances.len();
-                    p.instances
-                        .retain(|x| objects::instance_key(x) != objects::instance_key(i));
-                    if p.instances.len() == before {
-                        return Err(format!("400 instance {i} not in pool"));
-                    }
-                }
-                Ok(())
-            }
-            Action::AddHealthCheck { pool, health_check } => {
-                if !self.health_checks.contains_key(objects::link_name(health_check)) {
-                    return Err(format!("404 health check {health_check}"));
-                }
-                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
-                if !p.health_checks.is_empty() {
-                    return Err("400 pool already has a health check".into());
-                }
-                p.health_checks.push(health_check.clone());
-                Ok(())
-            }
-            Action::RemoveHealthCheck { pool, health_check } => {
-                let p = self.pools.get_mut(pool).ok_or("404 pool")?;
-                let before = p.health_checks.len();
-                p.health_checks.retain(|l| !objects::same_link(l, health_check));
-                if before == p.health_checks.len() {
-                    return Err("400 health check not in pool".into());
-                }
-                Ok(())
-            }
-            Action::CreateForwardingRule(f) => {
-                if !self.pools.contains_key(objects::link_name(&f.target)) {
-                    return Err(format!("404 target {}", f.target));
-                }
-                insert(&mut self.forwarding_rules, &f.name, f)
-            }
-            Action::DeleteForwardingRule { name } => remove(&mut self.forwarding_rules, name).map(drop),
-            Action::SetTarget {
-                forwarding_rule,
-                target,
-            } => {
-                if !self.pools.contains_key(objects::link_name(target)) {
-                    return Err(format!("404 target {target}"));
-                }
-                let f = self
-                    .forwarding_rules
-                    .get_mut(forwarding_rule)
-                    .ok_or("404 forwarding rule")?;
-                f.target = target.clone();
-                Ok(())
-            }
-            // Internal LB calls: planned by `lb::internal`, executed against the fake GCE only.
-            other => Err(format!("MiniGce models external LBs only: {}", other.label())),
-        }
+        self.apply_external(action)
+            .or_else(|| self.apply_internal(action))
+            .unwrap_or_else(|| Err(format!("MiniGce does not model {}", action.label())))
     }
 
     pub(crate) fn apply_all(&mut self, actions: &[Action]) -> Result<(), String> {
@@ -251,7 +136,7 @@ impl MiniGce {
         for _ in 0..max_rounds {
             let mut observed = self.observed(names, None);
             observed.nodes_health_check_used_elsewhere = kept;
-            let plan = crate::lb::delete::plan_delete(names, &observed);
+            let plan = crate::lb::external::delete::plan_delete(names, &observed);
             if plan.is_empty() {
                 return Ok(applied);
             }

@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{UID, config, node};
 use crate::config::Config;
-use crate::lb::ensure::{EnsurePlan, ensure, lb_names};
+use crate::lb::external::ensure::{EnsurePlan, ensure, lb_names};
 use crate::naming::LbNames;
 use crate::objects::observed::Observed;
 

@@ -1,8 +1,8 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::lb::internal_delete::*;
-use crate::lb::internal_plan::*;
+use crate::lb::internal::delete::*;
+use crate::lb::internal::plan::*;
 use crate::objects::Address;
 use crate::objects::action::Action;
 use crate::objects::observed::IlbObserved;

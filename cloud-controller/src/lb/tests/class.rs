@@ -1,6 +1,6 @@
 //! Which Services this controller serves, and how a plan maps to events.
 
-use crate::lb::delete::plan_delete;
+use crate::lb::external::delete::plan_delete;
 use crate::lb::ownership::{LB_CLEANUP_FINALIZER, LEGACY_EXTERNAL_LB_CLASS, wants_load_balancer};
 use crate::lb::ownership::{
     NETLB_FINALIZER, OUR_FINALIZERS, Role, finalizers_with_ours, forwarding_rule_is_foreign, role,

@@ -1,7 +1,7 @@
 //! End-to-end planner scenarios: plan -> apply to MiniGce -> re-plan.
 
 use crate::config::EtpTransition;
-use crate::lb::delete::plan_delete;
+use crate::lb::external::delete::plan_delete;
 use crate::lb::spec::NETWORK_TIER_ANNOTATION;
 use crate::objects::action::Action;
 use crate::objects::observed::Observed;

@@ -2,7 +2,7 @@
 //! delete is tried once our pool is gone and GCE's resourceInUseByAnotherResource means "kept"
 //! (MiniGce refuses like GCE). And which GCE object each action touches (a sync re-reads only those).
 
-use crate::lb::delete::plan_delete;
+use crate::lb::external::delete::plan_delete;
 use crate::lb::stages::stages;
 use crate::objects::action::Action;
 use crate::objects::observed::Observed;

@@ -5,15 +5,12 @@
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::lb::hosts::LbHost;
-use crate::lb::spec::{HealthCheckKind, LbSpec};
+use crate::lb::spec::{
+    HC_CHECK_INTERVAL_SEC, HC_HEALTHY_THRESHOLD, HC_TIMEOUT_SEC, HC_UNHEALTHY_THRESHOLD, HealthCheckKind,
+    LbSpec,
+};
 use crate::naming::{self, LbNames};
 use crate::objects::{Address, Firewall, FirewallAllowed, ForwardingRule, HttpHealthCheck, TargetPool};
-
-/// Upstream gce.go health check parameters (8 s interval, 1 s timeout, 1 healthy, 3 unhealthy).
-pub(crate) const HC_CHECK_INTERVAL_SEC: i32 = 8;
-pub(crate) const HC_TIMEOUT_SEC: i32 = 1;
-pub(crate) const HC_HEALTHY_THRESHOLD: i32 = 1;
-pub(crate) const HC_UNHEALTHY_THRESHOLD: i32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DesiredLb {

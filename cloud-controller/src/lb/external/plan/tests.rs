@@ -1,7 +1,7 @@
 //! Direct planner checks on hand-built observed objects (link spellings GCE may return).
 
 use super::*;
-use crate::lb::ensure::ensure;
+use crate::lb::external::ensure::ensure;
 use crate::testutil::{MiniGce, Scenario};
 
 fn converged() -> (Scenario, MiniGce, DesiredLb) {

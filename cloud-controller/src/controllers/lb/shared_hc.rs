@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex as AsyncMutex, MutexGuard};
 
-use crate::gce::observe::{ObservedLb, Touched};
+use crate::gce::observe::ObservedLb;
+use crate::gce::read::Touched;
 use crate::naming::LbNames;
 
 /// How long a read of the shared node health check and firewall stands in for another one. Only

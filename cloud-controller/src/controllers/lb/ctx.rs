@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Service;
 use serde_json::json;
 
-use crate::controllers::shared_hc::SharedHc;
-use crate::controllers::verify_queue::VerifyQueue;
+use crate::controllers::lb::shared_hc::SharedHc;
+use crate::controllers::lb::verify_queue::VerifyQueue;
 use crate::controllers::{Shared, key};
 use crate::lb;
 

@@ -14,9 +14,9 @@
 use std::collections::BTreeSet;
 
 use crate::config::{Config, EtpTransition};
-use crate::lb::delete::delete_shared;
-use crate::lb::desired::DesiredLb;
 use crate::lb::drift;
+use crate::lb::external::delete::delete_shared;
+use crate::lb::external::desired::DesiredLb;
 use crate::lb::spec::HealthCheckKind;
 use crate::objects::action::Action;
 use crate::objects::observed::Observed;
@@ -162,7 +162,7 @@ fn other_check_cleanup(desired: &DesiredLb, observed: &Observed, r: &Recreates) 
     if r.local {
         // Our pool was a user of the shared check: try to delete it once the pool has moved to
         // ours. GCE keeps it while another pool uses it (resourceInUseByAnotherResource, see
-        // `lb::delete`); the re-plan then knows.
+        // `lb::external::delete`); the re-plan then knows.
         if r.old_hc_in_pool && !observed.nodes_health_check_used_elsewhere {
             cleanup.extend(delete_shared(names, observed));
         }

@@ -1,13 +1,24 @@
 //! Service load balancer controller: a kube-runtime `Controller` over Services. Services of type
-//! LoadBalancer get our finalizers and an external target-pool load balancer, or an internal one
-//! (`service_ilb`) when annotated Internal; switching kinds tears the old one down first;
-//! deleting the Service (or changing its type) tears it down and removes the finalizers. Node
-//! membership changes re-reconcile every Service.
+//! LoadBalancer get our finalizers and an external target-pool load balancer ([`external`]), or
+//! an internal one ([`internal`]) when annotated Internal; switching kinds tears the old one down
+//! first; deleting the Service (or changing its type) tears it down and removes the finalizers.
+//! Node membership changes re-reconcile every Service.
 //!
-//! Per reconcile: [`lb_step::next_step`] decides from the Service what comes next; the external
-//! LB's rounds (observe -> plan -> execute) are in `lb_rounds`, what the controller remembers
-//! between syncs in `lb_ctx`, events and status in `lb_report`. After a start, converged load
-//! balancers are re-verified behind new and changed ones (`verify_queue`).
+//! Per reconcile (one tracing span carrying the Service's key): [`step::next_step`] decides from
+//! the Service what comes next; both kinds run their rounds (observe -> plan -> execute) through
+//! one driver ([`rounds`]); what the controller remembers between syncs is in [`ctx`], events,
+//! status and records in [`report`] and [`record`]. After a start, converged load balancers are
+//! re-verified behind new and changed ones ([`verify_queue`]).
+
+pub(crate) mod ctx;
+pub(crate) mod external;
+pub(crate) mod internal;
+pub(crate) mod record;
+pub(crate) mod report;
+pub(crate) mod rounds;
+pub(crate) mod shared_hc;
+pub(crate) mod step;
+pub(crate) mod verify_queue;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,22 +31,20 @@ use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::controllers::lb_ctx::LbCtx;
-use crate::controllers::lb_report::{ServiceEvents, invalid_service, obj_ref, patch_ingress, sync_failed};
-use crate::controllers::lb_rounds::{EnsureInput, Ensured, RealGce, delete_rounds, ensure_rounds};
-use crate::controllers::lb_step::{Step, next_step};
+use self::ctx::LbCtx;
+use self::external::{cleanup, ensure_lb};
+use self::internal::{cleanup_ilb, ensure_ilb};
+use self::report::patch_ingress;
+use self::step::{Step, next_step};
 use crate::controllers::node_watch::{NodeTriggers, changes};
-use crate::controllers::service_ilb::{cleanup_ilb, ensure_ilb};
-use crate::controllers::{SyncError, error_delay, key, lb_record};
+use crate::controllers::{SyncError, error_delay, key};
 use crate::gce::observe::forwarding_rule;
-use crate::lb::ensure::lb_names;
-use crate::lb::internal_delete::Teardown;
+use crate::lb::external::ensure::lb_names;
+use crate::lb::internal::delete::Teardown;
 use crate::lb::ownership::{
     ILB_FINALIZER, NETLB_FINALIZER, finalizers_with, finalizers_with_ours, forwarding_rule_is_foreign,
     has_finalizer,
 };
-use crate::lb::{self, spec::service_object};
-use crate::naming::LbNames;
 
 /// Runs the controller until `shutdown` resolves.
 pub(crate) async fn run(
@@ -68,6 +77,9 @@ fn error_policy(svc: Arc<Service>, err: &SyncError, ctx: Arc<LbCtx>) -> Requeue 
     Requeue::requeue(delay)
 }
 
+/// One span per reconcile carries the Service's key: every log line of the sync (rounds, GCE
+/// calls, reports) names it without repeating it.
+#[tracing::instrument(skip_all, fields(service = %key(&svc)))]
 async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, SyncError> {
     let step = next_step(&svc);
     if step == Step::Ignore {
@@ -114,7 +126,7 @@ async fn take_step(svc: &Service, ctx: &LbCtx, step: Step) -> Result<Requeue, Sy
     match step {
         Step::Ignore => Ok(Requeue::await_change()),
         Step::DropFinalizers(reason) => {
-            tracing::info!(service = %key(svc), reason, "not ours: removing our finalizers, no GCE call");
+            tracing::info!(reason, "not ours: removing our finalizers, no GCE call");
             changed(patch_finalizers(&api, svc, false).await)
         }
         Step::TearDown => {
@@ -167,7 +179,9 @@ async fn foreign_rule(svc: &Service, ctx: &LbCtx) -> Result<bool, SyncError> {
     let rule = forwarding_rule(&sh.gce, &sh.tuning.retry, &names.lb).await?;
     let foreign = forwarding_rule_is_foreign(rule.as_ref());
     if foreign {
-        tracing::info!(service = %key(svc), "forwarding rule points at a backend service: another controller's load balancer, left alone");
+        tracing::info!(
+            "forwarding rule points at a backend service: another controller's load balancer, left alone"
+        );
     }
     Ok(foreign)
 }
@@ -186,7 +200,7 @@ async fn cleanup_and_release(api: &Api<Service>, svc: &Service, ctx: &LbCtx) -> 
         if svc.metadata.deletion_timestamp.is_none() {
             patch_ingress(svc, &ctx.shared, None).await?;
         }
-        lb_record::delete(&ctx.shared.client, svc).await;
+        record::delete(&ctx.shared.client, svc).await;
     }
     patch_finalizers(api, svc, false).await?;
     Ok(Requeue::await_change())
@@ -218,101 +232,4 @@ async fn patch_finalizers(api: &Api<Service>, svc: &Service, add: bool) -> Resul
         Some(next) => patch_list(api, svc, next).await,
         None => Ok(()),
     }
-}
-
-/// Builds or repairs the external LB; then status, events and record.
-async fn ensure_lb(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
-    let sh = &ctx.shared;
-    let names = match lb_names(svc, &sh.cfg) {
-        Ok(n) => n,
-        Err(e) => return Ok(invalid_service(svc, sh, &e).await),
-    };
-    let events = ServiceEvents {
-        sh,
-        oref: obj_ref(svc),
-    };
-    let input = EnsureInput {
-        svc,
-        names: &names,
-        cfg: &sh.cfg,
-        fresh: ctx.take_fresh(svc),
-        nodes: &|| sh.node_list(),
-    };
-    let gce = RealGce {
-        gce: &sh.gce,
-        policy: &sh.tuning.retry,
-    };
-    let (plan, obs, announced) = match ensure_rounds(&gce, &events, &ctx.shared_hc, input).await {
-        Ok(Ensured::Converged { plan, obs, announced }) => (plan, obs, announced),
-        Ok(Ensured::Invalid(e)) => return Ok(invalid_service(svc, sh, &e).await),
-        Ok(Ensured::ImplementedElsewhere) => {
-            tracing::info!(service = %key(svc), "forwarding rule points at a backend service: another controller's load balancer, left alone");
-            return Ok(Requeue::await_change());
-        }
-        Err(f) => return Err(sync_failed(svc, sh, Some(&names), f.obs.as_ref(), f.error).await),
-    };
-    let ip = plan.ingress_ip.clone();
-    let status_changed = match &ip {
-        Some(ip) => patch_ingress(svc, sh, Some(ip)).await?,
-        None => false,
-    };
-    let done = match announced {
-        Some(true) => Some((lb::EVENT_UPDATED, "Updated load balancer with new hosts")),
-        Some(false) => Some((lb::EVENT_ENSURED, "Ensured load balancer")),
-        None => status_changed.then_some((lb::EVENT_ENSURED, "Ensured load balancer")),
-    };
-    if let Some((reason, note)) = done {
-        sh.event(&events.oref, false, reason, note.into()).await;
-    }
-    let prev = lb_record::current(&sh.client, svc).await;
-    let st = lb_record::build_status(svc, prev.as_ref(), Some(&names), Some(&*obs), ip.as_deref(), None);
-    lb_record::write(&sh.client, svc, st).await;
-    Ok(Requeue::requeue(sh.tuning.lb_resync))
-}
-
-/// Tears the external LB down; Ok once nothing of it is left in GCE. `switching`: the Service
-/// turned internal; a forwarding rule or address of the internal kind (same names) is left to
-/// it, and status and record stay for the internal LB.
-async fn cleanup(svc: &Service, ctx: &LbCtx, switching: bool) -> Result<(), SyncError> {
-    let sh = &ctx.shared;
-    // Names come from the UID alone: a Service whose spec became invalid (bad annotation, no
-    // ports) must still get its load balancer removed.
-    let uid = svc.metadata.uid.clone().unwrap_or_default();
-    let names = match LbNames::new(&uid, &sh.cfg.cluster_id, &service_object(svc)) {
-        Ok(n) => n,
-        Err(e) => {
-            // No valid name can be derived (e.g. no uid): nothing of ours can exist under it.
-            tracing::warn!(service = %key(svc), error = %e, "cannot derive load balancer names; nothing to delete");
-            return Ok(());
-        }
-    };
-    ctx.take_fresh(svc);
-    let events = ServiceEvents {
-        sh,
-        oref: obj_ref(svc),
-    };
-    let gce = RealGce {
-        gce: &sh.gce,
-        policy: &sh.tuning.retry,
-    };
-    let announced = match delete_rounds(&gce, &events, &ctx.shared_hc, &names, switching).await {
-        Ok(a) => a,
-        Err(f) => return Err(sync_failed(svc, sh, Some(&names), f.obs.as_ref(), f.error).await),
-    };
-    if !switching && svc.metadata.deletion_timestamp.is_none() {
-        patch_ingress(svc, sh, None).await?;
-    }
-    if announced {
-        sh.event(
-            &events.oref,
-            false,
-            lb::EVENT_DELETED,
-            "Deleted load balancer".into(),
-        )
-        .await;
-    }
-    if !switching {
-        lb_record::delete(&ctx.shared.client, svc).await;
-    }
-    Ok(())
 }

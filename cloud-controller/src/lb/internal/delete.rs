@@ -1,7 +1,8 @@
 //! Internal LB teardown plan (upstream ensureInternalLoadBalancerDeleted).
 
-use crate::lb::internal::{SCHEME_INTERNAL, group_key};
+use crate::lb::internal::group_key;
 use crate::naming::IlbNames;
+use crate::objects::SCHEME_INTERNAL;
 use crate::objects::action::Action;
 use crate::objects::observed::IlbObserved;
 

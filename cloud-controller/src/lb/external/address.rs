@@ -2,7 +2,7 @@
 //! ensureStaticIP in providers/gce/gce_loadbalancer_external.go).
 //!
 //! The IP is the forwarding rule's, else our reservation's (an interrupted creation), else a new
-//! reservation. Whether the reservation is kept is the plan's business (`lb::plan`): as upstream,
+//! reservation. Whether the reservation is kept is the plan's business (`lb::external::plan`): as upstream,
 //! only while the forwarding rule is (re)created.
 
 use crate::error::{Error, Result};
@@ -18,7 +18,7 @@ pub(crate) enum IpChoice {
     Reserve,
 }
 
-/// `observed` must already be free of wrong-tier objects (see [`crate::lb::ensure`]).
+/// `observed` must already be free of wrong-tier objects (see [`crate::lb::external::ensure`]).
 pub(crate) fn resolve_ip(spec: &LbSpec, lb_name: &str, observed: &Observed) -> Result<IpChoice> {
     let fr_ip = observed
         .forwarding_rule

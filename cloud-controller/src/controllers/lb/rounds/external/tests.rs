@@ -3,13 +3,14 @@
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::{EnsureInput, Ensured, MAX_ROUNDS, RoundsFailed, delete_rounds, ensure_rounds, touches_shared};
+use super::super::{MAX_ROUNDS, RoundsFailed};
+use super::{EnsureInput, Ensured, delete_rounds, ensure_rounds, touches_shared};
 use crate::controllers::SyncError;
-use crate::controllers::shared_hc::{SharedHc, shared_keys};
+use crate::controllers::lb::shared_hc::{SharedHc, shared_keys};
 use crate::gce::error::GceError;
+use crate::gce::observe::ObservedLb;
 use crate::lb;
-use crate::lb::internal::SCHEME_INTERNAL;
-use crate::objects::{Address, ForwardingRule};
+use crate::objects::{Address, ForwardingRule, SCHEME_INTERNAL};
 use crate::testutil::fake_lb_gce::Events;
 use crate::testutil::{FakeLbGce, MiniGce, Scenario};
 
@@ -19,7 +20,7 @@ async fn ensure_with(
     shared: &SharedHc,
     s: &Scenario,
     fresh: bool,
-) -> Result<Ensured, RoundsFailed> {
+) -> Result<Ensured, RoundsFailed<ObservedLb>> {
     let names = s.names();
     let nodes = s.nodes.clone();
     let node_list = move || -> Vec<Node> { nodes.clone() };
@@ -38,7 +39,7 @@ async fn ensure(
     events: &Events,
     s: &Scenario,
     fresh: bool,
-) -> Result<Ensured, RoundsFailed> {
+) -> Result<Ensured, RoundsFailed<ObservedLb>> {
     ensure_with(gce, events, &SharedHc::default(), s, fresh).await
 }
 

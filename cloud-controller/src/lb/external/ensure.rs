@@ -5,11 +5,11 @@ use k8s_openapi::api::core::v1::{Node, Service};
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::lb::address::{IpChoice, resolve_ip};
-use crate::lb::desired::{DesiredLb, desired_lb};
+use crate::lb::external::address::{IpChoice, resolve_ip};
+use crate::lb::external::desired::{DesiredLb, desired_lb};
+use crate::lb::external::plan::plan_ensure;
 use crate::lb::hosts::lb_hosts;
 use crate::lb::ownership::forwarding_rule_is_foreign;
-use crate::lb::plan::plan_ensure;
 use crate::lb::spec::LbSpec;
 use crate::naming::LbNames;
 use crate::objects::Address;

@@ -9,8 +9,9 @@ use kube::runtime::controller::Action as Requeue;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::controllers::lb_rounds::Announce;
-use crate::controllers::{Shared, SyncError, key, lb_record};
+use crate::controllers::lb::record;
+use crate::controllers::lb::rounds::{Announce, Note};
+use crate::controllers::{Shared, SyncError};
 use crate::gce::observe::ObservedLb;
 use crate::lb;
 use crate::naming::LbNames;
@@ -34,7 +35,7 @@ impl Announce for ServiceEvents<'_> {
 /// Validation errors: Warning event, no GCE call; retried when the Service changes (and
 /// periodically, in case nodes appear).
 pub(crate) async fn invalid_service(svc: &Service, sh: &Shared, e: &crate::Error) -> Requeue {
-    tracing::warn!(service = %key(svc), error = %e, label = e.metric_label(), "invalid load balancer Service");
+    tracing::warn!(error = %e, label = e.metric_label(), "invalid load balancer Service");
     sh.event(
         &obj_ref(svc),
         true,
@@ -42,9 +43,9 @@ pub(crate) async fn invalid_service(svc: &Service, sh: &Shared, e: &crate::Error
         format!("Error syncing load balancer: {e}"),
     )
     .await;
-    let prev = lb_record::current(&sh.client, svc).await;
-    let st = lb_record::build_status(svc, prev.as_ref(), None, None, None, Some(&e.to_string()));
-    lb_record::write(&sh.client, svc, st).await;
+    let prev = record::current(&sh.client, svc).await;
+    let st = record::build_status(svc, prev.as_ref(), None, None, None, Some(&e.to_string()));
+    record::write(&sh.client, svc, st).await;
     Requeue::requeue(Duration::from_secs(300).min(sh.tuning.lb_resync))
 }
 
@@ -63,10 +64,41 @@ pub(crate) async fn sync_failed(
         format!("Error syncing load balancer: {e}"),
     )
     .await;
-    let prev = lb_record::current(&sh.client, svc).await;
-    let st = lb_record::build_status(svc, prev.as_ref(), names, obs, None, Some(&e.to_string()));
-    lb_record::write(&sh.client, svc, st).await;
+    let prev = record::current(&sh.client, svc).await;
+    let st = record::build_status(svc, prev.as_ref(), names, obs, None, Some(&e.to_string()));
+    record::write(&sh.client, svc, st).await;
     e
+}
+
+/// How a converged sync ends for the Service: its ingress IP (patched only when it changed), then
+/// the closing event: `done` when the sync announced work, else Ensured when only the status
+/// changed. Returns whether the status was written.
+pub(crate) async fn converged(
+    svc: &Service,
+    sh: &Shared,
+    ip: Option<&str>,
+    done: Option<Note>,
+) -> Result<bool, SyncError> {
+    let status_changed = match ip {
+        Some(ip) => patch_ingress(svc, sh, Some(ip)).await?,
+        None => false,
+    };
+    let ensured = (lb::EVENT_ENSURED, "Ensured load balancer");
+    if let Some((reason, note)) = done.or(status_changed.then_some(ensured)) {
+        sh.event(&obj_ref(svc), false, reason, note.into()).await;
+    }
+    Ok(status_changed)
+}
+
+/// After a teardown that deleted something: the Deleted event.
+pub(crate) async fn deleted(svc: &Service, sh: &Shared) {
+    sh.event(
+        &obj_ref(svc),
+        false,
+        lb::EVENT_DELETED,
+        "Deleted load balancer".into(),
+    )
+    .await;
 }
 
 /// Sets (or clears) `status.loadBalancer.ingress`, only when it differs. Returns whether it wrote.

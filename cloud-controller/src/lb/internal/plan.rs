@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 
 use crate::config::Config;
 use crate::lb::drift;
-use crate::lb::internal::{DesiredIlb, SCHEME_INTERNAL, traffic_firewall};
+use crate::lb::internal::{DesiredIlb, traffic_firewall};
 use crate::naming;
 use crate::objects::action::Action;
 use crate::objects::observed::IlbObserved;
-use crate::objects::{self, Address, Backend, BackendService, ForwardingRule, HealthCheck};
+use crate::objects::{self, Address, Backend, BackendService, ForwardingRule, HealthCheck, SCHEME_INTERNAL};
 
 /// Upstream forwardingRulesEqual (an empty IP on either side matches any).
 pub(crate) fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {

@@ -1,0 +1,132 @@
+//! Internal load balancers in the service controller: their rounds (`rounds::internal`, through
+//! the driver external LBs use too), then status, events and record. The whole sync holds the
+//! shared-resource lock: internal LBs share the instance groups and the node health check, which
+//! a teardown may delete.
+
+use k8s_openapi::api::core::v1::Service;
+use svcnet_crds::{GceResourceRef, GceResources};
+
+use crate::controllers::lb::ctx::LbCtx;
+use crate::controllers::lb::record;
+use crate::controllers::lb::report::{
+    ServiceEvents, converged, deleted, invalid_service, obj_ref, sync_failed,
+};
+use crate::controllers::lb::rounds::RealGce;
+use crate::controllers::lb::rounds::internal::{IlbEnsured, IlbInput, delete_ilb_rounds, ensure_ilb_rounds};
+use crate::controllers::{Shared, SyncError};
+use crate::gce::observe::ObservedLb;
+use crate::lb::internal::IlbSpec;
+use crate::lb::internal::delete::Teardown;
+use crate::naming::IlbNames;
+use crate::objects::SCHEME_INTERNAL;
+use crate::objects::observed::IlbObserved;
+
+fn names_of(svc: &Service, sh: &Shared) -> crate::Result<IlbNames> {
+    let uid = svc.metadata.uid.clone().unwrap_or_default();
+    IlbNames::new(&uid, &sh.cfg.cluster_id, &crate::lb::spec::service_object(svc))
+}
+
+/// Builds or repairs the internal LB; Ok(requeue) with status and record written.
+pub(crate) async fn ensure_ilb(
+    svc: &Service,
+    ctx: &LbCtx,
+) -> Result<kube::runtime::controller::Action, SyncError> {
+    let sh = &ctx.shared;
+    let oref = obj_ref(svc);
+    let (names, spec) = match names_of(svc, sh).and_then(|n| Ok((n, IlbSpec::from_service(svc)?))) {
+        Ok(x) => x,
+        Err(e) => return Ok(invalid_service(svc, sh, &e).await),
+    };
+    let events = ServiceEvents { sh, oref };
+    let input = IlbInput {
+        svc,
+        spec: &spec,
+        names: &names,
+        cfg: &sh.cfg,
+        nodes: &|| sh.node_list(),
+    };
+    let _guard = ctx.shared_hc.lock().await;
+    let (plan, obs, announced) = match ensure_ilb_rounds(&RealGce::new(sh), &events, input).await {
+        Ok(IlbEnsured::Converged { plan, obs, announced }) => (plan, obs, announced),
+        Ok(IlbEnsured::Invalid(e)) => return Ok(invalid_service(svc, sh, &e).await),
+        Err(f) => return Err(sync_failed(svc, sh, None, None, f.error).await),
+    };
+    let (o, links) = *obs;
+    let ip = plan.ingress_ip.clone();
+    let done = announced.then_some((crate::lb::EVENT_ENSURED, "Ensured load balancer"));
+    converged(svc, sh, ip.as_deref(), done).await?;
+    let prev = record::current(&sh.client, svc).await;
+    let mut st = record::build_status(svc, prev.as_ref(), None, None, None, None);
+    st.ingress_ip = ip;
+    st.gce = Some(gce_resources(&names, &o, &links));
+    record::write(&sh.client, svc, st).await;
+    Ok(kube::runtime::controller::Action::requeue(sh.tuning.lb_resync))
+}
+
+/// The CloudLoadBalancer record's view of an internal LB: scheme, rule, backend service,
+/// firewalls, the health check its backend service uses, and the instance groups.
+fn gce_resources(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources {
+    let fws = [
+        &o.firewall,
+        &o.nodes_health_check_firewall,
+        &o.local_health_check_firewall,
+    ];
+    let backend_checks = o.backend_service.as_ref().map(|b| b.health_checks.as_slice());
+    let (firewalls, health_checks) = record::guards(
+        links,
+        names,
+        fws.map(Option::is_some),
+        backend_checks,
+        "healthChecks",
+    );
+    GceResources {
+        address: None,
+        forwarding_rule: o
+            .forwarding_rule
+            .as_ref()
+            .map(|f| record::resource_ref(links, "forwardingRules", &f.name)),
+        target_pool: None,
+        firewalls,
+        health_checks,
+        load_balancing_scheme: Some(SCHEME_INTERNAL.to_owned()),
+        backend_service: o
+            .backend_service
+            .as_ref()
+            .map(|b| record::resource_ref(links, "backendServices", &b.name)),
+        instance_groups: o
+            .instance_groups
+            .keys()
+            .map(|zone| GceResourceRef {
+                name: names.instance_group.clone(),
+                self_link: links.link("instanceGroups", &format!("{zone}/{}", names.instance_group)),
+            })
+            .collect(),
+    }
+}
+
+/// Tears the internal LB down (`mode`: everything, or only what cannot be the external LB's);
+/// Ok once nothing of it is left (shared objects other LBs use are kept).
+pub(crate) async fn cleanup_ilb(svc: &Service, ctx: &LbCtx, mode: Teardown) -> Result<(), SyncError> {
+    let sh = &ctx.shared;
+    let names = match names_of(svc, sh) {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot derive internal load balancer names; nothing to delete");
+            return Ok(());
+        }
+    };
+    let events = ServiceEvents {
+        sh,
+        oref: obj_ref(svc),
+    };
+    let _guard = ctx.shared_hc.lock().await;
+    match delete_ilb_rounds(&RealGce::new(sh), &events, &names, mode).await {
+        Ok(announced) => {
+            if announced && mode == Teardown::All {
+                deleted(svc, sh).await;
+            }
+            Ok(())
+        }
+        Err(f) => Err(sync_failed(svc, sh, None, None, f.error).await),
+    }
+}
