@@ -31,11 +31,15 @@ golden:
 # brings them all (from the registry, as Cargo.lock pins them), then the check itself runs offline. The
 # advisory database cannot be fetched on these machines, so that check is not run. The quick checks go
 # first, so a bad licence or format fails before clippy's build. cargo-deny is built once when missing.
+# Every workspace crate's src/ also passes testing/layers.py (no import cycles, no file of 400 lines or
+# function of 80, a doc line per file); a crate's own layer rules are in its README.
+CRATES := $(shell sed -n '/^members = \[/,/^\]/s/^ *"\([^"]*\)",*$$/\1/p' Cargo.toml)
 lint:
 	bash testing/install-cargo-deny.sh
 	$(CARGO) fetch --locked
 	$(CARGO) deny --offline --locked check licenses bans
 	$(CARGO) fmt --all -- --check
+	for c in $(CRATES); do printf 'layers %s: ' $$c; python3 testing/layers.py $$c/src || exit 1; done
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 fmt:

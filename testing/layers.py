@@ -22,6 +22,8 @@ for d, _, fs in os.walk(root):
         if not f.endswith('.rs') or 'tests' in parts or parts == ['main']:
             continue
         files[tuple(parts[:-1] if parts[-1] in ('mod', 'lib') else parts)] = p
+if not files:
+    sys.exit(f'no Rust files under {root}: a misspelt crate path checks nothing')
 
 
 def without_tests(src):
