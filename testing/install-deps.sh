@@ -3,6 +3,10 @@
 # (`make demo`, `make test`, `make e2e` and .ci/run call it; a no-op once they are there):
 #   iptables (iptables-restore/-save, ip6tables), iproute2 (ip, network namespaces), conntrack, nfacct,
 #   nftables (nft: the proxy's nftables mode),
+#   docker.io + containerd + runc (the engine testing/engine/dockerd.sh starts in a namespace of its own for
+#   `make images` and the image test; Debian's packages start no daemon where policy-rc.d forbids it, and the
+#   script never relies on a system one), debootstrap (the images' base when no registry answers),
+#   curl (the image test reaches the fake GCE inside a container's namespace with it),
 #   util-linux (setpriv: children die with their test; flock: one control-plane build at a time), make,
 #   and cargo-deny (`make lint`; built from crates.io by install-cargo-deny.sh).
 # Go (for the control plane, testing/k8s) and gcloud (the demo's GCE listings) are not Debian packages
@@ -18,6 +22,11 @@ have nfacct || need+=(nfacct)
 have nft || need+=(nftables)
 { have setpriv && have flock; } || need+=(util-linux)
 have make || need+=(make)
+have dockerd || need+=(docker.io)
+have containerd || need+=(containerd)
+have runc || need+=(runc)
+have debootstrap || need+=(debootstrap)
+have curl || need+=(curl)
 
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2
