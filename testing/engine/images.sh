@@ -21,7 +21,20 @@ MODE=${SVCNET_IMAGES_MODE:-auto}
 DOCKER=${DOCKER:-docker}
 export DOCKER
 
+# release_binaries: builds both binaries (release) and prints their directory.
+release_binaries() {
+  cargo build --release --locked -p svcnet-proxy -p svcnet-cloud-controller --manifest-path "$repo/Cargo.toml" >&2
+  echo "$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release"
+}
+
 if [ -z "${SVCNET_ENGINE_STARTED:-}" ] && ! timeout 20 "$DOCKER" info >/dev/null 2>&1; then
+  # That engine has no network at all, so no registry: the local way, with the binaries built first
+  # (the engine's data root is locked while it runs).
+  [ "$MODE" != registry ] || { echo "images: registry way asked for, but no Docker daemon answers" >&2; exit 1; }
+  export SVCNET_IMAGES_MODE=local
+  SVCNET_IMAGE_BINARIES=${SVCNET_IMAGE_BINARIES:-$(release_binaries)}
+  export SVCNET_IMAGE_BINARIES
   echo "images: no Docker daemon answers; starting one in a network namespace (testing/engine/dockerd.sh)" >&2
   SVCNET_ENGINE_STARTED=1 exec bash "$here/dockerd.sh" run bash "$0" "$@"
 fi
@@ -55,12 +68,7 @@ build() {
 }
 
 if [ "$MODE" = local ]; then
-  bins=${SVCNET_IMAGE_BINARIES:-}
-  if [ -z "$bins" ]; then
-    cargo build --release --locked -p svcnet-proxy -p svcnet-cloud-controller --manifest-path "$repo/Cargo.toml"
-    bins=$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c \
-      'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release
-  fi
+  bins=${SVCNET_IMAGE_BINARIES:-$(release_binaries)}
 fi
 
 build svcnet-proxy proxy/Dockerfile proxy
