@@ -4,7 +4,8 @@
 //!
 //! ```no_run
 //! let engine = svcnet_images::Engine::start()?;          // dockerd in `svcnet-engine-<pid>-<n>`
-//! let built = engine.build_images(bins, "svcnet-test", "t")?; // the local way, binaries from `bins`
+//! let bins = std::path::Path::new("target/debug");         // svcnet-proxy, svcnet-cloud-controller
+//! let built = engine.build_images(bins, "svcnet-test", "t")?; // the local way: `NAME SIZE` lines
 //! let out = engine.docker_ok(&["run", "--rm", "svcnet-test/svcnet-proxy:t", "--version"])?;
 //! // drop(engine): containers removed, dockerd stopped, namespace deleted
 //! # Ok::<(), svcnet_images::EngineError>(())
