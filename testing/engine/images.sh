@@ -52,12 +52,14 @@ labels=(--build-arg "VERSION=$version" --build-arg "REVISION=$revision" --build-
 build() {
   local name=$1 dockerfile=$2 variant=$3 image="$PREFIX/$1:$TAG"
   if [ "$MODE" = registry ]; then
-    DOCKER_BUILDKIT=0 "$DOCKER" build -q "${labels[@]}" -f "$repo/$dockerfile" -t "$image" "$repo" >/dev/null
+    # The daemon's own builder; its progress (the cargo build) on stderr.
+    "$DOCKER" build "${labels[@]}" -f "$repo/$dockerfile" -t "$image" "$repo" >&2
   else
     local base ctx
     base=$(bash "$here/base-image.sh" "$variant")
     ctx=$(mktemp -d)
     cp "$bins/$name" "$ctx/$name"
+    # The classic builder: it resolves FROM against the local images without asking a registry.
     DOCKER_BUILDKIT=0 "$DOCKER" build -q "${labels[@]}" --build-arg "BASE=$base" --build-arg "BUILDER=$base" \
       --build-arg PREBUILT=1 -f "$repo/$dockerfile" -t "$image" "$ctx" >/dev/null || { rm -rf "$ctx"; return 1; }
     rm -rf "$ctx"
