@@ -89,17 +89,25 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts one (waiting for the data root while another engine holds it). Needs root.
+    /// Starts one owned by this process (waiting for the data root while another engine holds it).
+    /// Needs root.
     pub fn start() -> Result<Engine, EngineError> {
+        Engine::start_with(std::process::id(), None)
+    }
+
+    /// Starts one owned by process `owner`, with its data root in `data` (default: the machine's
+    /// cache, SVCNET_ENGINE_DATA or /var/cache/svcnet/engine).
+    pub fn start_with(owner: u32, data: Option<&Path>) -> Result<Engine, EngineError> {
         let script = scripts_dir().join("dockerd.sh");
-        let out = run(
-            Command::new("bash")
-                .arg(script)
-                .arg("start")
-                .arg(std::process::id().to_string())
-                .stderr(Stdio::piped()),
-            "dockerd.sh start".into(),
-        )?;
+        let mut cmd = Command::new("bash");
+        cmd.arg(script)
+            .arg("start")
+            .arg(owner.to_string())
+            .stderr(Stdio::piped());
+        if let Some(data) = data {
+            cmd.env("SVCNET_ENGINE_DATA", data);
+        }
+        let out = run(&mut cmd, "dockerd.sh start".into())?;
         let mut lines = out.lines();
         let name = lines.next().unwrap_or_default().trim().to_owned();
         let host = lines

@@ -354,6 +354,64 @@ fn the_engine_adds_nothing_to_the_root_namespace() {
     assert!(!routes.contains("172.17."), "{routes}");
 }
 
+/// An engine whose owner died (a test or make killed by SIGKILL never stops it) is stopped by the next
+/// sweep: dockerd and its containers gone, namespace, cgroups and state deleted.
+#[test]
+fn an_engine_whose_owner_died_is_swept() {
+    // The shared build leaves the controller's base as a tarball in the cache: a small image to run.
+    let Some(_s) = shared() else { return };
+    let cache = std::env::var("SVCNET_BASE_CACHE").unwrap_or_else(|_| "/var/cache/svcnet/base".into());
+    let base = std::fs::read_dir(&cache)
+        .expect("base cache")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("controller-") && name.ends_with(".tar")
+        })
+        .expect("the controller base tarball");
+    let owner = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("spawn the owner");
+    let mut owner = Proc(owner);
+    // A data root of its own: the machine's cache is locked by the other tests' engine.
+    let data = tempfile_dir::Dir::create();
+    let engine = Engine::start_with(owner.0.id(), Some(&data.path)).expect("start an engine");
+    let dockerd = engine.dockerd_pid().expect("dockerd pid");
+    let base = base.to_str().expect("utf-8 path");
+    engine
+        .docker_ok(&["import", base, "swept:t"])
+        .expect("docker import");
+    let id = engine
+        .docker_ok(&["run", "-d", "--network", "none", "swept:t", "sleep", "600"])
+        .expect("docker run");
+    let sleeper = engine
+        .docker_ok(&["inspect", "-f", "{{.State.Pid}}", id.trim()])
+        .expect("docker inspect");
+    let alive = |pid: &str| std::path::Path::new(&format!("/proc/{}", pid.trim())).exists();
+    assert!(svcnet_netns::list().iter().any(|n| n == engine.name()));
+    // Not swept while its owner lives.
+    svcnet_images::sweep().expect("sweep");
+    assert!(alive(&dockerd.to_string()) && alive(&sleeper));
+    let _ = owner.0.kill();
+    let _ = owner.0.wait();
+    let out = svcnet_images::sweep().expect("sweep");
+    for (what, pid) in [("dockerd", dockerd.to_string()), ("the container", sleeper)] {
+        assert!(!alive(&pid), "{what} ({}) survived the sweep: {out}", pid.trim());
+    }
+    assert!(!svcnet_netns::list().iter().any(|n| n == engine.name()));
+    let cgroups = std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|d| d.path().join(engine.name()).exists())
+        .count();
+    assert_eq!(cgroups, 0, "cgroups of {} left", engine.name());
+    let socket = engine.host().trim_start_matches("unix://").to_owned();
+    assert!(!std::path::Path::new(&socket).exists(), "{socket} left");
+}
+
 /// The proxy image, privileged on a throwaway namespace whose rules are in `backend` (a hint chain
 /// made there first, as kubelet makes it), against a real kube-apiserver in that namespace: the
 /// Service reaches that backend's tables and not the other's, chosen by `--iptables-backend auto`.
