@@ -40,6 +40,8 @@ docker_cli() {
 
 # Kills every process of engine NAME and deletes what it made. Safe to call on a half-started engine.
 stop() {
+  # The name becomes paths that are deleted: only ours.
+  [[ $1 =~ ^${PREFIX}[0-9]+-[0-9]+$ ]] || { log "not an engine name: $1"; return 1; }
   local name=$1 dir="$RUN_ROOT/$1" ns=$1 sock="unix://$RUN_ROOT/$1/docker.sock" cli pid
   cli=$(docker_cli)
   if [ -S "$dir/docker.sock" ]; then
