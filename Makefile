@@ -77,9 +77,11 @@ manifests: crds
 manifests-check:
 	$(CARGO) test -p svcnet-crds --test manifests_valid --test manifests_apply --locked
 
-# Container images (needs a Docker engine; not available on the development machines).
+# Container images (proxy/Dockerfile, cloud-controller/Dockerfile): the machine's Docker daemon when one
+# answers, else an engine started for the run in a network namespace of its own (testing/engine/dockerd.sh,
+# root); the Dockerfiles' bases and Rust build stage when a registry answers, else Debian bases made by
+# debootstrap (cached per machine) and release binaries built here. Prints both names and sizes.
 IMAGE_PREFIX ?= svcnet
 IMAGE_TAG ?= dev
-images:
-	docker build -f proxy/Dockerfile -t $(IMAGE_PREFIX)/svcnet-proxy:$(IMAGE_TAG) .
-	docker build -f cloud-controller/Dockerfile -t $(IMAGE_PREFIX)/svcnet-cloud-controller:$(IMAGE_TAG) .
+images: deps
+	IMAGE_PREFIX=$(IMAGE_PREFIX) IMAGE_TAG=$(IMAGE_TAG) bash testing/engine/images.sh

@@ -3,6 +3,10 @@
 # (`make demo`, `make test`, `make e2e` and .ci/run call it; a no-op once they are there):
 #   iptables (iptables-restore/-save, ip6tables), iproute2 (ip, network namespaces), conntrack, nfacct,
 #   nftables (nft: the proxy's nftables mode),
+#   docker.io + containerd + runc (the engine testing/engine/dockerd.sh starts in a namespace of its own for
+#   `make images` and the image test; installed with service starts held by policy-rc.d, so no daemon
+#   starts in the machine's own namespace), debootstrap (the images' base when no registry answers),
+#   curl (the image test reaches the fake GCE inside a container's namespace with it),
 #   util-linux (setpriv: children die with their test; flock: one control-plane build at a time), make.
 # cargo-deny is not here: only `make lint` needs it, and it builds it (install-cargo-deny.sh), so
 # `make test` and `make demo` do not wait for its build.
@@ -19,6 +23,11 @@ have nfacct || need+=(nfacct)
 have nft || need+=(nftables)
 { have setpriv && have flock; } || need+=(util-linux)
 have make || need+=(make)
+have dockerd || need+=(docker.io)
+have containerd || need+=(containerd)
+have runc || need+=(runc)
+have debootstrap || need+=(debootstrap)
+have curl || need+=(curl)
 
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2
@@ -29,6 +38,15 @@ if [ "${#need[@]}" -gt 0 ]; then
   sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   export DEBIAN_FRONTEND=noninteractive
+  # Installing docker.io must not start a daemon in the machine's own network namespace (bridges,
+  # iptables rules): hold every service start with policy-rc.d (exit 101) unless the machine has one.
+  held=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${sudo[@]}" chmod 755 /usr/sbin/policy-rc.d
+    held=1
+  fi
+  trap '[ -z "$held" ] || "${sudo[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
   "${sudo[@]}" apt-get update -qq
   "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
 fi
