@@ -3,7 +3,8 @@
 # so a green warm machine cannot hide a missing install step. Everything it builds or downloads lives under
 # one temporary directory, removed at the end (also on failure or Ctrl-C):
 #   CARGO_HOME (registry, git checkouts, the installed cargo-deny), CARGO_TARGET_DIR, GOMODCACHE, GOCACHE,
-#   GOPATH, SVCNET_K8S_CACHE (the control plane) and PIP_CACHE_DIR.
+#   GOPATH, SVCNET_K8S_CACHE (the control plane), SVCNET_BASE_CACHE (the images' debootstrap bases),
+#   SVCNET_ENGINE_DATA (the container engine's images) and PIP_CACHE_DIR.
 # It shares with the machine only the toolchains (Rust through the active rustup toolchain's own bin
 # directory, so nothing installed into ~/.cargo/bin is seen, Go, Python) and the Debian packages.
 #
@@ -32,6 +33,8 @@ tmp="${TMPDIR:-/tmp}"
 root="$(mktemp -d "$tmp/svcnet-ci-cold.XXXXXX")"
 log="$tmp/svcnet-ci-cold-$(date -u +%Y%m%dT%H%M%SZ)-${commit:0:8}.log"
 cleanup() {
+  # A mount left below the directory (an engine's, after a crash) is detached before anything is removed.
+  grep -o " $root/[^ ]*" /proc/self/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m" || true; done
   # Go writes its module cache read-only.
   chmod -R u+w "$root" 2>/dev/null || true
   rm -rf "$root"
@@ -61,6 +64,7 @@ export PATH="$CARGO_HOME/bin:$toolchain_bin:$clean_path"
 export CARGO_TARGET_DIR="$root/target"
 export GOPATH="$root/go" GOMODCACHE="$root/go/pkg/mod" GOCACHE="$root/go-build"
 export SVCNET_K8S_CACHE="$root/svcnet-cache"
+export SVCNET_BASE_CACHE="$root/svcnet-cache/base" SVCNET_ENGINE_DATA="$root/svcnet-cache/engine"
 export PIP_CACHE_DIR="$root/pip-cache"
 export CI=true
 
