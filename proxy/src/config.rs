@@ -89,6 +89,11 @@ impl NodePortAddresses {
         Ok(out)
     }
 
+    /// Neither CIDRs nor `primary` given.
+    pub fn is_unset(&self) -> bool {
+        self.cidrs.is_empty() && !self.primary
+    }
+
     /// Upstream `MatchAll`: no restriction for this family.
     pub fn match_all(&self, family: Family) -> bool {
         let fam: Vec<&IpNet> = self.cidrs.iter().filter(|c| family.matches(&c.addr())).collect();

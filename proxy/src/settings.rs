@@ -74,7 +74,9 @@ pub struct RuleSettings {
 }
 
 impl RuleSettings {
-    pub fn from_args(args: &RuleArgs) -> Result<RuleSettings, SettingsError> {
+    /// `mode` picks the defaults that differ by mode: unset `--nodeport-addresses` is `primary` in
+    /// nftables mode (upstream's platformApplyDefaults) and every local address in iptables mode.
+    pub fn from_args(args: &RuleArgs, mode: ProxyMode) -> Result<RuleSettings, SettingsError> {
         let interface = |flag: &'static str, value: &Option<String>| {
             let Some(name) = value else {
                 return Err(flag_error(
@@ -112,8 +114,11 @@ impl RuleSettings {
                 format!("{}: must be 0..=31", args.iptables_masquerade_bit),
             ));
         }
-        let nodeport_addresses = NodePortAddresses::parse(&args.nodeport_addresses)
+        let mut nodeport_addresses = NodePortAddresses::parse(&args.nodeport_addresses)
             .map_err(|e| flag_error("--nodeport-addresses", e.to_string()))?;
+        if mode == ProxyMode::Nftables && nodeport_addresses.is_unset() {
+            nodeport_addresses.primary = true;
+        }
         Ok(RuleSettings {
             local,
             masquerade_all: args.masquerade_all,
@@ -207,7 +212,7 @@ impl RunSettings {
     /// Lays `--config` over the flags (the file wins, as in kube-proxy) and checks the result.
     pub fn from_args(mut args: RunArgs) -> Result<RunSettings, SettingsError> {
         overlay::apply_config_file(&mut args)?;
-        let mut rules = RuleSettings::from_args(&args.rules)?;
+        let mut rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
         let healthz_address = bind_address(
             "--healthz-bind-address",
             &args.healthz_bind_address,
