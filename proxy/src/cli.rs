@@ -58,8 +58,13 @@ pub struct RuleArgs {
     /// Masquerade all traffic sent to service cluster IPs.
     #[arg(long)]
     pub masquerade_all: bool,
+    /// The masquerade mark bit of the iptables mode (the nftables mode takes `nftables.masqueradeBit`
+    /// of `--config`, default 14, as kube-proxy).
     #[arg(long, default_value_t = 14)]
     pub iptables_masquerade_bit: u32,
+    /// `nftables.masqueradeBit` of `--config` (no flag upstream either).
+    #[arg(skip)]
+    pub nftables_masquerade_bit: Option<u32>,
     /// CIDRs (or `primary`) of the node addresses that accept NodePort traffic; unset: every local
     /// address in iptables mode, `primary` in nftables mode (upstream's defaults).
     #[arg(long, value_delimiter = ',')]

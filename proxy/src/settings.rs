@@ -21,6 +21,9 @@ use crate::iptables::Backend;
 use crate::model::{Family, NodeFacts};
 use crate::sysctls::ConntrackArgs;
 
+/// `nftables.masqueradeBit`'s default (kube-proxy's).
+const NFTABLES_MASQUERADE_BIT: u32 = 14;
+
 /// The port `--metrics-bind-address` gets when it names only an IP (kube-proxy's).
 const METRICS_PORT: u16 = 10249;
 
@@ -114,6 +117,18 @@ impl RuleSettings {
                 format!("{}: must be 0..=31", args.iptables_masquerade_bit),
             ));
         }
+        // kube-proxy's nftables mode reads only `nftables.masqueradeBit` (NFTables.MasqueradeBit,
+        // default 14); `--iptables-masquerade-bit` does not reach it.
+        let masquerade_bit = match mode {
+            ProxyMode::Iptables => args.iptables_masquerade_bit,
+            ProxyMode::Nftables => args.nftables_masquerade_bit.unwrap_or(NFTABLES_MASQUERADE_BIT),
+        };
+        if masquerade_bit > 31 {
+            return Err(flag_error(
+                "--config",
+                format!("nftables.masqueradeBit {masquerade_bit}: must be 0..=31"),
+            ));
+        }
         let mut nodeport_addresses = NodePortAddresses::parse(&args.nodeport_addresses)
             .map_err(|e| flag_error("--nodeport-addresses", e.to_string()))?;
         if mode == ProxyMode::Nftables && nodeport_addresses.is_unset() {
@@ -122,7 +137,7 @@ impl RuleSettings {
         Ok(RuleSettings {
             local,
             masquerade_all: args.masquerade_all,
-            masquerade_bit: args.iptables_masquerade_bit,
+            masquerade_bit,
             nodeport_addresses,
             localhost_nodeports: args.iptables_localhost_nodeports,
             layout: args.layout,

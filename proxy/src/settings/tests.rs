@@ -134,6 +134,24 @@ fn nodeport_addresses_default_per_mode() {
     assert!(!all.primary && all.match_all(Family::V4) && all.match_all(Family::V6));
 }
 
+/// The nftables mode's mark bit is `nftables.masqueradeBit` of the config file (default 14), never
+/// `--iptables-masquerade-bit` (kube-proxy passes NFTables.MasqueradeBit to its nftables proxier).
+#[test]
+fn nftables_mode_takes_its_own_masquerade_bit() {
+    let bit = |flags: &[&str]| settings(flags).expect("valid").rules.masquerade_bit;
+    assert_eq!(bit(&["--iptables-masquerade-bit", "5"]), 5);
+    assert_eq!(
+        bit(&["--proxy-mode", "nftables", "--iptables-masquerade-bit", "5"]),
+        14
+    );
+    let f = config_file("mode: nftables\nnftables:\n  masqueradeBit: 7\niptables:\n  masqueradeBit: 5\n");
+    let path = f.path().to_str().expect("utf-8");
+    assert_eq!(bit(&["--config", path]), 7);
+    let f = config_file("mode: nftables\nnftables:\n  masqueradeBit: 32\n");
+    let message = rejected(&["--config", f.path().to_str().expect("utf-8")]);
+    assert!(message.contains("nftables.masqueradeBit 32"), "{message}");
+}
+
 #[test]
 fn render_config_takes_node_cidrs_only_in_node_cidr_mode() {
     let node = NodeFacts {
