@@ -116,6 +116,8 @@ const PROXY_NEEDS: &[(&str, &str, &str, &str)] = &[
     ("discovery.k8s.io", "endpointslices", "watch", "cluster"),
     ("", "nodes", "list", "cluster"),
     ("", "nodes", "watch", "cluster"),
+    ("networking.k8s.io", "servicecidrs", "list", "cluster"),
+    ("networking.k8s.io", "servicecidrs", "watch", "cluster"),
 ];
 
 const CONTROLLER_NEEDS: &[(&str, &str, &str, &str)] = &[

@@ -58,9 +58,15 @@ pub struct RuleArgs {
     /// Masquerade all traffic sent to service cluster IPs.
     #[arg(long)]
     pub masquerade_all: bool,
+    /// The masquerade mark bit of the iptables mode (the nftables mode takes `nftables.masqueradeBit`
+    /// of `--config`, default 14, as kube-proxy).
     #[arg(long, default_value_t = 14)]
     pub iptables_masquerade_bit: u32,
-    /// CIDRs (or `primary`) of the node addresses that accept NodePort traffic; empty = all.
+    /// `nftables.masqueradeBit` of `--config` (no flag upstream either).
+    #[arg(skip)]
+    pub nftables_masquerade_bit: Option<u32>,
+    /// CIDRs (or `primary`) of the node addresses that accept NodePort traffic; unset: every local
+    /// address in iptables mode, `primary` in nftables mode (upstream's defaults).
     #[arg(long, value_delimiter = ',')]
     pub nodeport_addresses: Vec<String>,
     /// Accept NodePort connections on 127.0.0.1 (IPv4 only).
@@ -75,8 +81,8 @@ pub struct RuleArgs {
     /// Node IP(s); added to those of the Node object.
     #[arg(long, value_parser = ip_arg)]
     pub node_ip: Vec<IpAddr>,
-    /// The cluster's service CIDRs (what ServiceCIDR objects say); nftables mode drops traffic to
-    /// cluster IPs in them that no Service holds.
+    /// The cluster's service CIDRs; nftables mode drops traffic to cluster IPs in them that no Service
+    /// holds. Unset: `run` reads them from the ServiceCIDR objects (the offline commands have none).
     #[arg(long, value_delimiter = ',', value_parser = cidr_arg)]
     pub service_cidr: Vec<IpNet>,
 }

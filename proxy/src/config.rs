@@ -89,6 +89,11 @@ impl NodePortAddresses {
         Ok(out)
     }
 
+    /// Neither CIDRs nor `primary` given.
+    pub fn is_unset(&self) -> bool {
+        self.cidrs.is_empty() && !self.primary
+    }
+
     /// Upstream `MatchAll`: no restriction for this family.
     pub fn match_all(&self, family: Family) -> bool {
         let fam: Vec<&IpNet> = self.cidrs.iter().filter(|c| family.matches(&c.addr())).collect();
@@ -103,11 +108,13 @@ impl NodePortAddresses {
                 .any(|c| c.contains(&IpAddr::from([127, 0, 0, 1])))
     }
 
-    /// The node addresses NodePorts answer on when not `match_all`.
+    /// The node addresses NodePorts answer on when not `match_all`. `primary` is the node's first IP
+    /// of the family (upstream turns it into that one address's /32 or /128, from its NodeIPs: one per
+    /// family), not every InternalIP.
     pub fn node_ips(&self, family: Family, primary: &[IpAddr], interfaces: &[IpAddr]) -> Vec<IpAddr> {
         let mut out: Vec<IpAddr> = Vec::new();
         if self.primary {
-            out.extend(primary.iter().filter(|ip| family.matches(ip)));
+            out.extend(primary.iter().find(|ip| family.matches(ip)));
         }
         for ip in interfaces.iter().chain([IpAddr::from([127, 0, 0, 1])].iter()) {
             if family.matches(ip) && self.cidrs.iter().any(|c| c.contains(ip)) {

@@ -80,6 +80,14 @@ pub async fn run(args: RunSettings) -> Result<()> {
     let node = args.rules.node_name.clone();
     let (mode, min_sync, sync_period) = (args.mode, args.min_sync_period, args.sync_period);
     tracing::info!(node, ?mode, ?min_sync, ?sync_period, "starting svcnet-proxy");
+    // Upstream's checkBadConfig warning; only the iptables mode can get here with it unset (the
+    // nftables mode defaults to `primary`).
+    if args.rules.nodeport_addresses.is_unset() {
+        tracing::warn!(
+            err = "nodePortAddresses is unset; NodePort connections will be accepted on all local IPs. Consider using `--nodeport-addresses primary`",
+            "Kube-proxy configuration may be incomplete or incorrect"
+        );
+    }
 
     let nf = start::netfilter(&args).await?;
     let client = svcnet_core::kube_client::client(&args.kube).await?;
@@ -102,7 +110,9 @@ pub async fn run(args: RunSettings) -> Result<()> {
         metrics: Arc::clone(&metrics),
     };
     let stop = shutdown.token();
-    let stores = watch::start(&client, &node, &sink, &stop);
+    // Only the nftables rules use the ServiceCIDRs, and `--service-cidr` overrides the API's.
+    let watch_cidrs = mode == ProxyMode::Nftables && args.rules.service_cidrs.is_empty();
+    let stores = watch::start(&client, &node, &sink, &stop, watch_cidrs);
     start::serve(&args, &health, &metrics, registry, nf.nfacct, &shutdown).await?;
 
     tracing::info!("waiting for Services, EndpointSlices and the Node to be listed");
@@ -203,6 +213,7 @@ impl Context {
             services: self.stores.services.state(),
             slices: self.stores.slices.state(),
             node: self.stores.node.state().first().map(|n| (**n).clone()),
+            service_cidrs: self.stores.service_cidrs(),
         };
         self.health.set_node(snap.node.as_ref());
         let mut ok = true;

@@ -80,7 +80,7 @@ impl NftFamilySync {
         self.model.update(&snap.services, &snap.slices);
         let node = settings.live_node_facts(snap).await;
         // nfacct and the iptables-only capabilities are off in this mode (settings say so).
-        let cfg = settings.render_config(family, &node);
+        let cfg = settings.render_config(family, &node, snap);
         let full = self.full_reason(settings);
 
         let inputs = nft::Inputs::new(self.model.state(), node, cfg);

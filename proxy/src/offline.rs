@@ -13,7 +13,7 @@ use crate::trace;
 
 pub fn run_render(args: &RenderArgs) -> Result<String> {
     let family = if args.ipv6 { Family::V6 } else { Family::V4 };
-    let rules = RuleSettings::from_args(&args.rules)?;
+    let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
     let (_, node, state, cfg) = load(&args.file, &rules, args.caps.into(), family)?;
     if args.proxy_mode == ProxyMode::Nftables {
         return Ok(crate::nft::render(&state, &node, &cfg).text());
@@ -64,7 +64,7 @@ pub fn run_trace(args: &TraceArgs) -> Result<String> {
 }
 
 pub fn run_explain(args: &ExplainArgs) -> Result<String> {
-    let rules = RuleSettings::from_args(&args.rules)?;
+    let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
     crate::explain::explain(
         &args.file,
         &args.service,

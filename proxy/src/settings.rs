@@ -21,6 +21,9 @@ use crate::iptables::Backend;
 use crate::model::{Family, NodeFacts};
 use crate::sysctls::ConntrackArgs;
 
+/// `nftables.masqueradeBit`'s default (kube-proxy's).
+const NFTABLES_MASQUERADE_BIT: u32 = 14;
+
 /// The port `--metrics-bind-address` gets when it names only an IP (kube-proxy's).
 const METRICS_PORT: u16 = 10249;
 
@@ -74,7 +77,9 @@ pub struct RuleSettings {
 }
 
 impl RuleSettings {
-    pub fn from_args(args: &RuleArgs) -> Result<RuleSettings, SettingsError> {
+    /// `mode` picks the defaults that differ by mode: unset `--nodeport-addresses` is `primary` in
+    /// nftables mode (upstream's platformApplyDefaults) and every local address in iptables mode.
+    pub fn from_args(args: &RuleArgs, mode: ProxyMode) -> Result<RuleSettings, SettingsError> {
         let interface = |flag: &'static str, value: &Option<String>| {
             let Some(name) = value else {
                 return Err(flag_error(
@@ -112,12 +117,27 @@ impl RuleSettings {
                 format!("{}: must be 0..=31", args.iptables_masquerade_bit),
             ));
         }
-        let nodeport_addresses = NodePortAddresses::parse(&args.nodeport_addresses)
+        // kube-proxy's nftables mode reads only `nftables.masqueradeBit` (NFTables.MasqueradeBit,
+        // default 14); `--iptables-masquerade-bit` does not reach it.
+        let masquerade_bit = match mode {
+            ProxyMode::Iptables => args.iptables_masquerade_bit,
+            ProxyMode::Nftables => args.nftables_masquerade_bit.unwrap_or(NFTABLES_MASQUERADE_BIT),
+        };
+        if masquerade_bit > 31 {
+            return Err(flag_error(
+                "--config",
+                format!("nftables.masqueradeBit {masquerade_bit}: must be 0..=31"),
+            ));
+        }
+        let mut nodeport_addresses = NodePortAddresses::parse(&args.nodeport_addresses)
             .map_err(|e| flag_error("--nodeport-addresses", e.to_string()))?;
+        if mode == ProxyMode::Nftables && nodeport_addresses.is_unset() {
+            nodeport_addresses.primary = true;
+        }
         Ok(RuleSettings {
             local,
             masquerade_all: args.masquerade_all,
-            masquerade_bit: args.iptables_masquerade_bit,
+            masquerade_bit,
             nodeport_addresses,
             localhost_nodeports: args.iptables_localhost_nodeports,
             layout: args.layout,
@@ -207,7 +227,7 @@ impl RunSettings {
     /// Lays `--config` over the flags (the file wins, as in kube-proxy) and checks the result.
     pub fn from_args(mut args: RunArgs) -> Result<RunSettings, SettingsError> {
         overlay::apply_config_file(&mut args)?;
-        let mut rules = RuleSettings::from_args(&args.rules)?;
+        let mut rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
         let healthz_address = bind_address(
             "--healthz-bind-address",
             &args.healthz_bind_address,

@@ -65,6 +65,8 @@ pub struct Snapshot {
     pub services: Vec<Arc<ServiceRecord>>,
     pub slices: Vec<Arc<SliceRecord>>,
     pub node: Option<Node>,
+    /// The CIDRs of the cluster's ServiceCIDR objects (nftables mode without `--service-cidr`).
+    pub service_cidrs: Vec<ipnet::IpNet>,
 }
 
 /// What a sync needs that does not change while running: the checked rule flags and what was
@@ -98,9 +100,13 @@ impl Settings {
         self.rules.node_facts(snap.node.as_ref())
     }
 
-    /// The render config of `family` on `node`: the rule flags plus the node's detected capabilities.
-    pub fn render_config(&self, family: Family, node: &NodeFacts) -> RenderConfig {
+    /// The render config of `family` on `node`: the rule flags plus the node's detected capabilities,
+    /// and the ServiceCIDRs read from the API unless `--service-cidr` overrides them.
+    pub fn render_config(&self, family: Family, node: &NodeFacts, snap: &Snapshot) -> RenderConfig {
         let mut cfg = self.rules.render_config(family, node);
+        if self.rules.service_cidrs.is_empty() {
+            cfg.service_cidrs = snap.service_cidrs.clone();
+        }
         cfg.random_fully = self.random_fully;
         cfg.nfacct = self.nfacct;
         cfg.conntrack_tcp_liberal = self.tcp_liberal;
@@ -203,7 +209,7 @@ impl FamilySync {
         let labels = family_labels(family);
         self.model.update(&snap.services, &snap.slices);
         let node = settings.live_node_facts(snap).await;
-        let cfg = settings.render_config(family, &node);
+        let cfg = settings.render_config(family, &node, snap);
         let full = self.full_reason(settings).await;
         let written = match self.apply(&node, &cfg, full, settings, seq).await {
             Ok(w) => w,

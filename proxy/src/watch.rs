@@ -1,9 +1,9 @@
 //! kube-runtime reflectors: Services and EndpointSlices (upstream's selector: not owned by another
-//! proxy, not headless) and this node's Node object. Services and EndpointSlices are converted to
-//! records ([`crate::model::record`]) as their events arrive, before the reflector stores them, so the
-//! stores never hold the API objects. Every event is recorded in the change tracker and requests a
-//! sync; the daemon writes nothing before the Service and EndpointSlice caches have completed their
-//! first list.
+//! proxy, not headless), this node's Node object and, in nftables mode, the ServiceCIDRs. Services
+//! and EndpointSlices are converted to records ([`crate::model::record`]) as their events arrive,
+//! before the reflector stores them, so the stores never hold the API objects. Every event is
+//! recorded in the change tracker and requests a sync; the daemon writes nothing before the Service
+//! and EndpointSlice caches have completed their first list.
 //!
 //! Watch errors (API server gone, 410 after a restart) are retried with backoff by the watcher; the
 //! caches keep their last content meanwhile, so rules stay as they are until the relist completes.
@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::ServiceCIDR;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
@@ -37,6 +38,32 @@ pub(crate) struct Stores {
     pub services: Store<ServiceRecord>,
     pub slices: Store<SliceRecord>,
     pub node: Store<Node>,
+    /// `None` when not watched (iptables mode, or `--service-cidr` given).
+    pub cidrs: Option<Store<ServiceCIDR>>,
+}
+
+impl Stores {
+    /// The CIDRs of every ServiceCIDR object, as upstream's ServiceCIDRConfig collects them.
+    pub(crate) fn service_cidrs(&self) -> Vec<ipnet::IpNet> {
+        self.cidrs
+            .as_ref()
+            .map(|s| cidrs_of(s.state().iter().map(|o| &**o)))
+            .unwrap_or_default()
+    }
+}
+
+/// The union of the objects' `spec.cidrs` (the API server validated them; one that does not parse
+/// is left out), sorted, without duplicates.
+pub(crate) fn cidrs_of<'a>(objs: impl IntoIterator<Item = &'a ServiceCIDR>) -> Vec<ipnet::IpNet> {
+    let mut out: Vec<ipnet::IpNet> = objs
+        .into_iter()
+        .filter_map(|o| o.spec.as_ref()?.cidrs.as_ref())
+        .flatten()
+        .filter_map(|c| crate::model::ip::parse_cidr_sloppy(c))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Where watch events go.
@@ -166,6 +193,23 @@ fn trim_node(node: &mut Node) {
     }
 }
 
+/// ServiceCIDRs feed the nftables base rules ("Drop traffic to unallocated ClusterIPs"). Upstream
+/// only notes the change for its next sync; a sync is requested here so a new range is covered at once.
+impl Source for ServiceCIDR {
+    type Record = ServiceCIDR;
+    type State = ();
+
+    fn convert(mut self, (): &mut ()) -> ServiceCIDR {
+        trim_meta(&mut self.metadata);
+        self.status = None;
+        self
+    }
+
+    fn changed(_: &ServiceCIDR, sink: &Sink, _deleted: bool) {
+        sink.record(Changes::other_changed);
+    }
+}
+
 /// The same event carrying the converted object.
 fn map_event<K, R>(ev: Event<K>, mut f: impl FnMut(K) -> R) -> Event<R> {
     match ev {
@@ -215,8 +259,14 @@ fn spawn<K: Source>(
     reader
 }
 
-/// Starts the three reflectors.
-pub(crate) fn start(client: &Client, node_name: &str, sink: &Sink, stop: &CancellationToken) -> Stores {
+/// Starts the reflectors (the ServiceCIDRs' only with `watch_cidrs`).
+pub(crate) fn start(
+    client: &Client,
+    node_name: &str,
+    sink: &Sink,
+    stop: &CancellationToken,
+    watch_cidrs: bool,
+) -> Stores {
     let sel = watcher::Config::default().labels(PROXY_SELECTOR);
     let services = spawn(
         Api::<Service>::all(client.clone()),
@@ -237,14 +287,25 @@ pub(crate) fn start(client: &Client, node_name: &str, sink: &Sink, stop: &Cancel
         sink.clone(),
         stop.clone(),
     );
+    let cidrs = watch_cidrs.then(|| {
+        spawn(
+            Api::<ServiceCIDR>::all(client.clone()),
+            watcher::Config::default(),
+            sink.clone(),
+            stop.clone(),
+        )
+    });
     Stores {
         services,
         slices,
         node,
+        cidrs,
     }
 }
 
-/// Waits for the first complete list of all three caches.
+/// Waits for the first complete list of the Service, EndpointSlice and Node caches. Not the
+/// ServiceCIDRs': upstream does not wait for them either (an API server without the resource must
+/// not stop the proxy), and their arrival requests a sync.
 pub(crate) async fn wait_synced(stores: &Stores) -> Result<(), reflector::store::WriterDropped> {
     stores.services.wait_until_ready().await?;
     stores.slices.wait_until_ready().await?;

@@ -7,8 +7,8 @@ mod lab;
 use std::time::Duration;
 
 use lab::api::{cluster_ip, local, node_port};
-use lab::helper::{answered_by, request};
-use lab::{CLIENT_IP, CLIENT_IP2, Lab, NODE, NODE_IP, Opts, wait_for};
+use lab::helper::{answered_by, request, spawn_server};
+use lab::{BRIDGE_IP, CLIENT_IP, CLIENT_IP2, Lab, NODE, NODE_IP, Opts, wait_for};
 use serde_json::json;
 
 /// Not a test: the pod servers and clients of the lab run this binary with `SVCNET_HELPER` set.
@@ -107,12 +107,41 @@ fn nftables_clusterip_nodeport_no_endpoints_partial_transactions_and_mode_switch
     let np_addr = format!("{NODE_IP}:{}", node_port(&np));
     let r = request(&lab.client, "tcp", &np_addr, 3, None);
     assert!(r.iter().all(|r| r == "pod1 10.244.1.1"), "{r:?}");
+    // Only there, with no --nodeport-addresses (nftables mode's default is `primary`, upstream's
+    // `nodeport-ips`): br0's address is just as local, and the NodePort is closed on it.
+    let r = request(
+        &lab.client,
+        "tcp",
+        &format!("{BRIDGE_IP}:{}", node_port(&np)),
+        1,
+        None,
+    );
+    assert!(r[0].starts_with("ERR refused"), "{r:?}");
     // No endpoints: rejected (refused, not a timeout).
     let r = request(pod3, "tcp", &format!("{}:80", cluster_ip(&empty)), 1, None);
     assert!(r[0].starts_with("ERR refused"), "{r:?}");
     // A port the cluster IP does not serve: rejected by cluster-ips-check.
     let r = request(pod3, "tcp", &format!("{}:81", cluster_ip(&web)), 1, None);
     assert!(r[0].starts_with("ERR refused"), "{r:?}");
+    // An address of the ServiceCIDR (kube-apiserver's default object, read from the API: no flag)
+    // that no Service holds is dropped, although a server outside would answer on it; the same
+    // server answers on an address outside the range, so the route is there.
+    let unallocated = "10.96.255.254";
+    for svc in [&web, &np, &empty] {
+        assert_ne!(cluster_ip(svc), unallocated, "pick another unallocated address");
+    }
+    for addr in [unallocated, "192.0.2.99"] {
+        lab.client
+            .ok(&["ip", "addr", "add", &format!("{addr}/32"), "dev", "eth0"]);
+    }
+    let _outside = spawn_server(&lab.client, "outside", false);
+    let r = wait_for("the outside server answers", Duration::from_secs(10), || {
+        let r = request(pod3, "tcp", "192.0.2.99:8080", 1, None);
+        r[0].starts_with("outside").then_some(r)
+    });
+    assert_eq!(r, ["outside 10.244.1.12"]);
+    let r = request(pod3, "tcp", &format!("{unallocated}:8080"), 1, None);
+    assert!(r[0].starts_with("ERR timeout"), "{r:?}");
 
     // A change reaches the kernel as a partial transaction with only that service's objects.
     std::thread::sleep(Duration::from_millis(1200));

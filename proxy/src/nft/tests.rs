@@ -172,6 +172,28 @@ fn nodeport_addresses_fill_the_set_without_loopback() {
     assert_eq!(elements(&r, NODEPORT_IPS), vec!["10.140.0.2"]);
 }
 
+/// `primary` is one address per family, the node's first (upstream's NodeIPs), even when the Node
+/// lists more InternalIPs.
+#[test]
+fn primary_nodeport_address_is_the_first_ip_of_the_family() {
+    let mut node = node();
+    node.ips
+        .extend(["10.140.0.9", "fd00::2", "fd00::3"].map(|ip| ip.parse::<std::net::IpAddr>().expect("ip")));
+    node.interface_ips = node.ips.clone();
+    for (family, want) in [
+        (Family::V4, node.ips[0].to_string()),
+        (Family::V6, "fd00::2".to_string()),
+    ] {
+        let cfg = RenderConfig {
+            family,
+            nodeport_addresses: NodePortAddresses::parse(&["primary".into()]).expect("primary"),
+            ..cfg()
+        };
+        let r = render(&ProxyState::default(), &node, &cfg);
+        assert_eq!(elements(&r, NODEPORT_IPS), vec![want]);
+    }
+}
+
 #[test]
 fn service_cidrs_and_masquerade_bit() {
     let cfg = RenderConfig {

@@ -96,7 +96,7 @@ fn mode_section(
             args.rules.masquerade_all = v;
         }
         if let Some(v) = n.masquerade_bit {
-            args.rules.iptables_masquerade_bit = v;
+            args.rules.nftables_masquerade_bit = Some(v);
         }
         if let Some(v) = n.min_sync_period {
             args.iptables_min_sync_period = duration(path, "nftables.minSyncPeriod", &v)?;

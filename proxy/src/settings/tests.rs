@@ -107,6 +107,51 @@ fn good_flags_become_typed_settings() {
     assert_eq!(d.backend, None);
 }
 
+/// Unset `--nodeport-addresses` means every local address in iptables mode and the node's primary
+/// IPs in nftables mode (upstream's platformApplyDefaults); given, it is taken as is in both.
+#[test]
+fn nodeport_addresses_default_per_mode() {
+    let unset = settings(&[]).expect("valid").rules.nodeport_addresses;
+    assert!(unset.is_unset() && unset.match_all(Family::V4) && unset.match_all(Family::V6));
+    let nft = settings(&["--proxy-mode", "nftables"]).expect("valid");
+    assert_eq!(
+        nft.rules.nodeport_addresses,
+        NodePortAddresses {
+            cidrs: vec![],
+            primary: true
+        }
+    );
+    assert!(!nft.rules.nodeport_addresses.match_all(Family::V4));
+    let all = settings(&[
+        "--proxy-mode",
+        "nftables",
+        "--nodeport-addresses",
+        "0.0.0.0/0,::/0",
+    ])
+    .expect("valid")
+    .rules
+    .nodeport_addresses;
+    assert!(!all.primary && all.match_all(Family::V4) && all.match_all(Family::V6));
+}
+
+/// The nftables mode's mark bit is `nftables.masqueradeBit` of the config file (default 14), never
+/// `--iptables-masquerade-bit` (kube-proxy passes NFTables.MasqueradeBit to its nftables proxier).
+#[test]
+fn nftables_mode_takes_its_own_masquerade_bit() {
+    let bit = |flags: &[&str]| settings(flags).expect("valid").rules.masquerade_bit;
+    assert_eq!(bit(&["--iptables-masquerade-bit", "5"]), 5);
+    assert_eq!(
+        bit(&["--proxy-mode", "nftables", "--iptables-masquerade-bit", "5"]),
+        14
+    );
+    let f = config_file("mode: nftables\nnftables:\n  masqueradeBit: 7\niptables:\n  masqueradeBit: 5\n");
+    let path = f.path().to_str().expect("utf-8");
+    assert_eq!(bit(&["--config", path]), 7);
+    let f = config_file("mode: nftables\nnftables:\n  masqueradeBit: 32\n");
+    let message = rejected(&["--config", f.path().to_str().expect("utf-8")]);
+    assert!(message.contains("nftables.masqueradeBit 32"), "{message}");
+}
+
 #[test]
 fn render_config_takes_node_cidrs_only_in_node_cidr_mode() {
     let node = NodeFacts {
@@ -190,7 +235,7 @@ fn offline_node_is_picked_by_name_and_flags_laid_over() {
         .expect("node")
     };
     let nodes = [node("a", "10.0.0.1"), node("b", "10.0.0.2")];
-    let mut rules = RuleSettings::from_args(&run_args(&[]).rules).expect("valid");
+    let mut rules = RuleSettings::from_args(&run_args(&[]).rules, ProxyMode::Iptables).expect("valid");
     assert_eq!(
         rules.pick_node(&nodes).and_then(|n| n.metadata.name.as_deref()),
         Some("a")

@@ -182,3 +182,24 @@ fn changes_are_queued_for_every_family_health_tracks_including_ipv6_added_later(
         assert!(queued > 0.0, "{f:?}: last queued timestamp not set");
     }
 }
+
+/// The ServiceCIDRs' ranges as upstream's ServiceCIDRConfig collects them: every object's
+/// `spec.cidrs`, both families, each once.
+#[test]
+fn service_cidrs_union_of_every_object() {
+    let obj = |name: &str, cidrs: &[&str]| -> ServiceCIDR {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {"cidrs": cidrs},
+        }))
+        .expect("ServiceCIDR")
+    };
+    let objs = [
+        obj("kubernetes", &["10.96.0.0/16", "fd00:10:96::/108"]),
+        obj("extra", &["10.100.0.0/16", "10.96.0.0/16", "not-a-cidr"]),
+        ServiceCIDR::default(),
+    ];
+    let got: Vec<String> = cidrs_of(objs.iter()).iter().map(ToString::to_string).collect();
+    assert_eq!(got, ["10.96.0.0/16", "10.100.0.0/16", "fd00:10:96::/108"]);
+    assert!(cidrs_of([].iter()).is_empty());
+}

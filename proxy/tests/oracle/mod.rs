@@ -1,5 +1,6 @@
 //! The differential test's cluster: one real control plane and two identical nodes, one running
-//! upstream `kube-proxy --proxy-mode iptables`, the other `svcnet-proxy run --layout flat`:
+//! upstream `kube-proxy`, the other `svcnet-proxy run`, both in the same [`Mode`] (iptables: svcnet's
+//! `--layout flat`; nftables: the only layout, upstream's):
 //!
 //! ```text
 //!  cp netns: etcd + kube-apiserver on 192.168.251.1 (br-api)
@@ -8,11 +9,12 @@
 //! ```
 //!
 //! Both proxies see the same Node object (`node-1`, dual-stack addresses and podCIDRs, zone `z1`), get
-//! the same flags, and use the same iptables binary. Nothing is linked to the root namespace; the
+//! the same flags, and use the same iptables and nft binaries. Nothing is linked to the root namespace; the
 //! only traffic is to the API server. Every process is killed and every namespace deleted on drop.
 #![allow(dead_code)]
 
 pub mod compare;
+pub mod compare_nft;
 pub mod corpus;
 mod net;
 mod run;
@@ -51,6 +53,22 @@ const CONNTRACK_FLAGS: [&str; 3] = [
     "--conntrack-tcp-timeout-close-wait=0",
 ];
 
+/// The proxy mode both nodes run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Iptables,
+    Nftables,
+}
+
+impl Mode {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Mode::Iptables => "iptables",
+            Mode::Nftables => "nftables",
+        }
+    }
+}
+
 /// Which proxy a node runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
@@ -70,6 +88,7 @@ impl Side {
 /// One node: its namespace and its proxy. Field order: the proxy dies before the namespace goes.
 pub struct Node {
     pub side: Side,
+    pub mode: Mode,
     pub proxy: Option<Proc>,
     pub ns: Netns,
     log: PathBuf,
@@ -87,8 +106,8 @@ pub struct Env {
 impl Env {
     /// Builds the namespaces and the control plane, creates the Node and starts both proxies (waiting
     /// for their first syncs). `None` (with a SKIPPED line) when namespaces are unavailable outside CI.
-    /// `flags` go to both proxies, after the common ones.
-    pub fn start(tag: &str, flags: &[&str]) -> Option<Env> {
+    /// Both proxies run in `mode`; `flags` go to both, after the common ones.
+    pub fn start(tag: &str, mode: Mode, flags: &[&str]) -> Option<Env> {
         lab::sweep_leftovers_once();
         let cp = svcnet_netns::netns_or_skip(&format!("{tag}-cp"))?;
         let up = Netns::new(&format!("{tag}-up")).expect("upstream node netns");
@@ -106,8 +125,8 @@ impl Env {
         .expect("control plane in the cp namespace");
         let dir = tempfile::tempdir().expect("tempdir");
         let mut env = Env {
-            upstream: Node::new(Side::Upstream, up, dir.path()),
-            svcnet: Node::new(Side::Svcnet, sv, dir.path()),
+            upstream: Node::new(Side::Upstream, mode, up, dir.path()),
+            svcnet: Node::new(Side::Svcnet, mode, sv, dir.path()),
             cluster,
             cp,
             dir,
@@ -223,13 +242,14 @@ impl Env {
 }
 
 impl Node {
-    fn new(side: Side, ns: Netns, dir: &Path) -> Node {
+    fn new(side: Side, mode: Mode, ns: Netns, dir: &Path) -> Node {
         let log = dir.join(match side {
             Side::Upstream => "kube-proxy.log",
             Side::Svcnet => "svcnet-proxy.log",
         });
         Node {
             side,
+            mode,
             proxy: None,
             ns,
             log,
@@ -257,13 +277,17 @@ impl Node {
                     .expect("the pinned Kubernetes build")
                     .kube_proxy();
                 let mut c = self.ns.command(&[bin.to_str().expect("utf-8 path")]);
-                c.args(["--proxy-mode", "iptables", "--v=2"]);
+                c.args(["--proxy-mode", self.mode.flag(), "--v=2"]);
                 c
             }
             Side::Svcnet => {
                 let bin = env!("CARGO_BIN_EXE_svcnet-proxy");
                 let mut c = self.ns.command(&[bin, "run"]);
-                c.args(["--layout", "flat", "--log-level", "info,svcnet_proxy=debug"]);
+                match self.mode {
+                    Mode::Iptables => c.args(["--layout", "flat"]),
+                    Mode::Nftables => c.args(["--proxy-mode", "nftables"]),
+                };
+                c.args(["--log-level", "info,svcnet_proxy=debug"]);
                 c
             }
         };
@@ -329,7 +353,11 @@ impl Node {
     /// pending, i.e. every IP family finished a sync after its last queued change (upstream's gauges,
     /// which both proxies publish).
     pub fn settled(&self, marker: &str) -> bool {
-        self.quiet() && self.save(false).contains(&format!("--to-destination {marker}:"))
+        let dnat = match self.mode {
+            Mode::Iptables => format!("--to-destination {marker}:"),
+            Mode::Nftables => format!("dnat to {marker}:"),
+        };
+        self.quiet() && self.save(false).contains(&dnat)
     }
 
     fn quiet(&self) -> bool {
@@ -349,10 +377,18 @@ impl Node {
             .any(|(_, t)| *t > 0.0)
     }
 
-    /// `iptables-save` or `ip6tables-save` of the node (all tables).
+    /// iptables mode: `iptables-save` or `ip6tables-save` of the node (all tables); nftables mode:
+    /// `nft list table ip|ip6 kube-proxy`.
     pub fn save(&self, ipv6: bool) -> String {
-        self.ns
-            .ok(&[if ipv6 { "ip6tables-save" } else { "iptables-save" }])
+        match self.mode {
+            Mode::Iptables => self
+                .ns
+                .ok(&[if ipv6 { "ip6tables-save" } else { "iptables-save" }]),
+            Mode::Nftables => {
+                let family = if ipv6 { "ip6" } else { "ip" };
+                self.ns.ok(&["nft", "list", "table", family, "kube-proxy"])
+            }
+        }
     }
 }
 

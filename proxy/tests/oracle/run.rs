@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::compare::compare;
+use super::compare_nft;
 use super::corpus::{Step, Write, marker_service, marker_slice};
-use super::{Env, list};
+use super::{Env, Mode, list};
 
 /// How long a step may take to reach both nodes' rules.
 const SETTLE: Duration = Duration::from_secs(30);
@@ -21,6 +22,9 @@ const AGREE: Duration = Duration::from_secs(10);
 #[derive(Debug, Default)]
 pub struct Report {
     pub states: usize,
+    /// nftables mode: states in which upstream still held flushed service chains awaiting deletion
+    /// (see [`compare_nft`]).
+    pub with_flushed_chains: usize,
     /// The slowest step from its first write to both nodes agreeing, and its name.
     pub slowest: Duration,
     pub slowest_step: String,
@@ -92,7 +96,11 @@ impl Env {
                 }
             }
             self.wait_settled(&ip, SETTLE);
-            if let Some(diff) = self.agree(AGREE) {
+            let (diff, flushed) = self.agree(AGREE);
+            if flushed {
+                report.with_flushed_chains += 1;
+            }
+            if let Some(diff) = diff {
                 panic!(
                     "state {} ({}) differs (seed {seed}; rerun with SVCNET_DIFF_SEED={seed}):\n{diff}\n{}\n{}",
                     n + 1,
@@ -110,16 +118,33 @@ impl Env {
         report
     }
 
-    /// Polls both nodes' IPv4 and IPv6 rules until they agree (None) or `within` passed (the diff).
-    fn agree(&self, within: Duration) -> Option<String> {
+    /// Polls both nodes' IPv4 and IPv6 rules until they agree (None) or `within` passed (the diff);
+    /// and whether upstream's dumps held flushed chains awaiting deletion (nftables mode).
+    fn agree(&self, within: Duration) -> (Option<String>, bool) {
         let start = Instant::now();
         loop {
+            let mut flushed = false;
             let diff = [false, true].into_iter().find_map(|v6| {
-                let what = if v6 { "ip6tables-save" } else { "iptables-save" };
-                compare(what, &self.upstream.save(v6), &self.svcnet.save(v6))
+                let (up, sv) = (self.upstream.save(v6), self.svcnet.save(v6));
+                match self.upstream.mode {
+                    Mode::Iptables => {
+                        let what = if v6 { "ip6tables-save" } else { "iptables-save" };
+                        compare(what, &up, &sv)
+                    }
+                    Mode::Nftables => {
+                        let what = if v6 {
+                            "nft list table ip6"
+                        } else {
+                            "nft list table ip"
+                        };
+                        let c = compare_nft::compare(what, &up, &sv);
+                        flushed |= c.flushed > 0;
+                        c.diff
+                    }
+                }
             });
             if diff.is_none() || start.elapsed() >= within {
-                return diff;
+                return (diff, flushed);
             }
             std::thread::sleep(Duration::from_millis(200));
         }
