@@ -80,14 +80,7 @@ pub async fn run(args: RunSettings) -> Result<()> {
     let node = args.rules.node_name.clone();
     let (mode, min_sync, sync_period) = (args.mode, args.min_sync_period, args.sync_period);
     tracing::info!(node, ?mode, ?min_sync, ?sync_period, "starting svcnet-proxy");
-    // Upstream's checkBadConfig warning; only the iptables mode can get here with it unset (the
-    // nftables mode defaults to `primary`).
-    if args.rules.nodeport_addresses.is_unset() {
-        tracing::warn!(
-            err = "nodePortAddresses is unset; NodePort connections will be accepted on all local IPs. Consider using `--nodeport-addresses primary`",
-            "Kube-proxy configuration may be incomplete or incorrect"
-        );
-    }
+    warn_bad_config(&args);
 
     let nf = start::netfilter(&args).await?;
     let client = svcnet_core::kube_client::client(&args.kube).await?;
@@ -120,17 +113,7 @@ pub async fn run(args: RunSettings) -> Result<()> {
         r = watch::wait_synced(&stores) => r.context("cache writer dropped")?,
         () = shutdown.wait() => return Ok(()),
     }
-    let settings = Settings {
-        rules: args.rules.clone(),
-        sync_period,
-        random_fully: nf.random_fully,
-        nfacct: nf.nfacct,
-        tcp_liberal: nf.tcp_liberal,
-        payload_dir: args.payload_dir.clone(),
-        large_cluster_full_resync: args.large_cluster_full_resync,
-        conntrack: true,
-        restore_max_chains: args.restore_max_chains,
-    };
+    let settings = sync_settings(&args, &nf);
     let node_obj = stores.node.state().first().map(|n| (**n).clone());
     health.set_node(node_obj.as_ref());
     let facts = settings.rules.node_facts(node_obj.as_ref());
@@ -160,6 +143,32 @@ pub async fn run(args: RunSettings) -> Result<()> {
     }
     tracing::info!("stopped; rules stay in place (run `svcnet-proxy cleanup` to remove them)");
     Ok(())
+}
+
+/// Upstream's checkBadConfig warning; only the iptables mode can get here with the NodePort
+/// addresses unset (the nftables mode defaults to `primary`).
+fn warn_bad_config(args: &RunSettings) {
+    if args.rules.nodeport_addresses.is_unset() {
+        tracing::warn!(
+            err = "nodePortAddresses is unset; NodePort connections will be accepted on all local IPs. Consider using `--nodeport-addresses primary`",
+            "Kube-proxy configuration may be incomplete or incorrect"
+        );
+    }
+}
+
+/// The sync loop's settings: the checked flags and what the node's netfilter can do.
+fn sync_settings(args: &RunSettings, nf: &start::Netfilter) -> Settings {
+    Settings {
+        rules: args.rules.clone(),
+        sync_period: args.sync_period,
+        random_fully: nf.random_fully,
+        nfacct: nf.nfacct,
+        tcp_liberal: nf.tcp_liberal,
+        payload_dir: args.payload_dir.clone(),
+        large_cluster_full_resync: args.large_cluster_full_resync,
+        conntrack: true,
+        restore_max_chains: args.restore_max_chains,
+    }
 }
 
 /// The families to sync: IPv4, and IPv6 when the node has an IPv6 address and its rules can be
