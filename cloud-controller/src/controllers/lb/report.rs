@@ -36,16 +36,7 @@ impl Announce for ServiceEvents<'_> {
 /// periodically, in case nodes appear).
 pub(crate) async fn invalid_service(svc: &Service, sh: &Shared, e: &crate::Error) -> Requeue {
     tracing::warn!(error = %e, label = e.metric_label(), "invalid load balancer Service");
-    sh.event(
-        &obj_ref(svc),
-        true,
-        lb::EVENT_SYNC_FAILED,
-        format!("Error syncing load balancer: {e}"),
-    )
-    .await;
-    let prev = record::current(&sh.client, svc).await;
-    let st = record::build_status(svc, prev.as_ref(), None, None, None, Some(&e.to_string()));
-    record::write(&sh.client, svc, st).await;
+    failure(svc, sh, None, None, &e.to_string()).await;
     Requeue::requeue(Duration::from_secs(300).min(sh.tuning.lb_resync))
 }
 
@@ -57,17 +48,17 @@ pub(crate) async fn sync_failed(
     obs: Option<&ObservedLb>,
     e: SyncError,
 ) -> SyncError {
-    sh.event(
-        &obj_ref(svc),
-        true,
-        lb::EVENT_SYNC_FAILED,
-        format!("Error syncing load balancer: {e}"),
-    )
-    .await;
-    let prev = record::current(&sh.client, svc).await;
-    let st = record::build_status(svc, prev.as_ref(), names, obs, None, Some(&e.to_string()));
-    record::write(&sh.client, svc, st).await;
+    failure(svc, sh, names, obs, &e.to_string()).await;
     e
+}
+
+/// Both failures' Warning event and record (the error beside what was observed, if anything).
+async fn failure(svc: &Service, sh: &Shared, names: Option<&LbNames>, obs: Option<&ObservedLb>, e: &str) {
+    let note = format!("Error syncing load balancer: {e}");
+    sh.event(&obj_ref(svc), true, lb::EVENT_SYNC_FAILED, note).await;
+    let prev = record::current(&sh.client, svc).await;
+    let st = record::build_status(svc, prev.as_ref(), names, obs, None, Some(e));
+    record::write(&sh.client, svc, st).await;
 }
 
 /// How a converged sync ends for the Service: its ingress IP (patched only when it changed), then
