@@ -15,7 +15,9 @@
 # The log is kept outside the removed directory (its path is printed first and last). Run this before
 # stopping whenever a change touches the build, the dependencies or the install scripts.
 set -euo pipefail
-
+# The whole script is one block, read before it runs: editing this file during a run (an hour) cannot
+# change what the run does.
+{
 repo="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
 rev=HEAD
 cmd=(bash .ci/run)
@@ -84,3 +86,4 @@ took=$((SECONDS - start))
   echo "ci-cold: exit $rc after $((took / 60)) min $((took % 60)) s; log $log"
 } | tee -a "$log"
 exit "$rc"
+}
