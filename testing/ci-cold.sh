@@ -35,8 +35,10 @@ tmp="${TMPDIR:-/tmp}"
 root="$(mktemp -d "$tmp/svcnet-ci-cold.XXXXXX")"
 log="$tmp/svcnet-ci-cold-$(date -u +%Y%m%dT%H%M%SZ)-${commit:0:8}.log"
 cleanup() {
+  # Runs as the EXIT trap: nothing in it may end the script early (set -e) or change its exit status.
+  set +e
   # A mount left below the directory (an engine's, after a crash) is detached before anything is removed.
-  grep -o " $root/[^ ]*" /proc/self/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m" || true; done
+  grep -o " $root/[^ ]*" /proc/self/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m"; done
   # Go writes its module cache read-only.
   chmod -R u+w "$root" 2>/dev/null || true
   rm -rf "$root"
