@@ -232,7 +232,8 @@ impl Env {
             }
             assert!(
                 start.elapsed() < timeout,
-                "marker {marker} not synced within {timeout:?} (upstream: {up}, svcnet: {sv})\n{}\n{}",
+                "marker {marker} not synced within {timeout:?} (upstream: {up}, svcnet: {sv}; DNAT to the decoy {} means the proxy has not seen the Node's zone label)\n{}\n{}",
+                corpus::DECOY,
                 self.upstream.log_tail(40),
                 self.svcnet.log_tail(40)
             );
@@ -349,15 +350,20 @@ impl Node {
     }
 
     /// Every step ends by moving the marker Service's endpoint to a new address (see
-    /// [`corpus::marker`]): the step is synced once the rules DNAT to `marker` and no change is
-    /// pending, i.e. every IP family finished a sync after its last queued change (upstream's gauges,
-    /// which both proxies publish).
+    /// [`corpus::MARKER`]): the step is synced once the rules DNAT to `marker` and not to the
+    /// [`corpus::DECOY`] (the proxy knows the Node's zone), and no change is pending, i.e. every IP
+    /// family finished a sync after its last queued change (upstream's gauges, which both proxies
+    /// publish).
     pub fn settled(&self, marker: &str) -> bool {
-        let dnat = match self.mode {
-            Mode::Iptables => format!("--to-destination {marker}:"),
-            Mode::Nftables => format!("dnat to {marker}:"),
+        let to = |ip: &str| match self.mode {
+            Mode::Iptables => format!("--to-destination {ip}:"),
+            Mode::Nftables => format!("dnat to {ip}:"),
         };
-        self.quiet() && self.save(false).contains(&dnat)
+        if !self.quiet() {
+            return false;
+        }
+        let rules = self.save(false);
+        rules.contains(&to(marker)) && !rules.contains(&to(corpus::DECOY))
     }
 
     fn quiet(&self) -> bool {

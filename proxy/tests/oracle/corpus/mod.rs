@@ -9,7 +9,7 @@ pub mod random;
 
 use serde_json::{Value, json};
 
-use super::NODE;
+use super::{NODE, ZONE};
 
 /// One write of a step.
 #[derive(Clone, Debug)]
@@ -34,9 +34,17 @@ pub struct Step {
     pub writes: Vec<Write>,
 }
 
-/// The marker every step ends with: a Service whose single endpoint moves to a new address per step
-/// (`10.77.x.y`), so the step is synced on a node once its rules DNAT to that address.
+/// The marker every step ends with: a Service whose endpoint moves to a new address per step
+/// (`10.77.x.y`), so the step is synced on a node once its rules DNAT to that address. Its endpoints
+/// carry zone hints: the marker's for the Node's zone, a [`DECOY`] endpoint's for another zone. A
+/// proxy that knows the Node's zone label uses the marker alone; one that has not seen the label yet
+/// (kube-proxy learns it from a Node watch of its own, apart from Services and EndpointSlices)
+/// ignores the hints and uses the decoy too, so "synced" also means "the zone is known" and no step
+/// is compared before both proxies apply topology hints alike.
 pub const MARKER: &str = "diff-marker";
+
+/// The decoy endpoint's address (never in a settled node's rules).
+pub const DECOY: &str = "10.78.0.1";
 
 /// The marker Service (created once, before the first step).
 pub fn marker_service() -> Value {
@@ -48,13 +56,17 @@ pub fn marker_service() -> Value {
 /// The marker's EndpointSlice for step `n` and the endpoint address it carries.
 pub fn marker_slice(n: usize) -> (Value, String) {
     let ip = format!("10.77.{}.{}", (n / 250) % 250, n % 250 + 1);
+    let endpoint = |addr: &str, zone: &str| {
+        json!({"addresses": [addr], "conditions": {"ready": true}, "nodeName": "node-2",
+            "hints": {"forZones": [{"name": zone}]}})
+    };
     let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": format!("{MARKER}-1"), "namespace": "default",
             "labels": {"kubernetes.io/service-name": MARKER,
                 "endpointslice.kubernetes.io/managed-by": "svcnet-differential"}},
         "addressType": "IPv4",
         "ports": [{"port": 8080, "protocol": "TCP"}],
-        "endpoints": [{"addresses": [ip], "conditions": {"ready": true}, "nodeName": "node-2"}]});
+        "endpoints": [endpoint(&ip, ZONE), endpoint(DECOY, "diff-decoy-zone")]});
     (slice, ip)
 }
 
