@@ -1,7 +1,7 @@
 //! healthCheckNodePort servers: one HTTP server per externalTrafficPolicy=Local service, on its
 //! healthCheckNodePort, answering (as upstream)
-//! `{"service":{"namespace","name"},"localEndpoints":N,"serviceProxyHealthy":bool}` with 200 when this
-//! node has a ready local endpoint and the proxy is healthy, else 503. The cloud load balancer's health
+//! `{"service":{"namespace","name"},"localEndpoints":N,"serviceProxyHealthy":bool}` and the weight
+//! header, with 200 when this node has a ready local endpoint and the proxy is healthy, else 503. The cloud load balancer's health
 //! check uses it to send traffic only to nodes that can serve it locally. Servers are started and
 //! stopped after each sync as services come and go.
 
@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::Router;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -125,27 +125,8 @@ impl ServiceHealth {
                 .copied()
                 .unwrap_or(0);
             let healthy = health.healthy();
-            let body = json!({
-                "service": {"namespace": svc.0, "name": svc.1},
-                "localEndpoints": n,
-                "serviceProxyHealthy": healthy,
-            });
-            let code = if n > 0 && healthy {
-                StatusCode::OK
-            } else {
-                StatusCode::SERVICE_UNAVAILABLE
-            };
-            async move {
-                (
-                    code,
-                    [
-                        (header::CONTENT_TYPE, "application/json"),
-                        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-                    ],
-                    body.to_string(),
-                )
-                    .into_response()
-            }
+            let response = answer(&svc, n, healthy);
+            async move { response }
         });
         let token = stop.clone();
         tokio::spawn(async move {
@@ -158,6 +139,34 @@ impl ServiceHealth {
         Ok(stop)
     }
 }
+
+/// One health check's answer, as upstream's: 200 with a ready local endpoint and a healthy proxy,
+/// else 503; the local endpoint count in the body and in `X-Load-Balancing-Endpoint-Weight`, the
+/// header a weighted load balancer (GKE's `pods-per-node`) reads as this node's weight.
+fn answer(svc: &ServiceName, local: usize, healthy: bool) -> axum::response::Response {
+    let body = json!({
+        "service": {"namespace": svc.0, "name": svc.1},
+        "localEndpoints": local,
+        "serviceProxyHealthy": healthy,
+    });
+    let code = if local > 0 && healthy {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let headers = [
+        (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+        (
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ),
+        (WEIGHT_HEADER, HeaderValue::from(local)),
+    ];
+    (code, headers, body.to_string()).into_response()
+}
+
+/// The weight header upstream's health check server sends.
+const WEIGHT_HEADER: HeaderName = HeaderName::from_static("x-load-balancing-endpoint-weight");
 
 #[cfg(test)]
 mod tests;

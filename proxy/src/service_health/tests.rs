@@ -68,3 +68,25 @@ fn desired_counts_ready_local_endpoints_of_local_policy_services() {
     assert_eq!(d[&("default".to_string(), "web".to_string())], (31000, 1));
     assert_eq!(d[&("default".to_string(), "empty".to_string())], (31002, 0));
 }
+
+/// Status, headers and body as kube-proxy's server answers (pkg/proxy/healthcheck: 200 only with a
+/// local endpoint and a healthy proxy; `X-Load-Balancing-Endpoint-Weight` is the local count).
+#[tokio::test]
+async fn answer_carries_status_weight_header_and_body() {
+    let svc: ServiceName = ("ns".into(), "web".into());
+    for (local, healthy, code) in [(3, true, 200), (0, true, 503), (2, false, 503)] {
+        let r = answer(&svc, local, healthy);
+        assert_eq!(r.status().as_u16(), code, "local {local} healthy {healthy}");
+        let h = r.headers();
+        assert_eq!(h["x-load-balancing-endpoint-weight"], local.to_string().as_str());
+        assert_eq!(h["content-type"], "application/json");
+        assert_eq!(h["x-content-type-options"], "nosniff");
+        let body = axum::body::to_bytes(r.into_body(), 4096).await.expect("body");
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("json body");
+        assert_eq!(
+            v,
+            json!({"service": {"namespace": "ns", "name": "web"},
+                "localEndpoints": local, "serviceProxyHealthy": healthy})
+        );
+    }
+}
