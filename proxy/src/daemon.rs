@@ -25,6 +25,10 @@ use crate::settings::RunSettings;
 use crate::sync::{FamilySync, Outcome, Settings, Snapshot, SyncError};
 use crate::watch::{self, Sink, Stores};
 
+/// Syncs an idle proxy may run back to back, so a new Service's EndpointSlice, a second watch
+/// event, is live right after the Service instead of a min-sync-period later (see [`Runner`]).
+const SYNC_BURST: u32 = 2;
+
 /// Everything the sync loop needs.
 struct Context {
     settings: Settings,
@@ -92,7 +96,7 @@ pub async fn run(args: RunSettings) -> Result<()> {
         metrics.register_nftables(&mut registry);
     }
     let changes = Arc::new(Mutex::new(Changes::default()));
-    let mut runner = Runner::new(min_sync, sync_period, shutdown.clone());
+    let mut runner = Runner::new(min_sync, sync_period, shutdown.clone()).with_burst(SYNC_BURST);
 
     // IPv6 is decided once the Node is known; health starts with IPv4 and learns IPv6 below.
     let health = Health::new(sync_period * 2, vec![Family::V4]);

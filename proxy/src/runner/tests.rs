@@ -114,3 +114,47 @@ async fn intervals_count_from_the_end_of_a_run() {
     next_run(&mut r, Reason::Changed, Instant::now(), Duration::from_secs(1)).await;
     next_run(&mut r, Reason::Periodic, Instant::now(), Duration::from_secs(30)).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_runner_with_a_burst_of_two_runs_a_second_change_at_once() {
+    let (r, _s) = runner(1, 30);
+    let mut r = r.with_burst(2);
+    assert!(r.wait().await);
+    r.done(true);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // A Service, then its EndpointSlice while the first run is in progress.
+    let t = Instant::now();
+    r.trigger().request();
+    assert!(r.wait().await);
+    assert_eq!(Instant::now(), t);
+    r.trigger().request();
+    r.done(true);
+    next_run(&mut r, Reason::Changed, t, Duration::ZERO).await;
+    // The bank is spent: a third change waits out the min interval.
+    r.trigger().request();
+    next_run(&mut r, Reason::Changed, t, Duration::from_secs(1)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_steady_churn_a_burst_adds_no_runs_beyond_the_banked_ones() {
+    for burst in [1, 2] {
+        let (r, _s) = runner(1, 30);
+        let mut r = r.with_burst(burst);
+        assert!(r.wait().await);
+        r.done(true);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        // Every run takes 0.5 s and a change is always pending.
+        let t0 = Instant::now();
+        let mut runs = 0;
+        while Instant::now() - t0 < Duration::from_secs(20) {
+            r.trigger().request();
+            assert!(r.wait().await);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            r.done(true);
+            runs += 1;
+        }
+        // 1.5 s a run once the bank (burst - 1 extra runs) is spent: 20 s hold 14 runs with
+        // burst 1 (the first at once), one more with burst 2.
+        assert_eq!(runs, 13 + burst, "burst {burst}");
+    }
+}
