@@ -3,7 +3,8 @@
 //! `iptables-restore` per family. A failed restore changes nothing (the kernel applies a table's
 //! transaction entirely or not at all), so the previous rules keep working.
 
-use crate::iptables::{Iptables, IptablesError, split_rule};
+use crate::exec::ToolError;
+use crate::iptables::{Iptables, split_rule};
 use crate::render::Jump;
 
 /// The chain a jump rule targets (`-j NAME`).
@@ -15,7 +16,7 @@ pub(crate) fn jump_target(rule: &str) -> Option<String> {
 
 /// Creates each jump's target chain if missing, then inserts the jump if missing (upstream order: the
 /// chain must exist before a rule can jump to it).
-pub(crate) async fn ensure_jumps(ipt: &Iptables, jumps: &[Jump]) -> Result<(), IptablesError> {
+pub(crate) async fn ensure_jumps(ipt: &Iptables, jumps: &[Jump]) -> Result<(), ToolError> {
     for j in jumps {
         if let Some(target) = jump_target(&j.rule) {
             ipt.ensure_chain(j.table, &target).await?;
@@ -26,7 +27,7 @@ pub(crate) async fn ensure_jumps(ipt: &Iptables, jumps: &[Jump]) -> Result<(), I
 }
 
 /// One `iptables-restore --noflush --counters -w 5 -W 100000` with the whole payload.
-pub(crate) async fn restore(ipt: &Iptables, payload: &str) -> Result<(), IptablesError> {
+pub(crate) async fn restore(ipt: &Iptables, payload: &str) -> Result<(), ToolError> {
     ipt.restore(payload).await
 }
 

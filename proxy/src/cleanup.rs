@@ -7,7 +7,8 @@ use anyhow::Context as _;
 
 use crate::cli::CleanupArgs;
 use crate::config::RenderConfig;
-use crate::iptables::{Iptables, IptablesError, saved_chains};
+use crate::exec::ToolError;
+use crate::iptables::{Iptables, saved_chains};
 use crate::model::Family;
 use crate::render::jumps;
 use crate::render::naming::*;
@@ -66,7 +67,7 @@ pub struct Removed {
 }
 
 /// Removes svcnet's jumps, then its chains, from one family.
-pub async fn cleanup(ipt: &Iptables) -> Result<Removed, IptablesError> {
+pub async fn cleanup(ipt: &Iptables) -> Result<Removed, ToolError> {
     let mut removed = Removed::default();
     // Every jump svcnet may have installed, whatever the flags were (the KUBE-FIREWALL ones too).
     let cfg = RenderConfig {

@@ -1,6 +1,6 @@
 //! The iptables tools of one IP family: which backend (nft or legacy) to use, feature detection, and
 //! the few commands the daemon runs (save, restore, check/insert/delete of one rule, canary check).
-//! How the backend is chosen is in `backend`; running a tool in `exec`.
+//! How the backend is chosen is in `backend`; running a tool in [`crate::exec`].
 
 use std::collections::BTreeSet;
 use std::process::Stdio;
@@ -10,16 +10,14 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
 
 mod backend;
-mod exec;
 
 pub(crate) use backend::{Backend, detect_backend};
 #[cfg(test)]
 use backend::{choose_backend, save_facts};
-pub(crate) use exec::{IptablesError, Output, exec, exec_ok, exec_ok_within, exec_within, on_path};
 
+use crate::exec::{COMMAND_TIMEOUT, ToolError, exec, exec_ok, exec_ok_within, on_path, spawn_error};
 use crate::model::Family;
 use crate::render::naming::KUBE_PROXY_CANARY;
-use exec::{COMMAND_TIMEOUT, spawn_error};
 
 /// Default bound on one iptables-restore call. Batched syncs keep one call near a second even at 10k
 /// services (docs/proxy-daemon.md); this only catches a wedged tool.
@@ -68,9 +66,9 @@ impl Iptables {
     /// Whether this family's tools exist and work (ip6tables may be absent or the kernel may lack IPv6).
     /// Whether the tools are installed and the kernel answers them: a missing binary is named as
     /// missing, a failing one with its own words.
-    pub async fn check(&self) -> Result<(), IptablesError> {
+    pub async fn check(&self) -> Result<(), ToolError> {
         if !on_path(&self.restore) {
-            return Err(IptablesError::NotInstalled {
+            return Err(ToolError::NotInstalled {
                 program: self.restore.clone(),
             });
         }
@@ -86,7 +84,7 @@ impl Iptables {
     }
 
     /// `iptables-save -t TABLE`.
-    pub async fn save_table(&self, table: &str) -> Result<String, IptablesError> {
+    pub async fn save_table(&self, table: &str) -> Result<String, ToolError> {
         Ok(exec_ok(&self.save, &["-t", table], None).await?.stdout)
     }
 
@@ -97,7 +95,7 @@ impl Iptables {
         &self,
         table: &str,
         keep: impl Fn(&str) -> bool,
-    ) -> Result<BTreeSet<String>, IptablesError> {
+    ) -> Result<BTreeSet<String>, ToolError> {
         let program = self.save.as_str();
         let spawn_err = |source| spawn_error(program, source);
         let mut child = Command::new(program)
@@ -133,13 +131,13 @@ impl Iptables {
         };
         let (chains, err, status) = tokio::time::timeout(COMMAND_TIMEOUT, read)
             .await
-            .map_err(|_| IptablesError::Timeout {
+            .map_err(|_| ToolError::Timeout {
                 program: program.to_string(),
                 after: COMMAND_TIMEOUT,
             })?
             .map_err(spawn_err)?;
         if !status.success() {
-            return Err(IptablesError::Failed {
+            return Err(ToolError::Failed {
                 program: program.to_string(),
                 args: format!("-t {table}"),
                 code: status.code(),
@@ -150,7 +148,7 @@ impl Iptables {
     }
 
     /// One atomic `iptables-restore --noflush --counters -w 5 -W 100000` call.
-    pub async fn restore(&self, payload: &str) -> Result<(), IptablesError> {
+    pub async fn restore(&self, payload: &str) -> Result<(), ToolError> {
         exec_ok_within(
             &self.restore,
             &["--noflush", "--counters", "-w", "5", "-W", "100000"],
@@ -163,13 +161,7 @@ impl Iptables {
 
     /// `iptables -w 5 -t TABLE OP CHAIN rule...`; `Ok(false)` when the tool says no (e.g. `-C` on a
     /// missing rule).
-    pub async fn rule_op(
-        &self,
-        op: &str,
-        table: &str,
-        chain: &str,
-        rule: &str,
-    ) -> Result<bool, IptablesError> {
+    pub async fn rule_op(&self, op: &str, table: &str, chain: &str, rule: &str) -> Result<bool, ToolError> {
         let words = split_rule(rule);
         let mut args = vec!["-w", "5", "-t", table, op, chain];
         args.extend(words.iter().map(String::as_str));
@@ -177,7 +169,7 @@ impl Iptables {
     }
 
     /// `-C || -I`: makes sure a jump rule from a built-in chain is present (prepended, like upstream).
-    pub async fn ensure_rule(&self, table: &str, chain: &str, rule: &str) -> Result<(), IptablesError> {
+    pub async fn ensure_rule(&self, table: &str, chain: &str, rule: &str) -> Result<(), ToolError> {
         if self.rule_op("-C", table, chain, rule).await? {
             return Ok(());
         }
@@ -188,7 +180,7 @@ impl Iptables {
     }
 
     /// `-N CHAIN` unless it exists.
-    pub async fn ensure_chain(&self, table: &str, chain: &str) -> Result<(), IptablesError> {
+    pub async fn ensure_chain(&self, table: &str, chain: &str) -> Result<(), ToolError> {
         if self.chain_exists(table, chain).await? {
             return Ok(());
         }
@@ -197,7 +189,7 @@ impl Iptables {
             .map(|_| ())
     }
 
-    pub async fn chain_exists(&self, table: &str, chain: &str) -> Result<bool, IptablesError> {
+    pub async fn chain_exists(&self, table: &str, chain: &str) -> Result<bool, ToolError> {
         Ok(
             exec(&self.cmd, &["-w", "5", "-t", table, "-L", chain, "-n"], None)
                 .await?
@@ -207,7 +199,7 @@ impl Iptables {
 
     /// Tables whose KUBE-PROXY-CANARY chain is gone: someone flushed the tables (firewalld reload,
     /// `iptables -F`), so the next sync must be full.
-    pub async fn missing_canaries(&self) -> Result<Vec<&'static str>, IptablesError> {
+    pub async fn missing_canaries(&self) -> Result<Vec<&'static str>, ToolError> {
         let mut missing = Vec::new();
         for table in ["mangle", "nat", "filter"] {
             if !self.chain_exists(table, KUBE_PROXY_CANARY).await? {

@@ -19,6 +19,7 @@ pub mod config;
 mod config_file;
 mod conntrack;
 pub mod daemon;
+mod exec;
 mod explain;
 mod health;
 pub mod input;

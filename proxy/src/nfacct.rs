@@ -6,14 +6,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::iptables::{IptablesError, exec};
+use crate::exec::{ToolError, exec};
 use crate::render::naming::{NFACCT_CT_STATE_INVALID_DROPPED, NFACCT_LOCALHOST_NODEPORTS};
 
 /// Every counter the rules may name; a rule naming a missing one makes the whole restore fail.
 pub const COUNTERS: [&str; 2] = [NFACCT_CT_STATE_INVALID_DROPPED, NFACCT_LOCALHOST_NODEPORTS];
 
 /// Creates the counters that do not exist yet (existing ones keep their counts).
-pub async fn ensure() -> Result<(), IptablesError> {
+pub async fn ensure() -> Result<(), ToolError> {
     let existing = read().await?;
     for name in COUNTERS {
         if !existing.contains_key(name) {
@@ -24,14 +24,14 @@ pub async fn ensure() -> Result<(), IptablesError> {
 }
 
 /// Packet counts of every accounting object in this namespace, by name.
-pub async fn read() -> Result<BTreeMap<String, u64>, IptablesError> {
+pub async fn read() -> Result<BTreeMap<String, u64>, ToolError> {
     Ok(parse_list(&run(&["list"]).await?))
 }
 
-async fn run(args: &[&str]) -> Result<String, IptablesError> {
+async fn run(args: &[&str]) -> Result<String, ToolError> {
     let out = exec("nfacct", args, None).await?;
     if !out.success {
-        return Err(IptablesError::Failed {
+        return Err(ToolError::Failed {
             program: "nfacct".into(),
             args: args.join(" "),
             code: out.code,

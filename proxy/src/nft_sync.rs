@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use crate::conntrack;
-use crate::iptables::IptablesError;
+use crate::exec::ToolError;
 use crate::metrics::{Metrics, family_labels};
 use crate::model::{Family, ModelCache, ProxyState};
 use crate::nft::{self, Applied};
@@ -104,7 +104,7 @@ impl NftFamilySync {
                 // the next sync is full.
                 self.failed_fulls.count(full.is_some());
                 self.next_full = Some(FullReason::Failure);
-                return Err(SyncError::Iptables(err));
+                return Err(SyncError::Tool(err));
             }
         };
         if full.is_some() {
@@ -185,14 +185,14 @@ impl FailedFulls {
     }
 }
 
-type Written = Result<(crate::nftables::Writer, usize), IptablesError>;
+type Written = Result<(crate::nftables::Writer, usize), ToolError>;
 
 /// Counts a write by its writer, or a failure.
 fn count_write(
-    written: Result<(crate::nftables::Writer, usize), IptablesError>,
+    written: Result<(crate::nftables::Writer, usize), ToolError>,
     metrics: &Metrics,
     labels: &crate::metrics::Labels,
-) -> Result<usize, IptablesError> {
+) -> Result<usize, ToolError> {
     match written {
         Ok((writer, bytes)) => {
             if bytes > 0 {
@@ -236,7 +236,7 @@ fn render_stats(no_local: nft::NoLocal, state: &ProxyState) -> RenderStats {
 }
 
 /// Deletes the `kube-proxy` table of `family` (switching the node to the iptables mode).
-pub async fn cleanup(family: Family) -> Result<bool, IptablesError> {
+pub async fn cleanup(family: Family) -> Result<bool, ToolError> {
     Nft::new(family).delete_table().await
 }
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::iptables::{IptablesError, exec_within};
+use crate::exec::{ToolError, exec_within};
 use crate::model::Family;
 use crate::nft::naming::TABLE;
 use crate::nft::{Existing, FullStream, Op, Set, Transaction, family_word, netlink, ops_text};
@@ -33,7 +33,7 @@ impl Nft {
     }
 
     /// nft runs and this namespace has nf_tables (a table can be checked for).
-    pub async fn check(&self) -> Result<(), IptablesError> {
+    pub async fn check(&self) -> Result<(), ToolError> {
         exec_ok(
             &["-c", "-f", "-"],
             Some(&format!("add table {} {TABLE}\n", self.fam())),
@@ -44,7 +44,7 @@ impl Nft {
     }
 
     /// One `nft -f -` transaction: all of it or nothing.
-    pub async fn apply(&self, text: &str) -> Result<(), IptablesError> {
+    pub async fn apply(&self, text: &str) -> Result<(), ToolError> {
         exec_ok(&["-f", "-"], Some(text), self.timeout).await.map(|_| ())
     }
 
@@ -52,7 +52,7 @@ impl Nft {
     /// transaction the encoder cannot express goes through `nft -f` instead, with a warning: never
     /// lost, only slower. Returns the transaction (to commit), which writer took it and how many
     /// bytes it wrote.
-    pub async fn write(&self, tx: Transaction) -> (Transaction, Result<(Writer, usize), IptablesError>) {
+    pub async fn write(&self, tx: Transaction) -> (Transaction, Result<(Writer, usize), ToolError>) {
         let timeout = self.timeout;
         let (tx, result) = off_thread(move || {
             let result = write_netlink(&tx, timeout);
@@ -78,14 +78,14 @@ impl Nft {
         &self,
         mut stream: FullStream,
         debug: Option<std::path::PathBuf>,
-    ) -> (FullStream, Result<(Writer, usize), IptablesError>) {
+    ) -> (FullStream, Result<(Writer, usize), ToolError>) {
         let nft = self.clone();
         let runtime = tokio::runtime::Handle::current();
         off_thread(move || {
             let fallback = |text: &str| runtime.block_on(nft.apply(text));
             let fallback: Fallback<'_> = Some(&fallback);
             let result = NftSocket::open(nft.timeout)
-                .map_err(|e| IptablesError::Netlink(e.to_string()))
+                .map_err(|e| ToolError::Netlink(e.to_string()))
                 .and_then(|mut socket| {
                     write_stream(
                         &mut socket,
@@ -102,7 +102,7 @@ impl Nft {
 
     /// The chains and sets (maps too) the table has now; none when it does not exist. The listing is
     /// terse (`-t`: no elements), so its cost does not grow with the endpoints.
-    pub async fn existing(&self) -> Result<Existing, IptablesError> {
+    pub async fn existing(&self) -> Result<Existing, ToolError> {
         let out = exec_within(
             PROGRAM,
             &["-t", "list", "table", self.fam(), TABLE],
@@ -124,7 +124,7 @@ impl Nft {
     }
 
     /// Deletes the table (switching a node to the iptables mode); `Ok(false)` when there was none.
-    pub async fn delete_table(&self) -> Result<bool, IptablesError> {
+    pub async fn delete_table(&self) -> Result<bool, ToolError> {
         let args = ["delete", "table", self.fam(), TABLE];
         let out = exec_within(PROGRAM, &args, None, self.timeout).await?;
         if out.success {
@@ -156,7 +156,7 @@ impl Writer {
 
 enum WriteError {
     Encode(netlink::EncodeError),
-    Kernel(IptablesError),
+    Kernel(ToolError),
 }
 
 fn write_netlink(tx: &Transaction, timeout: Duration) -> Result<usize, WriteError> {
@@ -180,7 +180,7 @@ pub fn write_stream(
     batch_ops: usize,
     debug: Option<&std::path::Path>,
     fallback: Fallback<'_>,
-) -> Result<(Writer, usize), IptablesError> {
+) -> Result<(Writer, usize), ToolError> {
     let limit = if stream.one_batch() { usize::MAX } else { batch_ops };
     let (mut batch, mut bytes, mut writer) = (Vec::new(), 0, Writer::Netlink);
     loop {
@@ -197,7 +197,7 @@ pub fn write_stream(
                 Err(WriteError::Kernel(e)) => return Err(e),
                 Err(WriteError::Encode(e)) => {
                     let Some(fallback) = fallback else {
-                        return Err(IptablesError::Netlink(e.to_string()));
+                        return Err(ToolError::Netlink(e.to_string()));
                     };
                     tracing::warn!(error = %e, "nftables: netlink encoder cannot express a batch; using nft -f");
                     writer = Writer::Binary;
@@ -216,7 +216,7 @@ pub fn write_stream(
 }
 
 /// What writes a batch the netlink encoder cannot express (`nft -f` in the daemon).
-pub type Fallback<'a> = Option<&'a dyn Fn(&str) -> Result<(), IptablesError>>;
+pub type Fallback<'a> = Option<&'a dyn Fn(&str) -> Result<(), ToolError>>;
 
 fn append_debug(path: &std::path::Path, text: &str) {
     use std::io::Write as _;
@@ -231,7 +231,7 @@ fn append_debug(path: &std::path::Path, text: &str) {
 }
 
 fn kernel_error(e: crate::nft_socket::NetlinkError) -> WriteError {
-    WriteError::Kernel(IptablesError::Netlink(e.to_string()))
+    WriteError::Kernel(ToolError::Netlink(e.to_string()))
 }
 
 /// Steps per batch when a full sync streams: at 10k x 100k, 5k-step batches load as fast as 10-20k
@@ -261,7 +261,7 @@ fn write_batch(
                 .and_then(|i| ops.get(i))
                 .map(|op| ops_text(family, std::slice::from_ref(op)))
                 .unwrap_or_else(|| "the batch as a whole".to_string());
-            WriteError::Kernel(IptablesError::Netlink(format!(
+            WriteError::Kernel(ToolError::Netlink(format!(
                 "{}: {}",
                 std::io::Error::from_raw_os_error(errno),
                 step.trim_end()
@@ -281,7 +281,7 @@ async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
     }
 }
 
-async fn exec_ok(args: &[&str], stdin: Option<&str>, limit: Duration) -> Result<String, IptablesError> {
+async fn exec_ok(args: &[&str], stdin: Option<&str>, limit: Duration) -> Result<String, ToolError> {
     let out = exec_within(PROGRAM, args, stdin, limit).await?;
     if !out.success {
         return Err(failed(args, out.code, &out.stderr));
@@ -289,8 +289,8 @@ async fn exec_ok(args: &[&str], stdin: Option<&str>, limit: Duration) -> Result<
     Ok(out.stdout)
 }
 
-fn failed(args: &[&str], code: Option<i32>, stderr: &str) -> IptablesError {
-    IptablesError::Failed {
+fn failed(args: &[&str], code: Option<i32>, stderr: &str) -> ToolError {
+    ToolError::Failed {
         program: PROGRAM.to_string(),
         args: args.join(" "),
         code,

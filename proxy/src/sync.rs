@@ -21,7 +21,8 @@ use thiserror::Error;
 use crate::apply::{ensure_jumps, restore};
 use crate::config::RenderConfig;
 use crate::conntrack;
-use crate::iptables::{Iptables, IptablesError};
+use crate::exec::ToolError;
+use crate::iptables::Iptables;
 use crate::metrics::{Metrics, family_labels, table_labels};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
 use crate::render::naming::is_service_chain;
@@ -36,7 +37,7 @@ pub(crate) const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
 #[derive(Debug, Error)]
 pub enum SyncError {
     #[error(transparent)]
-    Iptables(#[from] IptablesError),
+    Tool(#[from] ToolError),
 }
 
 /// Why the next sync is full.
@@ -267,7 +268,7 @@ impl FamilySync {
         full: Option<FullReason>,
         settings: &Settings,
         seq: u64,
-    ) -> Result<Written, IptablesError> {
+    ) -> Result<Written, ToolError> {
         if full.is_some() {
             ensure_jumps(&self.ipt, &ensured_jumps(cfg)).await?;
         }

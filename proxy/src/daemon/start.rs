@@ -8,8 +8,9 @@ use prometheus_client::registry::Registry;
 use svcnet_core::shutdown::Shutdown;
 
 use crate::config::ProxyMode;
+use crate::exec::ToolError;
 use crate::health::Health;
-use crate::iptables::{Iptables, IptablesError, detect_backend};
+use crate::iptables::{Iptables, detect_backend};
 use crate::metrics::Metrics;
 use crate::model::Family;
 use crate::nftables::Nft;
@@ -45,7 +46,7 @@ pub(super) async fn netfilter(args: &RunSettings) -> Result<Netfilter> {
     };
     match checked {
         Ok(()) => {}
-        Err(e @ IptablesError::NotInstalled { .. }) => bail!(
+        Err(e @ ToolError::NotInstalled { .. }) => bail!(
             "{e}: install {}",
             match args.mode {
                 ProxyMode::Iptables => "iptables",
@@ -55,7 +56,7 @@ pub(super) async fn netfilter(args: &RunSettings) -> Result<Netfilter> {
         Err(e) => bail!("{e} (is this a network namespace with netfilter?)"),
     }
     clean_other_mode(args.mode, &[&v4, &v6]).await;
-    if let Err(e @ IptablesError::NotInstalled { .. }) = crate::conntrack::check().await {
+    if let Err(e @ ToolError::NotInstalled { .. }) = crate::conntrack::check().await {
         // Only UDP needs it; TCP services still work, so say so loudly and go on.
         tracing::error!(error = %e, "install conntrack-tools: stale UDP flows cannot be cleared without it");
     }
@@ -151,7 +152,7 @@ async fn clean_other_mode(mode: ProxyMode, ipt: &[&Iptables]) {
                         family = family.label(),
                         "removed the nftables mode's kube-proxy table"
                     ),
-                    Ok(false) | Err(IptablesError::NotInstalled { .. }) => {}
+                    Ok(false) | Err(ToolError::NotInstalled { .. }) => {}
                     Err(error) => tracing::warn!(%error, "removing the nftables mode's table"),
                 }
             }

@@ -4,7 +4,7 @@
 //! rules (kubelet's KUBE-IPTABLES-HINT / KUBE-KUBELET-CANARY chains first, else whichever has more
 //! rules; nft on a tie), because mixing both on one node silently splits the ruleset.
 
-use super::exec::{exec, on_path};
+use crate::exec::{exec, on_path};
 
 /// Which iptables flavour the binaries are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -61,7 +61,7 @@ async fn a_missing_binary_is_named_as_not_installed() {
     let err = exec("svcnet-test-no-such-binary", &["--version"], None)
         .await
         .expect_err("no such binary");
-    assert!(matches!(err, IptablesError::NotInstalled { .. }), "{err:?}");
+    assert!(matches!(err, ToolError::NotInstalled { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
         "svcnet-test-no-such-binary is not installed (not found on PATH)"

@@ -1,5 +1,6 @@
 //! Running the external tools (iptables*, nft, conntrack, ip, nfacct): stdin piped, bounded in time, a
-//! missing binary named as such, and the one error type for all of them.
+//! missing binary named as such, and the one error type for all of them ([`ToolError`]). Both modes
+//! and the node tools use it; it belongs to neither mode.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -11,11 +12,12 @@ use tokio::process::Command;
 
 /// A command slower than this is killed: iptables waits at most 5 s for the xtables lock (`-w 5`),
 /// so anything longer is hung. iptables-restore has its own, configurable limit
-/// ([`super::DEFAULT_RESTORE_TIMEOUT`], `--iptables-restore-timeout`) because its time grows with the payload.
-pub(super) const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// (`--iptables-restore-timeout`) because its time grows with the payload.
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Error)]
-pub enum IptablesError {
+/// A tool that could not run, failed, hung, or (nftables netlink) was refused by the kernel.
+pub enum ToolError {
     #[error("{program} is not installed (not found on PATH)")]
     NotInstalled { program: String },
     #[error("{program}: cannot run: {source}")]
@@ -44,13 +46,13 @@ pub(crate) struct Output {
 }
 
 /// A missing binary is named as such: "not found" from spawn says nothing about netfilter.
-pub(super) fn spawn_error(program: &str, source: std::io::Error) -> IptablesError {
+pub(crate) fn spawn_error(program: &str, source: std::io::Error) -> ToolError {
     if source.kind() == std::io::ErrorKind::NotFound {
-        IptablesError::NotInstalled {
+        ToolError::NotInstalled {
             program: program.to_string(),
         }
     } else {
-        IptablesError::Spawn {
+        ToolError::Spawn {
             program: program.to_string(),
             source,
         }
@@ -58,7 +60,7 @@ pub(super) fn spawn_error(program: &str, source: std::io::Error) -> IptablesErro
 }
 
 /// Runs `program args` with optional stdin, bounded by [`COMMAND_TIMEOUT`].
-pub(crate) async fn exec(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, IptablesError> {
+pub(crate) async fn exec(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, ToolError> {
     exec_within(program, args, stdin, COMMAND_TIMEOUT).await
 }
 
@@ -68,7 +70,7 @@ pub(crate) async fn exec_within(
     args: &[&str],
     stdin: Option<&str>,
     limit: Duration,
-) -> Result<Output, IptablesError> {
+) -> Result<Output, ToolError> {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .stdin(if stdin.is_some() {
@@ -87,11 +89,11 @@ pub(crate) async fn exec_within(
     }
     let out = tokio::time::timeout(limit, child.wait_with_output())
         .await
-        .map_err(|_| IptablesError::Timeout {
+        .map_err(|_| ToolError::Timeout {
             program: program.to_string(),
             after: limit,
         })?
-        .map_err(|source| IptablesError::Spawn {
+        .map_err(|source| ToolError::Spawn {
             program: program.to_string(),
             source,
         })?;
@@ -104,11 +106,7 @@ pub(crate) async fn exec_within(
 }
 
 /// Like [`exec`], but a non-zero exit is an error.
-pub(crate) async fn exec_ok(
-    program: &str,
-    args: &[&str],
-    stdin: Option<&str>,
-) -> Result<Output, IptablesError> {
+pub(crate) async fn exec_ok(program: &str, args: &[&str], stdin: Option<&str>) -> Result<Output, ToolError> {
     exec_ok_within(program, args, stdin, COMMAND_TIMEOUT).await
 }
 
@@ -118,12 +116,12 @@ pub(crate) async fn exec_ok_within(
     args: &[&str],
     stdin: Option<&str>,
     limit: Duration,
-) -> Result<Output, IptablesError> {
+) -> Result<Output, ToolError> {
     let out = exec_within(program, args, stdin, limit).await?;
     if out.success {
         Ok(out)
     } else {
-        Err(IptablesError::Failed {
+        Err(ToolError::Failed {
             program: program.to_string(),
             args: args.join(" "),
             code: out.code,
