@@ -12,8 +12,8 @@ use ipnet::IpNet;
 
 use crate::config::{Layout, ProxyMode};
 use crate::config_file::parse_duration;
+use crate::iptables::render::DEFAULT_RESTORE_MAX_CHAINS;
 use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
-use crate::render::DEFAULT_RESTORE_MAX_CHAINS;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -1,6 +1,7 @@
 //! `svcnet-proxy run`: the node agent. Wiring only; each step lives in its own module:
-//! watch (caches) -> changes (bookkeeping) -> runner (when) -> sync (iptables mode) or nft_sync
-//! (nftables mode) (render, full/partial, apply, conntrack) -> health, service_health, metrics.
+//! watch (caches) -> `sync::changes` (bookkeeping) -> `sync::runner` (when) -> the mode's sync,
+//! `iptables::sync` or `nftables::sync` (render, full/partial, apply, conntrack) -> health,
+//! service_health, metrics.
 //! What happens once, at start, is in [`start`].
 
 mod start;
@@ -12,17 +13,18 @@ use anyhow::{Context as _, Result};
 
 use svcnet_core::shutdown::Shutdown;
 
-use crate::changes::Changes;
 use crate::config::ProxyMode;
 use crate::health::Health;
+use crate::iptables::FamilySync;
 use crate::metrics::{Metrics, family_labels};
 use crate::model::{Family, NodeFacts, ProxyState};
-use crate::nft_sync::NftFamilySync;
-use crate::nftables::Nft;
-use crate::runner::Runner;
+use crate::nftables::NftFamilySync;
+use crate::nftables::kernel::Nft;
 use crate::service_health::{ServiceHealth, desired};
 use crate::settings::RunSettings;
-use crate::sync::{FamilySync, Outcome, Settings, Snapshot, SyncError};
+use crate::sync::changes::Changes;
+use crate::sync::runner::Runner;
+use crate::sync::{Outcome, Settings, Snapshot, SyncError};
 use crate::watch::{self, Sink, Stores};
 
 /// Everything the sync loop needs.

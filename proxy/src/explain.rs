@@ -12,8 +12,8 @@ use anyhow::{Result, bail};
 
 use crate::config::{ProxyMode, RenderConfig};
 use crate::input::load;
+use crate::iptables::render::{FullOptions, render};
 use crate::model::{Family, NodeFacts, ProxyState, ServicePort, ServicePortName};
-use crate::render::{FullOptions, render};
 use crate::settings::{Caps, RuleSettings};
 use crate::trace;
 use port::{Rules, Scene, explain_port};
@@ -110,7 +110,7 @@ fn rules_of(
             )
         }
         ProxyMode::Nftables => {
-            let rendered = crate::nft::render(state, node, cfg);
+            let rendered = crate::nftables::render::render(state, node, cfg);
             let owners = rendered
                 .services
                 .iter()

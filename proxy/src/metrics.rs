@@ -38,7 +38,7 @@ fn network_programming_histogram() -> Histogram {
 
 /// Every metric the daemon exports.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     pub sync_duration: HistFamily,
     pub sync_full_duration: HistFamily,
     pub sync_partial_duration: HistFamily,
@@ -80,7 +80,7 @@ pub(crate) fn table_labels(f: IpFamily, table: &str) -> Labels {
 
 impl Metrics {
     /// Creates the metrics and registers them in a new registry.
-    pub fn new() -> (Arc<Metrics>, Registry) {
+    pub(crate) fn new() -> (Arc<Metrics>, Registry) {
         let m = Metrics {
             sync_duration: HistFamily::new_with_constructor(sync_buckets),
             sync_full_duration: HistFamily::new_with_constructor(sync_buckets),
@@ -240,7 +240,7 @@ impl Metrics {
 impl Metrics {
     /// A successful sync of `family`: its duration (all, and full or partial), the full-sync reason,
     /// the last-sync timestamp.
-    pub fn record_sync(&self, family: IpFamily, full_reason: Option<&str>, elapsed: f64) {
+    pub(crate) fn record_sync(&self, family: IpFamily, full_reason: Option<&str>, elapsed: f64) {
         let labels = family_labels(family);
         self.sync_duration.get_or_create(&labels).observe(elapsed);
         let by_kind = if full_reason.is_some() {
@@ -261,7 +261,7 @@ impl Metrics {
     }
 
     /// Services with a Local policy and no local endpoint, by policy.
-    pub fn set_no_local(&self, family: IpFamily, internal: usize, external: usize) {
+    pub(crate) fn set_no_local(&self, family: IpFamily, internal: usize, external: usize) {
         for (policy, n) in [("internal", internal), ("external", external)] {
             self.no_local_endpoints
                 .get_or_create(&vec![
@@ -273,7 +273,7 @@ impl Metrics {
     }
 
     /// Exports the nftables mode's failure counters (upstream registers them in that mode only).
-    pub fn register_nftables(&self, registry: &mut Registry) {
+    pub(crate) fn register_nftables(&self, registry: &mut Registry) {
         registry.register(
             "kubeproxy_sync_proxy_rules_nftables_sync_failures",
             "Cumulative proxy nftables sync failures",
@@ -293,7 +293,7 @@ impl Metrics {
 
     /// Exports the nfacct counters under upstream's names; only once they exist, since upstream emits
     /// nothing for a counter it cannot read.
-    pub fn register_nfacct(&self, registry: &mut Registry) {
+    pub(crate) fn register_nfacct(&self, registry: &mut Registry) {
         registry.register(
             "kubeproxy_iptables_ct_state_invalid_dropped_packets",
             "packets dropped by iptables to work around conntrack problems",
@@ -308,8 +308,8 @@ impl Metrics {
 
     /// Brings the nfacct counters up to the kernel's counts (they only grow; a counter recreated by
     /// someone else starts lower and is left alone until it passes the exported value).
-    pub fn set_nfacct(&self, counts: &std::collections::BTreeMap<String, u64>) {
-        use crate::render::naming::{NFACCT_CT_STATE_INVALID_DROPPED, NFACCT_LOCALHOST_NODEPORTS};
+    pub(crate) fn set_nfacct(&self, counts: &std::collections::BTreeMap<String, u64>) {
+        use crate::iptables::render::naming::{NFACCT_CT_STATE_INVALID_DROPPED, NFACCT_LOCALHOST_NODEPORTS};
         for (name, counter) in [
             (NFACCT_CT_STATE_INVALID_DROPPED, &self.ct_state_invalid_dropped),
             (NFACCT_LOCALHOST_NODEPORTS, &self.localhost_nodeports_accepted),

@@ -6,8 +6,8 @@ use anyhow::{Context, Result};
 use crate::cli::{ExplainArgs, RenderArgs, TraceArgs};
 use crate::config::ProxyMode;
 use crate::input::{load, read};
+use crate::iptables::render::{FullOptions, render};
 use crate::model::Family;
-use crate::render::{FullOptions, render};
 use crate::settings::RuleSettings;
 use crate::trace;
 
@@ -16,7 +16,7 @@ pub fn run_render(args: &RenderArgs) -> Result<String> {
     let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
     let (_, node, state, cfg) = load(&args.file, &rules, args.caps.into(), family)?;
     if args.proxy_mode == ProxyMode::Nftables {
-        return Ok(crate::nft::render(&state, &node, &cfg).text());
+        return Ok(crate::nftables::render::render(&state, &node, &cfg).text());
     }
     let rendered = render(&state, &node, &cfg);
     let opts = FullOptions {

@@ -216,7 +216,7 @@ pub struct RunSettings {
     /// `None`: detect the backend that holds rules.
     pub backend: Option<Backend>,
     pub restore_timeout: Duration,
-    /// [`crate::render::UNBATCHED`] for `--iptables-restore-max-chains 0`.
+    /// [`crate::iptables::render::UNBATCHED`] for `--iptables-restore-max-chains 0`.
     pub restore_max_chains: usize,
     pub payload_dir: Option<PathBuf>,
     pub conntrack: ConntrackArgs,
@@ -248,7 +248,7 @@ impl RunSettings {
             backend: backend(args.iptables_backend),
             restore_timeout: args.iptables_restore_timeout,
             restore_max_chains: match args.iptables_restore_max_chains {
-                0 => crate::render::UNBATCHED,
+                0 => crate::iptables::render::UNBATCHED,
                 n => n,
             },
             payload_dir: args.write_payloads,

@@ -12,9 +12,9 @@ use clap::Parser;
 use svcnet_proxy::cli::{Cli, Command as Sub};
 use svcnet_proxy::config::{DetectLocal, Layout, RenderConfig};
 use svcnet_proxy::input::parse_objects;
+use svcnet_proxy::iptables::render::{FullOptions, Rendered, render};
 use svcnet_proxy::model::{NodeFacts, ProxyState};
 use svcnet_proxy::offline::run_render;
-use svcnet_proxy::render::{FullOptions, Rendered, render};
 use svcnet_proxy::trace::{self, Hook, Packet, Proto, Ruleset, TraceOptions, Verdict};
 
 /// Service `default/<name>` on `<cip>:80` with `n` ready endpoints `10.<net>.x.y:8080`.

@@ -13,7 +13,7 @@ use crate::health::Health;
 use crate::iptables::{Iptables, detect_backend};
 use crate::metrics::Metrics;
 use crate::model::Family;
-use crate::nftables::Nft;
+use crate::nftables::kernel::Nft;
 use crate::settings::RunSettings;
 
 /// What the start found on the node.
@@ -71,7 +71,7 @@ pub(super) async fn netfilter(args: &RunSettings) -> Result<Netfilter> {
 
     // The nfacct matches belong to the iptables rules only.
     let nfacct = args.mode == ProxyMode::Iptables
-        && match crate::nfacct::ensure().await {
+        && match crate::iptables::nfacct::ensure().await {
             Ok(()) => true,
             Err(error) => {
                 tracing::warn!(%error, "nfacct counters unavailable: the rules carry no nfacct matches and /metrics has no nfacct counts");
@@ -122,7 +122,7 @@ pub(super) async fn serve(
             svcnet_core::metrics::metrics_router_with_refresh(registry, move || {
                 let m = Arc::clone(&m);
                 async move {
-                    match crate::nfacct::read().await {
+                    match crate::iptables::nfacct::read().await {
                         Ok(counts) => m.set_nfacct(&counts),
                         Err(error) => tracing::warn!(%error, "reading nfacct counters"),
                     }
@@ -147,7 +147,7 @@ async fn clean_other_mode(mode: ProxyMode, ipt: &[&Iptables]) {
     match mode {
         ProxyMode::Iptables => {
             for family in [Family::V4, Family::V6] {
-                match crate::nft_sync::cleanup(family).await {
+                match crate::nftables::sync::cleanup(family).await {
                     Ok(true) => tracing::info!(
                         family = family.label(),
                         "removed the nftables mode's kube-proxy table"
@@ -162,7 +162,7 @@ async fn clean_other_mode(mode: ProxyMode, ipt: &[&Iptables]) {
                 if ipt.check().await.is_err() {
                     continue;
                 }
-                match crate::cleanup::cleanup(ipt).await {
+                match crate::iptables::cleanup::cleanup(ipt).await {
                     Ok(removed) => tracing::info!(
                         family = ipt.family.label(),
                         ?removed,
@@ -181,7 +181,7 @@ pub(super) async fn clean_unsynced_family(ipt: &Iptables) {
     if ipt.check().await.is_err() {
         return;
     }
-    match crate::cleanup::cleanup(ipt).await {
+    match crate::iptables::cleanup::cleanup(ipt).await {
         Ok(removed) if removed.jumps > 0 || !removed.chains.is_empty() => tracing::info!(
             family = ipt.family.label(),
             ?removed,

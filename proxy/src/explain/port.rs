@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::config::{DetectLocal, RenderConfig};
+use crate::iptables::render::naming;
 use crate::model::{Endpoints, Family, NodeFacts, Protocol, ProxyState, ServicePort};
 use crate::model::{categorize, topology::Topology};
-use crate::render::naming;
 use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
 
 const OUTSIDE_V4: IpAddr = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 10));
@@ -107,7 +107,7 @@ fn endpoints(out: &mut String, p: &ServicePort, scene: &Scene<'_>) {
             e.node_name.as_deref().unwrap_or("?"),
             match scene.ruleset {
                 Rules::Iptables(_) => naming::sep_chain(&key, p.name.protocol.as_str(), &e.addr()),
-                Rules::Nftables(_) => crate::nft::naming::endpoint_names(&p.name, e).0,
+                Rules::Nftables(_) => crate::nftables::render::naming::endpoint_names(&p.name, e).0,
             },
         );
     }

@@ -24,7 +24,7 @@ impl Backend {
     /// for iptables-nft, whose restore slows quadratically with the chains of one call.
     pub(crate) fn restore_max_chains(self, configured: usize) -> usize {
         match self {
-            Backend::Legacy => crate::render::UNBATCHED,
+            Backend::Legacy => crate::iptables::render::UNBATCHED,
             Backend::Nft | Backend::Plain => configured,
         }
     }
