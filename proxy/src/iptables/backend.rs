@@ -20,8 +20,8 @@ pub enum Backend {
 impl Backend {
     /// The most chains one iptables-restore call should carry, given `--iptables-restore-max-chains`.
     /// iptables-legacy reads and rewrites whole tables at every call, so more calls only cost more
-    /// (a 10k x 100k first sync took 47.9 s in 23 calls, kube-proxy's one call 6.7 s); batching is
-    /// for iptables-nft, whose restore slows quadratically with the chains of one call.
+    /// (docs/BENCHMARKS.md, "U on iptables-legacy"); batching is for iptables-nft, whose restore
+    /// slows quadratically with the chains of one call.
     pub(crate) fn restore_max_chains(self, configured: usize) -> usize {
         match self {
             Backend::Legacy => crate::iptables::render::UNBATCHED,

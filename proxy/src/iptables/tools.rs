@@ -87,8 +87,8 @@ impl Iptables {
     }
 
     /// The chains of `iptables-save -t TABLE` that `keep` accepts, read line by line: at 10k services
-    /// the nat table's save output is ~40 MB, which the proxy must not hold (twice) to learn ~100k
-    /// names it mostly discards.
+    /// the nat table's save output is tens of megabytes, which the proxy must not hold (twice) to learn
+    /// ~100k names it mostly discards.
     pub(crate) async fn chains_where(
         &self,
         table: &str,

@@ -235,9 +235,9 @@ fn kernel_error(e: crate::nftables::socket::NetlinkError) -> WriteError {
     WriteError::Kernel(ToolError::Netlink(e.to_string()))
 }
 
-/// Steps per batch when a full sync streams: at 10k x 100k, 5k-step batches load as fast as 10-20k
-/// ones (the kernel's cost per batch grows faster than its size) and hold a quarter of the memory
-/// (docs/BENCHMARKS.md, P2 `--p2-nft-batches`).
+/// Steps per batch when a full sync streams: as fast as larger batches (the kernel's cost per batch
+/// grows faster than its size) for a fraction of the memory (docs/BENCHMARKS.md, "nftables mode:
+/// memory and first-load batches").
 pub const STREAM_BATCH_OPS: usize = 5_000;
 
 /// The ops of a transaction as the daemon sends them (see [`Transaction::batches`]): the kernel binds

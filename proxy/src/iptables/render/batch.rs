@@ -211,8 +211,8 @@ impl Closing {
 /// One or more iptables-restore payloads, applied in order.
 ///
 /// Why several: iptables-nft-restore 1.8.x takes time quadratic in the chains declared in one call
-/// (measured in a netns: 10k chains 1 s, 20k 3.6 s, 40k 11 s; docs/proxy-daemon.md), so a first sync of
-/// 10k services would take minutes in one transaction. Past `max_chains`, each service's own chains
+/// (docs/proxy-daemon.md, "What happens", batched restores), so a first sync of 10k services would
+/// take minutes in one transaction. Past `max_chains`, each service's own chains
 /// (KUBE-SVC/SVL/EXT/FW/SEP/EPG, which only jump among themselves and to KUBE-MARK-MASQ) are written
 /// first in batches, a whole service per batch. Until the last payload rewrites KUBE-SERVICES and the
 /// dispatch chains they are unreferenced, so a half-applied sync never sends traffic to a half-written
@@ -241,17 +241,16 @@ impl Payloads {
 /// No batching: everything in one payload.
 pub const UNBATCHED: usize = usize::MAX;
 
-/// `--iptables-restore-max-chains` default: one call stays near 0.35 s with iptables-nft 1.8.9 (5k
-/// chains with jumps, measured in a netns; 10k took 1 s, 20k 3.6 s). Into a table that already holds a
-/// large ruleset every call also pays a fixed cost (the restore's chain cache and the kernel's validation
-/// of the whole table, ~0.3 s each at 10k services), so fewer, larger calls win there: a full sync over
-/// 10k services / 100k endpoints restored in 29.6 s with 5000 chains per call, 40.8 s with 1000.
+/// `--iptables-restore-max-chains` default: small enough that one iptables-nft call stays well under a
+/// second, large enough for a table that already holds a large ruleset, where every call also pays a
+/// fixed cost (the restore's chain cache and the kernel's validation of the whole table), so fewer,
+/// larger calls win (docs/proxy-daemon.md, "What happens", batch size; docs/BENCHMARKS.md, P4).
 pub const DEFAULT_RESTORE_MAX_CHAINS: usize = 5000;
 
 /// Batch size of a full sync into a table svcnet has not written yet (no KUBE-PROXY-CANARY: a fresh node):
 /// new chains are unreferenced until the last call, so calls are cheap and only the quadratic cost per
-/// call counts. First sync at 10k services / 100k endpoints (svcnet-bench P4): 250 chains per call 12.7 s,
-/// 500 10.0 s, 1000 9.8 s, 2000 11.8 s, 5000 16-20 s.
+/// call counts; 1000 was the fastest first sync of the sizes svcnet-bench P4 tried (docs/BENCHMARKS.md,
+/// "P4: proxy memory (10k services / 100k endpoints)").
 pub const FRESH_TABLE_MAX_CHAINS: usize = 1000;
 
 /// Turns changes into payloads: one when small, else service batches and a final payload.

@@ -1,7 +1,7 @@
 //! The daemon's incremental render. Between syncs most service ports do not change, so the
 //! [`Renderer`] keeps, for what the kernel holds, each port's input hash, its lines in the shared chains
-//! and the names and digests of its own chains, never their rule text (at 10k services / 100k endpoints
-//! that text was ~100 MiB). A partial sync renders only the ports whose inputs changed and writes only
+//! and the names and digests of its own chains, never their rule text (at 10k services that text
+//! dwarfs the rest: docs/proxy-daemon.md, "What happens", incremental sync). A partial sync renders only the ports whose inputs changed and writes only
 //! the chains whose digest changed; a full sync renders every port again. Either way a [`Pass`] renders
 //! ports while the caller restores batch after batch, so the whole payload never exists at once.
 

@@ -10,8 +10,8 @@ use super::Chain;
 use super::naming::{KUBE_SERVICES, dst_chain};
 use crate::config::{Layout, RenderConfig};
 
-/// Bits consumed per tree level (fanout 4): measured as the best trade-off between depth and
-/// rules per level for 10k-30k services (see docs/BENCHMARKS.md once the bench lands).
+/// Bits consumed per tree level (fanout 4): the best trade-off between depth and rules per level
+/// for 10k-30k services (docs/proxy-rules.md, "The dispatch tree").
 const FANOUT_BITS: u32 = 2;
 
 /// Returns KUBE-SERVICES (without the trailing NodePorts jump) and the dispatch chains it uses.

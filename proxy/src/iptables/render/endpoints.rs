@@ -24,11 +24,11 @@ pub(super) struct TreeShape {
     pub fanout: usize,
 }
 
-/// 64: a flat list of 64 walks ~33 rules, a few microseconds on top of the ~30 us first packet
-/// (docs/BENCHMARKS.md P1 measured ~0.07 us per endpoint rule), so smaller services keep upstream's
-/// exact rules and chains. 16: n <= 256 becomes two levels of <= 16 and n <= 4096 three, so 1000
-/// endpoints walk ~17 rules (3 levels of 10) while adding only ~11% chains to the 1000 KUBE-SEP ones
-/// (iptables-nft restore time grows with the chains declared). See docs/proxy-rules.md.
+/// 64: a flat list of 64 walks ~33 rules, little next to a first packet's cost, so smaller services
+/// keep upstream's exact rules and chains. 16: n <= 256 becomes two levels of <= 16 and n <= 4096
+/// three, so 1000 endpoints walk ~17 rules (3 levels of 10) while adding few chains to the 1000
+/// KUBE-SEP ones (iptables-nft restore time grows with the chains declared). The figures behind both:
+/// docs/proxy-rules.md, "The endpoint tree".
 pub(super) const DEFAULT_SHAPE: TreeShape = TreeShape {
     threshold: 64,
     fanout: 16,

@@ -95,7 +95,8 @@ pub(super) struct Inputs<'a> {
 
 impl<'a> Inputs<'a> {
     /// Hashes only when `prior` was rendered from other objects: most ports of a sync are the very
-    /// objects of the last one (the model shares them), and hashing 10k ports cost ~10 ms per sync.
+    /// objects of the last one (the model shares them), and hashing every port at every sync showed in
+    /// the sync time (docs/proxy-daemon.md, "What happens", incremental sync).
     pub(super) fn new(
         service: &'a Arc<ServicePort>,
         endpoints: Option<&'a Endpoints>,
