@@ -6,8 +6,8 @@
 //! modes use and neither owns: `sync` (the sync loop's types, change tracking, runner, conntrack
 //! step), `exec` (the tool runner and its error), `conntrack`, `health`, `service_health`,
 //! `metrics`. The node agent (`svcnet-proxy run`) is wired in [`daemon`]: `watch` -> `sync` -> the
-//! configured mode; [`cleanup`] removes both modes' rules. [`trace`] walks a packet through a saved
-//! ruleset; `explain` tells a service's paths in words ([`offline`] runs both).
+//! configured mode; [`cleanup`] removes both modes' rules. The offline commands (`render`, `trace`,
+//! `explain`: files in, text out, nothing on the node touched) are [`offline`].
 //!
 //! Modules are private unless the binary, the tests under `tests/` or svcnet-bench use them.
 #![forbid(unsafe_code)]
@@ -21,11 +21,9 @@ mod config_file;
 mod conntrack;
 pub mod daemon;
 mod exec;
-mod explain;
 #[cfg(test)]
 mod fixtures;
 mod health;
-pub mod input;
 pub mod iptables;
 mod metrics;
 pub mod model;
@@ -35,6 +33,5 @@ mod service_health;
 pub mod settings;
 mod sync;
 mod sysctls;
-pub mod trace;
 mod watch;
 pub mod yaml;

@@ -12,11 +12,11 @@ use std::time::Duration;
 use clap::Parser;
 use svcnet_netns::Netns;
 use svcnet_proxy::cli::{Cli, Command};
-use svcnet_proxy::input::load;
 use svcnet_proxy::model::Family;
 use svcnet_proxy::nftables::netlink;
 use svcnet_proxy::nftables::render::{self as nft, Existing};
 use svcnet_proxy::nftables::socket::NftSocket;
+use svcnet_proxy::offline::input::load;
 use svcnet_proxy::settings::RuleSettings;
 
 /// (what, family, ruleset) for every case.

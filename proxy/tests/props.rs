@@ -15,7 +15,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use svcnet_proxy::config::{DetectLocal, Layout, RenderConfig};
 use svcnet_proxy::iptables::render::{FullOptions, render};
 use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
-use svcnet_proxy::trace::{self, Hook, Packet, Proto, TraceOptions};
+use svcnet_proxy::offline::trace::{self, Hook, Packet, Proto, TraceOptions};
 
 fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseError> {
     let (services, slices) = objects(svcs);

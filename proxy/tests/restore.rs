@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use svcnet_proxy::trace::{self, Hook, Packet, Proto, TraceOptions};
+use svcnet_proxy::offline::trace::{self, Hook, Packet, Proto, TraceOptions};
 
 /// (dst, dport, proto) of every `-d X ... --dport N` rule in nat service dispatch.
 fn service_addresses(payload: &str) -> BTreeSet<(IpAddr, u16, String)> {
@@ -132,7 +132,7 @@ fn lb_cluster(n: usize, eps: usize, skip: usize) -> svcnet_proxy::iptables::rend
             );
         }
     }
-    let objs = svcnet_proxy::input::parse_objects(&y).expect("yaml");
+    let objs = svcnet_proxy::offline::input::parse_objects(&y).expect("yaml");
     let state = ProxyState::from_k8s(&objs.services, &objs.slices, Family::V4);
     let node = NodeFacts {
         name: "node-1".into(),

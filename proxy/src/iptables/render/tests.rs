@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::config::{DetectLocal, Layout, NodePortAddresses, RenderConfig};
-use crate::input::parse_objects;
 use crate::model::{Family, ProxyState};
+use crate::offline::input::parse_objects;
 
 use crate::fixtures::node;
 

@@ -5,8 +5,8 @@ use super::naming::*;
 use super::*;
 use crate::config::{DetectLocal, Layout, NodePortAddresses, RenderConfig};
 use crate::fixtures::node;
-use crate::input::parse_objects;
 use crate::model::{Family, ProxyState};
+use crate::offline::input::parse_objects;
 
 fn cfg() -> RenderConfig {
     crate::fixtures::cfg(Layout::Flat)

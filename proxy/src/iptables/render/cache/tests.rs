@@ -8,11 +8,11 @@ use std::sync::Arc;
 use super::*;
 use crate::config::Layout;
 use crate::fixtures::node;
-use crate::input::parse_objects;
 use crate::iptables::render::service::ServiceRules;
 use crate::iptables::render::{FullOptions, UNBATCHED, render};
 use crate::model::{Family, Protocol};
-use crate::trace::parse;
+use crate::offline::input::parse_objects;
+use crate::offline::trace::parse;
 
 fn cfg() -> RenderConfig {
     crate::fixtures::cfg(Layout::Tree)
@@ -67,7 +67,7 @@ fn sync(r: &mut Renderer, st: &ProxyState, c: &RenderConfig, full: bool, max: us
 }
 
 /// What one full payload of a render from scratch leaves in an empty kernel.
-fn scratch(st: &ProxyState, c: &RenderConfig) -> crate::trace::Ruleset {
+fn scratch(st: &ProxyState, c: &RenderConfig) -> crate::offline::trace::Ruleset {
     let opts = FullOptions {
         canaries: true,
         ..Default::default()
@@ -76,12 +76,12 @@ fn scratch(st: &ProxyState, c: &RenderConfig) -> crate::trace::Ruleset {
 }
 
 /// The first chain that differs between two rulesets.
-fn difference(got: &crate::trace::Ruleset, want: &crate::trace::Ruleset) -> Option<String> {
+fn difference(got: &crate::offline::trace::Ruleset, want: &crate::offline::trace::Ruleset) -> Option<String> {
     for table in got.tables().chain(want.tables()) {
         let chains: BTreeSet<&str> = got.chains(table).chain(want.chains(table)).collect();
         for chain in chains {
             let (g, w) = (got.rules(table, chain), want.rules(table, chain));
-            let exists = |r: &crate::trace::Ruleset| r.chains(table).any(|c| c == chain);
+            let exists = |r: &crate::offline::trace::Ruleset| r.chains(table).any(|c| c == chain);
             if g != w || exists(got) != exists(want) {
                 return Some(format!(
                     "{table} {chain}: got {g:#?} (exists {}), want {w:#?}",

@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::config::Layout;
-use crate::input::parse_objects;
 use crate::iptables::render::naming::{EPG_PREFIX, sep_chain, svc_chain, svl_chain};
 use crate::iptables::render::{Rendered, Table, render};
 use crate::model::ProxyState;
-use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
+use crate::offline::input::parse_objects;
+use crate::offline::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
 
 const OWNER: &str = "KUBE-SVC-YN5D6RYVEVZOH44Q";
 

@@ -5,9 +5,9 @@ use std::collections::{BTreeSet, HashSet};
 
 use super::*;
 use crate::config::Layout;
-use crate::input::parse_objects;
 use crate::iptables::render::render;
 use crate::model::{Family, ProxyState};
+use crate::offline::input::parse_objects;
 
 use crate::fixtures::{cfg, node};
 

@@ -1,6 +1,6 @@
 //! `explain`: where packets to one Service go, in words. It renders the ruleset (iptables or, with
 //! `--proxy-mode nftables`, the `kube-proxy` table), then traces representative packets through it
-//! with [`crate::trace`], so the explanation is exactly what the kernel would do with these rules.
+//! with [`crate::offline::trace`], so the explanation is exactly what the kernel would do with these rules.
 
 mod port;
 
@@ -11,11 +11,11 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use crate::config::{ProxyMode, RenderConfig};
-use crate::input::load;
 use crate::iptables::render::{FullOptions, render};
 use crate::model::{Family, NodeFacts, ProxyState, ServicePort, ServicePortName};
+use crate::offline::input::load;
+use crate::offline::trace;
 use crate::settings::{Caps, RuleSettings};
-use crate::trace;
 use port::{Rules, Scene, explain_port};
 
 pub(crate) fn explain(

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use super::parse::{elements, tokens};
 use super::*;
-use crate::trace::{Hook, Proto, Verdict};
+use crate::offline::trace::{Hook, Proto, Verdict};
 
 /// A small table in `nft -f` form: one service with two endpoints, masquerading, a rejected one.
 const TABLE: &str = r#"add table ip kube-proxy { comment "rules for kube-proxy" ; }

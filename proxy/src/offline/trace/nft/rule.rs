@@ -8,8 +8,8 @@ use std::net::{IpAddr, SocketAddr};
 use super::matches::{Sel, is_local, key_matches, parse_u32, selector};
 use super::parse::{NftRule, NftRuleset, elements};
 use super::verdict::{Action, verdict_action, verdict_word};
-use crate::trace::path::Path;
-use crate::trace::{Packet, TraceOptions};
+use crate::offline::trace::path::Path;
+use crate::offline::trace::{Packet, TraceOptions};
 
 /// A rule read against one path: does it match, what it does, what it changes.
 pub(super) struct Eval {

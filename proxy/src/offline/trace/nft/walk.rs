@@ -6,8 +6,8 @@ use super::matches::is_local;
 use super::parse::{NftRule, NftRuleset};
 use super::rule::{Eval, Reader, warn_once};
 use super::verdict::{Action, verdict_action};
-use crate::trace::path::{Flow, Path};
-use crate::trace::{Hook, Outcome, Packet, Step, Trace, TraceOptions};
+use crate::offline::trace::path::{Flow, Path};
+use crate::offline::trace::{Hook, Outcome, Packet, Step, Trace, TraceOptions};
 
 const MAX_DEPTH: usize = 64;
 

@@ -9,7 +9,7 @@ use crate::config::{DetectLocal, RenderConfig};
 use crate::iptables::render::naming;
 use crate::model::{Endpoints, Family, NodeFacts, Protocol, ProxyState, ServicePort};
 use crate::model::{categorize, topology::Topology};
-use crate::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
+use crate::offline::trace::{self, Hook, Packet, Proto, TraceOptions, Verdict};
 
 const OUTSIDE_V4: IpAddr = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 10));
 const OUTSIDE_V6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x10));

@@ -1,15 +1,20 @@
 //! The offline commands: `render`, `trace` and `explain` read objects or rules from files and print
-//! what a node would do; nothing here touches the machine.
+//! what a node would do; nothing here touches the machine. Their input ([`input`]: Services,
+//! EndpointSlices and Nodes from YAML), the packet tracer of both modes' rules ([`trace`]) and the
+//! explanation in words (`explain`) live here; rendering is each mode's own renderer.
+
+mod explain;
+pub mod input;
+pub mod trace;
 
 use anyhow::{Context, Result};
 
 use crate::cli::{ExplainArgs, RenderArgs, TraceArgs};
 use crate::config::ProxyMode;
-use crate::input::{load, read};
 use crate::iptables::render::{FullOptions, render};
 use crate::model::Family;
 use crate::settings::RuleSettings;
-use crate::trace;
+use input::{load, read};
 
 pub fn run_render(args: &RenderArgs) -> Result<String> {
     let family = if args.ipv6 { Family::V6 } else { Family::V4 };
@@ -65,7 +70,7 @@ pub fn run_trace(args: &TraceArgs) -> Result<String> {
 
 pub fn run_explain(args: &ExplainArgs) -> Result<String> {
     let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
-    crate::explain::explain(
+    explain::explain(
         &args.file,
         &args.service,
         &rules,
