@@ -87,7 +87,7 @@ pub async fn run(args: RunSettings) -> Result<()> {
     let nf = start::netfilter(&args).await?;
     let client = svcnet_core::kube_client::client(&args.kube).await?;
     let (metrics, mut registry) = Metrics::new();
-    if nf.nfacct {
+    if nf.caps.nfacct {
         metrics.register_nfacct(&mut registry);
     }
     if mode == ProxyMode::Nftables {
@@ -108,7 +108,7 @@ pub async fn run(args: RunSettings) -> Result<()> {
     // Only the nftables rules use the ServiceCIDRs, and `--service-cidr` overrides the API's.
     let watch_cidrs = mode == ProxyMode::Nftables && args.rules.service_cidrs.is_empty();
     let stores = watch::start(&client, &node, &sink, &stop, watch_cidrs);
-    start::serve(&args, &health, &metrics, registry, nf.nfacct, &shutdown).await?;
+    start::serve(&args, &health, &metrics, registry, nf.caps.nfacct, &shutdown).await?;
 
     tracing::info!("waiting for Services, EndpointSlices and the Node to be listed");
     tokio::select! {
@@ -163,9 +163,7 @@ fn sync_settings(args: &RunSettings, nf: &start::Netfilter) -> Settings {
     Settings {
         rules: args.rules.clone(),
         sync_period: args.sync_period,
-        random_fully: nf.random_fully,
-        nfacct: nf.nfacct,
-        tcp_liberal: nf.tcp_liberal,
+        caps: nf.caps,
         payload_dir: args.payload_dir.clone(),
         large_cluster_full_resync: args.large_cluster_full_resync,
         conntrack: true,

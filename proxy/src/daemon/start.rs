@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use prometheus_client::registry::Registry;
 use svcnet_core::shutdown::Shutdown;
 
-use crate::config::ProxyMode;
+use crate::config::{NodeCaps, ProxyMode};
 use crate::exec::ToolError;
 use crate::health::Health;
 use crate::iptables::{Iptables, detect_backend};
@@ -20,12 +20,7 @@ use crate::settings::RunSettings;
 pub(super) struct Netfilter {
     pub v4: Iptables,
     pub v6: Iptables,
-    /// MASQUERADE takes `--random-fully`.
-    pub random_fully: bool,
-    /// nf_conntrack_tcp_be_liberal is set.
-    pub tcp_liberal: bool,
-    /// The nfacct counters exist.
-    pub nfacct: bool,
+    pub caps: NodeCaps,
 }
 
 /// Checks the mode's tools (fatal when missing), removes the other mode's rules and sets the
@@ -81,9 +76,11 @@ pub(super) async fn netfilter(args: &RunSettings) -> Result<Netfilter> {
     Ok(Netfilter {
         v4,
         v6,
-        random_fully,
-        tcp_liberal,
-        nfacct,
+        caps: NodeCaps {
+            random_fully,
+            nfacct,
+            tcp_liberal,
+        },
     })
 }
 

@@ -10,19 +10,20 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use crate::config::NodeCaps;
 use crate::config::{ProxyMode, RenderConfig};
 use crate::iptables::render::{FullOptions, render};
 use crate::model::{Family, NodeFacts, ProxyState, ServicePort, ServicePortName};
 use crate::offline::input::load;
 use crate::offline::trace;
-use crate::settings::{Caps, RuleSettings};
+use crate::settings::RuleSettings;
 use port::{Rules, Scene, explain_port};
 
 pub(crate) fn explain(
     file: &Path,
     service: &str,
     rules: &RuleSettings,
-    caps: Caps,
+    caps: NodeCaps,
     mode: ProxyMode,
 ) -> Result<String> {
     let Some((ns, name)) = service.split_once('/') else {

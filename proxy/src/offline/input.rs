@@ -9,9 +9,10 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use thiserror::Error;
 
+use crate::config::NodeCaps;
 use crate::config::RenderConfig;
 use crate::model::{Family, NodeFacts, ProxyState};
-use crate::settings::{Caps, RuleSettings};
+use crate::settings::RuleSettings;
 
 #[derive(Debug, Error)]
 pub enum InputError {
@@ -100,14 +101,13 @@ pub fn read(path: &Path) -> Result<String> {
 pub fn load(
     file: &Path,
     rules: &RuleSettings,
-    caps: Caps,
+    caps: NodeCaps,
     family: Family,
 ) -> Result<(Objects, NodeFacts, ProxyState, RenderConfig)> {
     let objects = parse_objects(&read(file)?).with_context(|| format!("parsing {}", file.display()))?;
     let node = rules.node_facts(rules.pick_node(&objects.nodes));
     let mut cfg = rules.render_config(family, &node);
-    cfg.random_fully = caps.random_fully;
-    cfg.nfacct = caps.nfacct;
+    cfg.set_caps(caps);
     let state = ProxyState::from_k8s(&objects.services, &objects.slices, family);
     for e in &state.errors {
         eprintln!("warning: {e}");

@@ -19,7 +19,7 @@ use input::{load, read};
 pub fn run_render(args: &RenderArgs) -> Result<String> {
     let family = if args.ipv6 { Family::V6 } else { Family::V4 };
     let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
-    let (_, node, state, cfg) = load(&args.file, &rules, args.caps.into(), family)?;
+    let (_, node, state, cfg) = load(&args.file, &rules, args.caps, family)?;
     if args.proxy_mode == ProxyMode::Nftables {
         return Ok(crate::nftables::render::render(&state, &node, &cfg).text());
     }
@@ -70,11 +70,5 @@ pub fn run_trace(args: &TraceArgs) -> Result<String> {
 
 pub fn run_explain(args: &ExplainArgs) -> Result<String> {
     let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
-    explain::explain(
-        &args.file,
-        &args.service,
-        &rules,
-        args.caps.into(),
-        args.proxy_mode,
-    )
+    explain::explain(&args.file, &args.service, &rules, args.caps, args.proxy_mode)
 }

@@ -4,6 +4,7 @@ use clap::Parser;
 
 use super::*;
 use crate::cli::{Cli, Command};
+use crate::config::DetectLocal as LocalDetection;
 
 fn run_args(flags: &[&str]) -> RunArgs {
     let argv = ["svcnet-proxy", "run", "--hostname-override", "Node-A"]

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Node;
 use thiserror::Error;
 
-use crate::config::RenderConfig;
+use crate::config::{NodeCaps, RenderConfig};
 use crate::conntrack;
 use crate::exec::ToolError;
 use crate::metrics::{Metrics, family_labels};
@@ -72,11 +72,9 @@ pub(crate) struct Settings {
     /// `node_name` is the effective node name.
     pub rules: RuleSettings,
     pub sync_period: Duration,
-    pub random_fully: bool,
-    /// The nfacct counters exist (created at start).
-    pub nfacct: bool,
-    pub tcp_liberal: bool,
-    /// Debug: every payload written is also saved here as `NNNNNN-<family>-<full|partial>.rules`.
+    /// Detected at start (the nfacct counters exist once created).
+    pub caps: NodeCaps,
+    /// Debug: every payload written is also saved here ([`debug_path`]).
     pub payload_dir: Option<PathBuf>,
     pub conntrack: bool,
     /// Above this many chains an iptables sync is written in several restore calls.
@@ -97,9 +95,7 @@ impl Settings {
         if self.rules.service_cidrs.is_empty() {
             cfg.service_cidrs = snap.service_cidrs.clone();
         }
-        cfg.random_fully = self.random_fully;
-        cfg.nfacct = self.nfacct;
-        cfg.conntrack_tcp_liberal = self.tcp_liberal;
+        cfg.set_caps(self.caps);
         cfg
     }
 
