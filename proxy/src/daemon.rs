@@ -229,26 +229,11 @@ impl Context {
         let mut synced = Vec::new();
         for fam in &mut self.families {
             self.seq += 1;
-            let started = Instant::now();
-            match fam.sync(&snap, &self.settings, &self.metrics, self.seq).await {
-                Ok(out) => {
-                    self.health.updated(fam.family());
-                    tracing::info!(
-                        family = fam.family().label(),
-                        seq = self.seq,
-                        full = out.full.map(|r| r.as_str()),
-                        bytes = out.payload_len,
-                        services = out.stats.services,
-                        endpoints = out.stats.endpoints,
-                        elapsed_ms = started.elapsed().as_millis() as u64,
-                        "synced"
-                    );
-                    synced.push(fam.family());
-                }
-                Err(err) => {
-                    ok = false;
-                    tracing::error!(family = fam.family().label(), seq = self.seq, %err, "sync failed; previous rules stay, next sync is full");
-                }
+            if sync_family(fam, &snap, &self.settings, &self.metrics, self.seq).await {
+                self.health.updated(fam.family());
+                synced.push(fam.family());
+            } else {
+                ok = false;
             }
         }
         if ok {
@@ -278,6 +263,36 @@ impl Context {
             self.service_health.sync(&want).await;
         }
         ok
+    }
+}
+
+/// One family's sync in a span that carries the family and the sync's number, so every line logged
+/// while it runs (the mode's sync, conntrack) names them without repeating them. False: it failed.
+#[tracing::instrument(name = "sync", skip_all, fields(family = fam.family().label(), seq))]
+async fn sync_family(
+    fam: &mut Syncer,
+    snap: &Snapshot,
+    settings: &Settings,
+    metrics: &Metrics,
+    seq: u64,
+) -> bool {
+    let started = Instant::now();
+    match fam.sync(snap, settings, metrics, seq).await {
+        Ok(out) => {
+            tracing::info!(
+                full = out.full.map(|r| r.as_str()),
+                bytes = out.payload_len,
+                services = out.stats.services,
+                endpoints = out.stats.endpoints,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "synced"
+            );
+            true
+        }
+        Err(err) => {
+            tracing::error!(%err, "sync failed; previous rules stay, next sync is full");
+            false
+        }
     }
 }
 

@@ -76,7 +76,10 @@ impl FamilySync {
             self.last_canary_check = Instant::now();
             match self.ipt.missing_canaries().await {
                 Ok(missing) if !missing.is_empty() => {
-                    tracing::warn!(family = ?self.family(), ?missing, "KUBE-PROXY-CANARY gone: someone flushed iptables, resyncing everything");
+                    tracing::warn!(
+                        ?missing,
+                        "KUBE-PROXY-CANARY gone: someone flushed iptables, resyncing everything"
+                    );
                     return Some(FullReason::Canary);
                 }
                 Ok(_) => {}
@@ -126,7 +129,6 @@ impl FamilySync {
         record_rule_counts(metrics, family, &written);
         if written.calls > 1 {
             tracing::info!(
-                family = ?family,
                 calls = written.calls,
                 chains = written.stats.chains_written,
                 "large sync written in several iptables-restore calls"

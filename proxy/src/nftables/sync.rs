@@ -141,7 +141,7 @@ impl NftFamilySync {
             write_debug(&debug_path(dir, seq, self.family(), false, "nft"), &tx.text());
         }
         let (tx, written) = self.nft.write(tx).await;
-        tracing::debug!(family = self.family().label(), stats = ?tx.stats, "nftables transaction applied");
+        tracing::debug!(stats = ?tx.stats, "nftables transaction applied");
         if written.is_ok() {
             self.applied.commit(tx);
         }
@@ -162,7 +162,7 @@ impl NftFamilySync {
             .as_ref()
             .map(|dir| debug_path(dir, seq, self.family(), true, "nft"));
         let (stream, written) = self.nft.write_full(stream, debug).await;
-        tracing::debug!(family = self.family().label(), stats = ?stream.stats, "nftables full transaction applied");
+        tracing::debug!(stats = ?stream.stats, "nftables full transaction applied");
         if written.is_ok() {
             self.applied.commit_full(stream);
         }
