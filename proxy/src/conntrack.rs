@@ -11,7 +11,9 @@
 //! Which entries are stale is computed purely ([`stale_flows`]) from the state and the parsed listing
 //! ([`parse_flows`]). Listing and deletion use the `conntrack` CLI from conntrack-tools (a netlink
 //! implementation would avoid the processes, but the CLI is what every node image has and it filters in
-//! the kernel the same way).
+//! the kernel the same way). Both modes run it after their syncs; neither owns it:
+//!
+//! Never imports: crate::iptables, crate::nftables.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;

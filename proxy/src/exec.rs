@@ -1,6 +1,8 @@
 //! Running the external tools (iptables*, nft, conntrack, ip, nfacct): stdin piped, bounded in time, a
 //! missing binary named as such, and the one error type for all of them ([`ToolError`]). Both modes
 //! and the node tools use it; it belongs to neither mode.
+//!
+//! Never imports: crate::iptables, crate::nftables.
 
 use std::path::Path;
 use std::process::Stdio;

@@ -2,6 +2,9 @@
 //! histograms, rule counts, failures and timestamps carry `ip_family`="IPv4"|"IPv6").
 //!
 //! prometheus-client appends `_total` to counters itself, so counters are registered without it.
+//! Both modes report here; neither owns it.
+//!
+//! Never imports: crate::iptables, crate::nftables.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -308,13 +311,13 @@ impl Metrics {
 
     /// Brings the nfacct counters up to the kernel's counts (they only grow; a counter recreated by
     /// someone else starts lower and is left alone until it passes the exported value).
-    pub(crate) fn set_nfacct(&self, counts: &std::collections::BTreeMap<String, u64>) {
-        use crate::iptables::render::naming::{NFACCT_CT_STATE_INVALID_DROPPED, NFACCT_LOCALHOST_NODEPORTS};
-        for (name, counter) in [
-            (NFACCT_CT_STATE_INVALID_DROPPED, &self.ct_state_invalid_dropped),
-            (NFACCT_LOCALHOST_NODEPORTS, &self.localhost_nodeports_accepted),
+    /// `None`: the counter is missing.
+    pub(crate) fn set_nfacct(&self, invalid_dropped: Option<u64>, localhost_nodeports: Option<u64>) {
+        for (count, counter) in [
+            (invalid_dropped, &self.ct_state_invalid_dropped),
+            (localhost_nodeports, &self.localhost_nodeports_accepted),
         ] {
-            if let Some(now) = counts.get(name) {
+            if let Some(now) = count.as_ref() {
                 let seen = counter.get();
                 if *now > seen {
                     counter.inc_by(now - seen);

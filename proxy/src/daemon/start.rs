@@ -119,8 +119,8 @@ pub(super) async fn serve(
             svcnet_core::metrics::metrics_router_with_refresh(registry, move || {
                 let m = Arc::clone(&m);
                 async move {
-                    match crate::iptables::nfacct::read().await {
-                        Ok(counts) => m.set_nfacct(&counts),
+                    match crate::iptables::nfacct::read_exported().await {
+                        Ok((invalid, localhost)) => m.set_nfacct(invalid, localhost),
                         Err(error) => tracing::warn!(%error, "reading nfacct counters"),
                     }
                 }

@@ -2,8 +2,10 @@
 //! the KUBE-* chains and their iptables-restore payloads), [`sync`] (one family's sync: full or
 //! partial, batch by batch), the kernel writers ([`tools`]: the iptables binaries of one family,
 //! [`backend`]: nft or legacy; [`apply`]: jump rules and restores), [`cleanup`] (removing the
-//! mode's rules) and [`nfacct`] (the counters only these rules feed). It never imports the nftables
-//! mode; what both modes use lives in `crate::sync`, `crate::exec` and below.
+//! mode's rules) and [`nfacct`] (the counters only these rules feed). What both modes use lives in
+//! `crate::sync`, `crate::exec` and below; the modes are peers (checked by testing/layers.py):
+//!
+//! Never imports: crate::nftables, crate::offline, crate::daemon, crate::cleanup.
 
 mod apply;
 mod backend;

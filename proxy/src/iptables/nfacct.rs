@@ -28,6 +28,17 @@ pub async fn read() -> Result<BTreeMap<String, u64>, ToolError> {
     Ok(parse_list(&run(&["list"]).await?))
 }
 
+/// The counts `/metrics` exports: (INVALID packets dropped, localhost NodePort packets accepted);
+/// `None` for a counter that is missing.
+pub(crate) async fn read_exported() -> Result<(Option<u64>, Option<u64>), ToolError> {
+    let counts = read().await?;
+    let count = |name: &str| counts.get(name).copied();
+    Ok((
+        count(NFACCT_CT_STATE_INVALID_DROPPED),
+        count(NFACCT_LOCALHOST_NODEPORTS),
+    ))
+}
+
 async fn run(args: &[&str]) -> Result<String, ToolError> {
     let out = exec("nfacct", args, None).await?;
     if !out.success {

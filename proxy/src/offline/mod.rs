@@ -1,7 +1,10 @@
 //! The offline commands: `render`, `trace` and `explain` read objects or rules from files and print
 //! what a node would do; nothing here touches the machine. Their input ([`input`]: Services,
 //! EndpointSlices and Nodes from YAML), the packet tracer of both modes' rules ([`trace`]) and the
-//! explanation in words (`explain`) live here; rendering is each mode's own renderer.
+//! explanation in words (`explain`) live here; rendering is each mode's own renderer. Nothing of
+//! the agent's runs here:
+//!
+//! Never imports: crate::daemon, crate::sync, crate::watch, crate::cleanup.
 
 mod explain;
 pub mod input;

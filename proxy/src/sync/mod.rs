@@ -3,7 +3,9 @@
 //! did ([`Outcome`], [`RenderStats`]) or why it failed ([`SyncError`]), the UDP conntrack step that
 //! follows every sync ([`reconcile_conntrack`]), and the loop's bookkeeping: [`changes`] (what
 //! changed since the last sync) and [`runner`] (when the next one runs). Each mode's sync
-//! (`crate::iptables::sync`, `crate::nftables::sync`) builds on these.
+//! (`crate::iptables::sync`, `crate::nftables::sync`) builds on these; this core knows neither:
+//!
+//! Never imports: crate::iptables, crate::nftables, crate::offline, crate::daemon, crate::cleanup.
 
 pub(crate) mod changes;
 pub(crate) mod runner;
