@@ -24,7 +24,7 @@ use crate::service_health::{ServiceHealth, desired};
 use crate::settings::RunSettings;
 use crate::sync::changes::Changes;
 use crate::sync::runner::Runner;
-use crate::sync::{Outcome, Settings, Snapshot, SyncError};
+use crate::sync::{Outcome, Settings, Snapshot, SyncError, SyncRun};
 use crate::watch::{self, Sink, Stores};
 
 /// Everything the sync loop needs.
@@ -61,16 +61,10 @@ impl Syncer {
         }
     }
 
-    async fn sync(
-        &mut self,
-        snap: &Snapshot,
-        settings: &Settings,
-        metrics: &Metrics,
-        seq: u64,
-    ) -> Result<Outcome, SyncError> {
+    async fn sync(&mut self, snap: &Snapshot, run: &SyncRun<'_>) -> Result<Outcome, SyncError> {
         match self {
-            Syncer::Iptables(f) => f.sync(snap, settings, metrics, seq).await,
-            Syncer::Nftables(f) => f.sync(snap, settings, metrics, seq).await,
+            Syncer::Iptables(f) => f.sync(snap, run).await,
+            Syncer::Nftables(f) => f.sync(snap, run).await,
         }
     }
 }
@@ -277,7 +271,12 @@ async fn sync_family(
     seq: u64,
 ) -> bool {
     let started = Instant::now();
-    match fam.sync(snap, settings, metrics, seq).await {
+    let run = SyncRun {
+        settings,
+        metrics,
+        seq,
+    };
+    match fam.sync(snap, &run).await {
         Ok(out) => {
             tracing::info!(
                 full = out.full.map(|r| r.as_str()),

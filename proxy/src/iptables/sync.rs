@@ -23,7 +23,7 @@ use crate::exec::ToolError;
 use crate::metrics::{Metrics, family_labels, table_labels};
 use crate::model::{Family, ModelCache, NodeFacts, ProxyState};
 use crate::sync::{
-    FULL_SYNC_PERIOD, FullReason, Outcome, Settings, Snapshot, SyncError, debug_path, is_large,
+    FullReason, FullSchedule, Outcome, Settings, Snapshot, SyncError, SyncRun, debug_path,
     reconcile_conntrack,
 };
 
@@ -34,8 +34,7 @@ pub(crate) struct FamilySync {
     model: ModelCache,
     /// What the kernel holds (as digests): updated only by a successful sync.
     renderer: Renderer,
-    next_full: Option<FullReason>,
-    last_full: Option<Instant>,
+    full: FullSchedule,
     last_canary_check: Instant,
     /// UDP service addresses at the last conntrack reconciliation (to clear deleted services' flows).
     udp_targets: conntrack::UdpTargets,
@@ -47,8 +46,7 @@ impl FamilySync {
             model: ModelCache::new(ipt.family),
             ipt,
             renderer: Renderer::default(),
-            next_full: Some(FullReason::Start),
-            last_full: None,
+            full: FullSchedule::default(),
             last_canary_check: Instant::now(),
             udp_targets: conntrack::UdpTargets::default(),
         }
@@ -65,12 +63,8 @@ impl FamilySync {
 
     /// Decides whether this sync must be full.
     async fn full_reason(&mut self, settings: &Settings) -> Option<FullReason> {
-        if let Some(r) = self.next_full {
+        if let Some(r) = self.full.due(settings, self.model.state()) {
             return Some(r);
-        }
-        let hour_passed = self.last_full.is_none_or(|t| t.elapsed() >= FULL_SYNC_PERIOD);
-        if hour_passed && (settings.large_cluster_full_resync || !is_large(self.model.state())) {
-            return Some(FullReason::Hourly);
         }
         if self.last_canary_check.elapsed() >= settings.sync_period {
             self.last_canary_check = Instant::now();
@@ -90,19 +84,12 @@ impl FamilySync {
     }
 
     /// One sync. On failure the next one is full; the kernel keeps the previous rules.
-    pub(crate) async fn sync(
-        &mut self,
-        snap: &Snapshot,
-        settings: &Settings,
-        metrics: &Metrics,
-        seq: u64,
-    ) -> Result<Outcome, SyncError> {
+    pub(crate) async fn sync(&mut self, snap: &Snapshot, run: &SyncRun<'_>) -> Result<Outcome, SyncError> {
+        let (settings, metrics, seq) = (run.settings, run.metrics, run.seq);
         let started = Instant::now();
         let family = self.family();
         let labels = family_labels(family);
-        self.model.update(&snap.services, &snap.slices);
-        let node = settings.live_node_facts(snap).await;
-        let cfg = settings.render_config(family, &node, snap);
+        let (node, cfg) = settings.begin(family, &mut self.model, snap).await;
         let full = self.full_reason(settings).await;
         let written = match self.apply(&node, &cfg, full, settings, seq).await {
             Ok(w) => w,
@@ -111,14 +98,13 @@ impl FamilySync {
                 if full.is_none() {
                     metrics.partial_restore_failures.get_or_create(&labels).inc();
                 }
-                self.next_full = Some(FullReason::Failure);
+                self.full.failed();
                 return Err(err.into());
             }
         };
 
         if full.is_some() {
-            self.next_full = None;
-            self.last_full = Some(Instant::now());
+            self.full.done();
             self.last_canary_check = Instant::now();
         }
         metrics.record_sync(

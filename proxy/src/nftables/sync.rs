@@ -18,7 +18,7 @@ use crate::exec::ToolError;
 use crate::metrics::{Metrics, family_labels};
 use crate::model::{Family, ModelCache, ProxyState};
 use crate::sync::{
-    FULL_SYNC_PERIOD, FullReason, Outcome, RenderStats, Settings, Snapshot, SyncError, debug_path, is_large,
+    FullReason, FullSchedule, Outcome, RenderStats, Settings, Snapshot, SyncError, SyncRun, debug_path,
     reconcile_conntrack,
 };
 
@@ -29,9 +29,8 @@ pub(crate) struct NftFamilySync {
     model: ModelCache,
     /// What the kernel holds: updated only by a successful transaction.
     applied: Applied,
-    next_full: Option<FullReason>,
+    full: FullSchedule,
     failed_fulls: FailedFulls,
-    last_full: Option<Instant>,
     udp_targets: conntrack::UdpTargets,
 }
 
@@ -41,9 +40,8 @@ impl NftFamilySync {
             model: ModelCache::new(nft.family),
             nft,
             applied: Applied::default(),
-            next_full: Some(FullReason::Start),
+            full: FullSchedule::default(),
             failed_fulls: FailedFulls::default(),
-            last_full: None,
             udp_targets: conntrack::UdpTargets::default(),
         }
     }
@@ -56,34 +54,18 @@ impl NftFamilySync {
         self.model.state()
     }
 
-    fn full_reason(&self, settings: &Settings) -> Option<FullReason> {
-        if let Some(r) = self.next_full {
-            return Some(r);
-        }
-        let hour_passed = self.last_full.is_none_or(|t| t.elapsed() >= FULL_SYNC_PERIOD);
-        (hour_passed && (settings.large_cluster_full_resync || !is_large(self.model.state())))
-            .then_some(FullReason::Hourly)
-    }
-
     /// One sync. On failure the next one is full; the kernel keeps the previous ruleset.
-    pub(crate) async fn sync(
-        &mut self,
-        snap: &Snapshot,
-        settings: &Settings,
-        metrics: &Metrics,
-        seq: u64,
-    ) -> Result<Outcome, SyncError> {
+    pub(crate) async fn sync(&mut self, snap: &Snapshot, run: &SyncRun<'_>) -> Result<Outcome, SyncError> {
+        let (settings, metrics, seq) = (run.settings, run.metrics, run.seq);
         let started = Instant::now();
         let family = self.family();
         let labels = family_labels(family);
         // The series exists from the first sync on, at 0, so rate() works before any failure.
         let _ = metrics.nft_sync_failures.get_or_create(&labels);
         let _ = metrics.nft_cleanup_failures.get_or_create(&labels);
-        self.model.update(&snap.services, &snap.slices);
-        let node = settings.live_node_facts(snap).await;
         // nfacct and the iptables-only capabilities are off in this mode (settings say so).
-        let cfg = settings.render_config(family, &node, snap);
-        let full = self.full_reason(settings);
+        let (node, cfg) = settings.begin(family, &mut self.model, snap).await;
+        let full = self.full.due(settings, self.model.state());
 
         let inputs = nft::Inputs::new(self.model.state(), node, cfg);
         let written = match full {
@@ -105,14 +87,13 @@ impl NftFamilySync {
                 // The kernel keeps the previous ruleset (or, for a full sync, the batches it took);
                 // the next sync is full.
                 self.failed_fulls.count(full.is_some());
-                self.next_full = Some(FullReason::Failure);
+                self.full.failed();
                 return Err(SyncError::Tool(err));
             }
         };
         if full.is_some() {
-            self.next_full = None;
+            self.full.done();
             self.failed_fulls = FailedFulls::default();
-            self.last_full = Some(Instant::now());
         }
         let stats = render_stats(self.applied.no_local(), self.model.state());
         metrics.record_sync(

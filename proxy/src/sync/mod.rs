@@ -24,7 +24,7 @@ use crate::config::{NodeCaps, RenderConfig};
 use crate::conntrack;
 use crate::exec::ToolError;
 use crate::metrics::{Metrics, family_labels};
-use crate::model::{Family, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
+use crate::model::{Family, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord};
 use crate::settings::RuleSettings;
 
 /// Upstream forces a full sync at least this often, to repair anything partial syncs missed.
@@ -54,6 +54,47 @@ impl FullReason {
             FullReason::Canary => "canary",
             FullReason::Hourly => "hourly",
         }
+    }
+}
+
+/// When a family's next sync is full, as both upstream proxiers decide it: the first sync, the sync
+/// after a failure, and one an hour (not in a large cluster unless asked). The iptables mode adds its
+/// canary check on top.
+#[derive(Debug)]
+pub(crate) struct FullSchedule {
+    next: Option<FullReason>,
+    last: Option<Instant>,
+}
+
+impl Default for FullSchedule {
+    fn default() -> FullSchedule {
+        FullSchedule {
+            next: Some(FullReason::Start),
+            last: None,
+        }
+    }
+}
+
+impl FullSchedule {
+    /// Why this sync must be full: a reason pending since the last sync, else the hourly resync.
+    pub(crate) fn due(&self, settings: &Settings, state: &ProxyState) -> Option<FullReason> {
+        if let Some(r) = self.next {
+            return Some(r);
+        }
+        let hour_passed = self.last.is_none_or(|t| t.elapsed() >= FULL_SYNC_PERIOD);
+        (hour_passed && (settings.large_cluster_full_resync || !is_large(state)))
+            .then_some(FullReason::Hourly)
+    }
+
+    /// A sync failed: the kernel keeps what it had, and the next sync rewrites everything.
+    pub(crate) fn failed(&mut self) {
+        self.next = Some(FullReason::Failure);
+    }
+
+    /// A full sync succeeded.
+    pub(crate) fn done(&mut self) {
+        self.next = None;
+        self.last = Some(Instant::now());
     }
 }
 
@@ -101,6 +142,20 @@ impl Settings {
         cfg
     }
 
+    /// The start of every sync: `model` brought up to date with the snapshot, this node's live facts
+    /// and the family's render config.
+    pub(crate) async fn begin(
+        &self,
+        family: Family,
+        model: &mut ModelCache,
+        snap: &Snapshot,
+    ) -> (NodeFacts, RenderConfig) {
+        model.update(&snap.services, &snap.slices);
+        let node = self.live_node_facts(snap).await;
+        let cfg = self.render_config(family, &node, snap);
+        (node, cfg)
+    }
+
     /// [`Settings::node_facts`] plus, with `--nodeport-addresses`, the live interface addresses its
     /// CIDRs select among.
     pub(crate) async fn live_node_facts(&self, snap: &Snapshot) -> NodeFacts {
@@ -114,6 +169,14 @@ impl Settings {
         }
         node
     }
+}
+
+/// What one sync runs with besides the snapshot: the settings, where to count, and the sync's number
+/// (it names the `--write-payloads` files).
+pub(crate) struct SyncRun<'a> {
+    pub settings: &'a Settings,
+    pub metrics: &'a Metrics,
+    pub seq: u64,
 }
 
 /// What a successful sync did.
