@@ -1,5 +1,5 @@
 //! `svcnet-proxy cleanup`: removes both modes' rules from both families, as `kube-proxy --cleanup`
-//! does (each mode removes only what it owns: [`crate::iptables::cleanup`], the nftables mode's
+//! does (each mode removes only what it owns: `crate::iptables::cleanup`, the nftables mode's
 //! `kube-proxy` table).
 
 use anyhow::Context as _;

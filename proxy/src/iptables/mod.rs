@@ -1,7 +1,7 @@
 //! The iptables mode (`--proxy-mode iptables`, upstream's pkg/proxy/iptables): [`render`] (pure:
-//! the KUBE-* chains and their iptables-restore payloads), [`sync`] (one family's sync: full or
-//! partial, batch by batch), the kernel writers ([`tools`]: the iptables binaries of one family,
-//! [`backend`]: nft or legacy; [`apply`]: jump rules and restores), [`cleanup`] (removing the
+//! the KUBE-* chains and their iptables-restore payloads), `sync` (one family's sync: full or
+//! partial, batch by batch), the kernel writers (`tools`: the iptables binaries of one family,
+//! `backend`: nft or legacy; `apply`: jump rules and restores), `cleanup` (removing the
 //! mode's rules) and [`nfacct`] (the counters only these rules feed). What both modes use lives in
 //! `crate::sync`, `crate::exec` and below; the modes are peers (checked by testing/layers.py):
 //!
