@@ -19,7 +19,7 @@ use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
 #[command(
     name = "svcnet-proxy",
     version,
-    about = "Kubernetes Services as iptables rules (kube-proxy iptables mode)"
+    about = "Kubernetes Services as iptables or nftables rules (kube-proxy's iptables and nftables modes)"
 )]
 pub struct Cli {
     #[command(subcommand)]
