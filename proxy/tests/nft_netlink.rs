@@ -67,8 +67,8 @@ fn cases() -> Vec<(String, Family, nft::Inputs)> {
             let family = if args.ipv6 { Family::V6 } else { Family::V4 };
             let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let (_, node, state, cfg) = load(&args.file, &rules, args.caps.into(), family)
-                .unwrap_or_else(|e| panic!("{what}: {e:#}"));
+            let (_, node, state, cfg) =
+                load(&args.file, &rules, args.caps, family).unwrap_or_else(|e| panic!("{what}: {e:#}"));
             (what, family, nft::Inputs::new(&state, node, cfg))
         })
         .collect()
