@@ -32,7 +32,7 @@ golden:
 # advisory database cannot be fetched on these machines, so that check is not run. The quick checks go
 # first, so a bad licence or format fails before clippy's build. cargo-deny is built once when missing.
 # Every workspace crate's src/ also passes testing/layers.py (no import cycles, no file of 400 lines or
-# function of 80, a doc line per file); a crate's own layer rules are in its README.
+# function of 80, a doc line per file, no import its declared `//! Never imports:` rules forbid).
 CRATES := $(shell sed -n '/^members = \[/,/^\]/s/^ *"\([^"]*\)",*$$/\1/p' Cargo.toml)
 lint:
 	bash testing/install-cargo-deny.sh

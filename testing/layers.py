@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
-"""Layer checks for one crate's src/ (issue 20): import cycles between files, product files of 400
-lines or more, functions over 80 lines, files without a `//!` first line.
+"""Layer checks for one crate's src/ (issue 20): import cycles between files, imports a layer rule
+forbids, product files of 400 lines or more, functions over 80 lines, files without a `//!` first line.
 
     python3 testing/layers.py proxy/src
+
+Layer rules are written where the code lives: `//! Never imports: crate::a, crate::b::c.` (it may go
+on over further `//!` lines up to its full stop) in a file's leading doc comment forbids that file,
+and every file of the module it declares (a folder's mod.rs or the file beside the folder), to
+import those modules or anything under them, re-exports included. A rule naming a module that does
+not exist is itself a finding (a misspelt rule checks nothing).
 
 Edges come from `use` trees and inline paths starting with crate::, super::, self:: or a child module
 the file declares. Re-exports (`pub use`, `pub(crate) use`) are not edges of the re-exporting file:
@@ -79,8 +85,10 @@ def resolve(path, hops=0):
             return f
 
 
-edges = {}
+edges, reexported = {}, {}
 for m, s in srcs.items():
+    reexported[m] = {t for u in re.findall(reexport, s) for p in use_paths(u)
+                     if (full := absolute(m, kids[m], p)) is not None and (t := resolve(full)) is not None and t != m}
     body = re.sub(reexport, '', s)
     paths = [p for u in re.findall(r'\buse\s+([^;]+);', body) for p in use_paths(u)]
     paths += [tuple(x.split('::')) for x in
@@ -118,6 +126,21 @@ for comp in cycles:
     print('CYCLE', ', '.join(sorted(name(m) or '(root)' for m in comp)))
     for a in comp:
         print('     ', *(f'{name(a)} -> {name(b)}' for b in edges[a] if b in comp))
+for m, p in sorted(files.items()):  # declared layer rules (see the module docs)
+    head = re.match(r'(?:[ \t]*//![^\n]*\n)*', open(p).read()).group(0)
+    for rule in re.findall(r'^[ \t]*//![ \t]*Never imports:((?:[^.\n]|\n[ \t]*//!)*)', head, re.M):
+        rule = re.sub(r'\n[ \t]*//!', ' ', rule)
+        for target in (t.strip().rstrip('.') for t in rule.split(',') if t.strip()):
+            banned = tuple(target.split('::'))[1:] if target.startswith('crate::') else None
+            if not banned or not any(f[:len(banned)] == banned for f in files):
+                findings += 1
+                print('RULE ', os.path.relpath(p, root), f'names no module of this crate: {target!r}')
+                continue
+            for a in sorted(f for f in files if f[:len(m)] == m):
+                for b in sorted(edges[a] | reexported[a]):
+                    if b[:len(banned)] == banned:
+                        findings += 1
+                        print('LAYER', f'{name(a)} -> {name(b)}', f'({os.path.relpath(p, root)}: never imports {target})')
 for m, p in sorted(files.items()):
     lines = open(p).read().split('\n')[:-1]
     rel = os.path.relpath(p, root)

@@ -11,7 +11,7 @@ use svcnet_bench::p2::{self, P2Params};
 use svcnet_bench::report::{self, P3Row};
 use svcnet_bench::synth;
 use svcnet_proxy::config::{Layout, RenderConfig};
-use svcnet_proxy::render::{self, FullOptions};
+use svcnet_proxy::iptables::render::{self, FullOptions};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Part {
@@ -266,7 +266,7 @@ fn main() -> anyhow::Result<()> {
             rounds: cli.rounds.unwrap_or(if q { 2 } else { 30 }),
             per_round: cli.per_round.unwrap_or(if q { 10 } else { 100 }),
             restore_program: restore.clone(),
-            max_chains: svcnet_proxy::render::DEFAULT_RESTORE_MAX_CHAINS,
+            max_chains: svcnet_proxy::iptables::render::DEFAULT_RESTORE_MAX_CHAINS,
             endpoint_sizes: cli
                 .p1_endpoints
                 .clone()
@@ -307,7 +307,7 @@ fn main() -> anyhow::Result<()> {
             nft_batches: cli
                 .p2_nft_batches
                 .clone()
-                .unwrap_or(vec![svcnet_proxy::nftables::STREAM_BATCH_OPS]),
+                .unwrap_or(vec![svcnet_proxy::nftables::kernel::STREAM_BATCH_OPS]),
             full_sync: cli.p2_full_sync.clone().unwrap_or(if q {
                 vec![Layout::Tree, Layout::Flat]
             } else {
@@ -315,7 +315,7 @@ fn main() -> anyhow::Result<()> {
             }),
             save_program: restore.replace("restore", "save"),
             restore_program: restore.clone(),
-            max_chains: svcnet_proxy::render::DEFAULT_RESTORE_MAX_CHAINS,
+            max_chains: svcnet_proxy::iptables::render::DEFAULT_RESTORE_MAX_CHAINS,
             full_sync_limit: Duration::from_secs(cli.full_sync_limit_s),
         };
         let r = p2::run(&params, &mut progress)?;

@@ -12,9 +12,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{Layout, RenderConfig};
-use svcnet_proxy::nft::{self, Existing};
-use svcnet_proxy::nft_socket::NftSocket;
-use svcnet_proxy::render::{self, FullOptions};
+use svcnet_proxy::iptables::render::{self, FullOptions};
+use svcnet_proxy::nftables::netlink;
+use svcnet_proxy::nftables::render::{self as nft, Existing};
+use svcnet_proxy::nftables::socket::NftSocket;
 
 use crate::error::BenchError;
 use crate::lab::{Lab, local_endpoints};
@@ -162,12 +163,12 @@ fn load_nftables(n: usize, ips: &[Ipv4Addr], eps: usize) -> Result<Loaded, Bench
     let lab = Lab::start(&format!("p1-nft{n}-{eps}"))?;
     let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
     let check = |e: String| BenchError::Check(format!("nftables load in {}: {e}", lab.ns.name));
-    let mut socket = NftSocket::open_in(&path, svcnet_proxy::nftables::DEFAULT_TIMEOUT)
+    let mut socket = NftSocket::open_in(&path, svcnet_proxy::nftables::kernel::DEFAULT_TIMEOUT)
         .map_err(|e| check(e.to_string()))?;
     let t = Instant::now();
-    let batches = svcnet_proxy::nftables::batches(&tx);
+    let batches = svcnet_proxy::nftables::kernel::batches(&tx);
     for ops in &batches {
-        let batch = nft::netlink::encode(tx.family(), ops, tx.sets(), socket.next_start())
+        let batch = netlink::encode(tx.family(), ops, tx.sets(), socket.next_start())
             .map_err(|e| check(e.to_string()))?;
         socket.apply(&batch).map_err(|e| check(e.to_string()))?;
     }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{Layout, RenderConfig};
+use svcnet_proxy::iptables::render::{self, FullOptions, Renderer};
 use svcnet_proxy::model::ProxyState;
-use svcnet_proxy::render::{self, FullOptions, Renderer};
 
 use crate::agent::Restored;
 use crate::error::BenchError;

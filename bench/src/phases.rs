@@ -10,10 +10,10 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use svcnet_proxy::config::{Layout, RenderConfig};
+use svcnet_proxy::iptables::render::{self, FullOptions, Renderer, UNBATCHED};
 use svcnet_proxy::model::{
     Family, Interner, ModelCache, NodeFacts, ProxyState, ServiceRecord, SliceRecord, parse_slice,
 };
-use svcnet_proxy::render::{self, FullOptions, Renderer, UNBATCHED};
 
 use crate::stats::{median, ms};
 use crate::synth;

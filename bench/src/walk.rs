@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use svcnet_proxy::render::naming::{DST_PREFIX, KUBE_SERVICES};
-use svcnet_proxy::render::{Chain, Rendered};
+use svcnet_proxy::iptables::render::naming::{DST_PREFIX, KUBE_SERVICES};
+use svcnet_proxy::iptables::render::{Chain, Rendered};
 
 pub struct Walker<'a> {
     chains: HashMap<&'a str, &'a Chain>,

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use crate::iptables::exec;
+use crate::exec::exec;
 
 /// Parses `ip -o addr show`: `2: eth0    inet 10.0.0.2/24 brd ... scope global eth0\ ...`.
 pub(crate) fn parse_ip_addr(output: &str) -> Vec<IpAddr> {

@@ -10,16 +10,16 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use ipnet::IpNet;
 
-use crate::config::{Layout, ProxyMode};
+use crate::config::{Layout, NodeCaps, ProxyMode};
 use crate::config_file::parse_duration;
+use crate::iptables::render::DEFAULT_RESTORE_MAX_CHAINS;
 use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
-use crate::render::DEFAULT_RESTORE_MAX_CHAINS;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "svcnet-proxy",
     version,
-    about = "Kubernetes Services as iptables rules (kube-proxy iptables mode)"
+    about = "Kubernetes Services as iptables or nftables rules (kube-proxy's iptables and nftables modes)"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -94,18 +94,6 @@ fn cidr_arg(s: &str) -> Result<IpNet, String> {
 
 fn ip_arg(s: &str) -> Result<IpAddr, String> {
     parse_ip_sloppy(s.trim()).ok_or_else(|| format!("{s:?} is not an IP address"))
-}
-
-/// What the node's iptables and kernel support, which the daemon detects; `render` and `explain`
-/// assume a current node unless told otherwise.
-#[derive(Args, Debug, Clone, Copy)]
-pub struct NodeCaps {
-    /// iptables >= 1.6.2: MASQUERADE gets `--random-fully`.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub random_fully: bool,
-    /// The nfacct counters exist: the INVALID drop and localhost NodePort rules feed them.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub nfacct: bool,
 }
 
 #[derive(Args, Debug)]

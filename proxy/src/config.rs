@@ -28,15 +28,33 @@ pub enum ProxyMode {
     Nftables,
 }
 
-/// `--detect-local-mode`: how "traffic from a local pod" is recognised.
+/// `--detect-local-mode`: how "traffic from a local pod" is recognised, from the flag (checked by
+/// `settings`) to the renderers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DetectLocal {
-    /// No detection (upstream's no-op detector): no masquerade of off-cluster traffic to cluster IPs.
+    /// No detection (upstream's no-op detector): no masquerade of off-cluster traffic to cluster IPs;
+    /// also ClusterCIDR mode without `--cluster-cidr`.
     None,
     ClusterCidr(Vec<IpNet>),
+    /// The Node's podCIDRs: empty in the settings, filled in per render once the Node is known.
     NodeCidr(Vec<IpNet>),
     BridgeInterface(String),
     InterfaceNamePrefix(String),
+}
+
+/// What the node's netfilter can do, as far as the rules care: detected by the daemon at start, and
+/// given to the offline commands as flags (they assume a current node unless told otherwise).
+#[derive(clap::Args, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeCaps {
+    /// iptables >= 1.6.2: MASQUERADE gets `--random-fully`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub random_fully: bool,
+    /// The nfacct counters exist: the INVALID drop and localhost NodePort rules feed them.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub nfacct: bool,
+    /// nf_conntrack_tcp_be_liberal is set: no INVALID drop rule. Only detected (no flag: off).
+    #[arg(skip)]
+    pub tcp_liberal: bool,
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -171,6 +189,13 @@ impl Default for RenderConfig {
 }
 
 impl RenderConfig {
+    /// Takes the node's capabilities (the renderers read them as these three fields).
+    pub fn set_caps(&mut self, caps: NodeCaps) {
+        self.random_fully = caps.random_fully;
+        self.nfacct = caps.nfacct;
+        self.conntrack_tcp_liberal = caps.tcp_liberal;
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.masquerade_bit > 31 {
             return Err(ConfigError::MasqueradeBit(self.masquerade_bit));

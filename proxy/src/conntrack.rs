@@ -11,12 +11,14 @@
 //! Which entries are stale is computed purely ([`stale_flows`]) from the state and the parsed listing
 //! ([`parse_flows`]). Listing and deletion use the `conntrack` CLI from conntrack-tools (a netlink
 //! implementation would avoid the processes, but the CLI is what every node image has and it filters in
-//! the kernel the same way).
+//! the kernel the same way). Both modes run it after their syncs; neither owns it:
+//!
+//! Never imports: crate::iptables, crate::nftables.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
-use crate::iptables::{IptablesError, exec};
+use crate::exec::{ToolError, exec};
 use crate::model::{Family, Protocol, ProxyState};
 
 /// One UDP conntrack entry, reduced to what decides whether it is stale.
@@ -213,8 +215,8 @@ pub(crate) fn deleted_count(stderr: &str) -> u64 {
         .sum()
 }
 
-fn failed(args: String, out: &crate::iptables::Output) -> IptablesError {
-    IptablesError::Failed {
+fn failed(args: String, out: &crate::exec::Output) -> ToolError {
+    ToolError::Failed {
         program: "conntrack".into(),
         args,
         code: out.code,
@@ -223,12 +225,12 @@ fn failed(args: String, out: &crate::iptables::Output) -> IptablesError {
 }
 
 /// Whether the `conntrack` binary runs at all (the daemon names a missing one at start).
-pub(crate) async fn check() -> Result<(), IptablesError> {
+pub(crate) async fn check() -> Result<(), ToolError> {
     exec("conntrack", &["--version"], None).await.map(drop)
 }
 
 /// Lists the family's UDP entries.
-pub(crate) async fn list(family: Family) -> Result<Vec<Flow>, IptablesError> {
+pub(crate) async fn list(family: Family) -> Result<Vec<Flow>, ToolError> {
     let a = list_args(family);
     let out = exec("conntrack", &a, None).await?;
     if !out.success {
@@ -239,7 +241,7 @@ pub(crate) async fn list(family: Family) -> Result<Vec<Flow>, IptablesError> {
 
 /// Runs the deletions; returns how many flows the kernel removed. conntrack exits 1 when nothing
 /// matched (the flow may have expired since the listing), which is not an error.
-pub(crate) async fn delete(family: Family, deletions: &[Deletion]) -> Result<u64, IptablesError> {
+pub(crate) async fn delete(family: Family, deletions: &[Deletion]) -> Result<u64, ToolError> {
     let mut total = 0;
     for d in deletions {
         let a = args(family, d);

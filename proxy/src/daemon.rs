@@ -1,6 +1,7 @@
 //! `svcnet-proxy run`: the node agent. Wiring only; each step lives in its own module:
-//! watch (caches) -> changes (bookkeeping) -> runner (when) -> sync (iptables mode) or nft_sync
-//! (nftables mode) (render, full/partial, apply, conntrack) -> health, service_health, metrics.
+//! watch (caches) -> `sync::changes` (bookkeeping) -> `sync::runner` (when) -> the mode's sync,
+//! `iptables::sync` or `nftables::sync` (render, full/partial, apply, conntrack) -> health,
+//! service_health, metrics.
 //! What happens once, at start, is in [`start`].
 
 mod start;
@@ -12,17 +13,18 @@ use anyhow::{Context as _, Result};
 
 use svcnet_core::shutdown::Shutdown;
 
-use crate::changes::Changes;
 use crate::config::ProxyMode;
 use crate::health::Health;
+use crate::iptables::FamilySync;
 use crate::metrics::{Metrics, family_labels};
 use crate::model::{Family, NodeFacts, ProxyState};
-use crate::nft_sync::NftFamilySync;
-use crate::nftables::Nft;
-use crate::runner::Runner;
+use crate::nftables::NftFamilySync;
+use crate::nftables::kernel::Nft;
 use crate::service_health::{ServiceHealth, desired};
 use crate::settings::RunSettings;
-use crate::sync::{FamilySync, Outcome, Settings, Snapshot, SyncError};
+use crate::sync::changes::Changes;
+use crate::sync::runner::Runner;
+use crate::sync::{Outcome, Settings, Snapshot, SyncError, SyncRun};
 use crate::watch::{self, Sink, Stores};
 
 /// Syncs an idle proxy may run back to back, so a new Service's EndpointSlice, a second watch
@@ -63,16 +65,10 @@ impl Syncer {
         }
     }
 
-    async fn sync(
-        &mut self,
-        snap: &Snapshot,
-        settings: &Settings,
-        metrics: &Metrics,
-        seq: u64,
-    ) -> Result<Outcome, SyncError> {
+    async fn sync(&mut self, snap: &Snapshot, run: &SyncRun<'_>) -> Result<Outcome, SyncError> {
         match self {
-            Syncer::Iptables(f) => f.sync(snap, settings, metrics, seq).await,
-            Syncer::Nftables(f) => f.sync(snap, settings, metrics, seq).await,
+            Syncer::Iptables(f) => f.sync(snap, run).await,
+            Syncer::Nftables(f) => f.sync(snap, run).await,
         }
     }
 }
@@ -89,7 +85,7 @@ pub async fn run(args: RunSettings) -> Result<()> {
     let nf = start::netfilter(&args).await?;
     let client = svcnet_core::kube_client::client(&args.kube).await?;
     let (metrics, mut registry) = Metrics::new();
-    if nf.nfacct {
+    if nf.caps.nfacct {
         metrics.register_nfacct(&mut registry);
     }
     if mode == ProxyMode::Nftables {
@@ -110,7 +106,7 @@ pub async fn run(args: RunSettings) -> Result<()> {
     // Only the nftables rules use the ServiceCIDRs, and `--service-cidr` overrides the API's.
     let watch_cidrs = mode == ProxyMode::Nftables && args.rules.service_cidrs.is_empty();
     let stores = watch::start(&client, &node, &sink, &stop, watch_cidrs);
-    start::serve(&args, &health, &metrics, registry, nf.nfacct, &shutdown).await?;
+    start::serve(&args, &health, &metrics, registry, nf.caps.nfacct, &shutdown).await?;
 
     tracing::info!("waiting for Services, EndpointSlices and the Node to be listed");
     tokio::select! {
@@ -165,9 +161,7 @@ fn sync_settings(args: &RunSettings, nf: &start::Netfilter) -> Settings {
     Settings {
         rules: args.rules.clone(),
         sync_period: args.sync_period,
-        random_fully: nf.random_fully,
-        nfacct: nf.nfacct,
-        tcp_liberal: nf.tcp_liberal,
+        caps: nf.caps,
         payload_dir: args.payload_dir.clone(),
         large_cluster_full_resync: args.large_cluster_full_resync,
         conntrack: true,
@@ -233,26 +227,11 @@ impl Context {
         let mut synced = Vec::new();
         for fam in &mut self.families {
             self.seq += 1;
-            let started = Instant::now();
-            match fam.sync(&snap, &self.settings, &self.metrics, self.seq).await {
-                Ok(out) => {
-                    self.health.updated(fam.family());
-                    tracing::info!(
-                        family = fam.family().label(),
-                        seq = self.seq,
-                        full = out.full.map(|r| r.as_str()),
-                        bytes = out.payload_len,
-                        services = out.stats.services,
-                        endpoints = out.stats.endpoints,
-                        elapsed_ms = started.elapsed().as_millis() as u64,
-                        "synced"
-                    );
-                    synced.push(fam.family());
-                }
-                Err(err) => {
-                    ok = false;
-                    tracing::error!(family = fam.family().label(), seq = self.seq, %err, "sync failed; previous rules stay, next sync is full");
-                }
+            if sync_family(fam, &snap, &self.settings, &self.metrics, self.seq).await {
+                self.health.updated(fam.family());
+                synced.push(fam.family());
+            } else {
+                ok = false;
             }
         }
         if ok {
@@ -282,6 +261,41 @@ impl Context {
             self.service_health.sync(&want).await;
         }
         ok
+    }
+}
+
+/// One family's sync in a span that carries the family and the sync's number, so every line logged
+/// while it runs (the mode's sync, conntrack) names them without repeating them. False: it failed.
+#[tracing::instrument(name = "sync", skip_all, fields(family = fam.family().label(), seq))]
+async fn sync_family(
+    fam: &mut Syncer,
+    snap: &Snapshot,
+    settings: &Settings,
+    metrics: &Metrics,
+    seq: u64,
+) -> bool {
+    let started = Instant::now();
+    let run = SyncRun {
+        settings,
+        metrics,
+        seq,
+    };
+    match fam.sync(snap, &run).await {
+        Ok(out) => {
+            tracing::info!(
+                full = out.full.map(|r| r.as_str()),
+                bytes = out.payload_len,
+                services = out.stats.services,
+                endpoints = out.stats.endpoints,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "synced"
+            );
+            true
+        }
+        Err(err) => {
+            tracing::error!(%err, "sync failed; previous rules stay, next sync is full");
+            false
+        }
     }
 }
 

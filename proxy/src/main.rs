@@ -7,9 +7,9 @@ use svcnet_proxy::cli::{Cli, Command};
 use svcnet_proxy::settings::RunSettings;
 use svcnet_proxy::{cleanup, daemon, offline};
 
-/// jemalloc, configured in .cargo/config.toml to return freed pages at once: a node's proxy keeps
-/// ~40 MiB of live heap at 10k Services / 100k endpoints, and with glibc malloc another ~35 MiB of
-/// freed list pages and restore batches stayed resident (linkerd2-proxy makes the same choice).
+/// jemalloc, configured in .cargo/config.toml to return freed pages at once: with glibc malloc the
+/// freed list pages and restore batches stayed resident beside the live heap (docs/BENCHMARKS.md,
+/// "P4: proxy memory (10k services / 100k endpoints)"; linkerd2-proxy makes the same choice).
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

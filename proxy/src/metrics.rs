@@ -2,6 +2,9 @@
 //! histograms, rule counts, failures and timestamps carry `ip_family`="IPv4"|"IPv6").
 //!
 //! prometheus-client appends `_total` to counters itself, so counters are registered without it.
+//! Both modes report here; neither owns it.
+//!
+//! Never imports: crate::iptables, crate::nftables.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -38,7 +41,7 @@ fn network_programming_histogram() -> Histogram {
 
 /// Every metric the daemon exports.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     pub sync_duration: HistFamily,
     pub sync_full_duration: HistFamily,
     pub sync_partial_duration: HistFamily,
@@ -80,7 +83,7 @@ pub(crate) fn table_labels(f: IpFamily, table: &str) -> Labels {
 
 impl Metrics {
     /// Creates the metrics and registers them in a new registry.
-    pub fn new() -> (Arc<Metrics>, Registry) {
+    pub(crate) fn new() -> (Arc<Metrics>, Registry) {
         let m = Metrics {
             sync_duration: HistFamily::new_with_constructor(sync_buckets),
             sync_full_duration: HistFamily::new_with_constructor(sync_buckets),
@@ -240,7 +243,7 @@ impl Metrics {
 impl Metrics {
     /// A successful sync of `family`: its duration (all, and full or partial), the full-sync reason,
     /// the last-sync timestamp.
-    pub fn record_sync(&self, family: IpFamily, full_reason: Option<&str>, elapsed: f64) {
+    pub(crate) fn record_sync(&self, family: IpFamily, full_reason: Option<&str>, elapsed: f64) {
         let labels = family_labels(family);
         self.sync_duration.get_or_create(&labels).observe(elapsed);
         let by_kind = if full_reason.is_some() {
@@ -261,7 +264,7 @@ impl Metrics {
     }
 
     /// Services with a Local policy and no local endpoint, by policy.
-    pub fn set_no_local(&self, family: IpFamily, internal: usize, external: usize) {
+    pub(crate) fn set_no_local(&self, family: IpFamily, internal: usize, external: usize) {
         for (policy, n) in [("internal", internal), ("external", external)] {
             self.no_local_endpoints
                 .get_or_create(&vec![
@@ -273,7 +276,7 @@ impl Metrics {
     }
 
     /// Exports the nftables mode's failure counters (upstream registers them in that mode only).
-    pub fn register_nftables(&self, registry: &mut Registry) {
+    pub(crate) fn register_nftables(&self, registry: &mut Registry) {
         registry.register(
             "kubeproxy_sync_proxy_rules_nftables_sync_failures",
             "Cumulative proxy nftables sync failures",
@@ -293,7 +296,7 @@ impl Metrics {
 
     /// Exports the nfacct counters under upstream's names; only once they exist, since upstream emits
     /// nothing for a counter it cannot read.
-    pub fn register_nfacct(&self, registry: &mut Registry) {
+    pub(crate) fn register_nfacct(&self, registry: &mut Registry) {
         registry.register(
             "kubeproxy_iptables_ct_state_invalid_dropped_packets",
             "packets dropped by iptables to work around conntrack problems",
@@ -308,13 +311,13 @@ impl Metrics {
 
     /// Brings the nfacct counters up to the kernel's counts (they only grow; a counter recreated by
     /// someone else starts lower and is left alone until it passes the exported value).
-    pub fn set_nfacct(&self, counts: &std::collections::BTreeMap<String, u64>) {
-        use crate::render::naming::{NFACCT_CT_STATE_INVALID_DROPPED, NFACCT_LOCALHOST_NODEPORTS};
-        for (name, counter) in [
-            (NFACCT_CT_STATE_INVALID_DROPPED, &self.ct_state_invalid_dropped),
-            (NFACCT_LOCALHOST_NODEPORTS, &self.localhost_nodeports_accepted),
+    /// `None`: the counter is missing.
+    pub(crate) fn set_nfacct(&self, invalid_dropped: Option<u64>, localhost_nodeports: Option<u64>) {
+        for (count, counter) in [
+            (invalid_dropped, &self.ct_state_invalid_dropped),
+            (localhost_nodeports, &self.localhost_nodeports_accepted),
         ] {
-            if let Some(now) = counts.get(name) {
+            if let Some(now) = count.as_ref() {
                 let seen = counter.get();
                 if *now > seen {
                     counter.inc_by(now - seen);

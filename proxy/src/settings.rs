@@ -14,7 +14,7 @@ use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
 use thiserror::Error;
 
-use crate::cli::{BackendArg, NodeCaps, RuleArgs, RunArgs};
+use crate::cli::{BackendArg, RuleArgs, RunArgs};
 use crate::config::{DetectLocal, Layout, NodePortAddresses, ProxyMode, RenderConfig, check_interface};
 use crate::config_file::ConfigFileError;
 use crate::iptables::Backend;
@@ -47,22 +47,11 @@ fn flag_error(flag: &'static str, reason: impl Into<String>) -> SettingsError {
     }
 }
 
-/// `--detect-local-mode` with what each mode needs, checked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LocalDetection {
-    /// ClusterCIDR mode without `--cluster-cidr`: nothing is detected (upstream's no-op detector).
-    None,
-    ClusterCidr(Vec<IpNet>),
-    /// The Node's podCIDRs, known only once the Node is.
-    NodeCidr,
-    BridgeInterface(String),
-    InterfaceNamePrefix(String),
-}
-
 /// The flags that change rule text, checked; what `render_config` needs besides the node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleSettings {
-    pub local: LocalDetection,
+    /// `DetectLocal::NodeCidr` is empty here: [`RuleSettings::render_config`] fills in the node's.
+    pub local: DetectLocal,
     pub masquerade_all: bool,
     pub masquerade_bit: u32,
     pub nodeport_addresses: NodePortAddresses,
@@ -91,14 +80,13 @@ impl RuleSettings {
             Ok(name.clone())
         };
         let local = match args.detect_local_mode.as_str() {
-            "ClusterCIDR" if args.cluster_cidr.is_empty() => LocalDetection::None,
-            "ClusterCIDR" => LocalDetection::ClusterCidr(args.cluster_cidr.clone()),
-            "NodeCIDR" => LocalDetection::NodeCidr,
-            "BridgeInterface" => LocalDetection::BridgeInterface(interface(
-                "--pod-bridge-interface",
-                &args.pod_bridge_interface,
-            )?),
-            "InterfaceNamePrefix" => LocalDetection::InterfaceNamePrefix(interface(
+            "ClusterCIDR" if args.cluster_cidr.is_empty() => DetectLocal::None,
+            "ClusterCIDR" => DetectLocal::ClusterCidr(args.cluster_cidr.clone()),
+            "NodeCIDR" => DetectLocal::NodeCidr(Vec::new()),
+            "BridgeInterface" => {
+                DetectLocal::BridgeInterface(interface("--pod-bridge-interface", &args.pod_bridge_interface)?)
+            }
+            "InterfaceNamePrefix" => DetectLocal::InterfaceNamePrefix(interface(
                 "--pod-interface-name-prefix",
                 &args.pod_interface_name_prefix,
             )?),
@@ -151,11 +139,8 @@ impl RuleSettings {
     /// detect them set them).
     pub fn render_config(&self, family: Family, node: &NodeFacts) -> RenderConfig {
         let detect_local = match &self.local {
-            LocalDetection::None => DetectLocal::None,
-            LocalDetection::ClusterCidr(c) => DetectLocal::ClusterCidr(c.clone()),
-            LocalDetection::NodeCidr => DetectLocal::NodeCidr(node.pod_cidrs.clone()),
-            LocalDetection::BridgeInterface(i) => DetectLocal::BridgeInterface(i.clone()),
-            LocalDetection::InterfaceNamePrefix(i) => DetectLocal::InterfaceNamePrefix(i.clone()),
+            DetectLocal::NodeCidr(_) => DetectLocal::NodeCidr(node.pod_cidrs.clone()),
+            other => other.clone(),
         };
         RenderConfig {
             family,
@@ -183,23 +168,6 @@ impl RuleSettings {
     }
 }
 
-/// What the node's iptables and kernel support, as the offline commands are told (the daemon
-/// detects it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Caps {
-    pub random_fully: bool,
-    pub nfacct: bool,
-}
-
-impl From<NodeCaps> for Caps {
-    fn from(c: NodeCaps) -> Caps {
-        Caps {
-            random_fully: c.random_fully,
-            nfacct: c.nfacct,
-        }
-    }
-}
-
 /// Everything `svcnet-proxy run` starts with, checked.
 #[derive(Clone, Debug)]
 pub struct RunSettings {
@@ -216,7 +184,7 @@ pub struct RunSettings {
     /// `None`: detect the backend that holds rules.
     pub backend: Option<Backend>,
     pub restore_timeout: Duration,
-    /// [`crate::render::UNBATCHED`] for `--iptables-restore-max-chains 0`.
+    /// [`crate::iptables::render::UNBATCHED`] for `--iptables-restore-max-chains 0`.
     pub restore_max_chains: usize,
     pub payload_dir: Option<PathBuf>,
     pub conntrack: ConntrackArgs,
@@ -248,7 +216,7 @@ impl RunSettings {
             backend: backend(args.iptables_backend),
             restore_timeout: args.iptables_restore_timeout,
             restore_max_chains: match args.iptables_restore_max_chains {
-                0 => crate::render::UNBATCHED,
+                0 => crate::iptables::render::UNBATCHED,
                 n => n,
             },
             payload_dir: args.write_payloads,

@@ -22,11 +22,11 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::changes::{Changes, object_key};
 use crate::health::Health;
 use crate::metrics::{Metrics, family_labels, unix_now};
 use crate::model::{Interner, ModelError, ServiceRecord, SliceRecord, parse_slice};
-use crate::runner::Trigger;
+use crate::sync::changes::{Changes, object_key};
+use crate::sync::runner::Trigger;
 
 /// Upstream's label selector for the Service and EndpointSlice informers.
 pub(crate) const PROXY_SELECTOR: &str =

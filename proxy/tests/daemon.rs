@@ -118,7 +118,7 @@ fn new_payloads(lab: &Lab, skip: usize) -> Vec<(String, String)> {
 
 #[test]
 fn changes_reach_the_kernel_within_min_sync_period_and_partial_syncs_write_only_changed_chains() {
-    use svcnet_proxy::render::naming::{sep_chain, svc_chain};
+    use svcnet_proxy::iptables::render::naming::{sep_chain, svc_chain};
     let Some(lab) = Lab::start(
         "changes",
         Opts {
@@ -703,7 +703,7 @@ fn apiserver_restart_keeps_rules_and_reflectors_resume() {
         (answered_by(&request(&lab.pod("pod2").ns, "tcp", &web_addr, 1, None)) == ["pod1".to_string()].into())
             .then_some(())
     });
-    let web_chain = svcnet_proxy::render::naming::svc_chain("default/web", "tcp");
+    let web_chain = svcnet_proxy::iptables::render::naming::svc_chain("default/web", "tcp");
 
     lab.stop_apiserver();
     let syncs = lab.syncs();
@@ -780,7 +780,7 @@ fn no_update_is_lost_across_an_apiserver_restart_and_an_etcd_compaction() {
         (answered_by(&request(&lab.pod("pod3").ns, "tcp", &web_addr, 1, None)) == ["pod1".to_string()].into())
             .then_some(())
     });
-    let doomed_chain = svcnet_proxy::render::naming::svc_chain("default/doomed", "tcp");
+    let doomed_chain = svcnet_proxy::iptables::render::naming::svc_chain("default/doomed", "tcp");
     // Its slice may come a sync after web's answer.
     wait_for("doomed's service chain", Duration::from_secs(20), || {
         lab.save().contains(&format!(":{doomed_chain} ")).then_some(())
@@ -983,7 +983,7 @@ fn nothing_is_written_before_the_caches_sync_and_a_draining_node_fails_healthz()
     let api = lab.api();
     api.service("web", web_spec());
     api.slice("web", TCP, &[local("10.244.1.10")]);
-    let web_chain = svcnet_proxy::render::naming::svc_chain("default/web", "tcp");
+    let web_chain = svcnet_proxy::iptables::render::naming::svc_chain("default/web", "tcp");
     wait_for("web programmed", Duration::from_secs(10), || {
         lab.save().contains(&format!(":{web_chain} ")).then_some(())
     });
@@ -1124,7 +1124,7 @@ fn sock(ip: &str, port: u16) -> String {
 fn dual_stack_service_carries_ipv6_traffic_through_ip6tables() {
     use lab::api::cluster_ip_at;
     use lab::{BRIDGE_IP, BRIDGE_IP6, CLIENT_IP6, NODE_IP6};
-    use svcnet_proxy::render::naming::{dst_chain, sep_chain, svc_chain};
+    use svcnet_proxy::iptables::render::naming::{dst_chain, sep_chain, svc_chain};
     let Some(lab) = Lab::start(
         "v6",
         Opts {

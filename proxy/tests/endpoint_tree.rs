@@ -11,11 +11,11 @@ use std::process::Command;
 use clap::Parser;
 use svcnet_proxy::cli::{Cli, Command as Sub};
 use svcnet_proxy::config::{DetectLocal, Layout, RenderConfig};
-use svcnet_proxy::input::parse_objects;
+use svcnet_proxy::iptables::render::{FullOptions, Rendered, render};
 use svcnet_proxy::model::{NodeFacts, ProxyState};
+use svcnet_proxy::offline::input::parse_objects;
 use svcnet_proxy::offline::run_render;
-use svcnet_proxy::render::{FullOptions, Rendered, render};
-use svcnet_proxy::trace::{self, Hook, Packet, Proto, Ruleset, TraceOptions, Verdict};
+use svcnet_proxy::offline::trace::{self, Hook, Packet, Proto, Ruleset, TraceOptions, Verdict};
 
 /// Service `default/<name>` on `<cip>:80` with `n` ready endpoints `10.<net>.x.y:8080`.
 fn service_yaml(name: &str, cip: &str, net: u8, n: usize, affinity: bool) -> String {

@@ -12,10 +12,11 @@ use std::time::Duration;
 use clap::Parser;
 use svcnet_netns::Netns;
 use svcnet_proxy::cli::{Cli, Command};
-use svcnet_proxy::input::load;
 use svcnet_proxy::model::Family;
-use svcnet_proxy::nft::{self, Existing, netlink};
-use svcnet_proxy::nft_socket::NftSocket;
+use svcnet_proxy::nftables::netlink;
+use svcnet_proxy::nftables::render::{self as nft, Existing};
+use svcnet_proxy::nftables::socket::NftSocket;
+use svcnet_proxy::offline::input::load;
 use svcnet_proxy::settings::RuleSettings;
 
 /// (what, family, ruleset) for every case.
@@ -66,8 +67,8 @@ fn cases() -> Vec<(String, Family, nft::Inputs)> {
             let family = if args.ipv6 { Family::V6 } else { Family::V4 };
             let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let (_, node, state, cfg) = load(&args.file, &rules, args.caps.into(), family)
-                .unwrap_or_else(|e| panic!("{what}: {e:#}"));
+            let (_, node, state, cfg) =
+                load(&args.file, &rules, args.caps, family).unwrap_or_else(|e| panic!("{what}: {e:#}"));
             (what, family, nft::Inputs::new(&state, node, cfg))
         })
         .collect()
@@ -208,7 +209,7 @@ fn a_refused_batch_changes_nothing_and_names_its_step() {
     ];
     let batch = netlink::encode(Family::V4, &bad, [], socket.next_start()).expect("encode");
     match socket.apply(&batch) {
-        Err(svcnet_proxy::nft_socket::NetlinkError::Refused { index, errno }) => {
+        Err(svcnet_proxy::nftables::socket::NetlinkError::Refused { index, errno }) => {
             assert_eq!(
                 batch.op_of_message(index),
                 Some(1),
@@ -249,7 +250,7 @@ fn a_streamed_full_sync_over_an_existing_table_ends_as_a_fresh_load() {
         let load = nft::full(before.clone(), &Existing::default(), false);
         netlink_load(&old, &load).unwrap_or_else(|e| panic!("{was}: {e}"));
         let listing = old.ok(&["nft", "-t", "list", "table", fam(family), "kube-proxy"]);
-        let existing = svcnet_proxy::nftables::parse_listing(&listing);
+        let existing = svcnet_proxy::nftables::kernel::parse_listing(&listing);
         let tx = nft::full(after.clone(), &existing, false);
         let path = Path::new("/run/netns").join(old.name());
         let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");

@@ -19,8 +19,9 @@ use svcnet_netns::Netns;
 use svcnet_proxy::config::{DetectLocal, RenderConfig};
 use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
 
-use svcnet_proxy::nft::{self, Applied, Existing};
-use svcnet_proxy::nft_socket::NftSocket;
+use svcnet_proxy::nftables::netlink;
+use svcnet_proxy::nftables::render::{self as nft, Applied, Existing};
+use svcnet_proxy::nftables::socket::NftSocket;
 
 #[derive(Clone, Debug)]
 struct Svc {
@@ -180,7 +181,7 @@ fn apply_tx(ns: &Netns, tx: &nft::Transaction, via: Via) -> Result<(), TestCaseE
             let path = std::path::Path::new("/run/netns").join(ns.name());
             let mut socket = NftSocket::open_in(&path, Duration::from_secs(60))
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let batch = nft::netlink::encode(tx.family(), &tx.ops, tx.sets(), socket.next_start())
+            let batch = netlink::encode(tx.family(), &tx.ops, tx.sets(), socket.next_start())
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
             socket
                 .apply(&batch)
@@ -235,7 +236,7 @@ fn existing(ns: &Netns) -> Existing {
     if !ok {
         return Existing::default();
     }
-    svcnet_proxy::nftables::parse_listing(&out)
+    svcnet_proxy::nftables::kernel::parse_listing(&out)
 }
 
 #[test]

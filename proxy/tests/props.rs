@@ -13,9 +13,9 @@ use common::generator::{HOSTILE, Svc, objects, svc};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use svcnet_proxy::config::{DetectLocal, Layout, RenderConfig};
+use svcnet_proxy::iptables::render::{FullOptions, render};
 use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
-use svcnet_proxy::render::{FullOptions, render};
-use svcnet_proxy::trace::{self, Hook, Packet, Proto, TraceOptions};
+use svcnet_proxy::offline::trace::{self, Hook, Packet, Proto, TraceOptions};
 
 fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseError> {
     let (services, slices) = objects(svcs);
@@ -60,7 +60,7 @@ fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseE
         parsed.push(rs);
     }
 
-    let nft_text = svcnet_proxy::nft::render(&state, &node, &base).text();
+    let nft_text = svcnet_proxy::nftables::render::render(&state, &node, &base).text();
     for h in HOSTILE {
         prop_assert!(
             !nft_text.contains(h),

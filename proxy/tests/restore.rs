@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use svcnet_proxy::trace::{self, Hook, Packet, Proto, TraceOptions};
+use svcnet_proxy::offline::trace::{self, Hook, Packet, Proto, TraceOptions};
 
 /// (dst, dport, proto) of every `-d X ... --dport N` rule in nat service dispatch.
 fn service_addresses(payload: &str) -> BTreeSet<(IpAddr, u16, String)> {
@@ -112,7 +112,7 @@ fn golden_payloads_load_into_real_iptables() {
 }
 
 /// `n` LoadBalancer services with `eps` endpoints each; services below `skip` are left out.
-fn lb_cluster(n: usize, eps: usize, skip: usize) -> svcnet_proxy::render::Rendered {
+fn lb_cluster(n: usize, eps: usize, skip: usize) -> svcnet_proxy::iptables::render::Rendered {
     use svcnet_proxy::config::{DetectLocal, RenderConfig};
     use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
     let mut y = String::new();
@@ -132,7 +132,7 @@ fn lb_cluster(n: usize, eps: usize, skip: usize) -> svcnet_proxy::render::Render
             );
         }
     }
-    let objs = svcnet_proxy::input::parse_objects(&y).expect("yaml");
+    let objs = svcnet_proxy::offline::input::parse_objects(&y).expect("yaml");
     let state = ProxyState::from_k8s(&objs.services, &objs.slices, Family::V4);
     let node = NodeFacts {
         name: "node-1".into(),
@@ -143,7 +143,7 @@ fn lb_cluster(n: usize, eps: usize, skip: usize) -> svcnet_proxy::render::Render
         detect_local: DetectLocal::ClusterCidr(vec!["10.76.0.0/14".parse().expect("cidr")]),
         ..Default::default()
     };
-    svcnet_proxy::render::render(&state, &node, &cfg)
+    svcnet_proxy::iptables::render::render(&state, &node, &cfg)
 }
 
 /// The kernel's ruleset without counters, sorted (chain order in iptables-save is creation order).
@@ -174,7 +174,7 @@ fn restore_each(ns: &svcnet_netns::Netns, texts: &[String]) {
 #[test]
 fn batched_syncs_equal_one_call_in_the_kernel() {
     use svcnet_proxy::config::RenderConfig;
-    use svcnet_proxy::render::{FullOptions, UNBATCHED};
+    use svcnet_proxy::iptables::render::{FullOptions, UNBATCHED};
     let (Some(batched), Some(single)) = (
         common::netns_with_nfacct("batch-a"),
         common::netns_with_nfacct("batch-b"),

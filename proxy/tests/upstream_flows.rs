@@ -1,6 +1,6 @@
 //! Upstream kube-proxy's packet-flow expectations (`runPacketFlowTests` in
 //! pkg/proxy/iptables/proxier_test.go, v1.33/1.34) against the real `svcnet-proxy render`, traced with
-//! `svcnet_proxy::trace` in both layouts.
+//! `svcnet_proxy::offline::trace` in both layouts.
 //!
 //! `tests/upstream_flows/<case>/` holds `SOURCE` (the upstream test and subtest), `flags` (render flags
 //! matching upstream's NewFakeProxier and the test's settings, without `--layout`), and one or more steps:
@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use svcnet_proxy::trace::{self, Hook, Packet, Proto, Ruleset, Trace, TraceOptions, Verdict};
+use svcnet_proxy::offline::trace::{self, Hook, Packet, Proto, Ruleset, Trace, TraceOptions, Verdict};
 
 /// Upstream's testNodeIPs: the node's addresses as its tracer sees them (plus loopback).
 const TEST_NODE_IPS: &[&str] = &[
@@ -358,7 +358,7 @@ fn flow_table_parses_protocols_and_rejects_bad_lines() {
 
 #[test]
 fn uneven_endpoint_weights_are_reported() {
-    let outcome = |p: f64, ep: &str| svcnet_proxy::trace::Outcome {
+    let outcome = |p: f64, ep: &str| svcnet_proxy::offline::trace::Outcome {
         probability: p,
         verdict: Verdict::Dnat(ep.parse().expect("socket address")),
         masquerade: false,

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::RenderConfig;
 use svcnet_proxy::model::ProxyState;
-use svcnet_proxy::nft::{self, Applied, Existing};
-use svcnet_proxy::nft_socket::NftSocket;
-use svcnet_proxy::nftables::STREAM_BATCH_OPS;
+use svcnet_proxy::nftables::kernel::STREAM_BATCH_OPS;
+use svcnet_proxy::nftables::netlink;
+use svcnet_proxy::nftables::render::{self as nft, Applied, Existing};
+use svcnet_proxy::nftables::socket::NftSocket;
 
 use super::{P2Layout, P2Params, Sync, add_service, replace_endpoint};
 use crate::error::BenchError;
@@ -41,7 +42,7 @@ fn nft_sync(
     let inputs = nft::Inputs::new(state, synth::node(), cfg.clone());
     if first && let NftWriter::Netlink(socket, batch) = writer {
         let mut stream = nft::FullStream::new(inputs, Existing::default(), false);
-        svcnet_proxy::nftables::write_stream(socket, &mut stream, *batch, None, None)
+        svcnet_proxy::nftables::kernel::write_stream(socket, &mut stream, *batch, None, None)
             .map_err(|e| BenchError::Check(format!("netlink stream: {e}")))?;
         let restore = t.elapsed();
         let lines = stream.stats.rules_written + stream.stats.elements_added + stream.stats.chains_written;
@@ -71,8 +72,8 @@ fn nft_sync(
         NftWriter::Netlink(socket, _) => {
             // Encoding is part of the write, as in the daemon.
             let t = Instant::now();
-            for ops in svcnet_proxy::nftables::batches(&tx) {
-                let batch = nft::netlink::encode(tx.family(), ops, tx.sets(), socket.next_start())
+            for ops in svcnet_proxy::nftables::kernel::batches(&tx) {
+                let batch = netlink::encode(tx.family(), ops, tx.sets(), socket.next_start())
                     .map_err(|e| BenchError::Check(format!("netlink encode: {e}")))?;
                 socket
                     .apply(&batch)
@@ -111,7 +112,7 @@ pub(super) fn run(
     let mut lab = Lab::start(&format!("p2-{}", name.replace('@', "-")))?;
     let mut writer = if let Some(batch) = batch {
         let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
-        let socket = NftSocket::open_in(&path, svcnet_proxy::nftables::DEFAULT_TIMEOUT)
+        let socket = NftSocket::open_in(&path, svcnet_proxy::nftables::kernel::DEFAULT_TIMEOUT)
             .map_err(|e| BenchError::Check(format!("netlink socket in {}: {e}", lab.ns.name)))?;
         NftWriter::Netlink(socket, batch)
     } else {

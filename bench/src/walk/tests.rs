@@ -1,7 +1,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use svcnet_proxy::config::{Layout, RenderConfig};
-use svcnet_proxy::render;
+use svcnet_proxy::iptables::render;
 
 use super::*;
 use crate::synth;

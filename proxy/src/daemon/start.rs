@@ -7,24 +7,20 @@ use anyhow::{Result, bail};
 use prometheus_client::registry::Registry;
 use svcnet_core::shutdown::Shutdown;
 
-use crate::config::ProxyMode;
+use crate::config::{NodeCaps, ProxyMode};
+use crate::exec::ToolError;
 use crate::health::Health;
-use crate::iptables::{Iptables, IptablesError, detect_backend};
+use crate::iptables::{Iptables, detect_backend};
 use crate::metrics::Metrics;
 use crate::model::Family;
-use crate::nftables::Nft;
+use crate::nftables::kernel::Nft;
 use crate::settings::RunSettings;
 
 /// What the start found on the node.
 pub(super) struct Netfilter {
     pub v4: Iptables,
     pub v6: Iptables,
-    /// MASQUERADE takes `--random-fully`.
-    pub random_fully: bool,
-    /// nf_conntrack_tcp_be_liberal is set.
-    pub tcp_liberal: bool,
-    /// The nfacct counters exist.
-    pub nfacct: bool,
+    pub caps: NodeCaps,
 }
 
 /// Checks the mode's tools (fatal when missing), removes the other mode's rules and sets the
@@ -45,7 +41,7 @@ pub(super) async fn netfilter(args: &RunSettings) -> Result<Netfilter> {
     };
     match checked {
         Ok(()) => {}
-        Err(e @ IptablesError::NotInstalled { .. }) => bail!(
+        Err(e @ ToolError::NotInstalled { .. }) => bail!(
             "{e}: install {}",
             match args.mode {
                 ProxyMode::Iptables => "iptables",
@@ -55,7 +51,7 @@ pub(super) async fn netfilter(args: &RunSettings) -> Result<Netfilter> {
         Err(e) => bail!("{e} (is this a network namespace with netfilter?)"),
     }
     clean_other_mode(args.mode, &[&v4, &v6]).await;
-    if let Err(e @ IptablesError::NotInstalled { .. }) = crate::conntrack::check().await {
+    if let Err(e @ ToolError::NotInstalled { .. }) = crate::conntrack::check().await {
         // Only UDP needs it; TCP services still work, so say so loudly and go on.
         tracing::error!(error = %e, "install conntrack-tools: stale UDP flows cannot be cleared without it");
     }
@@ -70,7 +66,7 @@ pub(super) async fn netfilter(args: &RunSettings) -> Result<Netfilter> {
 
     // The nfacct matches belong to the iptables rules only.
     let nfacct = args.mode == ProxyMode::Iptables
-        && match crate::nfacct::ensure().await {
+        && match crate::iptables::nfacct::ensure().await {
             Ok(()) => true,
             Err(error) => {
                 tracing::warn!(%error, "nfacct counters unavailable: the rules carry no nfacct matches and /metrics has no nfacct counts");
@@ -80,9 +76,11 @@ pub(super) async fn netfilter(args: &RunSettings) -> Result<Netfilter> {
     Ok(Netfilter {
         v4,
         v6,
-        random_fully,
-        tcp_liberal,
-        nfacct,
+        caps: NodeCaps {
+            random_fully,
+            nfacct,
+            tcp_liberal,
+        },
     })
 }
 
@@ -121,8 +119,8 @@ pub(super) async fn serve(
             svcnet_core::metrics::metrics_router_with_refresh(registry, move || {
                 let m = Arc::clone(&m);
                 async move {
-                    match crate::nfacct::read().await {
-                        Ok(counts) => m.set_nfacct(&counts),
+                    match crate::iptables::nfacct::read_exported().await {
+                        Ok((invalid, localhost)) => m.set_nfacct(invalid, localhost),
                         Err(error) => tracing::warn!(%error, "reading nfacct counters"),
                     }
                 }
@@ -146,12 +144,12 @@ async fn clean_other_mode(mode: ProxyMode, ipt: &[&Iptables]) {
     match mode {
         ProxyMode::Iptables => {
             for family in [Family::V4, Family::V6] {
-                match crate::nft_sync::cleanup(family).await {
+                match crate::nftables::sync::cleanup(family).await {
                     Ok(true) => tracing::info!(
                         family = family.label(),
                         "removed the nftables mode's kube-proxy table"
                     ),
-                    Ok(false) | Err(IptablesError::NotInstalled { .. }) => {}
+                    Ok(false) | Err(ToolError::NotInstalled { .. }) => {}
                     Err(error) => tracing::warn!(%error, "removing the nftables mode's table"),
                 }
             }
@@ -161,7 +159,7 @@ async fn clean_other_mode(mode: ProxyMode, ipt: &[&Iptables]) {
                 if ipt.check().await.is_err() {
                     continue;
                 }
-                match crate::cleanup::cleanup(ipt).await {
+                match crate::iptables::cleanup::cleanup(ipt).await {
                     Ok(removed) => tracing::info!(
                         family = ipt.family.label(),
                         ?removed,
@@ -180,7 +178,7 @@ pub(super) async fn clean_unsynced_family(ipt: &Iptables) {
     if ipt.check().await.is_err() {
         return;
     }
-    match crate::cleanup::cleanup(ipt).await {
+    match crate::iptables::cleanup::cleanup(ipt).await {
         Ok(removed) if removed.jumps > 0 || !removed.chains.is_empty() => tracing::info!(
             family = ipt.family.label(),
             ?removed,

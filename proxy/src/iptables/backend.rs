@@ -4,7 +4,7 @@
 //! rules (kubelet's KUBE-IPTABLES-HINT / KUBE-KUBELET-CANARY chains first, else whichever has more
 //! rules; nft on a tie), because mixing both on one node silently splits the ruleset.
 
-use super::exec::{exec, on_path};
+use crate::exec::{exec, on_path};
 
 /// Which iptables flavour the binaries are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,11 +20,11 @@ pub enum Backend {
 impl Backend {
     /// The most chains one iptables-restore call should carry, given `--iptables-restore-max-chains`.
     /// iptables-legacy reads and rewrites whole tables at every call, so more calls only cost more
-    /// (a 10k x 100k first sync took 47.9 s in 23 calls, kube-proxy's one call 6.7 s); batching is
-    /// for iptables-nft, whose restore slows quadratically with the chains of one call.
+    /// (docs/BENCHMARKS.md, "U on iptables-legacy"); batching is for iptables-nft, whose restore
+    /// slows quadratically with the chains of one call.
     pub(crate) fn restore_max_chains(self, configured: usize) -> usize {
         match self {
-            Backend::Legacy => crate::render::UNBATCHED,
+            Backend::Legacy => crate::iptables::render::UNBATCHED,
             Backend::Nft | Backend::Plain => configured,
         }
     }

@@ -1,5 +1,9 @@
 //! The proxy's view of the cluster: plain data built from Services, EndpointSlices and this node.
-//! Everything here is pure; `from_k8s` converts API objects (treated as untrusted) into it.
+//! Everything here is pure; `from_k8s` converts API objects (treated as untrusted) into it. The
+//! bottom layer: it knows no flag, setting, mode or command.
+//!
+//! Never imports: crate::config, crate::settings, crate::cli, crate::sync, crate::iptables,
+//! crate::nftables, crate::offline, crate::daemon.
 
 mod cache;
 pub mod endpoints;

@@ -1,7 +1,8 @@
 //! Compact per-object records: what the daemon keeps of each Service and EndpointSlice. An API object
 //! is converted once, when its watch event arrives, into the model data the proxy reads for both IP
-//! families (or the errors that left parts of it out); the object itself is dropped. At 10k Services
-//! and 100k endpoints the k8s-openapi objects were ~78 MiB, most of the daemon's memory.
+//! families (or the errors that left parts of it out); the object itself is dropped: the k8s-openapi
+//! objects were most of the daemon's memory (docs/BENCHMARKS.md, "P4: proxy memory (10k services /
+//! 100k endpoints)").
 
 use std::sync::Arc;
 use std::time::SystemTime;

@@ -4,6 +4,7 @@ use clap::Parser;
 
 use super::*;
 use crate::cli::{Cli, Command};
+use crate::config::DetectLocal as LocalDetection;
 
 fn run_args(flags: &[&str]) -> RunArgs {
     let argv = ["svcnet-proxy", "run", "--hostname-override", "Node-A"]
@@ -98,7 +99,7 @@ fn good_flags_become_typed_settings() {
     assert!(s.rules.nodeport_addresses.primary);
     assert_eq!(s.healthz_address, Some("127.0.0.1:10256".parse().expect("addr")));
     assert_eq!(s.metrics_address, None, "empty disables");
-    assert_eq!(s.restore_max_chains, crate::render::UNBATCHED);
+    assert_eq!(s.restore_max_chains, crate::iptables::render::UNBATCHED);
     assert_eq!(s.backend, Some(Backend::Legacy));
     // The defaults.
     let d = settings(&[]).expect("valid");

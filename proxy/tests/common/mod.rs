@@ -60,7 +60,7 @@ pub fn golden_cases() -> Vec<(PathBuf, Vec<String>, PathBuf)> {
 /// at start), so payloads rendered for a current node load; `None` when namespaces are unavailable.
 pub fn netns_with_nfacct(tag: &str) -> Option<svcnet_netns::Netns> {
     let ns = svcnet_netns::netns_or_skip(tag)?;
-    for name in svcnet_proxy::nfacct::COUNTERS {
+    for name in svcnet_proxy::iptables::nfacct::COUNTERS {
         let (ok, _, err) = ns.run(&["nfacct", "add", name]);
         assert!(
             ok,

@@ -1,0 +1,232 @@
+//! One sync of one IP family in nftables mode: model -> render (only changed service ports) ->
+//! transaction (only what changed) -> one netlink batch -> conntrack.
+//!
+//! Full, as upstream's nftables proxier: the first sync, the sync after a failure and one per hour
+//! (not in large clusters, as the iptables mode) declare everything and remove the table's stale
+//! chains and sets. Two failed full transactions in a row make the next one recreate the table (in
+//! one batch, so there is no moment without rules): an object whose definition nft cannot change in
+//! place then stops blocking every sync, while a passing failure (a batch refused once) is retried
+//! by a streamed full sync, not a one-batch reload of the whole table. Every other sync writes only
+//! what changed.
+
+use std::time::Instant;
+
+use super::kernel::{Nft, Writer};
+use super::render::{self as nft, Applied};
+use crate::conntrack;
+use crate::exec::ToolError;
+use crate::metrics::{Metrics, family_labels};
+use crate::model::{Family, ModelCache, ProxyState};
+use crate::sync::{
+    FullReason, FullSchedule, Outcome, RenderStats, Settings, Snapshot, SyncError, SyncRun, debug_path,
+    reconcile_conntrack,
+};
+
+/// Per-family sync state.
+#[derive(Debug)]
+pub(crate) struct NftFamilySync {
+    pub nft: Nft,
+    model: ModelCache,
+    /// What the kernel holds: updated only by a successful transaction.
+    applied: Applied,
+    full: FullSchedule,
+    failed_fulls: FailedFulls,
+    udp_targets: conntrack::UdpTargets,
+}
+
+impl NftFamilySync {
+    pub(crate) fn new(nft: Nft) -> NftFamilySync {
+        NftFamilySync {
+            model: ModelCache::new(nft.family),
+            nft,
+            applied: Applied::default(),
+            full: FullSchedule::default(),
+            failed_fulls: FailedFulls::default(),
+            udp_targets: conntrack::UdpTargets::default(),
+        }
+    }
+
+    pub(crate) fn family(&self) -> Family {
+        self.nft.family
+    }
+
+    pub(crate) fn state(&self) -> &ProxyState {
+        self.model.state()
+    }
+
+    /// One sync. On failure the next one is full; the kernel keeps the previous ruleset.
+    pub(crate) async fn sync(&mut self, snap: &Snapshot, run: &SyncRun<'_>) -> Result<Outcome, SyncError> {
+        let (settings, metrics, seq) = (run.settings, run.metrics, run.seq);
+        let started = Instant::now();
+        let family = self.family();
+        let labels = family_labels(family);
+        // The series exists from the first sync on, at 0, so rate() works before any failure.
+        let _ = metrics.nft_sync_failures.get_or_create(&labels);
+        let _ = metrics.nft_cleanup_failures.get_or_create(&labels);
+        // nfacct and the iptables-only capabilities are off in this mode (settings say so).
+        let (node, cfg) = settings.begin(family, &mut self.model, snap).await;
+        let full = self.full.due(settings, self.model.state());
+
+        let inputs = nft::Inputs::new(self.model.state(), node, cfg);
+        let written = match full {
+            Some(_) => {
+                let existing = if self.failed_fulls.recreate() {
+                    nft::Existing::default()
+                } else {
+                    self.nft.existing().await.inspect_err(|_| {
+                        metrics.nft_sync_failures.get_or_create(&labels).inc();
+                    })?
+                };
+                self.write_full(inputs, existing, settings, seq).await
+            }
+            None => self.write_partial(inputs, settings, seq).await,
+        };
+        let payload_len = match count_write(written, metrics, &labels) {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                // The kernel keeps the previous ruleset (or, for a full sync, the batches it took);
+                // the next sync is full.
+                self.failed_fulls.count(full.is_some());
+                self.full.failed();
+                return Err(SyncError::Tool(err));
+            }
+        };
+        if full.is_some() {
+            self.full.done();
+            self.failed_fulls = FailedFulls::default();
+        }
+        let stats = render_stats(self.applied.no_local(), self.model.state());
+        metrics.record_sync(
+            family,
+            full.map(FullReason::as_str),
+            started.elapsed().as_secs_f64(),
+        );
+        metrics.set_no_local(family, stats.no_local_internal, stats.no_local_external);
+        if settings.conntrack {
+            let previous = std::mem::take(&mut self.udp_targets);
+            self.udp_targets = reconcile_conntrack(metrics, family, self.model.state(), previous).await;
+        }
+        Ok(Outcome {
+            full,
+            payload_len,
+            stats,
+        })
+    }
+
+    /// Only what changed, in one batch; committed when the kernel took it.
+    async fn write_partial(&mut self, inputs: nft::Inputs, settings: &Settings, seq: u64) -> Written {
+        let tx = nft::partial(&self.applied, inputs);
+        if let Some(dir) = &settings.payload_dir
+            && !tx.ops.is_empty()
+        {
+            write_debug(&debug_path(dir, seq, self.family(), false, "nft"), &tx.text());
+        }
+        let (tx, written) = self.nft.write(tx).await;
+        tracing::debug!(stats = ?tx.stats, "nftables transaction applied");
+        if written.is_ok() {
+            self.applied.commit(tx);
+        }
+        written
+    }
+
+    /// Everything over what the table has (`existing`), streamed.
+    async fn write_full(
+        &mut self,
+        inputs: nft::Inputs,
+        existing: nft::Existing,
+        settings: &Settings,
+        seq: u64,
+    ) -> Written {
+        let stream = nft::FullStream::new(inputs, existing, self.failed_fulls.recreate());
+        let debug = settings
+            .payload_dir
+            .as_ref()
+            .map(|dir| debug_path(dir, seq, self.family(), true, "nft"));
+        let (stream, written) = self.nft.write_full(stream, debug).await;
+        tracing::debug!(stats = ?stream.stats, "nftables full transaction applied");
+        if written.is_ok() {
+            self.applied.commit_full(stream);
+        }
+        written
+    }
+}
+
+/// Full transactions that failed in a row (a failed partial one counts as none: the next sync is
+/// full anyway).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct FailedFulls(u32);
+
+impl FailedFulls {
+    fn count(&mut self, full: bool) {
+        self.0 = if full { self.0.saturating_add(1) } else { 0 };
+    }
+
+    /// The next full sync deletes and recreates the table.
+    fn recreate(self) -> bool {
+        self.0 >= 2
+    }
+}
+
+type Written = Result<(Writer, usize), ToolError>;
+
+/// Counts a write by its writer, or a failure.
+fn count_write(
+    written: Result<(Writer, usize), ToolError>,
+    metrics: &Metrics,
+    labels: &crate::metrics::Labels,
+) -> Result<usize, ToolError> {
+    match written {
+        Ok((writer, bytes)) => {
+            if bytes > 0 {
+                let mut l = labels.clone();
+                l.push(("writer", writer.label().to_string()));
+                metrics.nft_writes.get_or_create(&l).inc();
+            }
+            Ok(bytes)
+        }
+        Err(err) => {
+            metrics.nft_sync_failures.get_or_create(labels).inc();
+            Err(err)
+        }
+    }
+}
+
+/// Debug (`--write-payloads`): every transaction as `NNNNNN-<family>-<full|partial>.nft`, the
+/// `nft -f` text of what went over netlink.
+fn write_debug(path: &std::path::Path, text: &str) {
+    if let Err(err) = std::fs::write(path, text) {
+        tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
+    }
+}
+
+fn render_stats(no_local: nft::NoLocal, state: &ProxyState) -> RenderStats {
+    RenderStats {
+        services: state.services.len(),
+        endpoints: state.endpoints.values().map(|e| e.len()).sum(),
+        no_local_internal: no_local.internal,
+        no_local_external: no_local.external,
+    }
+}
+
+/// Deletes the `kube-proxy` table of `family` (switching the node to the iptables mode).
+pub(crate) async fn cleanup(family: Family) -> Result<bool, ToolError> {
+    Nft::new(family).delete_table().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FailedFulls;
+
+    #[test]
+    fn the_table_is_recreated_only_after_two_failed_full_syncs_in_a_row() {
+        let mut f = FailedFulls::default();
+        f.count(true);
+        assert!(!f.recreate(), "one failure is retried by a streamed full sync");
+        f.count(true);
+        assert!(f.recreate());
+        f.count(false);
+        assert!(!f.recreate(), "a failed partial sync starts over");
+        f.count(true);
+        assert!(!f.recreate());
+    }
+}
