@@ -8,7 +8,8 @@
 //! and the status annotations ingress-gce writes. Names: [`crate::naming::l4`].
 //!
 //! Flow as for the other kinds: [`LbSpec`] (validated Service) -> [`desired`] (here) ->
-//! plan against what GCE holds -> actions. Pure: plain data in and out.
+//! [`plan`] against [`RbsObserved`](crate::objects::observed::RbsObserved) -> actions; teardown:
+//! [`plan::plan_delete`]. Pure: plain data in and out.
 
 use std::collections::BTreeMap;
 
@@ -235,6 +236,8 @@ pub(crate) fn status_annotations(d: &DesiredRbs) -> BTreeMap<&'static str, Strin
         (rule_key, d.names.lb.clone()),
     ])
 }
+
+pub(crate) mod plan;
 
 #[cfg(test)]
 mod tests;
