@@ -113,6 +113,16 @@ impl Config {
         format!("{}/global/healthChecks/{}", self.project_url(), name)
     }
 
+    /// Regional health checks (RBS network load balancers; internal LBs use global ones).
+    pub fn region_health_check_url(&self, name: &str) -> String {
+        format!(
+            "{}/regions/{}/healthChecks/{}",
+            self.project_url(),
+            self.region,
+            name
+        )
+    }
+
     pub fn backend_service_url(&self, name: &str) -> String {
         format!(
             "{}/regions/{}/backendServices/{}",

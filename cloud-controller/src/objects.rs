@@ -18,6 +18,8 @@ pub(crate) const AFFINITY_CLIENT_IP: &str = "CLIENT_IP";
 /// `loadBalancingScheme` (forwarding rules, backend services) and `addressType` of internal LBs;
 /// external ones leave both empty (GCE defaults EXTERNAL).
 pub(crate) const SCHEME_INTERNAL: &str = "INTERNAL";
+/// The scheme backend-service (RBS) network load balancers send explicitly (ingress-gce does).
+pub(crate) const SCHEME_EXTERNAL: &str = "EXTERNAL";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -140,7 +142,30 @@ pub(crate) struct Backend {
     pub group: String,
 }
 
-/// A regional backend service (internal passthrough load balancer).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ConnectionDraining {
+    pub draining_timeout_sec: i32,
+}
+
+/// `networkPassThroughLbTrafficPolicy.zonalAffinity` of a passthrough backend service.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ZonalAffinity {
+    /// `ZONAL_AFFINITY_DISABLED` for ingress-gce's NetLB (the ratio stays GCE's default 0).
+    pub spillover: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PassThroughTrafficPolicy {
+    pub zonal_affinity: ZonalAffinity,
+}
+
+/// A regional backend service (internal passthrough load balancer, or RBS network load balancer).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
@@ -153,6 +178,11 @@ pub(crate) struct BackendService {
     /// Health check URLs (exactly one).
     pub health_checks: Vec<String>,
     pub backends: Vec<Backend>,
+    /// RBS: what ingress-gce sets (internal LBs leave both to GCE's defaults).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection_draining: Option<ConnectionDraining>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_pass_through_lb_traffic_policy: Option<PassThroughTrafficPolicy>,
     /// Optimistic lock: an update carries the fingerprint last read.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub fingerprint: String,

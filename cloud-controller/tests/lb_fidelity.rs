@@ -109,11 +109,20 @@ async fn backend_service_load_balancers_are_left_alone() {
     }
     // "bs" looks like ours, but a forwarding rule of its name points at a backend service.
     let bs_lb = foreign_lbs[3].1.clone();
-    // The backend service must exist, as in GCE.
+    // The backend service must exist, as in GCE, with the one regional check GCE requires of it.
+    let (status, body) = gce.call(
+        "POST",
+        &format!("/compute/v1/projects/{PROJECT}/regions/{REGION}/healthChecks"),
+        Some(&json!({"name": "k8s2-x-hc", "type": "HTTP", "httpHealthCheck": {"port": 10256}})),
+    );
+    assert_eq!(status, 200, "{body}");
     let (status, body) = gce.call(
         "POST",
         &format!("/compute/v1/projects/{PROJECT}/regions/{REGION}/backendServices"),
-        Some(&json!({"name": "k8s2-x", "loadBalancingScheme": "EXTERNAL", "protocol": "TCP"})),
+        Some(
+            &json!({"name": "k8s2-x", "loadBalancingScheme": "EXTERNAL", "protocol": "TCP",
+            "healthChecks": [format!("projects/{PROJECT}/regions/{REGION}/healthChecks/k8s2-x-hc")]}),
+        ),
     );
     assert_eq!(status, 200, "{body}");
     let (status, body) = gce.call(

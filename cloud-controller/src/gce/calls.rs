@@ -106,6 +106,9 @@ pub(crate) async fn call_once(gce: &Gce, action: &Action, call: &str, rid: &str)
         | Action::CreateHealthCheckV1(_)
         | Action::UpdateHealthCheckV1(_)
         | Action::DeleteHealthCheckV1 { .. }
+        | Action::CreateRegionHealthCheck(_)
+        | Action::UpdateRegionHealthCheck(_)
+        | Action::DeleteRegionHealthCheck { .. }
         | Action::CreateBackendService(_)
         | Action::UpdateBackendService(_)
         | Action::DeleteBackendService { .. } => internal_lb(&c, action).await,
@@ -175,7 +178,8 @@ async fn regional(c: &Call<'_>, action: &Action) -> Result<(), GceError> {
     }
 }
 
-/// Unmanaged instance groups (zonal), health checks and regional backend services: internal LBs.
+/// Unmanaged instance groups (zonal), health checks (global, and regional for RBS NetLBs) and
+/// regional backend services: the backend-service LBs.
 async fn internal_lb(c: &Call<'_>, action: &Action) -> Result<(), GceError> {
     let call = c.call;
     match action {
@@ -219,15 +223,12 @@ async fn internal_lb(c: &Call<'_>, action: &Action) -> Result<(), GceError> {
                     .set_body(m)
             )
         }
-        Action::CreateHealthCheckV1(h) => {
-            let m: model::HealthCheck = to_model(call, h)?;
-            send!(c, health_checks.insert().set_body(m))
-        }
-        Action::UpdateHealthCheckV1(h) => {
-            let m: model::HealthCheck = to_model(call, h)?;
-            send!(c, health_checks.update().set_health_check(&h.name).set_body(m))
-        }
-        Action::DeleteHealthCheckV1 { name, .. } => send!(c, health_checks.delete().set_health_check(name)),
+        Action::CreateHealthCheckV1(_)
+        | Action::UpdateHealthCheckV1(_)
+        | Action::DeleteHealthCheckV1 { .. }
+        | Action::CreateRegionHealthCheck(_)
+        | Action::UpdateRegionHealthCheck(_)
+        | Action::DeleteRegionHealthCheck { .. } => health_checks(c, action).await,
         Action::CreateBackendService(b) => {
             let m: model::BackendService = to_model(call, b)?;
             send_regional!(c, region_backend_services.insert().set_body(m))
@@ -244,6 +245,40 @@ async fn internal_lb(c: &Call<'_>, action: &Action) -> Result<(), GceError> {
         }
         Action::DeleteBackendService { name } => {
             send_regional!(c, region_backend_services.delete().set_backend_service(name))
+        }
+        other => Err(misrouted(call, other)),
+    }
+}
+
+/// Health checks of the backend-service LBs: global (internal LBs) and regional (RBS NetLBs).
+async fn health_checks(c: &Call<'_>, action: &Action) -> Result<(), GceError> {
+    let call = c.call;
+    match action {
+        Action::CreateHealthCheckV1(h) => {
+            let m: model::HealthCheck = to_model(call, h)?;
+            send!(c, health_checks.insert().set_body(m))
+        }
+        Action::UpdateHealthCheckV1(h) => {
+            let m: model::HealthCheck = to_model(call, h)?;
+            send!(c, health_checks.update().set_health_check(&h.name).set_body(m))
+        }
+        Action::DeleteHealthCheckV1 { name, .. } => send!(c, health_checks.delete().set_health_check(name)),
+        Action::CreateRegionHealthCheck(h) => {
+            let m: model::HealthCheck = to_model(call, h)?;
+            send_regional!(c, region_health_checks.insert().set_body(m))
+        }
+        Action::UpdateRegionHealthCheck(h) => {
+            let m: model::HealthCheck = to_model(call, h)?;
+            send_regional!(
+                c,
+                region_health_checks
+                    .update()
+                    .set_health_check(&h.name)
+                    .set_body(m)
+            )
+        }
+        Action::DeleteRegionHealthCheck { name, .. } => {
+            send_regional!(c, region_health_checks.delete().set_health_check(name))
         }
         other => Err(misrouted(call, other)),
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use google_cloud_compute_v1::client::{
     Addresses, Firewalls, ForwardingRules, HealthChecks, HttpHealthChecks, InstanceGroups, Instances,
-    RegionBackendServices, Regions, Routes, TargetPools,
+    RegionBackendServices, RegionHealthChecks, Regions, Routes, TargetPools,
 };
 use google_cloud_gax::retry_policy::NeverRetry;
 
@@ -94,6 +94,7 @@ pub(crate) struct Gce {
     pub instance_groups: InstanceGroups,
     pub region_backend_services: RegionBackendServices,
     pub health_checks: HealthChecks,
+    pub region_health_checks: RegionHealthChecks,
     pub regions: Regions,
 }
 
@@ -144,6 +145,7 @@ impl Gce {
             instance_groups: build!(InstanceGroups, opts, creds),
             region_backend_services: build!(RegionBackendServices, opts, creds),
             health_checks: build!(HealthChecks, opts, creds),
+            region_health_checks: build!(RegionHealthChecks, opts, creds),
             regions: build!(Regions, opts, creds),
         })
     }

@@ -43,6 +43,7 @@ fn is_delete(action: &Action) -> bool {
             | Action::RemoveHealthCheck { .. }
             | Action::DeleteInstanceGroup { .. }
             | Action::DeleteHealthCheckV1 { .. }
+            | Action::DeleteRegionHealthCheck { .. }
             | Action::DeleteBackendService { .. }
     )
 }
@@ -81,6 +82,9 @@ fn keeps_if_in_use(action: &Action) -> bool {
         } | Action::DeleteHealthCheckV1 {
             keep_if_in_use: true,
             ..
+        } | Action::DeleteRegionHealthCheck {
+            keep_if_in_use: true,
+            ..
         } | Action::DeleteInstanceGroup { .. }
             | Action::DeleteBackendService { .. }
     )
@@ -96,6 +100,7 @@ fn is_insert(action: &Action) -> bool {
             | Action::CreateForwardingRule(_)
             | Action::CreateInstanceGroup { .. }
             | Action::CreateHealthCheckV1(_)
+            | Action::CreateRegionHealthCheck(_)
             | Action::CreateBackendService(_)
     )
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::lb::spec::normalize_cidrs;
-use crate::objects::{self, Firewall, ForwardingRule, HttpHealthCheck};
+use crate::objects::{self, Firewall, ForwardingRule, HealthCheck, HttpHealthCheck};
 
 fn set(list: &[String]) -> BTreeSet<&str> {
     list.iter().map(String::as_str).collect()
@@ -72,4 +72,27 @@ pub(crate) fn links_equal(a: &[String], b: &[String]) -> bool {
     let a: BTreeSet<&str> = a.iter().map(|l| objects::link_key(l)).collect();
     let b: BTreeSet<&str> = b.iter().map(|l| objects::link_key(l)).collect();
     a == b
+}
+
+/// Upstream needToUpdateHealthChecks, for the (non-legacy) checks of backend-service LBs.
+pub(crate) fn health_check_v1_differs(want: &HealthCheck, have: &HealthCheck) -> bool {
+    have.http_health_check.port != want.http_health_check.port
+        || have.http_health_check.request_path != want.http_health_check.request_path
+        || have.type_ != want.type_
+        || have.description != want.description
+        || have.check_interval_sec < want.check_interval_sec
+        || have.timeout_sec < want.timeout_sec
+        || have.unhealthy_threshold < want.unhealthy_threshold
+        || have.healthy_threshold < want.healthy_threshold
+}
+
+/// Upstream mergeHealthChecks: larger timing values an operator set are kept.
+pub(crate) fn merged_health_check_v1(want: &HealthCheck, have: &HealthCheck) -> HealthCheck {
+    HealthCheck {
+        check_interval_sec: want.check_interval_sec.max(have.check_interval_sec),
+        timeout_sec: want.timeout_sec.max(have.timeout_sec),
+        unhealthy_threshold: want.unhealthy_threshold.max(have.unhealthy_threshold),
+        healthy_threshold: want.healthy_threshold.max(have.healthy_threshold),
+        ..want.clone()
+    }
 }

@@ -42,8 +42,6 @@ pub(crate) const GLOBAL_ACCESS_ANNOTATION: &str =
     "networking.gke.io/internal-load-balancer-allow-global-access";
 /// Upstream maxL4ILBPorts: beyond this many ports the rule uses allPorts.
 pub(crate) const MAX_ILB_PORTS: usize = 5;
-/// Upstream maxInstancesPerInstanceGroup: groups keep the first 1000 nodes by name.
-pub(crate) const MAX_INSTANCES_PER_GROUP: usize = 1000;
 /// Type of the health check upstream creates.
 pub(crate) const HC_TYPE_HTTP: &str = "HTTP";
 
@@ -122,7 +120,7 @@ pub(crate) struct DesiredIlb {
 }
 
 pub(crate) fn desired(spec: &IlbSpec, names: &IlbNames, hosts: &[LbHost], cfg: &Config) -> DesiredIlb {
-    let instance_groups = instance_groups(hosts, cfg);
+    let instance_groups = crate::lb::hosts::instance_groups(hosts, cfg);
     let (health_check, health_check_firewall) = health_check_and_firewall(spec, names, cfg);
     let hc_name = &health_check.name;
     let backend_service = BackendService {
@@ -138,7 +136,7 @@ pub(crate) fn desired(spec: &IlbSpec, names: &IlbNames, hosts: &[LbHost], cfg: &
                 group: cfg.instance_group_url(zone, &names.instance_group),
             })
             .collect(),
-        fingerprint: String::new(),
+        ..BackendService::default()
     };
     let all_ports = spec.rule_ports.len() > MAX_ILB_PORTS;
     let forwarding_rule = ForwardingRule {
@@ -168,27 +166,6 @@ pub(crate) fn desired(spec: &IlbSpec, names: &IlbNames, hosts: &[LbHost], cfg: &
         backend_service,
         forwarding_rule,
     }
-}
-
-/// zone -> the instance URLs of the first [`MAX_INSTANCES_PER_GROUP`] hosts there by name.
-fn instance_groups(hosts: &[LbHost], cfg: &Config) -> BTreeMap<String, Vec<String>> {
-    let mut by_zone: BTreeMap<String, Vec<&LbHost>> = BTreeMap::new();
-    for h in hosts {
-        by_zone.entry(h.zone.clone()).or_default().push(h);
-    }
-    by_zone
-        .into_iter()
-        .map(|(zone, mut hs)| {
-            hs.sort_by(|a, b| a.instance.cmp(&b.instance));
-            hs.dedup();
-            hs.truncate(MAX_INSTANCES_PER_GROUP);
-            let urls = hs
-                .iter()
-                .map(|h| cfg.instance_url(&h.zone, &h.instance))
-                .collect();
-            (zone, urls)
-        })
-        .collect()
 }
 
 /// The HTTP health check (the shared node check, or the Service's own for ETP Local) and its

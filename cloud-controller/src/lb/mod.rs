@@ -1,5 +1,6 @@
-//! Load balancer planning, pure: Service -> desired GCE objects -> ordered calls, for the two
-//! kinds as peers: [`external`] (target pool) and [`internal`] (passthrough, backend service).
+//! Load balancer planning, pure: Service -> desired GCE objects -> ordered calls, for the kinds
+//! as peers: [`external`] (target pool), [`internal`] (passthrough, backend service) and [`rbs`]
+//! (external passthrough over a backend service, as GKE's controller builds it).
 //! What both use sits here: which Services are ours ([`ownership`]), the validated Service
 //! ([`spec`]), the nodes behind an LB ([`hosts`]), upstream's drift tolerances ([`drift`]) and
 //! which calls of a plan may run at once ([`stages`]).
@@ -24,6 +25,14 @@ pub(crate) mod external;
 pub(crate) mod hosts;
 pub(crate) mod internal;
 pub(crate) mod ownership;
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "planned here, wired by the RBS sync (issue 34's next slice)"
+    )
+)]
+pub(crate) mod rbs;
 pub(crate) mod spec;
 pub(crate) mod stages;
 

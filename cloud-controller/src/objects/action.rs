@@ -100,6 +100,16 @@ pub(crate) enum Action {
         name: String,
         keep_if_in_use: bool,
     },
+    /// regionHealthChecks.insert: the regional checks backend-service (RBS) network LBs use.
+    CreateRegionHealthCheck(HealthCheck),
+    /// regionHealthChecks.update (full replace).
+    UpdateRegionHealthCheck(HealthCheck),
+    /// regionHealthChecks.delete; `keep_if_in_use` as for [`Action::DeleteHealthCheck`] (the
+    /// shared `k8s2-…-l4-shared-hc` other RBS LBs' backend services may reference).
+    DeleteRegionHealthCheck {
+        name: String,
+        keep_if_in_use: bool,
+    },
     /// regionBackendServices.insert
     CreateBackendService(BackendService),
     /// regionBackendServices.update (full replace, with the fingerprint last read).
@@ -138,6 +148,9 @@ impl Action {
             Action::CreateHealthCheckV1(_) => "create_hc",
             Action::UpdateHealthCheckV1(_) => "update_hc",
             Action::DeleteHealthCheckV1 { .. } => "delete_hc",
+            Action::CreateRegionHealthCheck(_) => "create_region_hc",
+            Action::UpdateRegionHealthCheck(_) => "update_region_hc",
+            Action::DeleteRegionHealthCheck { .. } => "delete_region_hc",
             Action::CreateBackendService(_) => "create_backend_service",
             Action::UpdateBackendService(_) => "update_backend_service",
             Action::DeleteBackendService { .. } => "delete_backend_service",
@@ -157,6 +170,9 @@ impl Action {
             Action::CreateHealthCheckV1(_)
             | Action::UpdateHealthCheckV1(_)
             | Action::DeleteHealthCheckV1 { .. } => "healthChecks",
+            Action::CreateRegionHealthCheck(_)
+            | Action::UpdateRegionHealthCheck(_)
+            | Action::DeleteRegionHealthCheck { .. } => "regionHealthChecks",
             Action::CreateBackendService(_)
             | Action::UpdateBackendService(_)
             | Action::DeleteBackendService { .. } => "backendServices",
@@ -200,8 +216,13 @@ impl Action {
             Action::SetTarget { forwarding_rule, .. } => forwarding_rule,
             Action::CreateInstanceGroup { name, .. } | Action::DeleteInstanceGroup { name, .. } => name,
             Action::AddGroupInstances { group, .. } | Action::RemoveGroupInstances { group, .. } => group,
-            Action::CreateHealthCheckV1(h) | Action::UpdateHealthCheckV1(h) => &h.name,
-            Action::DeleteHealthCheckV1 { name, .. } | Action::DeleteBackendService { name } => name,
+            Action::CreateHealthCheckV1(h)
+            | Action::UpdateHealthCheckV1(h)
+            | Action::CreateRegionHealthCheck(h)
+            | Action::UpdateRegionHealthCheck(h) => &h.name,
+            Action::DeleteHealthCheckV1 { name, .. }
+            | Action::DeleteRegionHealthCheck { name, .. }
+            | Action::DeleteBackendService { name } => name,
             Action::CreateBackendService(b) | Action::UpdateBackendService(b) => &b.name,
         }
     }

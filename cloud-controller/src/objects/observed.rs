@@ -51,3 +51,24 @@ pub(crate) struct IlbObserved {
     /// health check its firewall too.
     pub kept_in_use: BTreeSet<String>,
 }
+
+/// What GCE holds for one backend-service (RBS) network LB (404 = None / absent from the maps).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct RbsObserved {
+    /// Our reservation, named like the forwarding rule.
+    pub address: Option<Address>,
+    /// The regional address holding spec.loadBalancerIP, whatever its name.
+    pub ip_holder: Option<Address>,
+    pub forwarding_rule: Option<ForwardingRule>,
+    pub backend_service: Option<BackendService>,
+    /// The regional checks: the cluster's shared one and the Service's own.
+    pub shared_health_check: Option<HealthCheck>,
+    pub local_health_check: Option<HealthCheck>,
+    pub nodes_firewall: Option<Firewall>,
+    pub shared_health_check_firewall: Option<Firewall>,
+    pub local_health_check_firewall: Option<Firewall>,
+    /// zone -> member instance URLs of the shared instance group there.
+    pub instance_groups: BTreeMap<String, Vec<String>>,
+    /// Target keys GCE refused to delete earlier in this sync (in use by another LB): kept.
+    pub kept_in_use: BTreeSet<String>,
+}

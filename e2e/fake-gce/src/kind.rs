@@ -16,13 +16,16 @@ pub enum Kind {
     InstanceGroup,
     BackendService,
     HealthCheck,
+    /// Regional health checks (`regions/R/healthChecks`, regionHealthChecks in the client
+    /// libraries): what backend services of external passthrough (RBS) network LBs reference.
+    RegionHealthCheck,
     /// Listed (always empty) only: gcloud's `instance-groups unmanaged` commands read it to tell
     /// managed groups apart.
     InstanceGroupManager,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Network,
         Kind::Firewall,
         Kind::Route,
@@ -34,10 +37,11 @@ impl Kind {
         Kind::InstanceGroup,
         Kind::BackendService,
         Kind::HealthCheck,
+        Kind::RegionHealthCheck,
         Kind::InstanceGroupManager,
     ];
 
-    /// The URL collection segment (also the key in the state dump).
+    /// The URL collection segment (the key in the state dump too, but see [`Kind::state_key`]).
     pub fn collection(self) -> &'static str {
         match self {
             Kind::Network => "networks",
@@ -51,13 +55,25 @@ impl Kind {
             Kind::InstanceGroup => "instanceGroups",
             // Served under regions/ only (regionBackendServices in the client libraries).
             Kind::BackendService => "backendServices",
-            Kind::HealthCheck => "healthChecks",
+            Kind::HealthCheck | Kind::RegionHealthCheck => "healthChecks",
             Kind::InstanceGroupManager => "instanceGroupManagers",
         }
     }
 
-    pub fn from_collection(s: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.collection() == s)
+    /// The key of the collection in `/_fake/state` and the state file: the collection, except
+    /// for the regional health checks, which share their URL segment with the global ones.
+    pub fn state_key(self) -> &'static str {
+        match self {
+            Kind::RegionHealthCheck => "regionHealthChecks",
+            k => k.collection(),
+        }
+    }
+
+    /// The kind a URL collection segment names in a scope of type `t`.
+    pub fn from_collection(s: &str, t: ScopeType) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.collection() == s && k.scope_type() == t)
     }
 
     pub fn scope_type(self) -> ScopeType {
@@ -65,9 +81,11 @@ impl Kind {
             Kind::Network | Kind::Firewall | Kind::Route | Kind::HttpHealthCheck | Kind::HealthCheck => {
                 ScopeType::Global
             }
-            Kind::ForwardingRule | Kind::TargetPool | Kind::Address | Kind::BackendService => {
-                ScopeType::Regional
-            }
+            Kind::ForwardingRule
+            | Kind::TargetPool
+            | Kind::Address
+            | Kind::BackendService
+            | Kind::RegionHealthCheck => ScopeType::Regional,
             Kind::Instance | Kind::InstanceGroup | Kind::InstanceGroupManager => ScopeType::Zonal,
         }
     }
@@ -85,7 +103,7 @@ impl Kind {
             Kind::Instance => "compute#instance",
             Kind::InstanceGroup => "compute#instanceGroup",
             Kind::BackendService => "compute#backendService",
-            Kind::HealthCheck => "compute#healthCheck",
+            Kind::HealthCheck | Kind::RegionHealthCheck => "compute#healthCheck",
             Kind::InstanceGroupManager => "compute#instanceGroupManager",
         }
     }
@@ -103,7 +121,7 @@ impl Kind {
             Kind::Instance => "instance",
             Kind::InstanceGroup => "instance_group",
             Kind::BackendService => "backend_service",
-            Kind::HealthCheck => "health_check",
+            Kind::HealthCheck | Kind::RegionHealthCheck => "health_check",
             Kind::InstanceGroupManager => "instance_group_manager",
         }
     }

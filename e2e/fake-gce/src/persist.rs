@@ -19,7 +19,7 @@ pub fn snapshot(app: &App, inner: &Inner) -> Value {
     out.insert("zones".into(), json!(app.cfg.zones));
     for kind in Kind::ALL {
         let items: Vec<&Value> = inner.data.resources.iter(kind).map(|(_, v)| v).collect();
-        out.insert(kind.collection().into(), json!(items));
+        out.insert(kind.state_key().into(), json!(items));
     }
     let ops: Vec<&Operation> = inner.data.operations.values().collect();
     out.insert("operations".into(), json!(ops));
@@ -50,7 +50,7 @@ pub fn load(file: &Path, base: &str) -> Result<Data, String> {
     let v: Value = serde_json::from_str(&raw).map_err(|e| format!("parse: {e}"))?;
     let mut data = Data::default();
     for kind in Kind::ALL {
-        for item in v[kind.collection()].as_array().into_iter().flatten() {
+        for item in v[kind.state_key()].as_array().into_iter().flatten() {
             let name = item["name"].as_str().ok_or("a resource without name")?;
             let scope = scope_of(item);
             data.resources

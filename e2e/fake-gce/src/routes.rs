@@ -54,8 +54,11 @@ pub fn parse(cfg: &Config, method: &str, path: &str) -> Result<Route, ApiError> 
         [] if get => return Ok(Route::Project),
         ["aggregated", "operations"] if get => return Ok(Route::AggregatedOps),
         ["aggregated", coll] if get => {
-            let kind = Kind::from_collection(coll)
-                .filter(|k| k.scope_type() != ScopeType::Global)
+            // aggregated/healthChecks would list the global checks too: not served.
+            let kind = [ScopeType::Regional, ScopeType::Zonal]
+                .into_iter()
+                .find_map(|t| Kind::from_collection(coll, t))
+                .filter(|k| *k != Kind::RegionHealthCheck)
                 .ok_or_else(not_found)?;
             return Ok(Route::Aggregated(kind));
         }
@@ -90,9 +93,7 @@ pub fn parse(cfg: &Config, method: &str, path: &str) -> Result<Route, ApiError> 
             _ => Err(not_found()),
         };
     }
-    let kind = Kind::from_collection(coll)
-        .filter(|k| k.scope_type() == scope.scope_type())
-        .ok_or_else(not_found)?;
+    let kind = Kind::from_collection(coll, scope.scope_type()).ok_or_else(not_found)?;
     let route = match (m.as_str(), tail) {
         ("GET", []) => Route::List(kind, scope),
         ("POST", []) => Route::Insert(kind, scope),

@@ -401,3 +401,154 @@ fn gcloud_target_pools_addresses_forwarding_rules() {
         assert_eq!(state[coll], json!([]), "{coll}");
     }
 }
+
+/// The objects of a backend-service network LB, made and read back by gcloud itself: a regional
+/// health check (beside a global one of the same name), an EXTERNAL regional backend service with
+/// an unmanaged group as backend (`add-backend`: GET then fingerprinted PUT), and an EXTERNAL
+/// forwarding rule pointing at it.
+#[test]
+fn gcloud_regional_health_checks_and_external_backend_services() {
+    if skip() {
+        return;
+    }
+    let fake = Fake::start(&["--op-latency-ms", "300"]);
+    fake.add_instance("n1", ZONE_B, &[]);
+    let g = Gcloud::new(&fake);
+    let hc_args = [
+        "--port",
+        "10256",
+        "--request-path",
+        "/healthz",
+        "--check-interval",
+        "8s",
+        "--timeout",
+        "1s",
+    ];
+    let mut regional = vec![
+        "compute",
+        "health-checks",
+        "create",
+        "http",
+        "hc",
+        "--region",
+        REGION,
+    ];
+    regional.extend(hc_args);
+    g.ok(&regional);
+    g.ok(&[
+        "compute",
+        "health-checks",
+        "create",
+        "http",
+        "hc",
+        "--global",
+        "--port",
+        "9999",
+    ]);
+    let hc = g.ok(&["compute", "health-checks", "describe", "hc", "--region", REGION]);
+    assert_eq!(hc["httpHealthCheck"]["port"], 10256, "{hc}");
+    assert_eq!(hc["checkIntervalSec"], 8);
+    assert_eq!(hc["region"], fake.link(&format!("regions/{REGION}")));
+    let ghc = g.ok(&["compute", "health-checks", "describe", "hc", "--global"]);
+    assert_eq!(ghc["httpHealthCheck"]["port"], 9999, "{ghc}");
+    let listed = g.ok(&["compute", "health-checks", "list", "--regions", REGION]);
+    assert_eq!(names(&listed), ["hc"], "{listed}");
+
+    g.ok(&[
+        "compute",
+        "instance-groups",
+        "unmanaged",
+        "create",
+        "ig",
+        "--zone",
+        ZONE_B,
+    ]);
+    g.ok(&[
+        "compute",
+        "backend-services",
+        "create",
+        "bs",
+        "--region",
+        REGION,
+        "--load-balancing-scheme",
+        "EXTERNAL",
+        "--protocol",
+        "TCP",
+        "--health-checks",
+        "hc",
+        "--health-checks-region",
+        REGION,
+    ]);
+    g.ok(&[
+        "compute",
+        "backend-services",
+        "add-backend",
+        "bs",
+        "--region",
+        REGION,
+        "--instance-group",
+        "ig",
+        "--instance-group-zone",
+        ZONE_B,
+    ]);
+    let bs = g.ok(&[
+        "compute",
+        "backend-services",
+        "describe",
+        "bs",
+        "--region",
+        REGION,
+    ]);
+    assert_eq!(bs["loadBalancingScheme"], "EXTERNAL", "{bs}");
+    assert_eq!(
+        bs["healthChecks"][0],
+        fake.link(&format!("regions/{REGION}/healthChecks/hc"))
+    );
+    assert_eq!(
+        bs["backends"][0]["group"],
+        fake.link(&format!("zones/{ZONE_B}/instanceGroups/ig"))
+    );
+    assert_eq!(bs["backends"][0]["balancingMode"], "CONNECTION");
+
+    g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "create",
+        "fr",
+        "--region",
+        REGION,
+        "--load-balancing-scheme",
+        "EXTERNAL",
+        "--ip-protocol",
+        "TCP",
+        "--ports",
+        "80-81",
+        "--backend-service",
+        "bs",
+        "--backend-service-region",
+        REGION,
+    ]);
+    let fr = g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "describe",
+        "fr",
+        "--region",
+        REGION,
+    ]);
+    assert_eq!(
+        fr["backendService"],
+        fake.link(&format!("regions/{REGION}/backendServices/bs"))
+    );
+    assert_eq!(fr["loadBalancingScheme"], "EXTERNAL");
+    assert_eq!(fr["networkTier"], "PREMIUM");
+
+    // In use while the backend service references it: gcloud reports GCE's refusal.
+    let out = g.run(&["compute", "health-checks", "delete", "hc", "--region", REGION]);
+    assert!(!out.ok, "a check in use was deleted");
+    assert!(out.stderr.contains("already being used"), "{}", out.stderr);
+    g.ok(&["compute", "forwarding-rules", "delete", "fr", "--region", REGION]);
+    g.ok(&["compute", "backend-services", "delete", "bs", "--region", REGION]);
+    g.ok(&["compute", "health-checks", "delete", "hc", "--region", REGION]);
+    g.ok(&["compute", "health-checks", "delete", "hc", "--global"]);
+}

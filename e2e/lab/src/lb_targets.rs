@@ -2,9 +2,10 @@
 //! GCE has them:
 //! - external: forwarding rule -> `target` pool -> its `instances`, checked by the pool's legacy
 //!   `httpHealthChecks` (`port`, `requestPath` at the top level);
-//! - internal (`loadBalancingScheme: INTERNAL`): forwarding rule -> `backendService` (regional) ->
-//!   its backends' instance groups -> their members (`_members` in the fake's state, which GCE only
-//!   shows through `listInstances`), checked by the backend service's `healthChecks`
+//! - backend service (internal, `loadBalancingScheme: INTERNAL`, or external, the backend-service
+//!   network LB GKE builds): forwarding rule -> `backendService` (regional) -> its backends'
+//!   instance groups -> their members (`_members` in the fake's state, which GCE only shows
+//!   through `listInstances`), checked by the backend service's `healthChecks`, global or regional
 //!   (`httpHealthCheck.port`, `.requestPath`).
 //!
 //! Both are pass-through: the packet keeps the forwarding rule's IP as destination, so a node takes
@@ -76,9 +77,9 @@ fn find<'a>(objs: &'a BTreeMap<String, Value>, url: &str) -> Option<&'a Value> {
     objs.get(link_key(url)).or_else(|| objs.get(last(url)))
 }
 
-/// A legacy `httpHealthCheck` or a `healthCheck` (HTTP) in the legacy shape.
+/// A legacy `httpHealthCheck` or a `healthCheck` (HTTP, global or regional) in the legacy shape.
 fn normalize(collection: &str, hc: &Value) -> Value {
-    let http = if collection == "healthChecks" {
+    let http = if collection != "httpHealthChecks" {
         &hc["httpHealthCheck"]
     } else {
         hc
@@ -107,38 +108,36 @@ fn checks(urls: &[Value], objs: &BTreeMap<String, Value>, collection: &str) -> V
 }
 
 /// Every forwarding rule whose backends exist, with its members (instances the lab runs, by name in
-/// `inst`) and checks. Rules of unknown pools or backend services are left out (nothing to deliver to).
+/// `inst`) and checks: through its `backendService` when it has one (whatever its scheme), else its
+/// `target` pool. Rules of unknown pools or backend services are left out (nothing to deliver to).
 pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
     let pools = by_link(gce, "targetPools");
     let legacy = by_link(gce, "httpHealthChecks");
     let services = by_link(gce, "backendServices");
     let groups = by_link(gce, "instanceGroups");
     let hcs = by_link(gce, "healthChecks");
+    let region_hcs = by_link(gce, "regionHealthChecks");
     let mut out = Vec::new();
     for fr in arr(&gce["forwardingRules"]) {
         let ip = s(&fr["IPAddress"]).to_owned();
         if ip.is_empty() {
             continue;
         }
-        let target = if is_internal(fr) {
+        let target = if !s(&fr["backendService"]).is_empty() {
             let Some(bs) = find(&services, s(&fr["backendService"])) else {
                 continue;
             };
-            let mut m: Vec<Hop> = Vec::new();
-            for b in arr(&bs["backends"]) {
-                let Some(group) = find(&groups, s(&b["group"])) else {
-                    continue;
-                };
-                for hop in members(arr(&group["_members"]), inst) {
-                    if !m.contains(&hop) {
-                        m.push(hop);
-                    }
-                }
-            }
+            // A regional check's link names its region; a global one's does not.
+            let (global, regional): (Vec<Value>, Vec<Value>) = arr(&bs["healthChecks"])
+                .iter()
+                .cloned()
+                .partition(|u| !s(u).contains("/regions/"));
+            let mut c = checks(&global, &hcs, "healthChecks");
+            c.extend(checks(&regional, &region_hcs, "regionHealthChecks"));
             Target {
                 ip,
-                members: m,
-                checks: checks(arr(&bs["healthChecks"]), &hcs, "healthChecks"),
+                members: group_members(bs, &groups, inst),
+                checks: c,
             }
         } else {
             let Some(pool) = find(&pools, s(&fr["target"])) else {
@@ -153,6 +152,22 @@ pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
         out.push(target);
     }
     out
+}
+
+/// The members of a backend service's instance groups, each once.
+fn group_members(bs: &Value, groups: &BTreeMap<String, Value>, inst: &BTreeMap<String, Hop>) -> Vec<Hop> {
+    let mut m: Vec<Hop> = Vec::new();
+    for b in arr(&bs["backends"]) {
+        let Some(group) = find(groups, s(&b["group"])) else {
+            continue;
+        };
+        for hop in members(arr(&group["_members"]), inst) {
+            if !m.contains(&hop) {
+                m.push(hop);
+            }
+        }
+    }
+    m
 }
 
 /// Where the target's IP goes: the members every check finds healthy (`healthy(member IP, check)`,

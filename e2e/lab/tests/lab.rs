@@ -10,7 +10,7 @@
 mod scenarios;
 mod support;
 
-use scenarios::{basics, internal, lifecycle, takeover};
+use scenarios::{basics, internal, lifecycle, rbs, takeover};
 use support::{Feature, Scenario};
 
 #[test]
@@ -77,6 +77,10 @@ fn services_load_balancers_and_failures_end_to_end() {
         Feature::HealthCheckedLb,
         "externalTrafficPolicy Local: LB traffic only to the pod's node",
         |c| basics::etp_local(c, &ip),
+    );
+    s.step(
+        "RBS NetLB: left to another controller; built as GKE does, the client reaches the pods",
+        rbs::rbs_netlb,
     );
     s.step(
         "internal LB: a VPC VM reaches it, the internet client does not",

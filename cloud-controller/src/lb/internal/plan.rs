@@ -6,11 +6,12 @@ use std::collections::BTreeSet;
 
 use crate::config::Config;
 use crate::lb::drift;
+use crate::lb::hosts::plan_group_members;
 use crate::lb::internal::{DesiredIlb, traffic_firewall};
 use crate::naming;
 use crate::objects::action::Action;
 use crate::objects::observed::IlbObserved;
-use crate::objects::{self, Address, Backend, BackendService, ForwardingRule, HealthCheck, SCHEME_INTERNAL};
+use crate::objects::{self, Address, Backend, BackendService, ForwardingRule, SCHEME_INTERNAL};
 
 /// Upstream forwardingRulesEqual (an empty IP on either side matches any).
 pub(crate) fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
@@ -40,28 +41,10 @@ pub(crate) fn backend_services_equal(have: &BackendService, want: &BackendServic
         && groups(&have.backends) == groups(&want.backends)
 }
 
-/// Upstream needToUpdateHealthChecks.
-pub(crate) fn health_check_differs(want: &HealthCheck, have: &HealthCheck) -> bool {
-    have.http_health_check.port != want.http_health_check.port
-        || have.http_health_check.request_path != want.http_health_check.request_path
-        || have.type_ != want.type_
-        || have.description != want.description
-        || have.check_interval_sec < want.check_interval_sec
-        || have.timeout_sec < want.timeout_sec
-        || have.unhealthy_threshold < want.unhealthy_threshold
-        || have.healthy_threshold < want.healthy_threshold
-}
-
-/// Upstream mergeHealthChecks: larger timing values an operator set are kept.
-pub(crate) fn merged_health_check(want: &HealthCheck, have: &HealthCheck) -> HealthCheck {
-    HealthCheck {
-        check_interval_sec: want.check_interval_sec.max(have.check_interval_sec),
-        timeout_sec: want.timeout_sec.max(have.timeout_sec),
-        unhealthy_threshold: want.unhealthy_threshold.max(have.unhealthy_threshold),
-        healthy_threshold: want.healthy_threshold.max(have.healthy_threshold),
-        ..want.clone()
-    }
-}
+/// The health check comparisons both backend-service kinds use live in `lb::drift`.
+pub(crate) use crate::lb::drift::{
+    health_check_v1_differs as health_check_differs, merged_health_check_v1 as merged_health_check,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct IlbPlan {
@@ -129,45 +112,12 @@ pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbP
 
 /// Instance groups and their members (one add and one remove call per zone).
 fn plan_groups(d: &DesiredIlb, o: &IlbObserved, actions: &mut Vec<Action>) {
-    let names = &d.names;
-    for (zone, want) in &d.instance_groups {
-        let have = match o.instance_groups.get(zone) {
-            Some(have) => have.clone(),
-            None => {
-                actions.push(Action::CreateInstanceGroup {
-                    zone: zone.clone(),
-                    name: names.instance_group.clone(),
-                });
-                Vec::new()
-            }
-        };
-        let have_keys: BTreeSet<&str> = have.iter().map(|l| objects::instance_key(l)).collect();
-        let want_keys: BTreeSet<&str> = want.iter().map(|l| objects::instance_key(l)).collect();
-        let remove: Vec<String> = have
-            .iter()
-            .filter(|l| !want_keys.contains(objects::instance_key(l)))
-            .cloned()
-            .collect();
-        let add: Vec<String> = want
-            .iter()
-            .filter(|l| !have_keys.contains(objects::instance_key(l)))
-            .cloned()
-            .collect();
-        if !remove.is_empty() {
-            actions.push(Action::RemoveGroupInstances {
-                zone: zone.clone(),
-                group: names.instance_group.clone(),
-                instances: remove,
-            });
-        }
-        if !add.is_empty() {
-            actions.push(Action::AddGroupInstances {
-                zone: zone.clone(),
-                group: names.instance_group.clone(),
-                instances: add,
-            });
-        }
-    }
+    plan_group_members(
+        &d.instance_groups,
+        &o.instance_groups,
+        &d.names.instance_group,
+        actions,
+    );
 }
 
 /// The health check of the wanted kind (shared or the Service's own).

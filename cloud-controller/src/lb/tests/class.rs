@@ -125,3 +125,52 @@ fn node_churn_is_an_update_not_an_ensure() {
     assert!(!plan.only_membership_changes());
     assert_eq!(plan.ingress_ip.as_deref(), Some("203.0.113.1"));
 }
+
+/// Which Services ask for a backend-service (RBS) NetLB: ingress-gce's WantsL4NetLB and
+/// isRBSBasedService inputs (l4/annotations/service.go, l4/controllers/l4netlbcontroller.go).
+#[test]
+fn rbs_is_asked_for_by_the_class_or_the_exact_annotation() {
+    use crate::lb::ownership::{RBS_LB_CLASS, wants_rbs};
+    let class = |s: Scenario, c: &str| {
+        let mut s = s;
+        s.service.spec.as_mut().unwrap().load_balancer_class = Some(c.into());
+        s
+    };
+    let plain = Scenario::new();
+    assert!(!wants_rbs(&plain.service), "neither: target pool");
+    assert!(wants_rbs(
+        &plain
+            .clone()
+            .annotation("cloud.google.com/l4-rbs", "enabled")
+            .service
+    ));
+    assert!(!wants_rbs(
+        &plain
+            .clone()
+            .annotation("cloud.google.com/l4-rbs", "Enabled")
+            .service
+    ));
+    assert!(wants_rbs(&class(plain.clone(), RBS_LB_CLASS).service));
+    // The class wins over the Internal annotation (ingress-gce provisions an external LB).
+    let internal = plain
+        .clone()
+        .annotation("networking.gke.io/load-balancer-type", "Internal");
+    assert!(wants_rbs(&class(internal.clone(), RBS_LB_CLASS).service));
+    // Without the class, Internal stays internal even with the RBS annotation.
+    assert!(!wants_rbs(
+        &internal.annotation("cloud.google.com/l4-rbs", "enabled").service
+    ));
+    // Another class (the legacy target-pool one included) is not RBS, whatever the annotation.
+    let annotated = plain.clone().annotation("cloud.google.com/l4-rbs", "enabled");
+    assert!(!wants_rbs(
+        &class(annotated.clone(), LEGACY_EXTERNAL_LB_CLASS).service
+    ));
+    assert!(!wants_rbs(&class(annotated.clone(), "example.com/other").service));
+    // The v2 finalizer alone is no request (svcnet reads it as "may own RBS objects").
+    assert!(!wants_rbs(
+        &with_finalizers(plain, &["gke.networking.io/l4-netlb-v2"]).service
+    ));
+    let mut not_lb = annotated;
+    not_lb.service.spec.as_mut().unwrap().type_ = Some("NodePort".into());
+    assert!(!wants_rbs(&not_lb.service));
+}

@@ -1,5 +1,6 @@
-//! Regional backend services (internal passthrough load balancing): instance groups as
-//! backends, exactly one health check, and a fingerprint that guards updates.
+//! Regional backend services (internal passthrough load balancing, and external passthrough
+//! network load balancing over backend services): instance groups as backends, exactly one
+//! health check (a regional one for EXTERNAL), and a fingerprint that guards updates.
 use serde_json::{Map, Value, json};
 
 use super::{Ctx, default};
@@ -73,16 +74,32 @@ fn enum_fields(obj: &mut Map<String, Value>) -> Result<String, ApiError> {
     Ok(scheme)
 }
 
-/// The health check references as full links; an INTERNAL service needs exactly one.
+/// The health check references as full links: global or regional checks by the reference's scope
+/// (a bare name is a global one). An INTERNAL service needs exactly one; an EXTERNAL (passthrough
+/// network LB) one exactly one regional check, as GCE requires of backend-service-based network
+/// load balancers (the wording of GCE's refusal is approximated).
 fn health_checks(ctx: &Ctx<'_>, obj: &Map<String, Value>, scheme: &str) -> Result<Vec<String>, ApiError> {
     let mut hcs = Vec::new();
+    let mut regional = Vec::new();
     for (i, r) in validate::opt_str_list(obj, "healthChecks")?.iter().enumerate() {
         let field = format!("resource.healthChecks[{i}]");
-        hcs.push(ctx.existing_link(&field, r, Kind::HealthCheck, Some(&Scope::Global))?);
+        let is_regional = r.starts_with("regions/") || r.contains("/regions/");
+        let (kind, scope) = if is_regional {
+            (Kind::RegionHealthCheck, ctx.region())
+        } else {
+            (Kind::HealthCheck, Scope::Global)
+        };
+        hcs.push(ctx.existing_link(&field, r, kind, Some(&scope))?);
+        regional.push(is_regional);
     }
     if scheme == "INTERNAL" && hcs.len() != 1 {
         return Err(ApiError::invalid(
             "Invalid value for field 'resource.healthChecks': ''. A backend service with loadBalancingScheme INTERNAL must have exactly one health check.",
+        ));
+    }
+    if scheme == "EXTERNAL" && (hcs.len() != 1 || regional.contains(&false)) {
+        return Err(ApiError::invalid(
+            "Invalid value for field 'resource.healthChecks': ''. A regional backend service with loadBalancingScheme EXTERNAL must have exactly one regional health check.",
         ));
     }
     Ok(hcs)
@@ -116,7 +133,9 @@ fn backends(ctx: &Ctx<'_>, obj: &mut Map<String, Value>, scheme: &str) -> Result
         }
         groups.push(link.clone());
         b.insert("group".into(), json!(link));
-        let mode = if scheme == "INTERNAL" {
+        // Passthrough load balancers (INTERNAL, and regional EXTERNAL: the network LB) balance
+        // by connection; the proxy-based (*_MANAGED) ones by utilization.
+        let mode = if scheme == "INTERNAL" || scheme == "EXTERNAL" {
             "CONNECTION"
         } else {
             "UTILIZATION"

@@ -85,7 +85,7 @@ pub fn prepare(
         Kind::Address => addresses::prepare(ctx, obj, existing),
         Kind::InstanceGroup => instance_groups::prepare(ctx, obj),
         Kind::BackendService => backend_services::prepare(ctx, scope, obj, existing),
-        Kind::HealthCheck => health_checks_v1::prepare(obj),
+        Kind::HealthCheck | Kind::RegionHealthCheck => health_checks_v1::prepare(obj),
         Kind::InstanceGroupManager => Err(ApiError::new(
             400,
             "unsupported",
@@ -103,7 +103,11 @@ pub fn prepare(
 pub fn updatable(kind: Kind) -> bool {
     matches!(
         kind,
-        Kind::Firewall | Kind::HttpHealthCheck | Kind::HealthCheck | Kind::BackendService
+        Kind::Firewall
+            | Kind::HttpHealthCheck
+            | Kind::HealthCheck
+            | Kind::RegionHealthCheck
+            | Kind::BackendService
     )
 }
 
@@ -149,7 +153,7 @@ pub fn first_user(res: &Resources, kind: Kind, target: &Value) -> Option<String>
             .map(|(_, v)| v)
             .find(|fr| fr["backendService"] == link)
             .and_then(link_of),
-        Kind::HealthCheck => res
+        Kind::HealthCheck | Kind::RegionHealthCheck => res
             .iter(Kind::BackendService)
             .map(|(_, v)| v)
             .find(|bs| str_list(&bs["healthChecks"]).iter().any(|h| h == link))

@@ -139,3 +139,52 @@ fn internal_rules_carry_protocol_and_ports() {
         ]
     );
 }
+
+/// A backend-service network LB as GKE's controller builds it: an EXTERNAL rule pointing at an
+/// EXTERNAL backend service over the shared group, judged by a regional check (a global check of
+/// the same name, here on another port, is a different object and must not be used).
+#[test]
+fn external_rule_with_a_backend_service_goes_to_its_groups_with_the_regional_check() {
+    let z = format!("{P}/zones/us-central1-b");
+    let hc = "k8s2-7kpbhpki-l4-shared-hc";
+    let gce = json!({
+        "instanceGroups": [{
+            "name": "k8s-ig--c1", "selfLink": format!("{z}/instanceGroups/k8s-ig--c1"),
+            "_members": [format!("{z}/instances/node-2"), format!("{z}/instances/node-3")]
+        }],
+        "regionHealthChecks": [{
+            "name": hc, "selfLink": format!("{P}/regions/us-central1/healthChecks/{hc}"),
+            "type": "HTTP", "timeoutSec": 1, "healthyThreshold": 1, "unhealthyThreshold": 3,
+            "httpHealthCheck": {"port": 10256, "requestPath": "/healthz"}
+        }],
+        "healthChecks": [{
+            "name": hc, "selfLink": format!("{P}/global/healthChecks/{hc}"),
+            "type": "HTTP", "httpHealthCheck": {"port": 7777, "requestPath": "/other"}
+        }],
+        "backendServices": [{
+            "name": "k8s2-bs", "selfLink": format!("{P}/regions/us-central1/backendServices/k8s2-bs"),
+            "loadBalancingScheme": "EXTERNAL",
+            "backends": [{"group": format!("{z}/instanceGroups/k8s-ig--c1")}],
+            "healthChecks": [format!("{P}/regions/us-central1/healthChecks/{hc}")]
+        }],
+        "forwardingRules": [{
+            "name": "arbs", "IPAddress": "203.0.113.9", "IPProtocol": "TCP", "portRange": "80-80",
+            "loadBalancingScheme": "EXTERNAL",
+            "backendService": format!("{P}/regions/us-central1/backendServices/k8s2-bs")
+        }]
+    });
+    let t = targets(&gce, &inst());
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert_eq!(t[0].ip, "203.0.113.9");
+    assert_eq!(t[0].members, vec![hop(2), hop(3)]);
+    assert_eq!(t[0].checks.len(), 1, "{t:?}");
+    assert_eq!(t[0].checks[0]["name"], format!("regionHealthChecks/{hc}"));
+    assert_eq!(t[0].checks[0]["port"], 10256);
+    assert_eq!(t[0].checks[0]["requestPath"], "/healthz");
+    assert!(
+        internal_rules(&gce).is_empty(),
+        "an external rule is not internal"
+    );
+    // Healthy members only, as for the other kinds.
+    assert_eq!(hops(&t[0], |ip, _| ip == "10.128.0.4"), vec![hop(3)]);
+}

@@ -5,6 +5,7 @@
 pub mod basics;
 pub mod internal;
 pub mod lifecycle;
+pub mod rbs;
 pub mod takeover;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,0 +1,277 @@
+//! RBS plan decisions, against an observation that applies the plans as GCE would: creation in
+//! ingress-gce's order and convergence (a no-op resync plans nothing), node changes, ETP switches,
+//! port changes on the same IP, and teardown leaving nothing (or what another LB keeps).
+
+use super::*;
+use crate::lb::hosts::lb_hosts;
+use crate::lb::rbs::desired;
+use crate::lb::spec::LbSpec;
+use crate::naming::l4::L4Namer;
+use crate::objects::{Address, Firewall};
+use crate::testutil::{Scenario, config, labels, node};
+
+const IP: &str = "203.0.113.7";
+
+fn scenario() -> Scenario {
+    Scenario::new()
+        .name("namespace", "name")
+        .with_nodes(vec![node("n1", "us-central1-a"), node("n2", "us-central1-b")])
+}
+
+fn desired_of(s: &Scenario) -> DesiredRbs {
+    let cfg = config();
+    let spec = LbSpec::from_service(&s.service).expect("valid service");
+    let names = RbsNames::new(
+        &L4Namer::new("kubesystem-uid1"),
+        &cfg.cluster_id,
+        ("namespace", "name", &spec.uid),
+        &spec.object,
+    )
+    .expect("valid names");
+    desired(&spec, &names, &lb_hosts(&s.nodes).0, &cfg)
+}
+
+fn set_fw(o: &mut RbsObserved, names: &RbsNames, fw: Option<Firewall>, name: &str) {
+    if name == names.backend {
+        o.nodes_firewall = fw;
+    } else if name == names.shared_health_check_firewall {
+        o.shared_health_check_firewall = fw;
+    } else {
+        o.local_health_check_firewall = fw;
+    }
+}
+
+/// Applies a plan the way GCE would (a reservation without an IP gets [`IP`]).
+fn apply(o: &mut RbsObserved, names: &RbsNames, actions: &[Action]) {
+    for a in actions {
+        match a {
+            Action::CreateInstanceGroup { zone, .. } => {
+                o.instance_groups.insert(zone.clone(), Vec::new());
+            }
+            Action::AddGroupInstances { zone, instances, .. } => {
+                let m = o.instance_groups.entry(zone.clone()).or_default();
+                m.extend(instances.iter().cloned());
+                m.sort();
+            }
+            Action::RemoveGroupInstances { zone, instances, .. } => {
+                let m = o.instance_groups.entry(zone.clone()).or_default();
+                m.retain(|x| !instances.contains(x));
+            }
+            Action::DeleteInstanceGroup { zone, .. } => {
+                o.instance_groups.remove(zone);
+            }
+            Action::CreateRegionHealthCheck(h) | Action::UpdateRegionHealthCheck(h) => {
+                if h.name == names.shared_health_check {
+                    o.shared_health_check = Some(h.clone());
+                } else {
+                    o.local_health_check = Some(h.clone());
+                }
+            }
+            Action::DeleteRegionHealthCheck { name, .. } => {
+                if *name == names.shared_health_check {
+                    o.shared_health_check = None;
+                } else {
+                    o.local_health_check = None;
+                }
+            }
+            Action::CreateAddress(a) => {
+                let mut a = a.clone();
+                a.address.get_or_insert_with(|| IP.to_owned());
+                o.address = Some(a);
+            }
+            Action::DeleteAddress { .. } => o.address = None,
+            Action::CreateBackendService(b) | Action::UpdateBackendService(b) => {
+                o.backend_service = Some(b.clone())
+            }
+            Action::DeleteBackendService { .. } => o.backend_service = None,
+            Action::CreateForwardingRule(f) => o.forwarding_rule = Some(f.clone()),
+            Action::DeleteForwardingRule { .. } => o.forwarding_rule = None,
+            Action::CreateFirewall(f) | Action::PatchFirewall(f) => {
+                set_fw(o, names, Some(f.clone()), &f.name)
+            }
+            Action::DeleteFirewall { name } => set_fw(o, names, None, name),
+            other => panic!("not an RBS call: {other:?}"),
+        }
+    }
+}
+
+/// Plans and applies until the plan is empty; returns every round's labels and the last IP.
+fn converge(d: &DesiredRbs, o: &mut RbsObserved) -> (Vec<Vec<&'static str>>, Option<String>) {
+    let mut rounds = Vec::new();
+    for _ in 0..5 {
+        let plan = plan_ensure(d, o, &config());
+        if plan.actions.is_empty() {
+            return (rounds, plan.ingress_ip);
+        }
+        rounds.push(labels(&plan.actions));
+        apply(o, &d.names, &plan.actions);
+    }
+    panic!("no convergence: {rounds:?}");
+}
+
+#[test]
+fn creation_follows_ingress_gce_and_a_resync_plans_nothing() {
+    let d = desired_of(&scenario());
+    let mut o = RbsObserved::default();
+    let (rounds, ip) = converge(&d, &mut o);
+    assert_eq!(
+        rounds,
+        [
+            vec![
+                "create_instance_group",
+                "add_group_instances",
+                "create_instance_group",
+                "add_group_instances",
+                "create_region_hc",
+                "create_backend_service",
+                "create_address",
+            ],
+            vec![
+                "create_forwarding_rule",
+                "create_firewall",
+                "create_firewall",
+                "delete_address",
+            ],
+        ]
+    );
+    assert_eq!(ip.as_deref(), Some(IP));
+    let fr = o.forwarding_rule.as_ref().expect("rule");
+    assert_eq!(fr.ip_address, IP);
+    assert!(fr.description.contains(IP), "{}", fr.description);
+    assert_eq!(
+        o.nodes_firewall.as_ref().map(|f| f.destination_ranges.clone()),
+        Some(vec![IP.to_owned()])
+    );
+    assert!(o.address.is_none(), "the temporary reservation is released");
+}
+
+#[test]
+fn node_changes_touch_only_group_membership() {
+    let s = scenario();
+    let mut o = RbsObserved::default();
+    converge(&desired_of(&s), &mut o);
+    let d = desired_of(&s.remove_node("n2").add_node("n3", "us-central1-b"));
+    let plan = plan_ensure(&d, &o, &config());
+    assert_eq!(
+        labels(&plan.actions),
+        ["remove_group_instances", "add_group_instances"]
+    );
+}
+
+#[test]
+fn a_port_change_recreates_the_rule_on_the_same_ip_and_patches_the_firewall() {
+    let s = scenario();
+    let mut o = RbsObserved::default();
+    converge(&desired_of(&s), &mut o);
+    let d = desired_of(&s.ports("TCP", &[80, 443]));
+    let plan = plan_ensure(&d, &o, &config());
+    assert_eq!(
+        labels(&plan.actions),
+        [
+            "create_address",
+            "delete_forwarding_rule",
+            "create_forwarding_rule",
+            "patch_firewall",
+            "delete_address",
+        ]
+    );
+    let Action::CreateAddress(Address { address, .. }) = &plan.actions[0] else {
+        panic!("{:?}", plan.actions[0]);
+    };
+    assert_eq!(
+        address.as_deref(),
+        Some(IP),
+        "the rule's IP is reserved across the recreate"
+    );
+    apply(&mut o, &d.names, &plan.actions);
+    assert_eq!(
+        o.forwarding_rule.as_ref().map(|f| f.port_range.as_str()),
+        Some("80-443")
+    );
+    assert!(plan_ensure(&d, &o, &config()).actions.is_empty());
+}
+
+#[test]
+fn etp_switches_swap_the_checks_and_keep_a_shared_check_in_use() {
+    let s = scenario();
+    let mut o = RbsObserved::default();
+    converge(&desired_of(&s), &mut o);
+    let local = desired_of(&s.clone().etp_local(31000));
+    let plan = plan_ensure(&local, &o, &config());
+    assert_eq!(
+        labels(&plan.actions),
+        [
+            "create_region_hc",
+            "update_backend_service",
+            "create_firewall",
+            "delete_region_hc",
+            "delete_firewall"
+        ]
+    );
+    assert!(plan.actions.contains(&Action::DeleteRegionHealthCheck {
+        name: "k8s2-7kpbhpki-l4-shared-hc".into(),
+        keep_if_in_use: true,
+    }));
+    // Another LB uses the shared check: GCE kept it; the re-plan keeps it and its firewall.
+    let mut kept = o.clone();
+    apply(&mut kept, &local.names, &plan.actions[..3]);
+    kept.kept_in_use
+        .insert("regionHealthChecks/k8s2-7kpbhpki-l4-shared-hc".into());
+    assert!(plan_ensure(&local, &kept, &config()).actions.is_empty());
+    // Back to Cluster: the Service's own check and its firewall go.
+    apply(&mut o, &local.names, &plan.actions);
+    let back = plan_ensure(&desired_of(&s), &o, &config());
+    assert_eq!(
+        labels(&back.actions),
+        [
+            "create_region_hc",
+            "update_backend_service",
+            "create_firewall",
+            "delete_region_hc",
+            "delete_firewall"
+        ]
+    );
+}
+
+#[test]
+fn teardown_leaves_nothing_and_never_a_target_pool_rule() {
+    let d = desired_of(&scenario());
+    let mut o = RbsObserved::default();
+    converge(&d, &mut o);
+    let actions = plan_delete(&d.names, &o);
+    apply(&mut o, &d.names, &actions);
+    assert_eq!(o, RbsObserved::default(), "every object is gone");
+    assert!(
+        plan_delete(&d.names, &o).is_empty(),
+        "a repeated delete plans nothing"
+    );
+
+    // Another LB keeps the shared check and the groups: both stay, with the check's firewall.
+    let mut o = RbsObserved::default();
+    converge(&d, &mut o);
+    o.kept_in_use
+        .insert("regionHealthChecks/k8s2-7kpbhpki-l4-shared-hc".into());
+    for zone in ["us-central1-a", "us-central1-b"] {
+        o.kept_in_use
+            .insert(format!("instanceGroups/{zone}/k8s-ig--0123456789abcdef"));
+    }
+    assert_eq!(
+        labels(&plan_delete(&d.names, &o)),
+        [
+            "delete_forwarding_rule",
+            "delete_firewall",
+            "delete_backend_service"
+        ]
+    );
+
+    // The target-pool LB's rule shares the name: an RBS teardown leaves it.
+    let tp_rule = RbsObserved {
+        forwarding_rule: Some(ForwardingRule {
+            name: d.names.lb.clone(),
+            target: "regions/us-central1/targetPools/a4f6".into(),
+            ..ForwardingRule::default()
+        }),
+        ..RbsObserved::default()
+    };
+    assert!(plan_delete(&d.names, &tp_rule).is_empty());
+}
