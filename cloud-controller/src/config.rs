@@ -1,4 +1,6 @@
 //! Controller configuration the pure domain needs (the binary fills it from flags / gce.conf).
+//!
+//! Never imports: crate::lb, crate::routes, crate::nodes, crate::gce, crate::controllers.
 
 use ipnet::IpNet;
 

@@ -1,6 +1,8 @@
 //! Errors of the pure domain. Every variant names the Kubernetes object and the field that made the
 //! desired state impossible, so the controller can turn it into a Warning event
 //! (`SyncLoadBalancerFailed`) without calling GCE at all.
+//!
+//! Never imports: crate::lb, crate::routes, crate::nodes, crate::gce, crate::controllers.
 
 use thiserror::Error;
 

@@ -1,6 +1,8 @@
 //! The GCE I/O layer (official google-cloud-compute-v1 client): clients and rate limits, reads
 //! into [`crate::objects::observed`], one call per [`crate::objects::action::Action`], operation
 //! waits and error classification. It never imports planning (`lb`, `routes`, `nodes`).
+//!
+//! Never imports: crate::lb, crate::routes, crate::nodes, crate::controllers.
 
 mod calls;
 pub(crate) mod client;

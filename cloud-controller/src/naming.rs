@@ -1,6 +1,8 @@
 //! Names and descriptions of the GCE objects, as cloud-provider-gcp derives them
 //! (gce_loadbalancer_naming.go, cloudprovider.DefaultLoadBalancerName, gce_routes.go).
 //! Names are validated against GCE's RFC1035 pattern; descriptions are JSON built with real escaping.
+//!
+//! Never imports: crate::lb, crate::routes, crate::nodes, crate::gce, crate::controllers.
 
 use crate::error::{Error, Result};
 

@@ -1,6 +1,8 @@
 //! Node controller, pure part (k8s.io/cloud-provider cloud node + node lifecycle controllers with
 //! the GCE instance facts): initialise nodes tainted `node.cloudprovider.kubernetes.io/uninitialized`
 //! and delete NotReady nodes whose instance is gone.
+//!
+//! Never imports: crate::lb, crate::routes, crate::gce, crate::controllers.
 
 use std::collections::BTreeMap;
 

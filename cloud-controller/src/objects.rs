@@ -3,6 +3,8 @@
 //! ([`action`]) and what GCE was seen to hold ([`observed`]). Field names follow the REST JSON
 //! (serde renames), so the I/O layer maps them 1:1 onto google-cloud-compute-v1 models and the fake
 //! GCE can read them directly. Only the fields the controller sets or compares are here.
+//!
+//! Never imports: crate::lb, crate::routes, crate::nodes, crate::gce, crate::controllers.
 
 use serde::{Deserialize, Serialize};
 

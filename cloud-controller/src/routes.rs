@@ -1,6 +1,8 @@
 //! Route controller, pure part (k8s.io/cloud-provider route controller + gce_routes.go): one GCE
 //! route per node pod CIDR pointing at the node's instance, stale routes of our prefix deleted,
 //! and the NetworkUnavailable condition each node should then carry.
+//!
+//! Never imports: crate::lb, crate::nodes, crate::gce, crate::controllers.
 
 use std::collections::{BTreeMap, BTreeSet};
 

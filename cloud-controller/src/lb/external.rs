@@ -5,6 +5,8 @@
 //! build [`desired::DesiredLb`], diff in [`plan`]) -> I/O executes the
 //! [`Action`](crate::objects::action::Action)s stage by stage. On Service deletion:
 //! [`delete::plan_delete`].
+//!
+//! Never imports: crate::lb::internal, crate::lb::rbs.
 
 pub(crate) mod address;
 pub(crate) mod delete;

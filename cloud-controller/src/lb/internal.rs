@@ -13,6 +13,8 @@
 //! (re)created (upstream reserves and releases it on every sync, two writes per no-op resync), and
 //! the shared-backend-service annotation (`alpha.cloud.google.com/load-balancer-backend-share`)
 //! is not supported (the backend service is always named like the LB).
+//!
+//! Never imports: crate::lb::external, crate::lb::rbs.
 
 use std::collections::BTreeMap;
 

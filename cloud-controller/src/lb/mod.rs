@@ -19,6 +19,8 @@
 //!   (a new collection: a row in `gce/read.rs`);
 //! - tests: `testutil/mini_gce/` (`MiniGce::apply`), and svcnet-fake-gce's REST route
 //!   (`e2e/fake-gce`) for the end-to-end tests.
+//!
+//! Never imports: crate::gce, crate::controllers, crate::routes, crate::nodes.
 
 pub(crate) mod drift;
 pub(crate) mod external;

@@ -10,6 +10,8 @@
 //! Flow as for the other kinds: [`LbSpec`] (validated Service) -> [`desired`] (here) ->
 //! [`plan`] against [`RbsObserved`](crate::objects::observed::RbsObserved) -> actions; teardown:
 //! [`plan::plan_delete`]. Pure: plain data in and out.
+//!
+//! Never imports: crate::lb::external, crate::lb::internal.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,7 @@
 //! External (target pool) load balancers in the service controller: their rounds
 //! (`rounds::external`, through the driver internal LBs use too), then status, events and record.
+//!
+//! Never imports: crate::controllers::lb::internal, crate::controllers::lb::rounds::internal.
 
 use k8s_openapi::api::core::v1::Service;
 use kube::runtime::controller::Action as Requeue;

@@ -2,6 +2,8 @@
 //! the driver external LBs use too), then status, events and record. The whole sync holds the
 //! shared-resource lock: internal LBs share the instance groups and the node health check, which
 //! a teardown may delete.
+//!
+//! Never imports: crate::controllers::lb::external, crate::controllers::lb::rounds::external.
 
 use k8s_openapi::api::core::v1::Service;
 use svcnet_crds::{GceResourceRef, GceResources};

@@ -2,6 +2,8 @@
 //! `lb::external::delete`), for the shared driver [`run_rounds`]. Ensure re-reads only what the
 //! last round touched and takes the shared-health-check lock only while a plan creates or
 //! deletes the shared objects; delete runs each round under that lock.
+//!
+//! Never imports: crate::controllers::lb::internal, crate::controllers::lb::rounds::internal.
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use tokio::sync::MutexGuard;

@@ -2,6 +2,8 @@
 //! `lb::internal::plan_delete`), for the shared driver [`run_rounds`]. The caller holds the
 //! shared-resource lock for the whole sync: internal LBs share the instance groups and the node
 //! health check, which a teardown may delete.
+//!
+//! Never imports: crate::controllers::lb::external, crate::controllers::lb::rounds::external.
 
 use k8s_openapi::api::core::v1::{Node, Service};
 
