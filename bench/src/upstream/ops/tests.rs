@@ -58,7 +58,16 @@ fn probe_finds_a_listener_and_gives_up_on_a_closed_port() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = l.local_addr().expect("addr");
     assert_eq!(probe_until_live(addr, Duration::from_millis(100)), Ok(1));
-    drop(l);
-    let e = probe_until_live(addr, Duration::from_millis(20)).expect_err("closed port is not live");
+    // A port bound but not listening refuses connections, and holding it keeps other processes
+    // (parallel tests) and this test's own source port from taking it, unlike a dropped listener's.
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .expect("bind");
+    let closed = held
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .expect("bound address");
+    let e = probe_until_live(closed, Duration::from_millis(20)).expect_err("closed port is not live");
     assert!(e.contains("not live"), "{e}");
 }
