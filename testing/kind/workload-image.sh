@@ -2,7 +2,7 @@
 # The e2e's workload image, made here for every machine (no registry needed): upstream's e2e test image
 # program agnhost (built by testing/k8s from k8s.io/kubernetes v1.34.12's test/images/agnhost, VERSION 2.56),
 # whose `serve-hostname` is the walkthrough's serve_hostname (it answers its pod name on :9376), plus Debian's
-# static busybox for a shell and wget (the client side of the steps). Named svcnet-e2e/agnhost:2.56: upstream's
+# static busybox for a shell (`sleep`, `sh`). Named svcnet-e2e/agnhost:2.56: upstream's
 # registry.k8s.io/e2e-test-images/agnhost:2.56 runs the same agnhost but has no busybox.
 #
 #   workload-image.sh     prints the image name, building it when the engine (DOCKER_HOST) lacks it
@@ -33,7 +33,7 @@ mkdir -p "$work/root/bin" "$work/root/tmp" "$work/root/etc"
 chmod 1777 "$work/root/tmp"
 install -m 0755 "$k8sbin/agnhost" "$work/root/agnhost"
 install -m 0755 "$busybox" "$work/root/bin/busybox"
-for t in sh wget nc cat sleep hostname; do ln -s busybox "$work/root/bin/$t"; done
+for t in sh cat sleep hostname; do ln -s busybox "$work/root/bin/$t"; done
 tar -C "$work/root" --numeric-owner -c . |
   "$DOCKER" import --change 'ENV PATH=/bin' --change 'ENTRYPOINT ["/agnhost"]' \
     --change "LABEL svcnet.key=$key" - "$image" >/dev/null
