@@ -87,7 +87,7 @@ both_pods_from() {
 }
 lb_20() { local _; for _ in $(seq 1 20); do in_ns curl -s --max-time 2 "http://$LB_IP/" || true; echo; done; }
 
-has_ingress() { K get svc "$1" -o jsonpath='{.status.loadBalancer.ingress[0].ip}' | grep -q .; }
+has_ingress() { [ -n "$(K get svc "$1" -o jsonpath='{.status.loadBalancer.ingress[0].ip}')" ]; }
 
 walkthrough() {
   K create deployment hostnames --image="$WORKLOAD" --port=9376 -- /agnhost serve-hostname
@@ -193,7 +193,8 @@ rollout_restart() {
 proxy_on() { K -n kube-system get pods -l app.kubernetes.io/name=svcnet-proxy --field-selector "spec.nodeName=$1" -o jsonpath='{.items[0].metadata.name}'; }
 replaced() { local p; p=$(proxy_on "$1"); [ -n "$p" ] && [ "$p" != "$2" ]; }
 restarted() { [ "$(K -n kube-system get pod "$1" -o jsonpath='{.status.containerStatuses[0].restartCount}')" -ge 1 ]; }
-rules_there() { D exec "$1" iptables-save -t nat | grep -q 'KUBE-SVC-.*default/hostnames'; }
+# (grep -c, not -q: an early exit would SIGPIPE iptables-save and fail the pipeline)
+rules_there() { D exec "$1" iptables-save -t nat | grep -c 'KUBE-SVC-.*default/hostnames' >/dev/null; }
 
 proxy_killed() {
   local node=$CLUSTER-worker old new cid
@@ -207,10 +208,8 @@ proxy_killed() {
   retry 30 both_pods_from lb_20
   # A crash: SIGKILL of the container by the runtime; the kubelet restarts it in the same pod.
   new=$(proxy_on "$node")
-  cid=$(D exec "$node" ctr -n k8s.io containers ls -q labels.io.kubernetes.pod.name=="$new" |
-    while read -r c; do
-      D exec "$node" ctr -n k8s.io containers info "$c" | grep -q '"io.kubernetes.container.name": "svcnet-proxy"' && echo "$c"
-    done | head -n1)
+  cid=$(D exec "$node" ctr -n k8s.io containers ls -q \
+    "labels.\"io.kubernetes.pod.name\"==$new,labels.\"io.kubernetes.container.name\"==svcnet-proxy" | tail -n1)
   [ -n "$cid" ] || { echo "no svcnet-proxy container found on $node"; return 1; }
   D exec "$node" ctr -n k8s.io tasks kill -s SIGKILL "$cid"
   rules_there "$node"
@@ -236,6 +235,7 @@ leader_failover() {
   local ip
   ip=$(K get svc hostnames-2 -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
   retry 60 in_ns curl -fsS --max-time 2 "http://$ip:8080/"
+  echo
 }
 
 gce_lb_objects() {
