@@ -36,7 +36,8 @@ engine_up() {
   ln -sf "$DOCKER" "$WORK/bin/docker"
   export PATH="$WORK/bin:$PATH"
   setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done
-    bash "$2/testing/engine/dockerd.sh" stop "$3" >/dev/null 2>&1' watchdog $$ "$repo" "$NS" \
+    bash "$2/testing/engine/dockerd.sh" stop "$3" >/dev/null 2>&1
+    rm -rf "$4"' watchdog $$ "$repo" "$NS" "$WORK" \
     </dev/null >/dev/null 2>&1 &
   WATCHDOG=$!
 }
