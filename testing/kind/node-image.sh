@@ -218,4 +218,8 @@ fi
 # with `docker rm -f` anyway.
 "$DOCKER" import --change 'ENV container=docker' \
   --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' "$tarball" "$image" >/dev/null
+# The engine's data root is kept between runs: node images of earlier inputs are never used again.
+for old in $("$DOCKER" image ls --format '{{.Repository}}:{{.Tag}}' svcnet-kind/node); do
+  [ "$old" = "$image" ] || "$DOCKER" rmi "$old" >/dev/null 2>&1 || true
+done
 echo "$image"
