@@ -73,6 +73,7 @@ step "svcnet-proxy and svcnet-cloud-controller Ready by their probes; CoreDNS Re
 step "walkthrough: create deployment, scale 2, expose LoadBalancer, EXTERNAL-IP, both pods via the LB IP" walkthrough
 step "ClusterIP from a pod and from a node" clusterip
 step "NodePort from outside the nodes" nodeport
+step "externalTrafficPolicy Local: the client's IP preserved, the health-check node port 200 only where endpoints run" etp_local
 step "kubectl logs of both workloads" logs_readable
 step "metrics scraped from the pods' ports" metrics_scraped
 step "kubectl rollout restart daemonset/svcnet-proxy under a 20 ms client loop (LB IP, ClusterIP): 0 failed" rollout_restart

@@ -277,3 +277,41 @@ diagnose() {
   tail -n 20 "$WORK/gce-network.log" "$WORK/fake-gce.log" 2>/dev/null || true
   in_ns ip route || true
 }
+
+# hc_code NODE_IP PORT: the HTTP status of the health-check node port on that node.
+hc_code() { in_ns curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$1:$2/" || true; }
+
+# hc_matches SERVICE SELECTOR: on every node, the health-check node port answers 200 exactly when a pod of
+# SELECTOR runs there, 503 elsewhere.
+hc_matches() {
+  local port n ip want got ok=0
+  port=$(K get svc "$1" -o jsonpath='{.spec.healthCheckNodePort}')
+  [ -n "$port" ] && [ "$port" != 0 ] || return 1
+  for n in $(in_ns "$KIND" get nodes --name "$CLUSTER"); do
+    ip=$(D inspect -f '{{(index .NetworkSettings.Networks "kind").IPAddress}}' "$n")
+    want=503
+    [ -z "$(K get pods -l "$2" --field-selector "spec.nodeName=$n" -o name)" ] || want=200
+    got=$(hc_code "$ip" "$port")
+    echo "$n $ip:$port -> $got (want $want)"
+    [ "$got" = "$want" ] || ok=1
+  done
+  return $ok
+}
+
+client_ip_seen() { in_ns curl -s --max-time 2 "http://$1:8080/clientip" | grep -c "^$GATEWAY:" >/dev/null; }
+
+etp_local() {
+  # The in-pod client of step 10 (agnhost netexec, one pod) behind a LoadBalancer with
+  # externalTrafficPolicy Local: /clientip must show the client's own address, not a node's.
+  K expose pod client --name client-local --port=8080 --target-port=8080 --type=LoadBalancer \
+    --overrides '{"spec":{"externalTrafficPolicy":"Local"}}'
+  retry 120 has_ingress client-local
+  K get svc client-local
+  retry 60 hc_matches client-local run=client
+  local ip
+  ip=$(K get svc client-local -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+  retry 60 client_ip_seen "$ip"
+  in_ns curl -s --max-time 2 "http://$ip:8080/clientip"
+  echo
+  K delete svc client-local
+}
