@@ -7,6 +7,7 @@
 #   `make images` and the image test; installed with service starts held by policy-rc.d, so no daemon
 #   starts in the machine's own namespace), debootstrap (the images' base when no registry answers),
 #   curl (the image test reaches the fake GCE inside a container's namespace with it),
+#   gcc + libc6-dev and jq (the kind e2e's node image: a static pause, cri-base.json),
 #   util-linux (setpriv: children die with their test; flock: one control-plane build at a time), make.
 # cargo-deny is not here: only `make lint` needs it, and it builds it (install-cargo-deny.sh), so
 # `make test` and `make demo` do not wait for its build.
@@ -28,6 +29,10 @@ have containerd || need+=(containerd)
 have runc || need+=(runc)
 have debootstrap || need+=(debootstrap)
 have curl || need+=(curl)
+# The kind e2e's node image (testing/kind/node-image.sh): pause is compiled statically, cri-base.json made
+# with jq.
+have gcc || need+=(gcc libc6-dev)
+have jq || need+=(jq)
 
 if [ "${#need[@]}" -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the pinned upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-proxy) and the
-# kubectl of the same release (the machine's may be outside the version skew policy) from
+# Builds the pinned upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-proxy), the
+# kubectl of the same release (the machine's may be outside the version skew policy), and what a kind node
+# image needs beside them (kubelet, kubeadm, kube-scheduler; testing/kind/node-image.sh) and the e2e's workload
+# (agnhost, upstream's e2e test image: its serve-hostname is the walkthrough's serve_hostname) from
 # go.mod/go.sum beside this script into a cache outside the repository, keyed by the pinned versions and
 # this recipe, and prints the bin directory as the last line of stdout. A second call reuses the cache.
 #
@@ -30,7 +32,7 @@ export CGO_ENABLED=0
 key="$(cat "$here/go.mod" "$here/go.sum" "$here/build.sh" | sha256sum | cut -c1-12)"
 root="${SVCNET_K8S_CACHE:-/var/cache/svcnet}"
 dir="$root/k8s-$k8s_version-etcd-$etcd_version-$key"
-bins=(etcd kube-apiserver kube-controller-manager kube-proxy kubectl)
+bins=(etcd kube-apiserver kube-controller-manager kube-proxy kubectl kubelet kubeadm kube-scheduler agnhost)
 
 complete() {
   for b in "${bins[@]}"; do [ -x "$dir/bin/$b" ] || return 1; done
@@ -72,13 +74,17 @@ tmp="$dir.tmp.$$"
 rm -rf "$tmp"
 mkdir -p "$tmp/bin"
 trap 'rm -rf "$tmp"' EXIT
-# One go build for all five: shared packages compile once.
+# One go build for all of them: shared packages compile once.
 go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/" \
   go.etcd.io/etcd/server/v3 \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-proxy \
-  k8s.io/kubernetes/cmd/kubectl
+  k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet \
+  k8s.io/kubernetes/cmd/kubeadm \
+  k8s.io/kubernetes/cmd/kube-scheduler \
+  k8s.io/kubernetes/test/images/agnhost
 # The etcd main package is the module root go.etcd.io/etcd/server/v3; go build names a /vN path after the
 # element before it.
 mv "$tmp/bin/server" "$tmp/bin/etcd"

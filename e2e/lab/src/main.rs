@@ -8,6 +8,7 @@ mod demo;
 mod diagnose;
 mod firewall;
 mod gce;
+mod gce_network;
 mod http;
 mod kube;
 mod kube_proxy;
@@ -96,6 +97,17 @@ enum Cmd {
     /// Compact etcd's history up to its current revision (watchers resuming from before get 410 Gone);
     /// prints the revision.
     CompactEtcd,
+    /// (internal) The GCE network alone (LB IPs and GCE routes as kernel routes over DEV), for the kind
+    /// e2e: run inside its engine's namespace.
+    #[command(hide = true)]
+    GceNetwork {
+        /// The fake GCE, e.g. http://172.18.0.1:8085.
+        #[arg(long)]
+        gce: String,
+        /// The link every instance sits on.
+        #[arg(long)]
+        dev: String,
+    },
     /// (internal) The VPC agent, run inside the vpc namespace.
     #[command(hide = true)]
     Agent,
@@ -152,6 +164,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Diagnose => diagnose::run(&dir),
         Cmd::CompactEtcd => components::compact_etcd(&dir),
         Cmd::Agent => vpc::agent(&dir),
+        Cmd::GceNetwork { gce, dev } => gce_network::run(&gce, &dev),
         Cmd::ServeHostname { name, port } => pods::serve_hostname(&name, port),
         Cmd::Http {
             method,

@@ -94,6 +94,30 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
             inst.insert(name, (ip, format!("n{}", node.index)));
         }
     }
+    let want = wanted_routes(&gce, &inst, health);
+    program_routes(&want)?;
+    let fw = firewall::render(
+        &arr("firewalls"),
+        &arr("instances"),
+        &st.nodes,
+        &lb_targets::internal_rules(&gce),
+    );
+    if fw != *last_fw {
+        netns::run_stdin(&["iptables-restore"], &fw)?;
+        *last_fw = fw;
+    }
+    Ok(())
+}
+
+/// What GCE's network does with packets, as kernel routes: destination -> next hops (IP, dev). GCE routes
+/// go to their instance; a forwarding rule's IP to the healthy members of its backends (probed here, with
+/// the checks' thresholds). `inst` maps instance name -> (IP, link to it).
+pub(crate) fn wanted_routes(
+    gce: &Value,
+    inst: &BTreeMap<String, (String, String)>,
+    health: &mut lb_health::Checker,
+) -> BTreeMap<String, Vec<(String, String)>> {
+    let arr = |k: &str| gce[k].as_array().cloned().unwrap_or_default();
     // Destination -> next hops (IP, dev).
     let mut want: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for r in arr("routes") {
@@ -111,7 +135,7 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
     }
     // One probe per member and check per tick, however many rules share the check.
     let mut decided: BTreeMap<(String, String), bool> = BTreeMap::new();
-    for t in lb_targets::targets(&gce, &inst) {
+    for t in lb_targets::targets(gce, inst) {
         let hops = lb_targets::hops(&t, |mip, h| {
             let key = (mip.to_owned(), h["name"].as_str().unwrap_or_default().to_owned());
             *decided
@@ -128,18 +152,7 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
     }
     want.retain(|_, hops| !hops.is_empty());
     health.retain(&decided.into_keys().collect::<Vec<_>>());
-    program_routes(&want)?;
-    let fw = firewall::render(
-        &arr("firewalls"),
-        &arr("instances"),
-        &st.nodes,
-        &lb_targets::internal_rules(&gce),
-    );
-    if fw != *last_fw {
-        netns::run_stdin(&["iptables-restore"], &fw)?;
-        *last_fw = fw;
-    }
-    Ok(())
+    want
 }
 
 /// HTTP health check of one member (GCE: 200 within the check's timeoutSec is a pass).
@@ -157,7 +170,7 @@ fn probe(ip: &str, hc: &Value) -> bool {
     .is_ok_and(|(code, _)| code == 200)
 }
 
-fn program_routes(want: &BTreeMap<String, Vec<(String, String)>>) -> Result<()> {
+pub(crate) fn program_routes(want: &BTreeMap<String, Vec<(String, String)>>) -> Result<()> {
     let have = netns::run(&["ip", "-j", "route", "show", "proto", PROTO])?;
     let have: Vec<Value> = serde_json::from_str(&have).unwrap_or_default();
     let have: BTreeSet<String> = have

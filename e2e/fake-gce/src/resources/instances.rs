@@ -133,12 +133,14 @@ pub fn set_tags(current: &Value, body: &Value) -> Result<Value, ApiError> {
     Ok(next)
 }
 
-/// Deterministic fingerprint of the tag list (base64 of a 64-bit FNV-1a hash).
+/// Deterministic fingerprint of the tag list (base64 of a 64-bit FNV-1a hash), in the URL-safe alphabet
+/// with padding: the discovery document's `format: byte`, which the official Rust client insists on (a
+/// `/` or `+` fails its whole instance decode).
 pub fn fingerprint(items: &[String]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in items.join(",").bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x100_0000_01b3);
     }
-    data_encoding::BASE64.encode(&h.to_be_bytes())
+    data_encoding::BASE64URL.encode(&h.to_be_bytes())
 }

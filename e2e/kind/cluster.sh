@@ -1,0 +1,169 @@
+# Sourced by e2e/kind/e2e.sh: the engine, the images, the fake GCE, the GCE network and the kind cluster.
+# Everything runs inside the engine's network namespace ($NS): dockerd, the kind node containers, the API
+# server kind publishes on 127.0.0.1 there, svcnet-fake-gce on the kind network's gateway, the lab's GCE
+# network agent, and every client of them (kubectl, curl).
+
+CLUSTER=svcnet-e2e
+SUBNET=172.18.0.0/16
+GATEWAY=172.18.0.1
+BRIDGE=svcnet-kind0
+GCE_PORT=8085
+PROJECT=svcnet-kind
+ZONE=us-central1-b
+NODE_TAG=svcnet-kind-node
+POD_SUBNET=10.244.0.0/16
+
+# in_ns CMD...: CMD inside the engine's network namespace.
+in_ns() { ip netns exec "$NS" "$@"; }
+K() { in_ns "$KUBECTL" --kubeconfig "$WORK/kubeconfig" "$@"; }
+D() { "$DOCKER" "$@"; }
+gce() { in_ns curl -fsS --max-time 10 -X "$1" -H 'Content-Type: application/json' ${3:+--data "$3"} "http://$GATEWAY:$GCE_PORT$2"; }
+
+# engine_up: dockerd in a namespace of its own (testing/engine/dockerd.sh), owned by this script; a watchdog
+# stops it (and so every container, the fake GCE and the network agent in it) if this script dies without
+# its exit trap running (SIGKILL). The next run's sweep would too.
+engine_up() {
+  bash "$repo/testing/engine/dockerd.sh" sweep
+  local out
+  out=$(bash "$repo/testing/engine/dockerd.sh" start $$)
+  NS=$(head -n1 <<<"$out")
+  export "$(tail -n1 <<<"$out")"
+  DOCKER=/usr/bin/docker
+  [ -x "$DOCKER" ] || DOCKER=$(command -v docker)
+  export DOCKER
+  # kind runs `docker`: the engine's own CLI, first on PATH.
+  mkdir -p "$WORK/bin"
+  ln -sf "$DOCKER" "$WORK/bin/docker"
+  export PATH="$WORK/bin:$PATH"
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done
+    bash "$2/testing/engine/dockerd.sh" stop "$3" >/dev/null 2>&1
+    rm -rf "$4"' watchdog $$ "$repo" "$NS" "$WORK" \
+    </dev/null >/dev/null 2>&1 &
+  WATCHDOG=$!
+}
+
+engine_down() {
+  [ -n "${NS:-}" ] || return 0
+  if [ -n "${KIND:-}" ]; then
+    in_ns timeout 120 "$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
+  fi
+  bash "$repo/testing/engine/dockerd.sh" stop "$NS" || true
+  [ -z "${WATCHDOG:-}" ] || kill "$WATCHDOG" 2>/dev/null || true
+  NS=
+}
+
+# node_image: the stock kind node image where a registry answers, else the one testing/kind builds here.
+node_image() {
+  if [ -n "${KIND_NODE_IMAGE:-}" ]; then
+    echo "$KIND_NODE_IMAGE"
+  elif timeout 60 "$DOCKER" pull -q "$STOCK_NODE_IMAGE" >/dev/null 2>&1; then
+    echo "$STOCK_NODE_IMAGE"
+  else
+    bash "$repo/testing/kind/node-image.sh"
+  fi
+}
+
+# kind_config IMAGE: one control plane and two workers, no kube-proxy, kubelets with
+# --cloud-provider=external (and no kind:// providerID: svcnet's node controller sets gce://...).
+kind_config() {
+  local cni=false local_image=false
+  case "$1" in svcnet-kind/node:*) cni=true local_image=true ;; esac
+  cat <<YAML
+kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+networking:
+  kubeProxyMode: none
+  podSubnet: $POD_SUBNET
+  # The image made here has no kindnetd; its svcnet-cni unit does that job (testing/kind/svcnet-cni.sh).
+  disableDefaultCNI: $cni
+nodes:
+  - role: control-plane
+  - role: worker
+  - role: worker
+kubeadmConfigPatchesJSON6902:
+YAML
+  # kind writes kubeadm v1beta3 for Kubernetes 1.34 (kubeletExtraArgs a map) and v1beta4 for later
+  # releases (a list of name/value); a patch whose version does not match is not applied.
+  local k
+  for k in InitConfiguration JoinConfiguration; do
+    cat <<YAML
+  - group: kubeadm.k8s.io
+    version: v1beta3
+    kind: $k
+    patch: |
+      - {op: remove, path: /nodeRegistration/kubeletExtraArgs/provider-id}
+      - {op: add, path: /nodeRegistration/kubeletExtraArgs/cloud-provider, value: external}
+  - group: kubeadm.k8s.io
+    version: v1beta4
+    kind: $k
+    patch: |
+      - {op: test, path: /nodeRegistration/kubeletExtraArgs/1/name, value: provider-id}
+      - {op: replace, path: /nodeRegistration/kubeletExtraArgs/1, value: {name: cloud-provider, value: external}}
+YAML
+  done
+  if $local_image; then
+    # The etcd of the pinned recipe (testing/k8s), under its own tag. The cgroupfs driver for kubelet and
+    # containerd: on this cgroup v1 host, bookworm's systemd 252 in the node does not make the
+    # kubelet-kubepods.slice cgroup in its name=systemd hierarchy, and the kubelet refuses to start.
+    cat <<YAML
+  - group: kubeadm.k8s.io
+    version: v1beta3
+    kind: ClusterConfiguration
+    patch: |
+      - {op: add, path: /etcd, value: {local: {imageTag: "3.6.4-0"}}}
+  - group: kubelet.config.k8s.io
+    version: v1beta1
+    kind: KubeletConfiguration
+    patch: |
+      - {op: replace, path: /cgroupDriver, value: cgroupfs}
+containerdConfigPatches:
+  - |-
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      SystemdCgroup = false
+YAML
+  fi
+}
+
+# fake_gce_up: svcnet-fake-gce on the kind network's gateway, so pods on the nodes reach it.
+fake_gce_up() {
+  in_ns setsid "$BIN/svcnet-fake-gce" --listen "$GATEWAY:$GCE_PORT" --project "$PROJECT" --zones "$ZONE" \
+    --internal-range 10.128.0.0/20 --op-latency-ms 100 >"$WORK/fake-gce.log" 2>&1 </dev/null &
+  local _
+  for _ in $(seq 1 100); do
+    gce GET /_fake/state >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  cat "$WORK/fake-gce.log" >&2
+  return 1
+}
+
+# register_instances: every kind node becomes a GCE instance of the fake (name, IP, zone, tag), as the VMs
+# of a GCE cluster are.
+register_instances() {
+  local n ip i=1
+  for n in $(in_ns "$KIND" get nodes --name "$CLUSTER"); do
+    ip=$(D inspect -f "{{(index .NetworkSettings.Networks \"kind\").IPAddress}}" "$n")
+    gce POST /_fake/instances "{\"name\":\"$n\",\"zone\":\"$ZONE\",\"networkIP\":\"$ip\",\"natIP\":\"198.51.100.$i\",\"tags\":[\"$NODE_TAG\"],\"machineType\":\"e2-medium\",\"status\":\"RUNNING\"}" >/dev/null
+    i=$((i + 1))
+  done
+}
+
+cluster_up() {
+  local image=$NODE_IMAGE
+  # The engine's data root keeps networks between runs: a fixed subnet each time (the overlay's gateway).
+  D network rm kind >/dev/null 2>&1 || true
+  D network create --driver bridge --subnet "$SUBNET" --gateway "$GATEWAY" \
+    -o "com.docker.network.bridge.name=$BRIDGE" -o com.docker.network.bridge.enable_ip_masquerade=false \
+    -o com.docker.network.driver.mtu=1500 kind >/dev/null
+  fake_gce_up
+  kind_config "$image" >"$WORK/kind.yaml"
+  in_ns "$KIND" create cluster --name "$CLUSTER" --image "$image" --config "$WORK/kind.yaml" \
+    --kubeconfig "$WORK/kubeconfig" --wait 0s --retain
+  register_instances
+  # The lab's GCE network, in the engine's namespace: LB IPs routed to the healthy pool members over the
+  # kind bridge, GCE routes to their instances (e2e/lab: svcnet-lab gce-network).
+  # The engine's namespace routes like GCE's VPC: between the nodes' pod CIDRs (GCE routes) and to LB IPs.
+  in_ns sysctl -qw net.ipv4.ip_forward=1
+  in_ns setsid "$BIN/svcnet-lab" gce-network --gce "http://$GATEWAY:$GCE_PORT" --dev "$BRIDGE" \
+    >"$WORK/gce-network.log" 2>&1 </dev/null &
+}

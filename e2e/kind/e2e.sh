@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# `make e2e`: svcnet on kind with the fake GCE (e2e/kind/README.md). Builds what is missing (kind, the node
+# image, svcnet's images, the workload image; each cached per machine), starts a container engine in a
+# network namespace of its own, creates a 3-node kind cluster without kube-proxy and with external cloud
+# provider kubelets, installs svcnet with `kubectl apply -k manifests/overlays/kind`, and runs named, timed
+# steps against it. Tears everything down on every path (a watchdog does it if this script is SIGKILLed).
+# Needs root. Prints `N passed, N failed` last; exit status 0 only when every step passed.
+#
+#   e2e/kind/e2e.sh [--keep]    --keep: leave the cluster up at the end (Ctrl-C tears it down)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+KEEP=${1:-}
+STOCK_NODE_IMAGE=${STOCK_NODE_IMAGE:-kindest/node:v1.34.0}
+[ "$(id -u)" -eq 0 ] || { echo "e2e: needs root (network namespaces, the container engine)" >&2; exit 1; }
+
+WORK=$(mktemp -d /tmp/svcnet-kind-e2e.XXXXXX)
+# shellcheck source=e2e/kind/cluster.sh
+. "$here/cluster.sh"
+# shellcheck source=e2e/kind/steps.sh
+. "$here/steps.sh"
+
+passed=0
+failed=0
+STEP=0
+started=$(date +%s)
+
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -n "$CURRENT" ]; then
+    failed=$((failed + 1))
+    echo "==== step $STEP FAILED: $CURRENT ($(elapsed) s, exit $rc)"
+  fi
+  if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then diagnose || true; fi
+  engine_down
+  rm -rf "$WORK"
+  echo "e2e: total $(($(date +%s) - started)) s"
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && [ "$rc" -eq 0 ]
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+# step NAME CMD...: runs one step, prints its name, result and time. A failing command inside a step ends
+# the whole run through `set -e` (the exit trap reports the step as failed), so later steps never run on a
+# broken cluster.
+CURRENT=
+T0=
+step() {
+  CURRENT=$1
+  shift
+  STEP=$((STEP + 1))
+  echo "==== step $STEP: $CURRENT"
+  T0=$(date +%s.%N)
+  "$@"
+  passed=$((passed + 1))
+  echo "==== step $STEP PASSED: $CURRENT ($(elapsed) s)"
+  CURRENT=
+}
+elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
+
+step "build: kind, the control plane and node binaries (testing/k8s), svcnet's binaries" build_all
+step "container engine in its own network namespace" engine_up
+echo "engine: namespace $NS"
+step "images: kind node, svcnet (make images), workload" images_all
+step "kind cluster: 1 control plane + 2 workers, no kube-proxy, --cloud-provider=external; fake GCE instances" cluster_up
+step "kind load docker-image: svcnet-proxy, svcnet-cloud-controller, the workload" load_images
+step "install: kubectl apply -k manifests/overlays/kind" install_svcnet
+step "nodes initialized by the controller (providerID, addresses, taint gone) and their GCE routes" nodes_initialized
+step "svcnet-proxy and svcnet-cloud-controller Ready by their probes; CoreDNS Ready" workloads_ready
+step "walkthrough: create deployment, scale 2, expose LoadBalancer, EXTERNAL-IP, both pods via the LB IP" walkthrough
+step "ClusterIP from a pod and from a node" clusterip
+step "NodePort from outside the nodes" nodeport
+step "externalTrafficPolicy Local: the client's IP preserved, the health-check node port 200 only where endpoints run" etp_local
+step "kubectl logs of both workloads" logs_readable
+step "metrics scraped from the pods' ports" metrics_scraped
+step "kubectl rollout restart daemonset/svcnet-proxy under a 20 ms client loop (LB IP, ClusterIP): 0 failed" rollout_restart
+step "proxy pod deleted and its container SIGKILLed: rules stay, the kubelet brings it back" proxy_killed
+step "controller leader's pod deleted: the other replica takes the Lease, a new LoadBalancer gets its IP" leader_failover
+step "delete every Service and kubectl delete -k: no GCE load-balancer object left" delete_all
+
+if [ "$KEEP" = --keep ]; then
+  echo "e2e: cluster kept; kubectl: ip netns exec $NS $KUBECTL --kubeconfig $WORK/kubeconfig ...; Ctrl-C ends it"
+  while :; do sleep 3600; done
+fi

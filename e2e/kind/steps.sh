@@ -1,0 +1,317 @@
+# Sourced by e2e/kind/e2e.sh: what each step does. A step is a function that returns non-zero on failure.
+
+# retry SECONDS CMD...: CMD until it succeeds or SECONDS pass.
+retry() {
+  local until=$(($(date +%s) + $1))
+  shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$until" ] || return 1
+    sleep 1
+  done
+}
+
+build_all() {
+  command -v go >/dev/null 2>&1 || PATH="$PATH:/usr/local/go/bin"
+  K8SBIN=$(bash "$repo/testing/k8s/build.sh" | tail -n1)
+  KUBECTL=$K8SBIN/kubectl
+  KIND=$(bash "$repo/testing/kind/build-kind.sh" | tail -n1)
+  # Debug binaries unless E2E_RELEASE=1: the images' test does the same; a cold release build of the
+  # workspace costs more than the whole e2e.
+  local profile=debug flag=()
+  [ "${E2E_RELEASE:-}" != 1 ] || { profile=release flag=(--release); }
+  cargo build "${flag[@]}" --locked -q --manifest-path "$repo/Cargo.toml" \
+    -p svcnet-proxy -p svcnet-cloud-controller -p svcnet-fake-gce -p svcnet-lab
+  BIN=$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/$profile
+}
+
+images_all() {
+  NODE_IMAGE=$(node_image)
+  echo "node image: $NODE_IMAGE"
+  SVCNET_ENGINE_STARTED=1 SVCNET_IMAGE_BINARIES=$BIN IMAGE_PREFIX=svcnet IMAGE_TAG=dev \
+    bash "$repo/testing/engine/images.sh"
+  WORKLOAD=$(bash "$repo/testing/kind/workload-image.sh")
+  echo "workload image: $WORKLOAD"
+}
+
+load_images() {
+  in_ns "$KIND" load docker-image --name "$CLUSTER" svcnet/svcnet-proxy:dev svcnet/svcnet-cloud-controller:dev \
+    "$WORKLOAD"
+}
+
+install_svcnet() {
+  K apply -k "$repo/manifests/overlays/kind"
+  K -n kube-system rollout status daemonset/svcnet-proxy --timeout=180s
+  K -n kube-system rollout status deployment/svcnet-cloud-controller --timeout=180s
+}
+
+node_ok() {
+  local n=$1 pid taints
+  pid=$(K get node "$n" -o jsonpath='{.spec.providerID}')
+  [ "$pid" = "gce://$PROJECT/$ZONE/$n" ] || return 1
+  taints=$(K get node "$n" -o jsonpath='{.spec.taints[*].key}')
+  [[ $taints != *node.cloudprovider.kubernetes.io/uninitialized* ]] || return 1
+  K get node "$n" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}' | grep -q .
+}
+
+routes_ok() {
+  local want have
+  want=$(K get nodes -o jsonpath='{range .items[*]}{.spec.podCIDR}{"\n"}{end}' | sort)
+  have=$(gce GET /_fake/state | python3 -c 'import json,sys; print("\n".join(sorted(r["destRange"] for r in json.load(sys.stdin).get("routes",[]))))')
+  [ -n "$want" ] && [ "$want" = "$have" ]
+}
+
+nodes_initialized() {
+  local n
+  for n in $(in_ns "$KIND" get nodes --name "$CLUSTER"); do
+    retry 120 node_ok "$n" || { echo "node $n not initialized"; return 1; }
+  done
+  retry 60 routes_ok || { echo "GCE routes do not match the podCIDRs"; return 1; }
+  K get nodes -o wide
+}
+
+workloads_ready() {
+  K -n kube-system rollout status daemonset/svcnet-proxy --timeout=120s
+  K -n kube-system wait --for=condition=Ready pod -l app.kubernetes.io/name=svcnet-proxy --timeout=120s
+  K -n kube-system wait --for=condition=Ready pod -l app.kubernetes.io/name=svcnet-cloud-controller --timeout=120s
+  K -n kube-system rollout status deployment/coredns --timeout=180s
+  K -n kube-system get pods -o wide
+}
+
+# both_pods_from CMD...: the names CMD prints (one answer a line) cover both hostnames pods ($PODS).
+both_pods_from() {
+  local names
+  names=$("$@" | sort -u | paste -sd' ')
+  echo "answered: $names"
+  [ "$names" = "$PODS" ]
+}
+lb_20() { local _; for _ in $(seq 1 20); do in_ns curl -s --max-time 2 "http://$LB_IP/" || true; echo; done; }
+
+has_ingress() { [ -n "$(K get svc "$1" -o jsonpath='{.status.loadBalancer.ingress[0].ip}')" ]; }
+
+walkthrough() {
+  K create deployment hostnames --image="$WORKLOAD" --port=9376 -- /agnhost serve-hostname
+  K scale deployment hostnames --replicas 2
+  K rollout status deployment/hostnames --timeout=120s
+  K expose deployment hostnames --port=80 --target-port=9376 --type=LoadBalancer
+  retry 120 has_ingress hostnames
+  K get svc hostnames
+  K get pods -l app=hostnames -o wide
+  LB_IP=$(K get svc hostnames -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+  PODS=$(K get pods -l app=hostnames -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort | paste -sd' ')
+  retry 90 both_pods_from lb_20
+}
+
+clusterip() {
+  local cip node
+  cip=$(K get svc hostnames -o jsonpath='{.spec.clusterIP}')
+  # The pod-side client is upstream's: agnhost netexec's /dial makes the requests from inside the pod (as
+  # Kubernetes' own e2e tests do) and answers with what it got; busybox's wget dies (SIGSEGV) in a pod.
+  K run client --image="$WORKLOAD" --restart=Never -- netexec --http-port=8080
+  K wait --for=condition=Ready pod/client --timeout=60s
+  local podip
+  podip=$(K get pod client -o jsonpath='{.status.podIP}')
+  pod_20() {
+    in_ns curl -s --max-time 30 "http://$podip:8080/dial?request=hostname&protocol=http&host=$cip&port=80&tries=20" |
+      python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin).get("responses") or []))'
+  }
+  retry 30 both_pods_from pod_20
+  node=$CLUSTER-worker
+  node_20() { local _; for _ in $(seq 1 20); do D exec "$node" curl -s --max-time 2 "http://$cip/" || true; echo; done; }
+  retry 30 both_pods_from node_20
+}
+
+nodeport() {
+  local port ip
+  port=$(K get svc hostnames -o jsonpath='{.spec.ports[0].nodePort}')
+  ip=$(D inspect -f '{{(index .NetworkSettings.Networks "kind").IPAddress}}' "$CLUSTER-worker2")
+  np_20() { local _; for _ in $(seq 1 20); do in_ns curl -s --max-time 2 "http://$ip:$port/" || true; echo; done; }
+  retry 30 both_pods_from np_20
+}
+
+logs_readable() {
+  K -n kube-system logs daemonset/svcnet-proxy --tail=5 | tee "$WORK/proxy.log"
+  [ -s "$WORK/proxy.log" ]
+  K -n kube-system logs deployment/svcnet-cloud-controller --tail=5 | tee "$WORK/controller.log"
+  [ -s "$WORK/controller.log" ]
+}
+
+metrics_scraped() {
+  # The proxy's metrics listen on the node's 127.0.0.1:10249 (kube-proxy's default), the controller's on
+  # its node's :10258.
+  D exec "$CLUSTER-worker" curl -fsS --max-time 5 http://127.0.0.1:10249/metrics >"$WORK/proxy.metrics"
+  grep -E '^kubeproxy_sync_proxy_rules_last_timestamp_seconds' "$WORK/proxy.metrics"
+  local pod host
+  pod=$(K -n kube-system get pods -l app.kubernetes.io/name=svcnet-cloud-controller -o jsonpath='{.items[0].metadata.name}')
+  host=$(K -n kube-system get pod "$pod" -o jsonpath='{.status.hostIP}')
+  in_ns curl -fsS --max-time 5 "http://$host:10258/metrics" >"$WORK/controller.metrics"
+  grep -c . "$WORK/controller.metrics"
+  [ -s "$WORK/controller.metrics" ]
+}
+
+# load_start NAME NSENTER_PID TARGET...: the lab's load generator (a new connection every 20 ms) in the
+# network namespace of process NSENTER_PID (a node container) or of the engine (0).
+load_start() {
+  local name=$1 pid=$2
+  shift 2
+  if [ "$pid" = 0 ]; then
+    in_ns "$BIN/svcnet-lab" load --long 0 --stop-file "$WORK/$name.stop" "$@" >"$WORK/$name.out" 2>&1 &
+  else
+    nsenter -t "$pid" -n "$BIN/svcnet-lab" load --long 0 --stop-file "$WORK/$name.stop" "$@" \
+      >"$WORK/$name.out" 2>&1 &
+  fi
+  retry 20 grep -q ready "$WORK/$name.out"
+}
+load_stop() {
+  touch "$WORK/$1.stop"
+  retry 30 grep -q new_ok "$WORK/$1.out"
+  grep new_ok "$WORK/$1.out"
+  python3 - "$WORK/$1.out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+bad = sum(r["new_failed"] for r in rows)
+print(f"{sum(r['new_ok'] for r in rows)} ok, {bad} failed")
+sys.exit(1 if bad or not rows else 0)
+PY
+}
+
+rollout_restart() {
+  local cip pid
+  cip=$(K get svc hostnames -o jsonpath='{.spec.clusterIP}')
+  pid=$(D inspect -f '{{.State.Pid}}' "$CLUSTER-worker")
+  load_start lb 0 "$LB_IP:80"
+  load_start cip "$pid" "$cip:80"
+  K -n kube-system rollout restart daemonset/svcnet-proxy
+  K -n kube-system rollout status daemonset/svcnet-proxy --timeout=300s
+  sleep 3
+  local rc=0
+  load_stop lb || rc=1
+  load_stop cip || rc=1
+  return $rc
+}
+
+proxy_on() { K -n kube-system get pods -l app.kubernetes.io/name=svcnet-proxy --field-selector "spec.nodeName=$1" -o jsonpath='{.items[0].metadata.name}'; }
+replaced() { local p; p=$(proxy_on "$1"); [ -n "$p" ] && [ "$p" != "$2" ]; }
+restarted() { [ "$(K -n kube-system get pod "$1" -o jsonpath='{.status.containerStatuses[0].restartCount}')" -ge 1 ]; }
+# (grep -c, not -q: an early exit would SIGPIPE iptables-save and fail the pipeline)
+rules_there() { D exec "$1" iptables-save -t nat | grep -c 'KUBE-SVC-.*default/hostnames' >/dev/null; }
+
+proxy_killed() {
+  local node=$CLUSTER-worker old new cid
+  old=$(proxy_on "$node")
+  K -n kube-system delete pod "$old" --wait=false
+  rules_there "$node" || { echo "rules gone right after the pod's deletion"; return 1; }
+  K -n kube-system wait --for=delete "pod/$old" --timeout=90s
+  retry 90 replaced "$node" "$old"
+  K -n kube-system wait --for=condition=Ready pod -l app.kubernetes.io/name=svcnet-proxy --timeout=120s
+  rules_there "$node"
+  retry 30 both_pods_from lb_20
+  # A crash: SIGKILL of the container by the runtime; the kubelet restarts it in the same pod.
+  new=$(proxy_on "$node")
+  cid=$(D exec "$node" ctr -n k8s.io containers ls -q \
+    "labels.\"io.kubernetes.pod.name\"==$new,labels.\"io.kubernetes.container.name\"==svcnet-proxy" | tail -n1)
+  [ -n "$cid" ] || { echo "no svcnet-proxy container found on $node"; return 1; }
+  D exec "$node" ctr -n k8s.io tasks kill -s SIGKILL "$cid"
+  rules_there "$node"
+  retry 90 restarted "$new"
+  K -n kube-system wait --for=condition=Ready "pod/$new" --timeout=120s
+  retry 30 both_pods_from lb_20
+}
+
+new_leader() { local l; l=$(leader); [ -n "$l" ] && [ "$l" != "$1" ]; }
+leader() { K -n kube-system get lease svcnet-cloud-controller -o jsonpath='{.spec.holderIdentity}'; }
+
+leader_failover() {
+  local old
+  old=$(leader)
+  echo "leader: $old"
+  [ -n "$old" ]
+  K -n kube-system delete pod "$old" --wait=false
+  retry 120 new_leader "$old"
+  echo "new leader: $(leader)"
+  K expose deployment hostnames --name hostnames-2 --port=8080 --target-port=9376 --type=LoadBalancer
+  retry 120 has_ingress hostnames-2
+  K get svc hostnames-2
+  local ip
+  ip=$(K get svc hostnames-2 -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+  retry 60 in_ns curl -fsS --max-time 2 "http://$ip:8080/"
+  echo
+}
+
+gce_lb_objects() {
+  gce GET /_fake/state | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+left = {k: [o["name"] for o in s.get(k, [])] for k in
+        ("forwardingRules", "targetPools", "firewalls", "httpHealthChecks", "healthChecks", "addresses",
+         "backendServices", "instanceGroups")}
+left = {k: v for k, v in left.items() if v}
+print(left)
+sys.exit(1 if left else 0)'
+}
+
+delete_all() {
+  K delete service hostnames hostnames-2
+  retry 120 gce_lb_objects
+  K delete -k "$repo/manifests/overlays/kind"
+  gce_lb_objects
+}
+
+diagnose() {
+  [ -n "${NS:-}" ] || return 0
+  echo "==== diagnose"
+  local n
+  for n in $(D ps --format '{{.Names}}' 2>/dev/null); do
+    echo "-- $n: entrypoint, kubelet and containerd (last lines), containers"
+    D logs "$n" 2>&1 | grep -E 'INFO|WARN|ERROR' | head -n 20 || true
+    D exec "$n" journalctl -u kubelet -u containerd --no-pager -n 30 -o cat 2>/dev/null | cut -c1-1200 || true
+    D exec "$n" ctr -n k8s.io tasks ls 2>/dev/null || true
+  done
+  [ -s "$WORK/kubeconfig" ] || return 0
+  K get nodes -o wide || true
+  K get pods -A -o wide || true
+  K get svc -A || true
+  K -n kube-system logs deployment/svcnet-cloud-controller --tail=40 || true
+  K -n kube-system logs daemonset/svcnet-proxy --tail=40 || true
+  K get events -A --sort-by=.lastTimestamp | tail -n 40 || true
+  tail -n 20 "$WORK/gce-network.log" "$WORK/fake-gce.log" 2>/dev/null || true
+  in_ns ip route || true
+}
+
+# hc_code NODE_IP PORT: the HTTP status of the health-check node port on that node.
+hc_code() { in_ns curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$1:$2/" || true; }
+
+# hc_matches SERVICE SELECTOR: on every node, the health-check node port answers 200 exactly when a pod of
+# SELECTOR runs there, 503 elsewhere.
+hc_matches() {
+  local port n ip want got ok=0
+  port=$(K get svc "$1" -o jsonpath='{.spec.healthCheckNodePort}')
+  [ -n "$port" ] && [ "$port" != 0 ] || return 1
+  for n in $(in_ns "$KIND" get nodes --name "$CLUSTER"); do
+    ip=$(D inspect -f '{{(index .NetworkSettings.Networks "kind").IPAddress}}' "$n")
+    want=503
+    [ -z "$(K get pods -l "$2" --field-selector "spec.nodeName=$n" -o name)" ] || want=200
+    got=$(hc_code "$ip" "$port")
+    echo "$n $ip:$port -> $got (want $want)"
+    [ "$got" = "$want" ] || ok=1
+  done
+  return $ok
+}
+
+client_ip_seen() { in_ns curl -s --max-time 2 "http://$1:8080/clientip" | grep -c "^$GATEWAY:" >/dev/null; }
+
+etp_local() {
+  # The in-pod client of step 10 (agnhost netexec, one pod) behind a LoadBalancer with
+  # externalTrafficPolicy Local: /clientip must show the client's own address, not a node's.
+  K expose pod client --name client-local --port=8080 --target-port=8080 --type=LoadBalancer \
+    --overrides '{"spec":{"externalTrafficPolicy":"Local"}}'
+  retry 120 has_ingress client-local
+  K get svc client-local
+  retry 60 hc_matches client-local run=client
+  local ip
+  ip=$(K get svc client-local -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+  retry 60 client_ip_seen "$ip"
+  in_ns curl -s --max-time 2 "http://$ip:8080/clientip"
+  echo
+  K delete svc client-local
+}
