@@ -3,7 +3,8 @@
 # so a green warm machine cannot hide a missing install step. Everything it builds or downloads lives under
 # one temporary directory, removed at the end (also on failure or Ctrl-C):
 #   CARGO_HOME (registry, git checkouts, the installed cargo-deny), CARGO_TARGET_DIR, GOMODCACHE, GOCACHE,
-#   GOPATH, SVCNET_K8S_CACHE (the control plane), SVCNET_BASE_CACHE (the images' debootstrap bases),
+#   GOPATH, SVCNET_K8S_CACHE (the control plane), SVCNET_KIND_CACHE (kind and its node image),
+#   SVCNET_BASE_CACHE (the images' debootstrap bases),
 #   SVCNET_ENGINE_DATA (the container engine's images) and PIP_CACHE_DIR.
 # It shares with the machine only the toolchains (Rust through the active rustup toolchain's own bin
 # directory, so nothing installed into ~/.cargo/bin is seen, Go, Python) and the Debian packages.
@@ -69,6 +70,7 @@ export CARGO_TARGET_DIR="$root/target"
 export GOPATH="$root/go" GOMODCACHE="$root/go/pkg/mod" GOCACHE="$root/go-build"
 export SVCNET_K8S_CACHE="$root/svcnet-cache"
 export SVCNET_BASE_CACHE="$root/svcnet-cache/base" SVCNET_ENGINE_DATA="$root/svcnet-cache/engine"
+export SVCNET_KIND_CACHE="$root/svcnet-cache"
 export PIP_CACHE_DIR="$root/pip-cache"
 export CI=true
 
