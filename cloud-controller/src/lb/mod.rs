@@ -2,7 +2,8 @@
 //! as peers: [`external`] (target pool), [`internal`] (passthrough, backend service) and [`rbs`]
 //! (external passthrough over a backend service, as GKE's controller builds it).
 //! What both use sits here: which Services are ours ([`ownership`]), the validated Service
-//! ([`spec`]), the nodes behind an LB ([`hosts`]), upstream's drift tolerances ([`drift`]) and
+//! ([`spec`]), the nodes behind an LB ([`hosts`]), the backend service step of the two backend-service
+//! kinds ([`backend_service`]), upstream's drift tolerances ([`drift`]) and
 //! which calls of a plan may run at once ([`stages`]).
 //!
 //! To add a GCE call (a new mutation on a new or existing object), touch, top-down:
@@ -22,6 +23,7 @@
 //!
 //! Never imports: crate::gce, crate::controllers, crate::routes, crate::nodes.
 
+pub(crate) mod backend_service;
 pub(crate) mod drift;
 pub(crate) mod external;
 pub(crate) mod hosts;

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::config::Config;
+use crate::lb::backend_service::plan_backend_service;
 use crate::lb::drift;
 use crate::lb::hosts::plan_group_members;
 use crate::lb::internal::{DesiredIlb, traffic_firewall};
@@ -82,21 +83,12 @@ pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbP
             name: names.lb.clone(),
         });
     }
-    let old_hc = o
-        .backend_service
-        .as_ref()
-        .and_then(|bs| bs.health_checks.first())
-        .map(|l| objects::link_name(l).to_owned());
-    match &o.backend_service {
-        None => actions.push(Action::CreateBackendService(d.backend_service.clone())),
-        Some(have) if !backend_services_equal(have, &d.backend_service) => {
-            actions.push(Action::UpdateBackendService(BackendService {
-                fingerprint: have.fingerprint.clone(),
-                ..d.backend_service.clone()
-            }))
-        }
-        Some(_) => {}
-    }
+    let old_hc = plan_backend_service(
+        &d.backend_service,
+        o.backend_service.as_ref(),
+        backend_services_equal,
+        &mut actions,
+    );
     if !fr_equal {
         actions.push(Action::CreateForwardingRule(want_fr));
     }

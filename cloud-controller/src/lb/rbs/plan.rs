@@ -3,6 +3,7 @@
 //! check, address release), and the teardown (l4netlb.go EnsureLoadBalancerDeleted's order).
 
 use crate::config::Config;
+use crate::lb::backend_service::plan_backend_service;
 use crate::lb::drift::{self, health_check_v1_differs, merged_health_check_v1};
 use crate::lb::hosts::plan_group_members;
 use crate::lb::rbs::{DesiredRbs, forwarding_rule_for, nodes_firewall};
@@ -64,21 +65,12 @@ pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> RbsP
         &mut actions,
     );
     plan_health_check(d, o, &mut actions);
-    let old_hc = o
-        .backend_service
-        .as_ref()
-        .and_then(|bs| bs.health_checks.first())
-        .map(|l| objects::link_name(l).to_owned());
-    match &o.backend_service {
-        None => actions.push(Action::CreateBackendService(d.backend_service.clone())),
-        Some(have) if !backend_services_equal(have, &d.backend_service) => {
-            actions.push(Action::UpdateBackendService(BackendService {
-                fingerprint: have.fingerprint.clone(),
-                ..d.backend_service.clone()
-            }))
-        }
-        Some(_) => {}
-    }
+    let old_hc = plan_backend_service(
+        &d.backend_service,
+        o.backend_service.as_ref(),
+        backend_services_equal,
+        &mut actions,
+    );
     let fr = o.forwarding_rule.as_ref();
     // ingress-gce IPv4ToUse: the requested IP, else the existing rule's.
     let ip_to_use = d

@@ -1,0 +1,28 @@
+//! The backend service step both backend-service kinds plan alike (internal LBs and RBS NetLBs):
+//! create it, or update it toward what we want keeping GCE's fingerprint, and tell which health
+//! check it used before, which the caller deletes once nothing points at it.
+
+use crate::objects::action::Action;
+use crate::objects::{self, BackendService};
+
+/// Pushes the create or update of `want` (none when `equal` says GCE's copy is ours already) and
+/// returns the name of the health check `have` pointed at.
+pub(crate) fn plan_backend_service(
+    want: &BackendService,
+    have: Option<&BackendService>,
+    equal: fn(&BackendService, &BackendService) -> bool,
+    actions: &mut Vec<Action>,
+) -> Option<String> {
+    let old_hc = have
+        .and_then(|bs| bs.health_checks.first())
+        .map(|l| objects::link_name(l).to_owned());
+    match have {
+        None => actions.push(Action::CreateBackendService(want.clone())),
+        Some(have) if !equal(have, want) => actions.push(Action::UpdateBackendService(BackendService {
+            fingerprint: have.fingerprint.clone(),
+            ..want.clone()
+        })),
+        Some(_) => {}
+    }
+    old_hc
+}
