@@ -205,5 +205,18 @@ impl RbsNames {
     }
 }
 
+impl crate::naming::GuardNames for RbsNames {
+    fn firewalls(&self) -> [&String; 3] {
+        [
+            &self.backend,
+            &self.shared_health_check_firewall,
+            &self.local_health_check_firewall,
+        ]
+    }
+    fn health_checks(&self) -> [&String; 2] {
+        [&self.shared_health_check, &self.backend]
+    }
+}
+
 #[cfg(test)]
 mod tests;
