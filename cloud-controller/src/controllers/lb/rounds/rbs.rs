@@ -11,8 +11,9 @@ use super::{Announce, Decision, Kept, LbGce, LbSync, RbsObservation, RoundsFaile
 use crate::config::Config;
 use crate::gce::error::GceError;
 use crate::lb;
+use crate::lb::backend_service::BackendServicePlan;
 use crate::lb::hosts::{LbHost, lb_hosts};
-use crate::lb::rbs::plan::{RbsPlan, plan_delete, plan_ensure};
+use crate::lb::rbs::plan::{plan_delete, plan_ensure};
 use crate::lb::rbs::{self, DesiredRbs};
 use crate::lb::spec::LbSpec;
 use crate::naming::l4::RbsNames;
@@ -23,7 +24,7 @@ use crate::objects;
 pub(crate) enum RbsEnsured {
     /// The plan is empty. `announced`: something was executed (the Ensuring event was sent).
     Converged {
-        plan: Box<RbsPlan>,
+        plan: Box<BackendServicePlan>,
         desired: Box<DesiredRbs>,
         obs: Box<RbsObservation>,
         announced: bool,
