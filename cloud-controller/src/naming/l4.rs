@@ -121,6 +121,7 @@ impl L4Namer {
     }
 
     /// Upstream L4ForwardingRule: `k8s2-{proto}-{uid}-{ns}-{name}-{hash}`, `L3_DEFAULT` as `l3`.
+    #[cfg_attr(not(test), expect(dead_code, reason = "mixed-protocol rules, not built yet"))]
     pub(crate) fn forwarding_rule(&self, namespace: &str, name: &str, protocol: &str) -> String {
         let mut proto = protocol.to_lowercase();
         if proto == "l3_default" {
