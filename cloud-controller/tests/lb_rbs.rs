@@ -60,11 +60,26 @@ fn rbs_service(name: &str) -> Service {
     svc
 }
 
-/// The Service once `done` holds for it.
-async fn wait_svc(api: &Api<Service>, name: &str, what: &str, done: fn(&Service) -> bool) -> Service {
+/// The Service once `done` holds for it and its ingress IP is that of its forwarding rule, of the
+/// kind `rbs` says (a backend service, else a target pool): during a switch the status still shows
+/// the old kind's IP until the new kind converged.
+async fn wait_svc(
+    api: &Api<Service>,
+    gce: &FakeGce,
+    name: &str,
+    what: &str,
+    rbs: bool,
+    done: fn(&Service) -> bool,
+) -> Service {
     eventually(what, WAIT, || {
         let api = api.clone();
-        async move { api.get(name).await.ok().filter(|s| done(s)) }
+        async move {
+            let s = api.get(name).await.ok().filter(done)?;
+            let rule = gce.find("forwardingRules", &lb_name(&s))?;
+            let kind_ok = rule[if rbs { "backendService" } else { "target" }].is_string();
+            let ip_ok = rule["IPAddress"].as_str() == ingress_ip(&s).as_deref();
+            (kind_ok && ip_ok).then_some(s)
+        }
     })
     .await
 }
@@ -105,7 +120,7 @@ fn check_rbs_objects(gce: &FakeGce, svc: &Service, ip: &str) {
         "a target pool for an RBS Service"
     );
     if !have_gcloud("the gcloud read-back of the RBS NetLB") {
-        assert_eq!(gce.names("backendServices"), [backend.clone()]);
+        assert_eq!(gce.names("backendServices"), std::slice::from_ref(&backend));
         return;
     }
     let g = Gcloud::new(gce);
@@ -173,7 +188,7 @@ async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_witho
         .await
         .unwrap();
 
-    let svc = wait_svc(&services, "web", "an RBS NetLB for web", is_rbs).await;
+    let svc = wait_svc(&services, &gce, "web", "an RBS NetLB for web", true, is_rbs).await;
     let ip = ingress_ip(&svc).unwrap();
     check_rbs_objects(&gce, &svc, &ip);
     let rbs_objects = everything(&gce);
@@ -184,9 +199,17 @@ async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_witho
         .patch("web", &PatchParams::default(), &Patch::Merge(&off))
         .await
         .unwrap();
-    let svc = wait_svc(&services, "web", "web on a target pool", is_target_pool).await;
+    let svc = wait_svc(
+        &services,
+        &gce,
+        "web",
+        "web on a target pool",
+        false,
+        is_target_pool,
+    )
+    .await;
     let lb = lb_name(&svc);
-    assert_eq!(gce.names("targetPools"), [lb.clone()]);
+    assert_eq!(gce.names("targetPools"), std::slice::from_ref(&lb));
     let left: Vec<&String> = rbs_objects
         .iter()
         .filter(|o| everything(&gce).contains(o) && !o.ends_with(&format!("/{lb}")))
@@ -203,7 +226,7 @@ async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_witho
         .patch("web", &PatchParams::default(), &Patch::Merge(&on))
         .await
         .unwrap();
-    let svc = wait_svc(&services, "web", "web back on RBS", is_rbs).await;
+    let svc = wait_svc(&services, &gce, "web", "web back on RBS", true, is_rbs).await;
     let ip = ingress_ip(&svc).unwrap();
     check_rbs_objects(&gce, &svc, &ip);
     for k in ["targetPools", "httpHealthChecks"] {
