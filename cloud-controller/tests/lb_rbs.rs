@@ -3,8 +3,9 @@
 //! `cloud.google.com/l4-rbs: enabled`: NetLB v2 finalizer, ingress IP, ingress-gce's status
 //! annotations, and the objects read back with the real gcloud (when installed). Removing the
 //! annotation switches it to a target pool and adding it back switches it again, each time with
-//! nothing of the old kind left; deleting it leaves no GCE object in any collection. Without the
-//! flag the same Service stays another controller's.
+//! nothing of the old kind left; deleting it leaves no GCE object in any collection. An internal
+//! Service switches to RBS and back the same way. Without the flag the same Service stays another
+//! controller's.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -20,6 +21,8 @@ use serde_json::{Value, json};
 const RBS: &str = "cloud.google.com/l4-rbs";
 const V2: &str = "gke.networking.io/l4-netlb-v2";
 const V1: &str = "gke.networking.io/l4-netlb-v1";
+const ILB: &str = "networking.gke.io/load-balancer-type";
+const ILB_V1: &str = "gke.networking.io/l4-ilb-v1";
 
 /// Every collection the fake keeps LB objects in.
 const COLLECTIONS: [&str; 9] = [
@@ -283,4 +286,91 @@ async fn without_the_flag_an_rbs_service_is_left_alone() {
     for k in ["backendServices", "regionHealthChecks"] {
         assert!(gce.names(k).is_empty(), "{k}: {:?}", gce.names(k));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
+    let api_server = ApiServer::start();
+    let gce = FakeGce::start(&[]);
+    let client = api_server.client().await;
+    add_node(&client, &gce, "node-1", ZONE, None).await;
+    let _ctl = Controller::start(&api_server, &gce, &["--rbs-netlb"]);
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let mut svc = lb_service("web", &[80]);
+    svc.metadata.annotations = Some([(ILB.to_owned(), "Internal".to_owned())].into());
+    services.create(&PostParams::default(), &svc).await.unwrap();
+    let (svc, _) = wait_ingress(&client, "web").await;
+    let lb = lb_name(&svc);
+    assert_eq!(gce.names("backendServices"), std::slice::from_ref(&lb));
+    let ilb_objects = everything(&gce);
+
+    // Internal -> RBS: the internal LB goes first (its finalizers too); the groups are shared.
+    let to_rbs = json!({"metadata": {"annotations": {ILB: null, RBS: "enabled"}}});
+    services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&to_rbs))
+        .await
+        .unwrap();
+    let svc = wait_svc(&services, &gce, "web", "web on RBS", true, is_rbs).await;
+    check_rbs_objects(&gce, &svc, &ingress_ip(&svc).unwrap());
+    let now = everything(&gce);
+    let left: Vec<&String> = ilb_objects
+        .iter()
+        .filter(|o| now.contains(o) && !o.starts_with("instanceGroups/") && !o.ends_with(&format!("/{lb}")))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "internal LB objects left after the switch: {left:?}"
+    );
+    assert!(
+        gce.names("healthChecks").is_empty(),
+        "{:?}",
+        gce.names("healthChecks")
+    );
+    assert!(
+        !gce.names("backendServices").contains(&lb),
+        "the internal backend service is left"
+    );
+
+    // RBS -> internal: the RBS objects go first.
+    let to_ilb = json!({"metadata": {"annotations": {ILB: "Internal", RBS: null}}});
+    services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&to_ilb))
+        .await
+        .unwrap();
+    eventually("web internal again", WAIT, || {
+        let services = services.clone();
+        let gce = &gce;
+        let lb = lb.clone();
+        async move {
+            let s = services.get("web").await.ok()?;
+            let rule = gce.find("forwardingRules", &lb)?;
+            let internal = rule["loadBalancingScheme"] == "INTERNAL"
+                && rule["IPAddress"].as_str() == ingress_ip(&s).as_deref();
+            (internal && finalizers(&s).contains(&ILB_V1.to_owned())).then_some(())
+        }
+    })
+    .await;
+    for k in ["regionHealthChecks", "targetPools"] {
+        assert!(gce.names(k).is_empty(), "{k}: {:?}", gce.names(k));
+    }
+    assert!(
+        !gce.names("firewalls").iter().any(|f| f.starts_with("k8s2-")),
+        "{:?}",
+        gce.names("firewalls")
+    );
+    services.delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("web deleted", WAIT, || {
+        let services = services.clone();
+        async move {
+            services
+                .get_opt("web")
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+                .then_some(())
+        }
+    })
+    .await;
+    assert_eq!(everything(&gce), Vec::<String>::new());
 }
