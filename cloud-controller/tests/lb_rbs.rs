@@ -374,3 +374,38 @@ async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
     .await;
     assert_eq!(everything(&gce), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rbs_to_cluster_ip_removes_the_lb_finalizer_annotations_and_status() {
+    let api_server = ApiServer::start();
+    let gce = FakeGce::start(&[]);
+    let client = api_server.client().await;
+    add_node(&client, &gce, "node-1", ZONE, None).await;
+    let _ctl = Controller::start(&api_server, &gce, &["--rbs-netlb"]);
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    services
+        .create(&PostParams::default(), &rbs_service("web"))
+        .await
+        .unwrap();
+    wait_svc(&services, &gce, "web", "an RBS NetLB for web", true, is_rbs).await;
+    let to_cluster_ip = json!({"spec": {"type": "ClusterIP"}});
+    services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&to_cluster_ip))
+        .await
+        .unwrap();
+    let svc = eventually("web released", WAIT, || {
+        let services = services.clone();
+        async move {
+            let s = services.get("web").await.ok()?;
+            let done = finalizers(&s).is_empty() && ingress_ip(&s).is_none();
+            done.then_some(s)
+        }
+    })
+    .await;
+    let left: Vec<String> = annotations(&svc)
+        .into_keys()
+        .filter(|k| k.starts_with("service.kubernetes.io/"))
+        .collect();
+    assert!(left.is_empty(), "status annotations left: {left:?}");
+    assert_eq!(everything(&gce), Vec::<String>::new());
+}
