@@ -91,6 +91,10 @@ pub struct Cli {
     /// How an externalTrafficPolicy change reaches the pool.
     #[arg(long, value_enum, default_value_t = EtpArg::Recreate)]
     pub etp_transition: EtpArg,
+    /// Serve backend-service NetLBs (class `networking.gke.io/l4-regional-external` or
+    /// `cloud.google.com/l4-rbs: enabled`) as ingress-gce does; off: they are left to it.
+    #[arg(long)]
+    pub rbs_netlb: bool,
     /// /healthz and /metrics.
     #[arg(long, default_value = "127.0.0.1:10258")]
     pub metrics_addr: SocketAddr,

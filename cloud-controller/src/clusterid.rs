@@ -1,12 +1,13 @@
 //! The cluster ID, persisted like cloud-provider-gcp's gce_clusterid.go: ConfigMap
 //! `kube-system/ingress-uid` with keys `uid` (cluster ID, names the shared health check) and
 //! `provider-uid`. The first controller to find none creates one with a random 16-hex-digit ID;
-//! a concurrent creator loses with 409 and reads the winner's value.
+//! a concurrent creator loses with 409 and reads the winner's value. Backend-service NetLBs also
+//! need the kube-system namespace's UID (ingress-gce's L4 namer), read here too.
 
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Api;
 use kube::api::PostParams;
 
@@ -88,6 +89,14 @@ pub(crate) async fn get_or_create(client: &kube::Client) -> Result<ClusterIds, k
             "Invalid",
         )))
     })
+}
+
+/// The kube-system namespace's UID: ingress-gce's L4 namer hashes it into every `k8s2-` name
+/// (backend-service NetLBs). None when the API server returns the namespace without one.
+pub(crate) async fn kube_system_uid(client: &kube::Client) -> Result<Option<String>, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns = api.get(CONFIG_MAP_NAMESPACE).await?;
+    Ok(ns.metadata.uid.filter(|u| !u.is_empty()))
 }
 
 #[cfg(test)]

@@ -56,6 +56,9 @@ pub struct Config {
     /// Subnetwork name of internal load balancers without the subnet annotation (upstream's
     /// gce.conf `subnetwork-name`; an auto-mode network's subnet is named like the network).
     pub subnetwork: String,
+    /// Backend-service NetLBs (`--rbs-netlb`): the kube-system namespace's UID, which ingress-gce's
+    /// L4 namer hashes into every `k8s2-` name. None = off: RBS Services are another controller's.
+    pub rbs_netlb: Option<String>,
 }
 
 impl Config {
@@ -78,6 +81,7 @@ impl Config {
             etp_transition: EtpTransition::Recreate,
             cluster_cidrs: Vec::new(),
             subnetwork: network.to_owned(),
+            rbs_netlb: None,
         }
     }
 

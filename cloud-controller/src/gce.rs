@@ -12,6 +12,7 @@ pub(crate) mod exec;
 pub(crate) mod lookup;
 pub(crate) mod observe;
 pub(crate) mod observe_ilb;
+pub(crate) mod observe_rbs;
 pub(crate) mod ops;
 pub(crate) mod outcome;
 pub(crate) mod ratelimit;

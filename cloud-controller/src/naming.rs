@@ -238,10 +238,6 @@ impl IlbNames {
     }
 }
 
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "RBS names, read by the RBS sync (issue 34's next slice)")
-)]
 pub(crate) mod l4;
 
 #[cfg(test)]

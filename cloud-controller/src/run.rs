@@ -45,6 +45,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 
     let ids = clusterid::get_or_create(&client).await.context("cluster ID")?;
     tracing::info!(cluster_id = %ids.cluster, "cluster ID");
+    let rbs_uid = rbs_namer_uid(&cli, &client).await?;
     let mut gce = Gce::new(&gce_options(&cli, &resolved))
         .await
         .context("GCE client")?;
@@ -57,7 +58,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let shared = Arc::new(Shared {
         client: client.clone(),
         gce,
-        cfg: domain_config(&cli, &resolved, &ids.cluster),
+        cfg: domain_config(&cli, &resolved, &ids.cluster, rbs_uid),
         zones: resolved.zones.clone(),
         tuning: tuning(&cli),
         nodes: nodes_store,
@@ -112,7 +113,19 @@ async fn serve_health(
     Ok(())
 }
 
-fn domain_config(cli: &Cli, resolved: &Resolved, cluster_id: &str) -> Config {
+/// With `--rbs-netlb`: the kube-system namespace UID the RBS names hash.
+async fn rbs_namer_uid(cli: &Cli, client: &kube::Client) -> anyhow::Result<Option<String>> {
+    if !cli.rbs_netlb {
+        return Ok(None);
+    }
+    let uid = clusterid::kube_system_uid(client)
+        .await
+        .context("kube-system namespace (--rbs-netlb names)")?
+        .context("kube-system namespace has no UID")?;
+    Ok(Some(uid))
+}
+
+fn domain_config(cli: &Cli, resolved: &Resolved, cluster_id: &str, rbs_uid: Option<String>) -> Config {
     let mut cfg = Config::new(
         &resolved.project,
         &resolved.region,
@@ -124,6 +137,7 @@ fn domain_config(cli: &Cli, resolved: &Resolved, cluster_id: &str) -> Config {
     cfg.subnetwork = resolved.subnetwork.clone();
     cfg.etp_transition = cli.etp_transition.into();
     cfg.cluster_cidrs = cli.cluster_cidrs.clone();
+    cfg.rbs_netlb = rbs_uid;
     cfg
 }
 

@@ -130,6 +130,7 @@ const CONTROLLER_NEEDS: &[(&str, &str, &str, &str)] = &[
     ("", "nodes", "patch", "cluster"),
     ("", "nodes", "delete", "cluster"),
     ("", "nodes/status", "patch", "cluster"),
+    ("", "namespaces", "get", "cluster"),
     ("events.k8s.io", "events", "create", "cluster"),
     ("events.k8s.io", "events", "patch", "cluster"),
     ("svcnet.dev", "cloudloadbalancers", "get", "cluster"),

@@ -13,6 +13,7 @@
 pub(crate) mod ctx;
 pub(crate) mod external;
 pub(crate) mod internal;
+pub(crate) mod rbs;
 pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod rounds;
@@ -34,6 +35,7 @@ use serde_json::json;
 use self::ctx::LbCtx;
 use self::external::{cleanup, ensure_lb};
 use self::internal::{cleanup_ilb, ensure_ilb};
+use self::rbs::{cleanup_rbs, ensure_rbs, without_status_annotations};
 use self::report::patch_ingress;
 use self::step::{Step, next_step};
 use crate::controllers::node_watch::{NodeTriggers, changes};
@@ -42,8 +44,8 @@ use crate::gce::observe::forwarding_rule;
 use crate::lb::external::ensure::lb_names;
 use crate::lb::internal::delete::Teardown;
 use crate::lb::ownership::{
-    ILB_FINALIZER, NETLB_FINALIZER, finalizers_with, finalizers_with_ours, forwarding_rule_is_foreign,
-    has_finalizer,
+    ILB_FINALIZER, LB_CLEANUP_FINALIZER, NETLB_FINALIZER, RBS_FINALIZER, finalizers_with,
+    finalizers_with_ours, forwarding_rule_is_foreign, has_finalizer,
 };
 
 /// Runs the controller until `shutdown` resolves.
@@ -81,7 +83,7 @@ fn error_policy(svc: Arc<Service>, err: &SyncError, ctx: Arc<LbCtx>) -> Requeue 
 /// calls, reports) names it without repeating it.
 #[tracing::instrument(skip_all, fields(service = %key(&svc)))]
 async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, SyncError> {
-    let step = next_step(&svc);
+    let step = next_step(&svc, ctx.shared.cfg.rbs_netlb.is_some());
     if step == Step::Ignore {
         return Ok(Requeue::await_change());
     }
@@ -110,7 +112,7 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<LbCtx>) -> Result<Requeue, SyncEr
 /// finalizer) a backend-service controller's forwarding rule has its name.
 async fn not_yet(svc: &Service, ctx: &LbCtx, step: &Step) -> Result<Option<Duration>, SyncError> {
     Ok(match step {
-        Step::LeaveExternal | Step::SyncInternal => ctx.recently_synced(svc),
+        Step::LeaveExternal | Step::SyncInternal | Step::SyncRbs => ctx.recently_synced(svc),
         Step::SyncExternal => ctx.recently_synced(svc).or_else(|| ctx.verify_wait(svc)),
         Step::AddExternalFinalizers { fresh: true } => foreign_rule(svc, ctx)
             .await?
@@ -165,6 +167,43 @@ async fn take_step(svc: &Service, ctx: &LbCtx, step: Step) -> Result<Requeue, Sy
             }
             r
         }
+        step => take_rbs_step(&api, svc, ctx, step).await,
+    }
+}
+
+/// The steps into, of and out of a backend-service NetLB (`--rbs-netlb`).
+async fn take_rbs_step(
+    api: &Api<Service>,
+    svc: &Service,
+    ctx: &LbCtx,
+    step: Step,
+) -> Result<Requeue, SyncError> {
+    let changed = |r: Result<(), SyncError>| r.map(|()| Requeue::await_change());
+    let drop_both = |f: &'static str| finalizers_with(svc, &[], &[LB_CLEANUP_FINALIZER, f]);
+    match step {
+        Step::LeaveExternalForRbs => {
+            cleanup(svc, ctx, true).await?;
+            changed(patch_opt(api, svc, drop_both(NETLB_FINALIZER), None).await)
+        }
+        Step::LeaveInternalForRbs => {
+            cleanup_ilb(svc, ctx, Teardown::InternalOnly).await?;
+            changed(patch_opt(api, svc, drop_both(ILB_FINALIZER), None).await)
+        }
+        Step::SetRbsFinalizers(next) => changed(patch_list(api, svc, next).await),
+        Step::SyncRbs => {
+            let fp = ctx.input_fingerprint(svc);
+            let r = ensure_rbs(svc, ctx).await;
+            if r.is_ok() {
+                ctx.note_synced(svc, fp);
+            }
+            r
+        }
+        Step::LeaveRbs => {
+            cleanup_rbs(svc, ctx, true).await?;
+            let next = finalizers_with(svc, &[], &[RBS_FINALIZER]);
+            changed(patch_opt(api, svc, next, without_status_annotations(svc)).await)
+        }
+        _ => Ok(Requeue::await_change()),
     }
 }
 
@@ -190,8 +229,23 @@ async fn foreign_rule(svc: &Service, ctx: &LbCtx) -> Result<bool, SyncError> {
 /// (upstream removes the netlb one at the end of ensureExternalLoadBalancerDeleted, the service
 /// controller the cleanup one after it).
 async fn cleanup_and_release(api: &Api<Service>, svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
-    // The ILB finalizer goes on before any internal object is made: without it there is none.
+    // Each kind's finalizer goes on before any object of that kind is made: without it there is none.
     let ilb = has_finalizer(svc, ILB_FINALIZER);
+    let rbs = ctx.shared.cfg.rbs_netlb.is_some() && has_finalizer(svc, RBS_FINALIZER);
+    if rbs {
+        cleanup_rbs(svc, ctx, false).await?;
+        // Another kind's finalizer stays for the next reconcile's teardown of that kind.
+        let other_kind = ilb || has_finalizer(svc, NETLB_FINALIZER);
+        let drop: &[&str] = if other_kind {
+            &[RBS_FINALIZER]
+        } else {
+            &[RBS_FINALIZER, LB_CLEANUP_FINALIZER]
+        };
+        let next = finalizers_with(svc, &[], drop);
+        patch_opt(api, svc, next, without_status_annotations(svc)).await?;
+        // The finalizer patch's watch event brings what else is left, if anything.
+        return Ok(Requeue::await_change());
+    }
     if !ilb || has_finalizer(svc, NETLB_FINALIZER) {
         cleanup(svc, ctx, false).await?;
     }
@@ -223,6 +277,33 @@ async fn patch_list(api: &Api<Service>, svc: &Service, next: Vec<String>) -> Res
     }});
     api.patch(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
+    Ok(())
+}
+
+/// Replaces the finalizer list (when `next`) and merges `annotations` into the Service's, in one
+/// conditional patch; nothing when neither changes.
+async fn patch_opt(
+    api: &Api<Service>,
+    svc: &Service,
+    next: Option<Vec<String>>,
+    annotations: Option<serde_json::Value>,
+) -> Result<(), SyncError> {
+    if next.is_none() && annotations.is_none() {
+        return Ok(());
+    }
+    let mut meta = json!({ "resourceVersion": svc.resource_version() });
+    if let Some(next) = next {
+        meta["finalizers"] = json!(next);
+    }
+    if let Some(a) = annotations {
+        meta["annotations"] = a;
+    }
+    api.patch(
+        &svc.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&json!({ "metadata": meta })),
+    )
+    .await?;
     Ok(())
 }
 

@@ -68,7 +68,7 @@ pub(crate) async fn observe_ilb(
 }
 
 /// The zones of the region (by name).
-async fn region_zones(gce: &Gce, policy: &RetryPolicy) -> Result<Vec<String>, GceError> {
+pub(crate) async fn region_zones(gce: &Gce, policy: &RetryPolicy) -> Result<Vec<String>, GceError> {
     let (p, r) = (gce.project.as_str(), gce.region.as_str());
     let call = format!("get regions/{r}");
     let region = with_retries(gce, policy, QuotaGroup::Read, || async {
@@ -89,7 +89,7 @@ async fn region_zones(gce: &Gce, policy: &RetryPolicy) -> Result<Vec<String>, Gc
 }
 
 /// The members (sorted instance URLs) of the shared instance group in `zone`; None without one.
-async fn read_group(
+pub(crate) async fn read_group(
     gce: &Gce,
     policy: &RetryPolicy,
     zone: &str,

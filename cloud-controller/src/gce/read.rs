@@ -1,6 +1,6 @@
 //! GCE reads by table: one GET per ([`Collection`], name), 404 = None, converted into the mirror
 //! and its selfLink remembered; the one place that knows which client call reads which
-//! collection. The LB readers (`observe`, `observe_ilb`) list their objects as rows of a
+//! collection. The LB readers (`observe`, `observe_ilb`, `observe_rbs`) list their objects as rows of a
 //! [`Reader`]; lists (`list_all!`) and the address holding an IP are here too.
 
 use std::collections::BTreeMap;
@@ -28,6 +28,8 @@ pub(crate) enum Collection {
     Firewalls,
     HttpHealthChecks,
     HealthChecks,
+    /// Regional health checks (RBS NetLBs).
+    RegionHealthChecks,
     TargetPools,
     ForwardingRules,
     BackendServices,
@@ -41,6 +43,7 @@ impl Collection {
             Collection::Firewalls => "firewalls",
             Collection::HttpHealthChecks => "httpHealthChecks",
             Collection::HealthChecks => "healthChecks",
+            Collection::RegionHealthChecks => "regionHealthChecks",
             Collection::TargetPools => "targetPools",
             Collection::ForwardingRules => "forwardingRules",
             Collection::BackendServices => "backendServices",
@@ -97,6 +100,7 @@ pub(crate) async fn get_json(
         Collection::Firewalls => get!(firewalls, set_firewall),
         Collection::HttpHealthChecks => get!(http_health_checks, set_http_health_check),
         Collection::HealthChecks => get!(health_checks, set_health_check),
+        Collection::RegionHealthChecks => get!(region_health_checks, set_health_check, set_region),
         Collection::TargetPools => get!(target_pools, set_target_pool, set_region),
         Collection::ForwardingRules => get!(forwarding_rules, set_forwarding_rule, set_region),
         Collection::BackendServices => get!(region_backend_services, set_backend_service, set_region),

@@ -1,9 +1,19 @@
-//! The backend service step both backend-service kinds plan alike (internal LBs and RBS NetLBs):
-//! create it, or update it toward what we want keeping GCE's fingerprint, and tell which health
-//! check it used before, which the caller deletes once nothing points at it.
+//! What both backend-service kinds (internal LBs and RBS NetLBs) plan alike: the plan they return
+//! ([`BackendServicePlan`]) and the backend service step: create it, or update it toward what we
+//! want keeping GCE's fingerprint, and tell which health check it used before, which the caller
+//! deletes once nothing points at it.
 
 use crate::objects::action::Action;
 use crate::objects::{self, BackendService};
+
+/// A backend-service LB's ensure plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BackendServicePlan {
+    pub actions: Vec<Action>,
+    /// The plan ends with reserving an address whose IP GCE picks: execute, observe, plan again.
+    pub replan: bool,
+    pub ingress_ip: Option<String>,
+}
 
 /// Pushes the create or update of `want` (none when `equal` says GCE's copy is ours already) and
 /// returns the name of the health check `have` pointed at.

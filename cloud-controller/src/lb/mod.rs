@@ -29,13 +29,6 @@ pub(crate) mod external;
 pub(crate) mod hosts;
 pub(crate) mod internal;
 pub(crate) mod ownership;
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "planned here, wired by the RBS sync (issue 34's next slice)"
-    )
-)]
 pub(crate) mod rbs;
 pub(crate) mod spec;
 pub(crate) mod stages;
@@ -43,7 +36,7 @@ pub(crate) mod stages;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use ownership::{Role, role};
+pub(crate) use ownership::Role;
 
 /// Event reasons the service controller emits (Normal unless noted).
 pub(crate) const EVENT_ENSURING: &str = "EnsuringLoadBalancer";

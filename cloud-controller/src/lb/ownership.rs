@@ -54,6 +54,8 @@ pub(crate) enum Role {
     Ours,
     /// An internal passthrough load balancer of ours (`lb::internal`).
     Internal,
+    /// A backend-service NetLB of ours (`lb::rbs`; only with `--rbs-netlb`).
+    Rbs,
     /// Another controller's (upstream's ImplementedElsewhere): no GCE call, ever; our finalizers,
     /// should it carry them, are removed without deleting anything.
     Foreign(&'static str),
@@ -61,14 +63,28 @@ pub(crate) enum Role {
     NotLoadBalancer,
 }
 
+/// The role with `--rbs-netlb` off (RBS Services are another controller's).
+#[cfg(test)]
 pub(crate) fn role(service: &Service) -> Role {
-    if let Some(reason) = foreign_reason(service) {
-        return Role::Foreign(reason);
+    role_for(service, false)
+}
+
+/// The role of `service`; `rbs`: this controller serves backend-service NetLBs
+/// (`--rbs-netlb`), and then reads the NetLB v2 finalizer as its own.
+pub(crate) fn role_for(service: &Service, rbs: bool) -> Role {
+    if rbs && wants_rbs(service) {
+        return Role::Rbs;
     }
     let is_lb = service
         .spec
         .as_ref()
         .is_some_and(|s| s.type_.as_deref() == Some("LoadBalancer"));
+    if rbs && !is_lb && has_finalizer(service, RBS_FINALIZER) {
+        return Role::NotLoadBalancer;
+    }
+    if let Some(reason) = foreign_reason(service, rbs) {
+        return Role::Foreign(reason);
+    }
     match (is_lb, crate::lb::internal::is_internal(service)) {
         (true, true) => Role::Internal,
         (true, false) => Role::Ours,
@@ -90,9 +106,11 @@ pub(crate) fn has_finalizer(service: &Service, name: &str) -> bool {
         .is_some_and(|f| f.iter().any(|x| x == name))
 }
 
-/// Whether the Service carries at least one of [`ALL_OUR_FINALIZERS`] (then it may own GCE objects).
-pub(crate) fn has_any_of_ours(service: &Service) -> bool {
+/// Whether the Service carries at least one of [`ALL_OUR_FINALIZERS`] (or, with `rbs`, the NetLB
+/// v2 one): then it may own GCE objects.
+pub(crate) fn has_any_of_ours(service: &Service, rbs: bool) -> bool {
     ALL_OUR_FINALIZERS.iter().any(|f| has_finalizer(service, f))
+        || (rbs && has_finalizer(service, RBS_FINALIZER))
 }
 
 /// The finalizer list with `add` added and `remove` removed, every other entry in place; None
@@ -142,10 +160,6 @@ pub(crate) fn finalizers_with_ours(service: &Service, add: bool) -> Option<Vec<S
 /// `--enable-l4-netlb-rbs-by-default` is off by default too). The NetLB v2 finalizer is not an
 /// input here: svcnet reads it as "may own RBS objects", so removing the annotation switches the
 /// Service back to a target pool (ingress-gce keeps such a Service on RBS).
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "read by the RBS sync, the next slice of issue 34")
-)]
 pub(crate) fn wants_rbs(service: &Service) -> bool {
     let Some(spec) = service.spec.as_ref() else {
         return false;
@@ -174,7 +188,8 @@ pub(crate) fn forwarding_rule_is_foreign(rule: Option<&ForwardingRule>) -> bool 
     })
 }
 
-fn foreign_reason(service: &Service) -> Option<&'static str> {
+/// `rbs`: RBS Services were taken by [`role_for`] already, and the NetLB v2 finalizer is ours.
+fn foreign_reason(service: &Service, rbs: bool) -> Option<&'static str> {
     let class = service
         .spec
         .as_ref()
@@ -200,10 +215,11 @@ fn foreign_reason(service: &Service) -> Option<&'static str> {
         return None;
     }
     // Upstream compares the annotation value exactly.
-    if annotation(RBS_ANNOTATION).is_some_and(|v| v == RBS_ENABLED) {
+    if !rbs && annotation(RBS_ANNOTATION).is_some_and(|v| v == RBS_ENABLED) {
         return Some("cloud.google.com/l4-rbs: enabled");
     }
-    if FOREIGN_FINALIZERS.iter().any(|f| has_finalizer(service, f)) {
+    let foreign = |f: &&str| !(rbs && *f == RBS_FINALIZER) && has_finalizer(service, f);
+    if FOREIGN_FINALIZERS.iter().any(foreign) {
         return Some("finalizer of a backend-service load balancer controller");
     }
     None

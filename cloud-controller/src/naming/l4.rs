@@ -121,6 +121,7 @@ impl L4Namer {
     }
 
     /// Upstream L4ForwardingRule: `k8s2-{proto}-{uid}-{ns}-{name}-{hash}`, `L3_DEFAULT` as `l3`.
+    #[cfg_attr(not(test), expect(dead_code, reason = "mixed-protocol rules, not built yet"))]
     pub(crate) fn forwarding_rule(&self, namespace: &str, name: &str, protocol: &str) -> String {
         let mut proto = protocol.to_lowercase();
         if proto == "l3_default" {
@@ -202,6 +203,19 @@ impl RbsNames {
         validate_gce_name(&names.local_health_check_firewall, object, "metadata.name")?;
         validate_gce_name(&names.instance_group, object, "config.cluster_id")?;
         Ok(names)
+    }
+}
+
+impl crate::naming::GuardNames for RbsNames {
+    fn firewalls(&self) -> [&String; 3] {
+        [
+            &self.backend,
+            &self.shared_health_check_firewall,
+            &self.local_health_check_firewall,
+        ]
+    }
+    fn health_checks(&self) -> [&String; 2] {
+        [&self.shared_health_check, &self.backend]
     }
 }
 

@@ -1,14 +1,15 @@
-//! `FakeLbGce`: the round driver's GCE ([`LbGce`], both LB kinds) over a [`MiniGce`], with GCE's error answers
+//! `FakeLbGce`: the round driver's GCE ([`LbGce`], every LB kind) over a [`MiniGce`], with GCE's error answers
 //! classified by the real executor's rules (`gce::outcome::outcome`), injected failures, and a log
 //! of what was read and called, for unit tests of the service controller's decisions.
 
 use std::sync::Mutex;
 
-use crate::controllers::lb::rounds::{Announce, IlbObservation, LbGce};
+use crate::controllers::lb::rounds::{Announce, IlbObservation, LbGce, RbsObservation};
 use crate::gce::error::{GceError, REASON_IN_USE};
 use crate::gce::observe::ObservedLb;
 use crate::gce::outcome::{Outcome, outcome};
 use crate::gce::read::Touched;
+use crate::naming::l4::RbsNames;
 use crate::naming::{IlbNames, LbNames};
 use crate::objects::action::Action;
 
@@ -102,6 +103,16 @@ impl LbGce for FakeLbGce {
             return Err(e);
         }
         let observed = self.gce.lock().expect("fake lock").observed_ilb(names, want_ip);
+        Ok((observed, ObservedLb::default()))
+    }
+
+    /// Logged as a read of everything.
+    async fn observe_rbs(&self, names: &RbsNames, want_ip: Option<&str>) -> Result<RbsObservation, GceError> {
+        self.reads.lock().expect("fake lock").push(None);
+        if let Some(e) = self.fail_read.lock().expect("fake lock").take() {
+            return Err(e);
+        }
+        let observed = self.gce.lock().expect("fake lock").observed_rbs(names, want_ip);
         Ok((observed, ObservedLb::default()))
     }
 

@@ -1,5 +1,5 @@
-//! `MiniGce`, a tiny in-memory GCE that applies [`Action`]s of both LB kinds ([`external`],
-//! [`internal`]) with the constraints real GCE enforces (409 on duplicate insert, 404 on missing,
+//! `MiniGce`, a tiny in-memory GCE that applies [`Action`]s of every LB kind ([`external`],
+//! [`internal`], [`rbs`]) with the constraints real GCE enforces (409 on duplicate insert, 404 on missing,
 //! resourceInUse on referenced objects, one health check per pool), so an ill-ordered plan fails
 //! the test instead of passing silently.
 //! It is synchronous and speaks `Action`s, not REST: property tests run thousands of plans
@@ -17,6 +17,7 @@ use crate::objects::{
 
 mod external;
 mod internal;
+mod rbs;
 
 /// In-memory GCE holding the objects by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,6 +32,8 @@ pub(crate) struct MiniGce {
     pub health_checks_v1: BTreeMap<String, HealthCheck>,
     pub backend_services: BTreeMap<String, BackendService>,
     pub instance_groups: BTreeMap<String, Vec<String>>,
+    /// RBS NetLBs' regional health checks.
+    pub region_health_checks: BTreeMap<String, HealthCheck>,
     pub next_ip: u8,
     pub calls: usize,
     /// Shared health check deletes refused as in use and counted as done ([`MiniGce::run_plan`]).
@@ -69,6 +72,7 @@ impl MiniGce {
         self.calls += 1;
         self.apply_external(action)
             .or_else(|| self.apply_internal(action))
+            .or_else(|| self.apply_rbs(action))
             .unwrap_or_else(|| Err(format!("MiniGce does not model {}", action.label())))
     }
 

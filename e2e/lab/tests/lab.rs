@@ -79,7 +79,7 @@ fn services_load_balancers_and_failures_end_to_end() {
         |c| basics::etp_local(c, &ip),
     );
     s.step(
-        "RBS NetLB: left to another controller; built as GKE does, the client reaches the pods",
+        "RBS NetLB (--rbs-netlb): built, reachable, switched to a target pool and back, deleted without leaks",
         rbs::rbs_netlb,
     );
     s.step(

@@ -85,11 +85,16 @@ impl LbCtx {
     }
 
     /// What a sync of `svc` depends on: everything of the Service but its status (and the
-    /// bookkeeping fields that change with every write), plus the node membership.
+    /// bookkeeping fields that change with every write, and the RBS status annotations, which a
+    /// sync writes), plus the node membership.
     pub(crate) fn input_fingerprint(&self, svc: &Service) -> u64 {
         let m = &svc.metadata;
+        let mut annotations = m.annotations.clone();
+        if let Some(a) = annotations.as_mut() {
+            a.retain(|k, _| !lb::rbs::STATUS_ANNOTATION_KEYS.contains(&k.as_str()));
+        }
         let input = json!({
-            "uid": m.uid, "labels": m.labels, "annotations": m.annotations,
+            "uid": m.uid, "labels": m.labels, "annotations": annotations,
             "finalizers": m.finalizers, "deletion": m.deletion_timestamp,
             "spec": svc.spec, "nodes": *self.nodes.borrow(),
         });

@@ -1,12 +1,13 @@
-//! One round driver for every load balancer sync, external or internal, ensure or delete:
+//! One round driver for every load balancer sync, external, internal or RBS, ensure or delete:
 //! observe GCE -> plan -> execute stage by stage, round after round until a plan is empty.
 //! Generic over [`LbGce`] (the real client layer, or an in-memory GCE in unit tests),
 //! [`Announce`] (events) and [`LbSync`] (one LB kind's reads and decisions: [`external`],
-//! [`internal`]), so every decision is tested without processes; finalizers, status and the
+//! [`internal`], [`rbs`]), so every decision is tested without processes; finalizers, status and the
 //! record stay with the callers (`controllers::lb`, `lb::external`, `lb::internal`).
 
 pub(crate) mod external;
 pub(crate) mod internal;
+pub(crate) mod rbs;
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -17,14 +18,16 @@ use crate::gce::error::GceError;
 use crate::gce::exec::execute;
 use crate::gce::observe::{ObservedLb, observe_lb_again};
 use crate::gce::observe_ilb::observe_ilb;
+use crate::gce::observe_rbs::observe_rbs;
 use crate::gce::outcome::Outcome;
 use crate::gce::read::Touched;
 use crate::gce::retry::RetryPolicy;
 use crate::lb;
 use crate::lb::stages::stages;
+use crate::naming::l4::RbsNames;
 use crate::naming::{IlbNames, LbNames};
 use crate::objects::action::Action;
-use crate::objects::observed::IlbObserved;
+use crate::objects::observed::{IlbObserved, RbsObserved};
 
 /// Rounds of observe -> plan -> execute before a sync counts as not converging, besides one
 /// round per object GCE kept (see [`run_rounds`]).
@@ -36,6 +39,9 @@ pub(crate) type Kept = BTreeSet<String>;
 
 /// What GCE holds for an internal LB, and the self links of what it found (for the record).
 pub(crate) type IlbObservation = (IlbObserved, ObservedLb);
+
+/// What GCE holds for an RBS NetLB, and the self links of what it found.
+pub(crate) type RbsObservation = (RbsObserved, ObservedLb);
 
 /// The GCE side of a sync.
 pub(crate) trait LbGce: Sync {
@@ -54,6 +60,13 @@ pub(crate) trait LbGce: Sync {
         names: &IlbNames,
         want_ip: Option<&str>,
     ) -> impl Future<Output = Result<IlbObservation, GceError>> + Send;
+
+    /// What GCE holds for an RBS NetLB (see `gce::observe_rbs`).
+    fn observe_rbs(
+        &self,
+        names: &RbsNames,
+        want_ip: Option<&str>,
+    ) -> impl Future<Output = Result<RbsObservation, GceError>> + Send;
 
     /// One call, its operation waited for; GCE's "already done" answers are `Ok`.
     fn execute(&self, action: &Action) -> impl Future<Output = Result<Outcome, GceError>> + Send;
@@ -242,6 +255,10 @@ impl LbGce for RealGce<'_> {
         want_ip: Option<&str>,
     ) -> Result<IlbObservation, GceError> {
         observe_ilb(self.gce, self.policy, names, want_ip).await
+    }
+
+    async fn observe_rbs(&self, names: &RbsNames, want_ip: Option<&str>) -> Result<RbsObservation, GceError> {
+        observe_rbs(self.gce, self.policy, names, want_ip).await
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, GceError> {

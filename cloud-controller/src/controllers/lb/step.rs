@@ -4,11 +4,11 @@
 
 use k8s_openapi::api::core::v1::Service;
 
+use crate::lb::Role;
 use crate::lb::ownership::{
-    ILB_FINALIZER, NETLB_FINALIZER, OUR_ILB_FINALIZERS, finalizers_with, finalizers_with_ours,
-    has_any_of_ours, has_finalizer,
+    ILB_FINALIZER, LB_CLEANUP_FINALIZER, NETLB_FINALIZER, OUR_ILB_FINALIZERS, RBS_FINALIZER, finalizers_with,
+    finalizers_with_ours, has_any_of_ours, has_finalizer, role_for,
 };
-use crate::lb::{Role, role};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Step {
@@ -34,17 +34,40 @@ pub(crate) enum Step {
     AddExternalFinalizers { fresh: bool },
     /// Build or repair the external LB.
     SyncExternal,
+    /// Turned RBS: tear the target-pool LB down, then drop its finalizers.
+    LeaveExternalForRbs,
+    /// Turned RBS: tear the internal LB down, then drop its finalizers.
+    LeaveInternalForRbs,
+    /// RBS: set the finalizer list to this (the NetLB v2 one goes on before the first object).
+    SetRbsFinalizers(Vec<String>),
+    /// Build or repair the backend-service NetLB.
+    SyncRbs,
+    /// No longer RBS (or no longer ours): tear the RBS NetLB down, clear its status annotations,
+    /// then drop the NetLB v2 finalizer; the next step builds the new kind.
+    LeaveRbs,
 }
 
-/// The next step for `svc` (see [`Step`]).
-pub(crate) fn next_step(svc: &Service) -> Step {
-    let role = role(svc);
+/// The next step for `svc` (see [`Step`]); `rbs`: `--rbs-netlb` is on.
+pub(crate) fn next_step(svc: &Service, rbs: bool) -> Step {
+    let role = role_for(svc, rbs);
     let deleting = svc.metadata.deletion_timestamp.is_some();
-    let ours = has_any_of_ours(svc);
-    if !ours && (!matches!(role, Role::Ours | Role::Internal) || deleting) {
+    let ours = has_any_of_ours(svc, rbs);
+    if !ours && (!matches!(role, Role::Ours | Role::Internal | Role::Rbs) || deleting) {
         return Step::Ignore;
     }
+    let tearing_down = deleting || role == Role::NotLoadBalancer;
+    // The RBS NetLB goes before any other kind is built (the objects share the rule's name).
+    if rbs && !tearing_down && role != Role::Rbs && has_finalizer(svc, RBS_FINALIZER) {
+        return Step::LeaveRbs;
+    }
     match role {
+        Role::Rbs if deleting => Step::TearDown,
+        Role::Rbs if has_finalizer(svc, NETLB_FINALIZER) => Step::LeaveExternalForRbs,
+        Role::Rbs if has_finalizer(svc, ILB_FINALIZER) => Step::LeaveInternalForRbs,
+        Role::Rbs => match finalizers_with(svc, &[RBS_FINALIZER], &[LB_CLEANUP_FINALIZER]) {
+            Some(next) => Step::SetRbsFinalizers(next),
+            None => Step::SyncRbs,
+        },
         Role::Foreign(reason) => Step::DropFinalizers(reason),
         Role::NotLoadBalancer => Step::TearDown,
         Role::Ours | Role::Internal if deleting => Step::TearDown,

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::config::Config;
-use crate::lb::backend_service::plan_backend_service;
+use crate::lb::backend_service::{BackendServicePlan, plan_backend_service};
 use crate::lb::drift;
 use crate::lb::hosts::plan_group_members;
 use crate::lb::internal::{DesiredIlb, traffic_firewall};
@@ -47,18 +47,10 @@ pub(crate) use crate::lb::drift::{
     health_check_v1_differs as health_check_differs, merged_health_check_v1 as merged_health_check,
 };
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct IlbPlan {
-    pub actions: Vec<Action>,
-    /// The plan ends with reserving an address whose IP GCE picks: execute, observe, plan again.
-    pub replan: bool,
-    pub ingress_ip: Option<String>,
-}
-
 /// Desired vs observed -> ordered calls (upstream ensureInternalLoadBalancer's order: instance
 /// groups, health check, address, [rule delete], backend service, rule, firewalls, old health
 /// check, address release). Empty when GCE matches.
-pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbPlan {
+pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> BackendServicePlan {
     let names = &d.names;
     let mut actions = Vec::new();
     plan_groups(d, o, &mut actions);
@@ -71,7 +63,7 @@ pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbP
         want_fr,
     }) = plan_ip(d, o, &mut actions)
     else {
-        return IlbPlan {
+        return BackendServicePlan {
             actions,
             replan: true,
             ingress_ip: None,
@@ -95,7 +87,7 @@ pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> IlbP
     plan_firewalls(d, o, cfg, &ip, shared, &mut actions);
     plan_old_check(d, o, shared, old_hc.as_deref(), &mut actions);
     actions.extend(release);
-    IlbPlan {
+    BackendServicePlan {
         actions,
         replan: false,
         ingress_ip: Some(ip),

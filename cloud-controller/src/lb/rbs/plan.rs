@@ -3,7 +3,7 @@
 //! check, address release), and the teardown (l4netlb.go EnsureLoadBalancerDeleted's order).
 
 use crate::config::Config;
-use crate::lb::backend_service::plan_backend_service;
+use crate::lb::backend_service::{BackendServicePlan, plan_backend_service};
 use crate::lb::drift::{self, health_check_v1_differs, merged_health_check_v1};
 use crate::lb::hosts::plan_group_members;
 use crate::lb::rbs::{DesiredRbs, forwarding_rule_for, nodes_firewall};
@@ -46,16 +46,8 @@ pub(crate) fn backend_services_equal(have: &BackendService, want: &BackendServic
         && spillover(have) == spillover(want)
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RbsPlan {
-    pub actions: Vec<Action>,
-    /// The plan ends with reserving an address whose IP GCE picks: execute, observe, plan again.
-    pub replan: bool,
-    pub ingress_ip: Option<String>,
-}
-
 /// Desired vs observed -> ordered calls. Empty when GCE matches.
-pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> RbsPlan {
+pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> BackendServicePlan {
     let names = &d.names;
     let mut actions = Vec::new();
     plan_group_members(
@@ -88,7 +80,7 @@ pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> RbsP
         match hold_address(d, o, ip_to_use.as_ref(), &mut actions) {
             Some(held) => held,
             None => {
-                return RbsPlan {
+                return BackendServicePlan {
                     actions,
                     replan: true,
                     ingress_ip: None,
@@ -108,7 +100,7 @@ pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> RbsP
     plan_firewalls(d, o, cfg, &ip, &mut actions);
     plan_old_check(d, o, old_hc.as_deref(), &mut actions);
     actions.extend(release);
-    RbsPlan {
+    BackendServicePlan {
         actions,
         replan: false,
         ingress_ip: Some(ip),

@@ -174,3 +174,27 @@ fn rbs_is_asked_for_by_the_class_or_the_exact_annotation() {
     not_lb.service.spec.as_mut().unwrap().type_ = Some("NodePort".into());
     assert!(!wants_rbs(&not_lb.service));
 }
+
+/// `--rbs-netlb`: RBS Services are ours, the NetLB v2 finalizer is ours, the rest is as without it.
+#[test]
+fn with_the_rbs_flag_rbs_services_and_the_v2_finalizer_are_ours() {
+    use crate::lb::ownership::{RBS_FINALIZER, has_any_of_ours, role_for};
+    let rbs = Scenario::new().annotation("cloud.google.com/l4-rbs", "enabled");
+    assert_eq!(role_for(&rbs.service, true), Role::Rbs);
+    assert!(matches!(role_for(&rbs.service, false), Role::Foreign(_)));
+    // The v2 finalizer without the annotation: a Service leaving RBS (ours) or ingress-gce's.
+    let leaving = with_finalizers(Scenario::new(), &[RBS_FINALIZER]);
+    assert_eq!(role_for(&leaving.service, true), Role::Ours);
+    assert!(matches!(role_for(&leaving.service, false), Role::Foreign(_)));
+    assert!(has_any_of_ours(&leaving.service, true));
+    assert!(!has_any_of_ours(&leaving.service, false));
+    // No longer a LoadBalancer with the v2 finalizer: torn down, not skipped.
+    let mut gone = with_finalizers(rbs.clone(), &[RBS_FINALIZER]);
+    gone.service.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+    assert_eq!(role_for(&gone.service, true), Role::NotLoadBalancer);
+    // Another class stays another controller's, flag or not; plain Services keep a target pool.
+    let mut other = Scenario::new();
+    other.service.spec.as_mut().unwrap().load_balancer_class = Some("example.com/other".into());
+    assert!(matches!(role_for(&other.service, true), Role::Foreign(_)));
+    assert_eq!(role_for(&Scenario::new().service, true), Role::Ours);
+}

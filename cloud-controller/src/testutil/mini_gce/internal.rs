@@ -95,11 +95,16 @@ impl MiniGce {
                 return Err(format!("404 notFound: instance group {}", g.group));
             }
         }
-        match b
-            .health_checks
-            .iter()
-            .find(|l| !self.health_checks_v1.contains_key(objects::link_name(l)))
-        {
+        // A regional check (RBS NetLBs) lives in its own collection.
+        let exists = |l: &String| {
+            let name = objects::link_name(l);
+            if l.contains("/regions/") {
+                self.region_health_checks.contains_key(name)
+            } else {
+                self.health_checks_v1.contains_key(name)
+            }
+        };
+        match b.health_checks.iter().find(|l| !exists(l)) {
             Some(l) => Err(format!("404 notFound: health check {l}")),
             None => Ok(()),
         }
@@ -116,10 +121,11 @@ impl MiniGce {
                 None => Err(format!("404 notFound: health check {}", h.name)),
             },
             Action::DeleteHealthCheckV1 { name, .. } => {
-                let used = self
-                    .backend_services
-                    .values()
-                    .any(|b| b.health_checks.iter().any(|l| objects::link_name(l) == name));
+                let used = self.backend_services.values().any(|b| {
+                    b.health_checks
+                        .iter()
+                        .any(|l| !l.contains("/regions/") && objects::link_name(l) == name)
+                });
                 if used {
                     return Some(in_use("health check", name));
                 }

@@ -385,10 +385,12 @@ pub fn leak_check(c: &dyn Cluster) {
             "backendServices",
             "healthChecks",
             "instanceGroups",
+            // RBS NetLBs' (their firewalls are named `k8s2-`).
+            "regionHealthChecks",
         ] {
             for o in state[k].as_array().into_iter().flatten() {
                 let name = o["name"].as_str().unwrap_or_default();
-                if k != "firewalls" || name.starts_with("k8s-") {
+                if k != "firewalls" || name.starts_with("k8s-") || name.starts_with("k8s2-") {
                     leaks.push(format!("{k}/{name}"));
                 }
             }

@@ -11,9 +11,10 @@ use super::{Announce, Decision, IlbObservation, Kept, LbGce, LbSync, RoundsFaile
 use crate::config::Config;
 use crate::gce::error::GceError;
 use crate::lb;
+use crate::lb::backend_service::BackendServicePlan;
 use crate::lb::hosts::{LbHost, lb_hosts};
 use crate::lb::internal::delete::{Teardown, plan_delete};
-use crate::lb::internal::plan::{IlbPlan, plan_ensure};
+use crate::lb::internal::plan::plan_ensure;
 use crate::lb::internal::{self, IlbSpec};
 use crate::naming::IlbNames;
 
@@ -22,7 +23,7 @@ use crate::naming::IlbNames;
 pub(crate) enum IlbEnsured {
     /// The plan is empty. `announced`: something was executed (the Ensuring event was sent).
     Converged {
-        plan: Box<IlbPlan>,
+        plan: Box<BackendServicePlan>,
         obs: Box<IlbObservation>,
         announced: bool,
     },

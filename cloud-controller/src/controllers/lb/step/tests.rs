@@ -3,7 +3,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{Step, next_step};
-use crate::lb::ownership::{ILB_FINALIZER, LB_CLEANUP_FINALIZER, NETLB_FINALIZER};
+use crate::lb::ownership::{ILB_FINALIZER, LB_CLEANUP_FINALIZER, NETLB_FINALIZER, RBS_FINALIZER};
 use crate::testutil::Scenario;
 
 fn with_finalizers(s: Scenario, finalizers: &[&str]) -> Scenario {
@@ -38,7 +38,7 @@ const EXTERNAL: [&str; 2] = [LB_CLEANUP_FINALIZER, NETLB_FINALIZER];
 const INTERNAL: [&str; 2] = [LB_CLEANUP_FINALIZER, ILB_FINALIZER];
 
 fn step(s: &Scenario) -> Step {
-    next_step(&s.service)
+    next_step(&s.service, false)
 }
 
 #[test]
@@ -105,4 +105,103 @@ fn another_controllers_service_loses_our_finalizers_only() {
         "{:?}",
         step(&foreign)
     );
+}
+
+fn rbs_step(s: &Scenario) -> Step {
+    next_step(&s.service, true)
+}
+
+fn rbs_annotated() -> Scenario {
+    Scenario::new().annotation("cloud.google.com/l4-rbs", "enabled")
+}
+
+fn rbs_class() -> Scenario {
+    let mut s = Scenario::new();
+    s.service.spec.as_mut().expect("spec").load_balancer_class =
+        Some("networking.gke.io/l4-regional-external".into());
+    s
+}
+
+#[test]
+fn without_the_flag_rbs_services_stay_another_controllers() {
+    assert_eq!(step(&rbs_annotated()), Step::Ignore);
+    assert_eq!(step(&rbs_class()), Step::Ignore);
+    // The NetLB v2 finalizer is ingress-gce's then: ours come off, nothing is torn down.
+    let theirs = with_finalizers(Scenario::new(), &[RBS_FINALIZER, LB_CLEANUP_FINALIZER]);
+    assert!(matches!(step(&theirs), Step::DropFinalizers(_)));
+}
+
+#[test]
+fn with_the_flag_an_rbs_service_gets_the_v2_finalizer_then_is_synced() {
+    for s in [rbs_annotated(), rbs_class()] {
+        assert_eq!(
+            rbs_step(&s),
+            Step::SetRbsFinalizers(vec![RBS_FINALIZER.to_owned()])
+        );
+        assert_eq!(rbs_step(&with_finalizers(s, &[RBS_FINALIZER])), Step::SyncRbs);
+    }
+    // A Service without the class or annotation keeps the target pool, flag or not.
+    assert_eq!(
+        rbs_step(&Scenario::new()),
+        Step::AddExternalFinalizers { fresh: true }
+    );
+    // Internal wins over the annotation, the RBS class over Internal (as in ingress-gce).
+    assert_eq!(
+        rbs_step(&internal().annotation("cloud.google.com/l4-rbs", "enabled")),
+        Step::SetInternalFinalizers(INTERNAL.map(str::to_owned).to_vec())
+    );
+    let class_and_internal = {
+        let mut s = internal();
+        s.service.spec.as_mut().expect("spec").load_balancer_class =
+            Some("networking.gke.io/l4-regional-external".into());
+        s
+    };
+    assert_eq!(
+        rbs_step(&class_and_internal),
+        Step::SetRbsFinalizers(vec![RBS_FINALIZER.to_owned()])
+    );
+}
+
+#[test]
+fn with_the_flag_switching_to_and_from_rbs_tears_the_old_kind_down_first() {
+    assert_eq!(
+        rbs_step(&with_finalizers(rbs_annotated(), &EXTERNAL)),
+        Step::LeaveExternalForRbs
+    );
+    assert_eq!(
+        rbs_step(&with_finalizers(rbs_annotated(), &INTERNAL)),
+        Step::LeaveInternalForRbs
+    );
+    // Losing the annotation: RBS goes before the target pool's finalizers go on.
+    assert_eq!(
+        rbs_step(&with_finalizers(Scenario::new(), &[RBS_FINALIZER])),
+        Step::LeaveRbs
+    );
+    assert_eq!(
+        rbs_step(&with_finalizers(internal(), &[RBS_FINALIZER])),
+        Step::LeaveRbs
+    );
+    assert_eq!(
+        rbs_step(&with_finalizers(other_class(Scenario::new()), &[RBS_FINALIZER])),
+        Step::LeaveRbs
+    );
+    // After the teardown: the target pool's finalizers, as for a new Service.
+    assert_eq!(
+        rbs_step(&Scenario::new()),
+        Step::AddExternalFinalizers { fresh: true }
+    );
+}
+
+#[test]
+fn with_the_flag_deletion_or_type_change_tears_rbs_down() {
+    assert_eq!(
+        rbs_step(&deleting(with_finalizers(rbs_annotated(), &[RBS_FINALIZER]))),
+        Step::TearDown
+    );
+    assert_eq!(
+        rbs_step(&cluster_ip(with_finalizers(rbs_annotated(), &[RBS_FINALIZER]))),
+        Step::TearDown
+    );
+    assert_eq!(rbs_step(&deleting(rbs_annotated())), Step::Ignore);
+    assert_eq!(rbs_step(&cluster_ip(rbs_annotated())), Step::Ignore);
 }

@@ -1,0 +1,208 @@
+//! Backend-service (RBS) NetLBs in the service controller (`--rbs-netlb`): their rounds
+//! (`rounds::rbs`, through the driver the other kinds use), then the ingress IP, the status
+//! annotations ingress-gce writes, events and record. The whole sync holds the shared-resource
+//! lock: RBS NetLBs share the instance groups with the internal LBs and the regional health
+//! check among themselves, which a teardown may delete.
+//!
+//! Never imports: crate::controllers::lb::external, crate::controllers::lb::rounds::external, crate::controllers::lb::internal, crate::controllers::lb::rounds::internal.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action as Requeue;
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+use svcnet_crds::{GceResourceRef, GceResources};
+
+use crate::controllers::lb::ctx::LbCtx;
+use crate::controllers::lb::record;
+use crate::controllers::lb::report::{
+    ServiceEvents, converged, deleted, invalid_service, obj_ref, patch_ingress, sync_failed,
+};
+use crate::controllers::lb::rounds::rbs::{RbsEnsured, RbsInput, delete_rbs_rounds, ensure_rbs_rounds};
+use crate::controllers::lb::rounds::{RbsObservation, RealGce};
+use crate::controllers::{Shared, SyncError};
+use crate::lb::rbs::{STATUS_ANNOTATION_KEYS, status_annotations};
+use crate::lb::spec::{LbSpec, service_object};
+use crate::naming::l4::{L4Namer, RbsNames};
+use crate::objects::SCHEME_EXTERNAL;
+
+/// The names of the Service's RBS objects; they hash the kube-system UID read at start.
+fn names_of(svc: &Service, sh: &Shared) -> crate::Result<RbsNames> {
+    let object = service_object(svc);
+    let Some(kube_system_uid) = sh.cfg.rbs_netlb.as_deref() else {
+        return Err(crate::Error::MissingField {
+            object,
+            field: "kube-system namespace UID (--rbs-netlb)".into(),
+        });
+    };
+    let m = &svc.metadata;
+    let (ns, name) = (
+        m.namespace.as_deref().unwrap_or(""),
+        m.name.as_deref().unwrap_or(""),
+    );
+    let uid = m.uid.as_deref().unwrap_or("");
+    RbsNames::new(
+        &L4Namer::new(kube_system_uid),
+        &sh.cfg.cluster_id,
+        (ns, name, uid),
+        &object,
+    )
+}
+
+/// Builds or repairs the RBS NetLB; Ok(requeue) with status, annotations and record written.
+pub(crate) async fn ensure_rbs(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
+    let sh = &ctx.shared;
+    let (names, spec) = match names_of(svc, sh).and_then(|n| Ok((n, LbSpec::from_service(svc)?))) {
+        Ok(x) => x,
+        Err(e) => return Ok(invalid_service(svc, sh, &e).await),
+    };
+    let events = ServiceEvents {
+        sh,
+        oref: obj_ref(svc),
+    };
+    let input = RbsInput {
+        spec: &spec,
+        names: &names,
+        cfg: &sh.cfg,
+        nodes: &|| sh.node_list(),
+    };
+    let _guard = ctx.shared_hc.lock().await;
+    let (plan, desired, obs, announced) = match ensure_rbs_rounds(&RealGce::new(sh), &events, input).await {
+        Ok(RbsEnsured::Converged {
+            plan,
+            desired,
+            obs,
+            announced,
+        }) => (plan, desired, obs, announced),
+        Ok(RbsEnsured::Invalid(e)) => return Ok(invalid_service(svc, sh, &e).await),
+        Err(f) => return Err(sync_failed(svc, sh, None, None, f.error).await),
+    };
+    let ip = plan.ingress_ip.clone();
+    let want = status_annotations(&desired)
+        .into_iter()
+        .map(|(k, v)| (k, Some(v)))
+        .collect();
+    patch_annotations(svc, sh, &want).await?;
+    let done = announced.then_some((crate::lb::EVENT_ENSURED, "Ensured load balancer"));
+    converged(svc, sh, ip.as_deref(), done).await?;
+    let prev = record::current(&sh.client, svc).await;
+    let mut st = record::build_status(svc, prev.as_ref(), None, None, None, None);
+    st.ingress_ip = ip;
+    st.gce = Some(gce_resources(&names, &obs));
+    record::write(&sh.client, svc, st).await;
+    Ok(Requeue::requeue(sh.tuning.lb_resync))
+}
+
+/// Sets the status annotations to `want` (key -> value, None = absent) and removes every other
+/// key of ingress-gce's set; only when something differs.
+async fn patch_annotations(
+    svc: &Service,
+    sh: &Shared,
+    want: &BTreeMap<&'static str, Option<String>>,
+) -> Result<(), SyncError> {
+    let current = svc.metadata.annotations.clone().unwrap_or_default();
+    let mut changes = serde_json::Map::new();
+    for key in STATUS_ANNOTATION_KEYS {
+        let wanted = want.get(key).cloned().flatten();
+        if current.get(key) != wanted.as_ref() {
+            changes.insert(key.to_owned(), wanted.map_or(Value::Null, Value::String));
+        }
+    }
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let api: Api<Service> = Api::namespaced(sh.client.clone(), &svc.namespace().unwrap_or_default());
+    let body = json!({ "metadata": { "annotations": changes } });
+    api.patch(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&body))
+        .await?;
+    Ok(())
+}
+
+/// The CloudLoadBalancer record's view of an RBS NetLB.
+fn gce_resources(names: &RbsNames, (o, links): &RbsObservation) -> GceResources {
+    let fws = [
+        &o.nodes_firewall,
+        &o.shared_health_check_firewall,
+        &o.local_health_check_firewall,
+    ];
+    let backend_checks = o.backend_service.as_ref().map(|b| b.health_checks.as_slice());
+    let (firewalls, health_checks) = record::guards(
+        links,
+        names,
+        fws.map(Option::is_some),
+        backend_checks,
+        "regionHealthChecks",
+    );
+    GceResources {
+        address: None,
+        forwarding_rule: o
+            .forwarding_rule
+            .as_ref()
+            .map(|f| record::resource_ref(links, "forwardingRules", &f.name)),
+        target_pool: None,
+        firewalls,
+        health_checks,
+        load_balancing_scheme: Some(SCHEME_EXTERNAL.to_owned()),
+        backend_service: o
+            .backend_service
+            .as_ref()
+            .map(|b| record::resource_ref(links, "backendServices", &b.name)),
+        instance_groups: o
+            .instance_groups
+            .keys()
+            .map(|zone| GceResourceRef {
+                name: names.instance_group.clone(),
+                self_link: links.link("instanceGroups", &format!("{zone}/{}", names.instance_group)),
+            })
+            .collect(),
+    }
+}
+
+/// Tears the RBS NetLB down; Ok once nothing of it is left (shared objects other LBs use are
+/// kept). The status annotations go with the finalizer, in one patch ([`without_status_annotations`]).
+/// `switching`: the Service turned into another kind, whose sync writes the ingress status and
+/// record next; otherwise both are cleared.
+pub(crate) async fn cleanup_rbs(svc: &Service, ctx: &LbCtx, switching: bool) -> Result<(), SyncError> {
+    let sh = &ctx.shared;
+    let names = match names_of(svc, sh) {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot derive backend-service load balancer names; nothing to delete");
+            return Ok(());
+        }
+    };
+    let events = ServiceEvents {
+        sh,
+        oref: obj_ref(svc),
+    };
+    let guard = ctx.shared_hc.lock().await;
+    let announced = match delete_rbs_rounds(&RealGce::new(sh), &events, &names, &sh.cfg, !switching).await {
+        Ok(a) => a,
+        Err(f) => return Err(sync_failed(svc, sh, None, None, f.error).await),
+    };
+    drop(guard);
+    if !switching {
+        if svc.metadata.deletion_timestamp.is_none() {
+            patch_ingress(svc, sh, None).await?;
+        }
+        if announced {
+            deleted(svc, sh).await;
+        }
+        record::delete(&sh.client, svc).await;
+    }
+    Ok(())
+}
+
+/// A merge patch's `metadata.annotations` removing every status annotation the Service carries
+/// (None when it carries none).
+pub(crate) fn without_status_annotations(svc: &Service) -> Option<Value> {
+    let current = svc.metadata.annotations.as_ref()?;
+    let gone: serde_json::Map<String, Value> = STATUS_ANNOTATION_KEYS
+        .iter()
+        .filter(|k| current.contains_key(**k))
+        .map(|k| ((*k).to_owned(), Value::Null))
+        .collect();
+    (!gone.is_empty()).then_some(Value::Object(gone))
+}

@@ -1,0 +1,62 @@
+//! Reads what GCE holds for a backend-service (RBS) network load balancer (404 = None): the
+//! same rows as the internal LB's reader, with regional health checks and the `k8s2-` names.
+
+use crate::gce::client::Gce;
+use crate::gce::error::GceError;
+use crate::gce::observe::ObservedLb;
+use crate::gce::observe_ilb::{read_group, region_zones};
+use crate::gce::read::{Collection, Reader, find_address_by_ip};
+use crate::gce::retry::RetryPolicy;
+use crate::naming::l4::RbsNames;
+use crate::objects::observed::RbsObserved;
+
+/// One GET per named object, the region's zones with the shared instance group's members, and
+/// the address holding spec.loadBalancerIP.
+pub(crate) async fn observe_rbs(
+    gce: &Gce,
+    policy: &RetryPolicy,
+    names: &RbsNames,
+    want_ip: Option<&str>,
+) -> Result<(RbsObserved, ObservedLb), GceError> {
+    let mut rd = Reader::new(gce, policy, RbsObserved::default());
+    rd.read(Collection::Addresses, &names.lb, |o| &mut o.address)
+        .await?;
+    rd.read(Collection::ForwardingRules, &names.lb, |o| &mut o.forwarding_rule)
+        .await?;
+    rd.read(Collection::BackendServices, &names.backend, |o| {
+        &mut o.backend_service
+    })
+    .await?;
+    let hc = Collection::RegionHealthChecks;
+    rd.read(hc, &names.shared_health_check, |o| &mut o.shared_health_check)
+        .await?;
+    rd.read(hc, &names.backend, |o| &mut o.local_health_check).await?;
+    let fw = Collection::Firewalls;
+    rd.read(fw, &names.backend, |o| &mut o.nodes_firewall).await?;
+    rd.read(fw, &names.shared_health_check_firewall, |o| {
+        &mut o.shared_health_check_firewall
+    })
+    .await?;
+    rd.read(fw, &names.local_health_check_firewall, |o| {
+        &mut o.local_health_check_firewall
+    })
+    .await?;
+    let (mut o, mut links) = (
+        rd.obs,
+        ObservedLb {
+            self_links: rd.links,
+            ..ObservedLb::default()
+        },
+    );
+    for zone in region_zones(gce, policy).await? {
+        if let Some(members) = read_group(gce, policy, &zone, &names.instance_group, &mut links).await? {
+            o.instance_groups.insert(zone, members);
+        }
+    }
+    o.ip_holder = match want_ip {
+        Some(ip) if o.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip) => o.address.clone(),
+        Some(ip) => find_address_by_ip(gce, policy, ip).await?,
+        None => None,
+    };
+    Ok((o, links))
+}

@@ -1,0 +1,71 @@
+//! The calls only RBS NetLBs make against [`MiniGce`] (regional health checks; their backend
+//! services, groups, rules, addresses and firewalls are the other kinds' calls), and what the
+//! I/O layer would read for one RBS NetLB.
+
+use super::{MiniGce, insert, remove};
+use crate::naming::l4::RbsNames;
+use crate::objects;
+use crate::objects::action::Action;
+use crate::objects::observed::RbsObserved;
+
+impl MiniGce {
+    /// None: not a regional health check call.
+    pub(super) fn apply_rbs(&mut self, action: &Action) -> Option<Result<(), String>> {
+        Some(match action {
+            Action::CreateRegionHealthCheck(h) => insert(&mut self.region_health_checks, &h.name, h),
+            Action::UpdateRegionHealthCheck(h) => match self.region_health_checks.get_mut(&h.name) {
+                Some(have) => {
+                    *have = h.clone();
+                    Ok(())
+                }
+                None => Err(format!("404 notFound: health check {}", h.name)),
+            },
+            Action::DeleteRegionHealthCheck { name, .. } => {
+                let used = self.backend_services.values().any(|b| {
+                    b.health_checks
+                        .iter()
+                        .any(|l| l.contains("/regions/") && objects::link_name(l) == name)
+                });
+                if used {
+                    return Some(Err(format!(
+                        "400 resourceInUseByAnotherResource: health check {name}"
+                    )));
+                }
+                remove(&mut self.region_health_checks, name).map(drop)
+            }
+            _ => return None,
+        })
+    }
+
+    /// What the I/O layer would GET for this RBS NetLB (`gce::observe_rbs`).
+    pub(crate) fn observed_rbs(&self, names: &RbsNames, want_ip: Option<&str>) -> RbsObserved {
+        let ip_holder = want_ip.and_then(|ip| {
+            self.addresses
+                .values()
+                .find(|a| a.address.as_deref() == Some(ip))
+                .cloned()
+        });
+        let firewall = |name: &String| self.firewalls.get(name).cloned();
+        let check = |name: &String| self.region_health_checks.get(name).cloned();
+        RbsObserved {
+            address: self.addresses.get(&names.lb).cloned(),
+            ip_holder,
+            forwarding_rule: self.forwarding_rules.get(&names.lb).cloned(),
+            backend_service: self.backend_services.get(&names.backend).cloned(),
+            shared_health_check: check(&names.shared_health_check),
+            local_health_check: check(&names.backend),
+            nodes_firewall: firewall(&names.backend),
+            shared_health_check_firewall: firewall(&names.shared_health_check_firewall),
+            local_health_check_firewall: firewall(&names.local_health_check_firewall),
+            instance_groups: self
+                .instance_groups
+                .iter()
+                .filter_map(|(id, members)| {
+                    let (zone, name) = id.split_once('/')?;
+                    (name == names.instance_group).then(|| (zone.to_owned(), members.clone()))
+                })
+                .collect(),
+            kept_in_use: Default::default(),
+        }
+    }
+}
