@@ -12,6 +12,11 @@ PROJECT=svcnet-kind
 ZONE=us-central1-b
 NODE_TAG=svcnet-kind-node
 POD_SUBNET=10.244.0.0/16
+# The client outside the VPC (link cl0 of the engine's namespace) and the VM inside it (link vm), as the
+# lab has them (e2e/lab/src/state.rs): the GCE network's firewall filters what they send to the nodes.
+CLIENT_GW=192.0.2.1
+CLIENT_IP=192.0.2.10
+VM_IP=10.128.15.200
 
 # in_ns CMD...: CMD inside the engine's network namespace.
 in_ns() { ip netns exec "$NS" "$@"; }
@@ -166,4 +171,35 @@ cluster_up() {
   in_ns sysctl -qw net.ipv4.ip_forward=1
   in_ns setsid "$BIN/svcnet-lab" gce-network --gce "http://$GATEWAY:$GCE_PORT" --dev "$BRIDGE" \
     >"$WORK/gce-network.log" 2>&1 </dev/null &
+  vpc_hosts_up
+}
+
+# vpc_hosts_up: the outside client and the VM, each a container of the engine with no network of its own
+# but a veth to the engine's namespace (so `dockerd.sh stop` removes them with everything else): the
+# client on 192.0.2.0/24 behind cl0, the VM a /32 of the VPC whose only neighbour and gateway is the
+# router, as GCE links an instance (the lab's instance link).
+vpc_hosts_up() {
+  local pid
+  D run -d --name e2e-client --network none "$WORKLOAD" pause >/dev/null
+  D run -d --name e2e-vm --network none "$WORKLOAD" pause >/dev/null
+  pid=$(D inspect -f '{{.State.Pid}}' e2e-client)
+  in_ns ip link add cl0 type veth peer name eth0 netns "$pid"
+  in_ns ip addr add "$CLIENT_GW/24" dev cl0
+  in_ns ip link set cl0 up
+  nsenter -t "$pid" -n sh -ec "ip link set lo up; ip addr add $CLIENT_IP/24 dev eth0; ip link set eth0 up
+    ip route add default via $CLIENT_GW"
+  pid=$(D inspect -f '{{.State.Pid}}' e2e-vm)
+  in_ns ip link add vm type veth peer name eth0 netns "$pid"
+  in_ns ip link set vm up
+  in_ns ip route add "$VM_IP/32" dev vm
+  nsenter -t "$pid" -n sh -ec "ip link set lo up; ip addr add $VM_IP/32 dev eth0; ip link set eth0 up
+    ip route add $GATEWAY/32 dev eth0; ip route add default via $GATEWAY"
+}
+
+# from HOST CMD...: CMD (a program of this machine) in the network namespace of e2e-HOST (client, vm).
+from() {
+  local pid
+  pid=$(D inspect -f '{{.State.Pid}}' "e2e-$1")
+  shift
+  nsenter -t "$pid" -n "$@"
 }

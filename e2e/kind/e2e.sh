@@ -73,6 +73,8 @@ step "svcnet-proxy and svcnet-cloud-controller Ready by their probes; CoreDNS Re
 step "walkthrough: create deployment, scale 2, expose LoadBalancer, EXTERNAL-IP, both pods via the LB IP" walkthrough
 step "ClusterIP from a pod and from a node" clusterip
 step "NodePort from outside the nodes" nodeport
+step "GCE firewall from a client outside the VPC: the LB IP open (k8s-fw-), the NodePort and :10256 dropped until a rule allows them" gce_firewall
+step "internal LB (load-balancer-type: Internal): a VM inside the VPC reaches both pods, the outside client nothing" internal_lb
 step "externalTrafficPolicy Local: the client's IP preserved, the health-check node port 200 only where endpoints run" etp_local
 step "kubectl logs of both workloads" logs_readable
 step "metrics scraped from the pods' ports" metrics_scraped

@@ -276,6 +276,9 @@ diagnose() {
   K get events -A --sort-by=.lastTimestamp | tail -n 40 || true
   tail -n 20 "$WORK/gce-network.log" "$WORK/fake-gce.log" 2>/dev/null || true
   in_ns ip route || true
+  in_ns iptables -vnL FORWARD || true
+  in_ns iptables -vnL LAB-ILB || true
+  in_ns iptables -vnL LAB-FW || true
 }
 
 # hc_code NODE_IP PORT: the HTTP status of the health-check node port on that node.
@@ -314,4 +317,91 @@ etp_local() {
   in_ns curl -s --max-time 2 "http://$ip:8080/clientip"
   echo
   K delete svc client-local
+}
+
+# fw_has COMMENT_PREFIX: the GCE network rendered a firewall rule of that name into the router's filter.
+fw_has() { in_ns iptables -S LAB-FW | grep -c -- "--comment \"\?$1" >/dev/null; }
+
+# closed_from HOST URL: three tries from HOST all get no answer.
+closed_from() {
+  local _
+  for _ in 1 2 3; do
+    ! from "$1" curl -s --max-time 1 "$2" >/dev/null || { echo "$1 reached $2"; return 1; }
+  done
+}
+
+gce_firewall() {
+  local port ip fw
+  port=$(K get svc hostnames -o jsonpath='{.spec.ports[0].nodePort}')
+  ip=$(D inspect -f '{{(index .NetworkSettings.Networks "kind").IPAddress}}' "$CLUSTER-worker2")
+  # The controller's rules for the walkthrough's LB: its k8s-fw- rule and the nodes' health-check rule.
+  retry 30 fw_has k8s-fw-
+  retry 30 fw_has 'k8s-.*-node-http-hc'
+  in_ns iptables -S LAB-FW
+  client_lb_20() { local _; for _ in $(seq 1 20); do from client curl -s --max-time 2 "http://$LB_IP/" || true; echo; done; }
+  retry 30 both_pods_from client_lb_20
+  # The health-check firewall admits GCE's probe ranges only; the client is outside them.
+  closed_from client "http://$ip:10256/healthz"
+  closed_from client "http://$ip:$port/"
+  echo "client: LB IP answers; the node's :10256 and NodePort $port dropped (no rule allows them)"
+  fw='{"name":"e2e-allow-nodeport","network":"global/networks/default","sourceRanges":["0.0.0.0/0"],
+    "targetTags":["'$NODE_TAG'"],"allowed":[{"IPProtocol":"tcp","ports":["'$port'"]}]}'
+  gce POST "/compute/v1/projects/$PROJECT/global/firewalls" "$fw" >/dev/null
+  client_np_20() { local _; for _ in $(seq 1 20); do from client curl -s --max-time 2 "http://$ip:$port/" || true; echo; done; }
+  retry 30 both_pods_from client_np_20
+  gce DELETE "/compute/v1/projects/$PROJECT/global/firewalls/e2e-allow-nodeport" >/dev/null
+  retry 30 closed_from client "http://$ip:$port/"
+  echo "client: NodePort answered while e2e-allow-nodeport existed, dropped again once deleted"
+}
+
+in_internal_range() { python3 -c 'import ipaddress,sys; sys.exit(ipaddress.ip_address(sys.argv[1]) not in ipaddress.ip_network("10.128.0.0/20"))' "$1"; }
+
+# ilb_rule IP: the fake's forwarding rule for IP is INTERNAL, through a backend service, without target pool.
+ilb_rule() {
+  gce GET /_fake/state | python3 -c '
+import json, sys
+ip = sys.argv[1]
+frs = [f for f in json.load(sys.stdin).get("forwardingRules", []) if f.get("IPAddress") == ip]
+print(frs)
+ok = len(frs) == 1 and frs[0].get("loadBalancingScheme") == "INTERNAL" and frs[0].get("backendService") \
+    and not frs[0].get("target")
+sys.exit(0 if ok else 1)' "$1"
+}
+
+# ilb_gone IP: no forwarding rule for IP, no backend service and no instance group left.
+ilb_gone() {
+  gce GET /_fake/state | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+left = [f["name"] for f in s.get("forwardingRules", []) if f.get("IPAddress") == sys.argv[1]]
+left += [o["name"] for k in ("backendServices", "instanceGroups") for o in s.get(k, [])]
+print("left:", left)
+sys.exit(1 if left else 0)' "$1"
+}
+
+internal_lb() {
+  K apply -f - <<'YAML'
+apiVersion: v1
+kind: Service
+metadata:
+  name: hostnames-ilb
+  annotations:
+    networking.gke.io/load-balancer-type: Internal
+spec:
+  type: LoadBalancer
+  selector: {app: hostnames}
+  ports: [{port: 80, targetPort: 9376, protocol: TCP}]
+YAML
+  retry 120 has_ingress hostnames-ilb
+  K get svc hostnames-ilb
+  local ip
+  ip=$(K get svc hostnames-ilb -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+  in_internal_range "$ip" || { echo "internal LB IP $ip outside 10.128.0.0/20"; return 1; }
+  ilb_rule "$ip"
+  vm_20() { local _; for _ in $(seq 1 20); do from vm curl -s --max-time 2 "http://$ip/" || true; echo; done; }
+  retry 60 both_pods_from vm_20
+  closed_from client "http://$ip/"
+  echo "internal LB $ip: the VM reached both pods, the client outside the VPC nothing"
+  K delete svc hostnames-ilb
+  retry 120 ilb_gone "$ip"
 }
