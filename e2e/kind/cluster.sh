@@ -68,8 +68,9 @@ node_image() {
   fi
 }
 
-# kind_config IMAGE: one control plane and two workers, no kube-proxy, kubelets with
-# --cloud-provider=external (and no kind:// providerID: svcnet's node controller sets gce://...).
+# kind_config IMAGE: one control plane and two workers, kubeadm's kube-proxy (iptables mode; the run
+# switches the cluster to svcnet-proxy as an operator would), kubelets with --cloud-provider=external (and no
+# kind:// providerID: svcnet's node controller sets gce://...).
 kind_config() {
   local cni=false local_image=false
   case "$1" in svcnet-kind/node:*) cni=true local_image=true ;; esac
@@ -77,7 +78,7 @@ kind_config() {
 kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4
 networking:
-  kubeProxyMode: none
+  kubeProxyMode: iptables
   podSubnet: $POD_SUBNET
   # The image made here has no kindnetd; its svcnet-cni unit does that job (testing/kind/svcnet-cni.sh).
   disableDefaultCNI: $cni

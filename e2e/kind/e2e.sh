@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `make e2e`: svcnet on kind with the fake GCE (e2e/kind/README.md). Builds what is missing (kind, the node
 # image, svcnet's images, the workload image; each cached per machine), starts a container engine in a
-# network namespace of its own, creates a 3-node kind cluster without kube-proxy and with external cloud
-# provider kubelets, installs svcnet with `kubectl apply -k manifests/overlays/kind`, and runs named, timed
-# steps against it. Tears everything down on every path (a watchdog does it if this script is SIGKILLed).
+# network namespace of its own, creates a 3-node kind cluster with kubeadm's kube-proxy and external cloud
+# provider kubelets, installs svcnet's cloud controller, switches the cluster from kube-proxy to svcnet-proxy
+# under traffic as an operator does (docs/proxy-daemon.md: kube-proxy deleted, then `kubectl apply -k
+# manifests/overlays/kind`), and runs named, timed steps against it. Tears everything down on every path
+# (a watchdog does it if this script is SIGKILLed).
 # Needs root. Prints `N passed, N failed` last; exit status 0 only when every step passed.
 #
 #   e2e/kind/e2e.sh [--keep]    --keep: leave the cluster up at the end (Ctrl-C tears it down)
@@ -65,12 +67,13 @@ step "build: kind, the control plane and node binaries (testing/k8s), svcnet's b
 step "container engine in its own network namespace" engine_up
 echo "engine: namespace $NS"
 step "images: kind node, svcnet (make images), workload" images_all
-step "kind cluster: 1 control plane + 2 workers, no kube-proxy, --cloud-provider=external; fake GCE instances" cluster_up
+step "kind cluster: 1 control plane + 2 workers, kubeadm's kube-proxy, --cloud-provider=external; fake GCE instances" cluster_up
 step "kind load docker-image: svcnet-proxy, svcnet-cloud-controller, the workload" load_images
-step "install: kubectl apply -k manifests/overlays/kind" install_svcnet
+step "the cloud controller alone (the overlay without svcnet-proxy): the cluster before the switch" install_controller
 step "nodes initialized by the controller (providerID, addresses, taint gone) and their GCE routes" nodes_initialized
-step "svcnet-proxy and svcnet-cloud-controller Ready by their probes; CoreDNS Ready" workloads_ready
-step "walkthrough: create deployment, scale 2, expose LoadBalancer, EXTERNAL-IP, both pods via the LB IP" walkthrough
+step "kube-proxy and svcnet-cloud-controller Ready by their probes; CoreDNS Ready" workloads_ready
+step "walkthrough (under kube-proxy): create deployment, scale 2, expose LoadBalancer, EXTERNAL-IP, both pods via the LB IP" walkthrough
+step "switch to svcnet as an operator (kube-proxy deleted, kubectl apply -k) under a 20 ms client loop (LB IP, ClusterIP): 0 failed" switch_to_svcnet
 step "ClusterIP from a pod and from a node" clusterip
 step "NodePort from outside the nodes" nodeport
 step "GCE firewall from a client outside the VPC: the LB IP open (k8s-fw-), the NodePort and :10256 dropped until a rule allows them" gce_firewall

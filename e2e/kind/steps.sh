@@ -39,9 +39,20 @@ load_images() {
     "$WORKLOAD"
 }
 
-install_svcnet() {
-  K apply -k "$repo/manifests/overlays/kind"
-  K -n kube-system rollout status daemonset/svcnet-proxy --timeout=180s
+# overlay_without_proxy: the kind overlay without svcnet-proxy's DaemonSet, for the cluster as it is
+# before the switch (kube-proxy and a cloud controller).
+overlay_without_proxy() {
+  K kustomize "$repo/manifests/overlays/kind" | python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+keep = [d for d in docs if not (d["kind"] == "DaemonSet" and d["metadata"]["name"] == "svcnet-proxy")]
+assert len(keep) == len(docs) - 1, "no svcnet-proxy DaemonSet in the overlay"
+yaml.safe_dump_all(keep, sys.stdout)'
+}
+
+install_controller() {
+  overlay_without_proxy >"$WORK/controller.yaml"
+  K apply -f "$WORK/controller.yaml"
   K -n kube-system rollout status deployment/svcnet-cloud-controller --timeout=180s
 }
 
@@ -71,8 +82,8 @@ nodes_initialized() {
 }
 
 workloads_ready() {
-  K -n kube-system rollout status daemonset/svcnet-proxy --timeout=120s
-  K -n kube-system wait --for=condition=Ready pod -l app.kubernetes.io/name=svcnet-proxy --timeout=120s
+  K -n kube-system rollout status daemonset/kube-proxy --timeout=120s
+  K -n kube-system wait --for=condition=Ready pod -l k8s-app=kube-proxy --timeout=120s
   K -n kube-system wait --for=condition=Ready pod -l app.kubernetes.io/name=svcnet-cloud-controller --timeout=120s
   K -n kube-system rollout status deployment/coredns --timeout=180s
   K -n kube-system get pods -o wide
@@ -273,12 +284,98 @@ diagnose() {
   K get svc -A || true
   K -n kube-system logs deployment/svcnet-cloud-controller --tail=40 || true
   K -n kube-system logs daemonset/svcnet-proxy --tail=40 || true
+  K -n kube-system logs daemonset/kube-proxy --tail=20 2>/dev/null || true
   K get events -A --sort-by=.lastTimestamp | tail -n 40 || true
   tail -n 20 "$WORK/gce-network.log" "$WORK/fake-gce.log" 2>/dev/null || true
   in_ns ip route || true
   in_ns iptables -vnL FORWARD || true
   in_ns iptables -vnL LAB-ILB || true
   in_ns iptables -vnL LAB-FW || true
+}
+
+# stale_chains NODE: KUBE-* chains of either family nothing jumps to (kube-proxy's left behind), but the
+# kubelet's and the proxies' canaries and the kubelet's iptables-mode hint, which are never jumped to.
+stale_chains() {
+  { D exec "$1" iptables-save; D exec "$1" ip6tables-save; } | python3 -c '
+import re, sys
+declared, used, table = set(), set(), ""
+for l in sys.stdin:
+    if l.startswith("*"):
+        table = l[1:].strip()
+    elif l.startswith(":KUBE-"):
+        c = l[1:].split()[0]
+        if not c.endswith("-CANARY") and c != "KUBE-IPTABLES-HINT":
+            declared.add((table, c))
+    elif l.startswith("-A "):
+        for m in re.finditer(r"-[jg] (\S+)", l):
+            used.add((table, m.group(1)))
+left = sorted(f"{t}/{c}" for t, c in declared - used)
+print("unreferenced:", left)
+sys.exit(1 if left else 0)'
+}
+
+# chains NODE: the node's KUBE-* chains of both families (family/table/chain), sorted.
+chains() {
+  { D exec "$1" iptables-save | sed 's|^|4 |'; D exec "$1" ip6tables-save | sed 's|^|6 |'; } |
+    awk '$2 ~ /^\*/ {t = substr($2, 2)} $2 ~ /^:KUBE-/ {print $1 "/" t "/" substr($2, 2)}' | sort
+}
+
+# kube_proxy_addon_disabled: kubeadm's ClusterConfiguration says proxy.disabled, so `kubeadm upgrade`
+# skips its kube-proxy addon phase (docs/proxy-daemon.md).
+kube_proxy_addon_disabled() {
+  K -n kube-system get configmap kubeadm-config -o json | python3 -c '
+import json, sys, yaml
+cm = json.load(sys.stdin)
+cc = yaml.safe_load(cm["data"]["ClusterConfiguration"])
+proxy = cc.get("proxy") or {}
+print("kubeadm-config proxy:", proxy)
+sys.exit(0 if proxy.get("disabled") is True else 1)'
+}
+
+# The operator's switch of docs/proxy-daemon.md ("Switching a cluster from kube-proxy"), under the load
+# generator through the LB IP (from the engine's namespace) and the ClusterIP (from a node).
+switch_to_svcnet() {
+  local cip pid n
+  cip=$(K get svc hostnames -o jsonpath='{.spec.clusterIP}')
+  pid=$(D inspect -f '{{.State.Pid}}' "$CLUSTER-worker")
+  load_start switch-lb 0 "$LB_IP:80"
+  load_start switch-cip "$pid" "$cip:80"
+  # 1. kube-proxy goes; its rules stay and keep serving (neither proxy removes them when it stops).
+  K -n kube-system delete daemonset kube-proxy
+  K -n kube-system wait --for=delete pod -l k8s-app=kube-proxy --timeout=120s
+  # 2. kubeadm's leftovers: its config, and the addon disabled so `kubeadm upgrade` does not bring it back.
+  K -n kube-system delete configmap kube-proxy
+  K -n kube-system get configmap kubeadm-config -o json | python3 -c '
+import json, sys, yaml
+cm = json.load(sys.stdin)
+cc = yaml.safe_load(cm["data"]["ClusterConfiguration"])
+cc["proxy"] = dict(cc.get("proxy") or {}, disabled=True)
+cm["data"]["ClusterConfiguration"] = yaml.safe_dump(cc)
+json.dump(cm, sys.stdout)' >"$WORK/kubeadm-config.json"
+  K replace -f "$WORK/kubeadm-config.json"
+  chains "$CLUSTER-worker" >"$WORK/chains.kube-proxy"
+  # 3. svcnet, exactly as a user installs it: svcnet-proxy adopts the rules it finds.
+  K apply -k "$repo/manifests/overlays/kind"
+  K -n kube-system rollout status daemonset/svcnet-proxy --timeout=180s
+  K -n kube-system wait --for=condition=Ready pod -l app.kubernetes.io/name=svcnet-proxy --timeout=120s
+  sleep 3
+  local rc=0
+  load_stop switch-lb || rc=1
+  load_stop switch-cip || rc=1
+  kube_proxy_addon_disabled || rc=1
+  # The node's proxy port is svcnet's now, and it has synced.
+  D exec "$CLUSTER-worker" curl -fsS --max-time 5 http://127.0.0.1:10249/metrics |
+    grep -E '^svcnet_proxy_full_syncs_total\{.*reason="start"' || rc=1
+  chains "$CLUSTER-worker" >"$WORK/chains.svcnet"
+  echo "$CLUSTER-worker: $(comm -23 "$WORK/chains.kube-proxy" "$WORK/chains.svcnet" | wc -l) of kube-proxy's" \
+    "$(wc -l <"$WORK/chains.kube-proxy") KUBE-* chains gone, $(comm -13 "$WORK/chains.kube-proxy" \
+    "$WORK/chains.svcnet" | wc -l) of svcnet's own added"
+  # svcnet's first sync removed what kube-proxy left that it does not write.
+  for n in $(in_ns "$KIND" get nodes --name "$CLUSTER"); do
+    echo "$n:"
+    retry 30 stale_chains "$n" || rc=1
+  done
+  return $rc
 }
 
 # hc_code NODE_IP PORT: the HTTP status of the health-check node port on that node.

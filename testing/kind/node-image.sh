@@ -19,6 +19,8 @@
 #   at that tag (testing/kind/cluster.sh). coredns v1.12.1 is built from the Go module proxy; pause from the
 #   pause.c the kubernetes module ships, linked statically.
 # - No crictl (not packaged in bookworm): `ctr -n k8s.io` does its jobs.
+# - kube-proxy's image carries the node's Debian iptables (nft and legacy), conntrack and nft with their
+#   libraries (upstream's is distroless-iptables).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
