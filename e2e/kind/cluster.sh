@@ -17,6 +17,8 @@ POD_SUBNET=10.244.0.0/16
 CLIENT_GW=192.0.2.1
 CLIENT_IP=192.0.2.10
 VM_IP=10.128.15.200
+# The fake's subnet, where internal LBs get their addresses.
+INTERNAL_RANGE=10.128.0.0/20
 
 # in_ns CMD...: CMD inside the engine's network namespace.
 in_ns() { ip netns exec "$NS" "$@"; }
@@ -133,7 +135,7 @@ YAML
 # fake_gce_up: svcnet-fake-gce on the kind network's gateway, so pods on the nodes reach it.
 fake_gce_up() {
   in_ns setsid "$BIN/svcnet-fake-gce" --listen "$GATEWAY:$GCE_PORT" --project "$PROJECT" --zones "$ZONE" \
-    --internal-range 10.128.0.0/20 --op-latency-ms 100 >"$WORK/fake-gce.log" 2>&1 </dev/null &
+    --internal-range "$INTERNAL_RANGE" --op-latency-ms 100 >"$WORK/fake-gce.log" 2>&1 </dev/null &
   local _
   for _ in $(seq 1 100); do
     gce GET /_fake/state >/dev/null 2>&1 && return 0

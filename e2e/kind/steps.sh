@@ -332,7 +332,8 @@ print("kubeadm-config proxy:", proxy)
 sys.exit(0 if proxy.get("disabled") is True else 1)'
 }
 
-# The operator's switch of docs/proxy-daemon.md ("Switching a cluster from kube-proxy"), under the load
+# The operator's switch of docs/proxy-daemon.md ("Switching a kubeadm cluster from kube-proxy to
+# svcnet-proxy"), under the load
 # generator through the LB IP (from the engine's namespace) and the ClusterIP (from a node).
 switch_to_svcnet() {
   local cip pid n
@@ -451,7 +452,10 @@ gce_firewall() {
   echo "client: NodePort answered while e2e-allow-nodeport existed, dropped again once deleted"
 }
 
-in_internal_range() { python3 -c 'import ipaddress,sys; sys.exit(ipaddress.ip_address(sys.argv[1]) not in ipaddress.ip_network("10.128.0.0/20"))' "$1"; }
+in_internal_range() {
+  python3 -c 'import ipaddress, sys; sys.exit(ipaddress.ip_address(sys.argv[1]) not in ipaddress.ip_network(sys.argv[2]))' \
+    "$1" "$INTERNAL_RANGE"
+}
 
 # ilb_rule IP: the fake's forwarding rule for IP is INTERNAL, through a backend service, without target pool.
 ilb_rule() {
@@ -493,7 +497,7 @@ YAML
   K get svc hostnames-ilb
   local ip
   ip=$(K get svc hostnames-ilb -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
-  in_internal_range "$ip" || { echo "internal LB IP $ip outside 10.128.0.0/20"; return 1; }
+  in_internal_range "$ip" || { echo "internal LB IP $ip outside $INTERNAL_RANGE"; return 1; }
   ilb_rule "$ip"
   vm_20() { local _; for _ in $(seq 1 20); do from vm curl -s --max-time 2 "http://$ip/" || true; echo; done; }
   retry 60 both_pods_from vm_20
