@@ -25,6 +25,7 @@ WORK=$(mktemp -d /tmp/svcnet-kind-e2e.XXXXXX)
 
 passed=0
 failed=0
+LOADS=()
 STEP=0
 started=$(date +%s)
 
@@ -36,6 +37,8 @@ finish() {
     echo "==== step $STEP FAILED: $CURRENT ($(elapsed) s, exit $rc)"
   fi
   if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then diagnose || true; fi
+  # Load generators a failed step left running (some sit in node namespaces, outside the engine's).
+  [ "${#LOADS[@]}" -eq 0 ] || kill "${LOADS[@]}" 2>/dev/null || true
   engine_down
   rm -rf "$WORK"
   echo "e2e: total $(($(date +%s) - started)) s"

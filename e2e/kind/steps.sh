@@ -171,6 +171,7 @@ load_start() {
     nsenter -t "$pid" -n "$BIN/svcnet-lab" load --long 0 --stop-file "$WORK/$name.stop" "$@" \
       >"$WORK/$name.out" 2>&1 &
   fi
+  LOADS+=("$!")
   retry 20 grep -q ready "$WORK/$name.out"
 }
 load_stop() {
