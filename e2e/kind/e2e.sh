@@ -37,8 +37,12 @@ finish() {
     echo "==== step $STEP FAILED: $CURRENT ($(elapsed) s, exit $rc)"
   fi
   if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then diagnose || true; fi
-  # Load generators a failed step left running (some sit in node namespaces, outside the engine's).
-  [ "${#LOADS[@]}" -eq 0 ] || kill "${LOADS[@]}" 2>/dev/null || true
+  # Load generators a failed step left running (some sit in node namespaces, outside the engine's); a pid
+  # is killed only while it is still one of them (its command line names this run's work directory).
+  local p
+  for p in "${LOADS[@]}"; do
+    if tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -qF -- "$WORK/"; then kill "$p" 2>/dev/null || true; fi
+  done
   engine_down
   rm -rf "$WORK"
   echo "e2e: total $(($(date +%s) - started)) s"
