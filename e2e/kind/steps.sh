@@ -321,16 +321,14 @@ chains() {
     awk '$2 ~ /^\*/ {t = substr($2, 2)} $2 ~ /^:KUBE-/ {print $1 "/" t "/" substr($2, 2)}' | sort
 }
 
-# kube_proxy_addon_disabled: kubeadm's ClusterConfiguration says proxy.disabled, so `kubeadm upgrade`
-# skips its kube-proxy addon phase (docs/proxy-daemon.md).
+# kube_proxy_addon_disabled: kubeadm's own upgrade phase for the addon, run on the control plane, skips it
+# (without proxy.disabled it installs kube-proxy's DaemonSet and ConfigMap again).
 kube_proxy_addon_disabled() {
-  K -n kube-system get configmap kubeadm-config -o json | python3 -c '
-import json, sys, yaml
-cm = json.load(sys.stdin)
-cc = yaml.safe_load(cm["data"]["ClusterConfiguration"])
-proxy = cc.get("proxy") or {}
-print("kubeadm-config proxy:", proxy)
-sys.exit(0 if proxy.get("disabled") is True else 1)'
+  local cp=$CLUSTER-control-plane version out
+  version=$(D exec "$cp" kubeadm version -o short)
+  out=$(D exec "$cp" kubeadm upgrade apply phase addon kube-proxy "$version" 2>&1) || { echo "$out"; return 1; }
+  grep 'addon/kube-proxy' <<<"$out" || true
+  grep -q 'The addon is disabled' <<<"$out" && ! K -n kube-system get daemonset kube-proxy >/dev/null 2>&1
 }
 
 # The operator's switch of docs/proxy-daemon.md ("Switching a kubeadm cluster from kube-proxy to
