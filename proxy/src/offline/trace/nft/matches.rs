@@ -17,6 +17,8 @@ pub(super) enum Sel {
     FibType(bool),
     Iifname,
     CtState,
+    /// `ct status`: `dnat` once the connection's destination was translated.
+    CtStatus,
     Mark,
 }
 
@@ -36,6 +38,7 @@ pub(super) fn selector(w: &[&str]) -> Option<(Sel, usize)> {
         ["fib", "daddr", "type", ..] => (Sel::FibType(false), 3),
         ["iifname", ..] | ["meta", "iifname", ..] => (Sel::Iifname, if w[0] == "meta" { 2 } else { 1 }),
         ["ct", "state", ..] => (Sel::CtState, 2),
+        ["ct", "status", ..] => (Sel::CtStatus, 2),
         _ => return None,
     })
 }
@@ -80,7 +83,7 @@ fn part_matches(sel: Sel, value: &str, key: &str) -> bool {
             Some(prefix) => value.starts_with(prefix.trim_matches('"')),
             None => value == key.trim_matches('"'),
         },
-        Sel::FibType(_) | Sel::CtState => value == key,
+        Sel::FibType(_) | Sel::CtState | Sel::CtStatus => value == key,
     }
 }
 

@@ -165,6 +165,24 @@ impl<'a> Walker<'a> {
                 path.dnat = Some(to);
                 vec![(path, Flow::Accept)]
             }
+            Action::DnatChoices(choices) => {
+                let n = choices.len().max(1) as f64;
+                let mut out = Vec::new();
+                for choice in choices {
+                    let mut p = path.clone();
+                    p.probability /= n;
+                    match choice {
+                        Some(to) => {
+                            p.dst = to.ip();
+                            p.dport = to.port();
+                            p.dnat = Some(to);
+                            out.push((p, Flow::Accept));
+                        }
+                        None => out.extend(self.chain(chain, index + 1, p, depth)),
+                    }
+                }
+                out
+            }
             Action::Masquerade => {
                 path.masquerade = true;
                 vec![(path, Flow::Accept)]
