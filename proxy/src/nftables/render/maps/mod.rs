@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use super::Chain;
 use crate::config::RenderConfig;
-use crate::model::{Family, NodeFacts, ProxyState};
+use crate::model::{Endpoint, Family, NodeFacts, ProxyState, ServicePort};
 
 /// Where a service's endpoint slots live: the address-keyed or port-keyed (node port) maps, and the
 /// policy endpoints or the cluster endpoints an ETP Local service's pod and node traffic gets.
@@ -123,6 +123,14 @@ impl MapsTable {
 
 /// Which dispatch rules the skeleton needs: (group, protocol, endpoint count) in use.
 pub type InUse = BTreeSet<(Group, &'static str, usize)>;
+
+/// The sets and maps one service port has elements in (what `explain` names for it).
+pub fn port_sets(svc: &ServicePort, eps: &[Endpoint], node: &NodeFacts, cfg: &RenderConfig) -> Vec<String> {
+    let mut f = facts::Facts::new(node, cfg);
+    f.add_port(svc, eps);
+    let names: BTreeSet<String> = f.finish().0.into_iter().map(|e| e.set).collect();
+    names.into_iter().map(|n| format!("@{n}")).collect()
+}
 
 /// The maps layout's whole table for `cfg.family`.
 pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> MapsTable {
