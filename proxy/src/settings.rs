@@ -15,7 +15,9 @@ use k8s_openapi::api::core::v1::Node;
 use thiserror::Error;
 
 use crate::cli::{BackendArg, RuleArgs, RunArgs};
-use crate::config::{DetectLocal, Layout, NftLayout, NodePortAddresses, ProxyMode, RenderConfig, check_interface};
+use crate::config::{
+    DetectLocal, Layout, NftLayout, NodePortAddresses, ProxyMode, RenderConfig, check_interface,
+};
 use crate::config_file::ConfigFileError;
 use crate::iptables::Backend;
 use crate::model::{Family, NodeFacts};

@@ -69,7 +69,13 @@ fn maps_layout_explains_the_same_fates_through_its_elements() {
     let ipt = explain("iptables");
     let maps = explain_with("nftables", &["--nftables-layout", "maps"]);
     assert!(maps.contains("maps layout"), "{maps}");
-    assert!(maps.contains("elements in: @cluster-ips, @eps, @hairpin, @masq-cluster, @svcs-2"), "{maps}");
-    assert!(!maps.contains("endpoint-") && !maps.contains("service-"), "{maps}");
+    assert!(
+        maps.contains("elements in: @cluster-ips, @eps, @hairpin, @masq-cluster, @svcs-2"),
+        "{maps}"
+    );
+    assert!(
+        !maps.contains("endpoint-") && !maps.contains("service-"),
+        "{maps}"
+    );
     assert_eq!(fates(&maps), fates(&ipt), "iptables:\n{ipt}\nmaps:\n{maps}");
 }

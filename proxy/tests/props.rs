@@ -77,7 +77,10 @@ fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseE
     };
     let maps_text = svcnet_proxy::nftables::render::maps::render(&state, &node, &maps_cfg).text();
     for h in HOSTILE {
-        prop_assert!(!maps_text.contains(h), "hostile text {h:?} reached the maps table");
+        prop_assert!(
+            !maps_text.contains(h),
+            "hostile text {h:?} reached the maps table"
+        );
     }
     let maps_rules =
         trace::nft::parse(&maps_text).map_err(|e| TestCaseError::fail(format!("{e}\n{maps_text}")))?;

@@ -430,7 +430,10 @@ fn upstream_packet_flows_nftables_layouts_agree() {
                 compared += 1;
                 let same = u.0 == m.0
                     && u.1.len() == m.1.len()
-                    && u.1.iter().zip(&m.1).all(|(a, b)| a.0 == b.0 && a.1 == b.1 && (a.2 - b.2).abs() < 1e-9);
+                    && u.1
+                        .iter()
+                        .zip(&m.1)
+                        .all(|(a, b)| a.0 == b.0 && a.1 == b.1 && (a.2 - b.2).abs() < 1e-9);
                 if !same || !m.2.is_empty() {
                     failures.push(format!(
                         "=== {} line {} {:?}: upstream layout {:?}, maps layout {:?} (warnings {:?})",
@@ -455,5 +458,7 @@ fn upstream_packet_flows_nftables_layouts_agree() {
         failures.len(),
         failures.join("\n")
     );
-    println!("{compared} flows: the maps layout agrees with the upstream layout on all; {as_upstream} meet upstream's (iptables-mode) expectation");
+    println!(
+        "{compared} flows: the maps layout agrees with the upstream layout on all; {as_upstream} meet upstream's (iptables-mode) expectation"
+    );
 }

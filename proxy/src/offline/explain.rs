@@ -117,7 +117,10 @@ fn rules_of(
                 .iter()
                 .map(|(k, svc)| {
                     let eps = state.endpoints.get(k).map_or(&[][..], |e| &e[..]);
-                    (k.clone(), crate::nftables::render::maps::port_sets(svc, eps, node, cfg))
+                    (
+                        k.clone(),
+                        crate::nftables::render::maps::port_sets(svc, eps, node, cfg),
+                    )
                 })
                 .collect();
             (

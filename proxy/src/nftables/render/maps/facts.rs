@@ -56,7 +56,9 @@ impl Plan {
 fn has_detector(cfg: &RenderConfig) -> bool {
     match &cfg.detect_local {
         DetectLocal::None => false,
-        DetectLocal::ClusterCidr(c) | DetectLocal::NodeCidr(c) => c.iter().any(|c| cfg.family.matches(&c.addr())),
+        DetectLocal::ClusterCidr(c) | DetectLocal::NodeCidr(c) => {
+            c.iter().any(|c| cfg.family.matches(&c.addr()))
+        }
         DetectLocal::BridgeInterface(_) | DetectLocal::InterfaceNamePrefix(_) => true,
     }
 }
@@ -109,10 +111,17 @@ impl<'a> Facts<'a> {
         let port = svc.port.to_string();
         let key = |ip: &IpAddr| vec![ip.to_string(), p.proto.to_string(), port.clone()];
 
-        self.add(super::super::naming::CLUSTER_IPS, vec![svc.cluster_ip.to_string()]);
+        self.add(
+            super::super::naming::CLUSTER_IPS,
+            vec![svc.cluster_ip.to_string()],
+        );
         let ck = key(&svc.cluster_ip);
         if p.has_internal {
-            let eps = if svc.internal_policy_local { &cat.local } else { &cat.cluster };
+            let eps = if svc.internal_policy_local {
+                &cat.local
+            } else {
+                &cat.cluster
+            };
             self.slots(Group::Addr, p.proto, &ck, eps);
             if self.masq_cluster {
                 self.add(MASQ_CLUSTER, ck);
@@ -174,7 +183,9 @@ impl<'a> Facts<'a> {
             .filter(|c| self.cfg.family.matches(&c.addr()))
             .map(|c| c.trunc().to_string())
             .collect();
-        let allow_from_node = ranges.iter().any(|c| self.node.ips.iter().any(|ip| c.contains(ip)));
+        let allow_from_node = ranges
+            .iter()
+            .any(|c| self.node.ips.iter().any(|ip| c.contains(ip)));
         if allow_from_node {
             sources.extend(svc.load_balancer_vips.iter().map(ToString::to_string));
         }

@@ -28,11 +28,7 @@ impl Words {
     }
 
     fn key(&self, by_port: bool) -> &str {
-        if by_port {
-            PORT_KEY
-        } else {
-            &self.addr_key
-        }
+        if by_port { PORT_KEY } else { &self.addr_key }
     }
 
     fn mark_set(&self) -> String {
@@ -142,7 +138,10 @@ fn fixed_rules(w: &Words, np_listed: bool, add: &mut dyn FnMut(&str, Rule)) {
         SERVICE_ENDPOINTS_CHECK,
         Rule::new(format!("{key} @{NO_ENDPOINT_REJECT} reject")),
     );
-    add(SERVICE_ENDPOINTS_CHECK, Rule::new(format!("{key} @{NO_ENDPOINT_DROP} drop")));
+    add(
+        SERVICE_ENDPOINTS_CHECK,
+        Rule::new(format!("{key} @{NO_ENDPOINT_DROP} drop")),
+    );
     let np = nodeport_match(ip, np_listed);
     add(
         NODEPORT_ENDPOINTS_CHECK,
@@ -172,7 +171,10 @@ fn dispatch_rules(
     let detector = local_detector(cfg);
     let key = &w.addr_key;
     if cfg.masquerade_all {
-        add(SERVICES, Rule::new(format!("{key} @{MASQ_CLUSTER} {}", w.mark_set())));
+        add(
+            SERVICES,
+            Rule::new(format!("{key} @{MASQ_CLUSTER} {}", w.mark_set())),
+        );
     } else if let Some((_, not_local)) = &detector {
         add(
             SERVICES,
@@ -241,10 +243,22 @@ fn sets(cfg: &RenderConfig, in_use: &InUse, np_ips: Option<Vec<std::net::IpAddr>
     if np_ips.is_some() {
         out.push(set(NODEPORT_IPS, format!("type {addr}"), vec![]));
     }
-    for name in [MASQ_CLUSTER, MASQ_EXTERNAL, LOCAL_ORIGIN, NO_ENDPOINT_REJECT, NO_ENDPOINT_DROP, FW_PROTECTED] {
+    for name in [
+        MASQ_CLUSTER,
+        MASQ_EXTERNAL,
+        LOCAL_ORIGIN,
+        NO_ENDPOINT_REJECT,
+        NO_ENDPOINT_DROP,
+        FW_PROTECTED,
+    ] {
         out.push(set(name, addr_key.clone(), vec![]));
     }
-    for name in [NP_MASQ, NP_LOCAL_ORIGIN, NP_NO_ENDPOINT_REJECT, NP_NO_ENDPOINT_DROP] {
+    for name in [
+        NP_MASQ,
+        NP_LOCAL_ORIGIN,
+        NP_NO_ENDPOINT_REJECT,
+        NP_NO_ENDPOINT_DROP,
+    ] {
         out.push(set(name, port_key.clone(), vec![]));
     }
     let counts: BTreeSet<(Group, usize)> = in_use.iter().map(|(g, _, n)| (*g, *n)).collect();

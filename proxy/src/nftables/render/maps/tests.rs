@@ -1,0 +1,202 @@
+//! Unit tests of the maps layout: which elements each kind of service port becomes, that API changes
+//! touch elements only (the skeleton stays the same), and that no API name reaches the text.
+
+use super::*;
+use crate::config::{Layout, NftLayout};
+use crate::fixtures::node;
+use crate::model::ProxyState;
+use crate::offline::input::parse_objects;
+
+fn cfg() -> RenderConfig {
+    RenderConfig {
+        nft_layout: NftLayout::Maps,
+        ..crate::fixtures::cfg(Layout::Flat)
+    }
+}
+
+fn table(yaml: &str, cfg: &RenderConfig) -> MapsTable {
+    let objs = parse_objects(yaml).expect("yaml");
+    let state = ProxyState::from_k8s(&objs.services, &objs.slices, cfg.family);
+    assert!(state.errors.is_empty(), "{:?}", state.errors);
+    render(&state, &node(), cfg)
+}
+
+/// `key [: value]` of each element of `set`, as nft prints them.
+fn elements(t: &MapsTable, set: &str) -> Vec<String> {
+    t.elements_of(set)
+        .map(|e| match e.value.is_empty() {
+            true => e.key.join(" . "),
+            false => format!("{} : {}", e.key.join(" . "), e.value.join(" . ")),
+        })
+        .collect()
+}
+
+fn svc(name: &str, spec: &str) -> String {
+    format!("---\nkind: Service\nmetadata: {{name: {name}, namespace: default}}\nspec: {spec}\n")
+}
+
+/// A TCP port's endpoints: `(ip, node)`, all ready.
+fn eps(svc: &str, list: &[(&str, &str)], port: u16) -> String {
+    let mut s = format!(
+        "---\nkind: EndpointSlice\nmetadata: {{name: {svc}-x, namespace: default, labels: {{kubernetes.io/service-name: {svc}}}}}\naddressType: IPv4\nports: [{{port: {port}, protocol: TCP}}]\nendpoints:\n"
+    );
+    for (ip, node) in list {
+        s.push_str(&format!(
+            "- {{addresses: [\"{ip}\"], conditions: {{ready: true}}, nodeName: {node}}}\n"
+        ));
+    }
+    s
+}
+
+const CLUSTER_IP: &str = "{clusterIP: 172.30.0.41, ports: [{port: 80, targetPort: 8080, protocol: TCP}]}";
+
+#[test]
+fn cluster_ip_is_a_key_in_the_count_set_and_one_slot_per_endpoint() {
+    let t = table(
+        &(svc("a", CLUSTER_IP) + &eps("a", &[("10.76.1.5", "node-1"), ("10.76.2.5", "node-2")], 8080)),
+        &cfg(),
+    );
+    assert_eq!(elements(&t, "svcs-2"), ["172.30.0.41 . tcp . 80"]);
+    assert_eq!(
+        elements(&t, "eps"),
+        [
+            "172.30.0.41 . tcp . 80 . 0 : 10.76.1.5 . 8080",
+            "172.30.0.41 . tcp . 80 . 1 : 10.76.2.5 . 8080"
+        ]
+    );
+    assert_eq!(elements(&t, MASQ_CLUSTER), ["172.30.0.41 . tcp . 80"]);
+    assert_eq!(
+        elements(&t, HAIRPIN),
+        ["10.76.1.5 . 10.76.1.5", "10.76.2.5 . 10.76.2.5"]
+    );
+    let services: Vec<&str> = t
+        .chain("services")
+        .expect("services")
+        .rules
+        .iter()
+        .map(|r| r.text.as_str())
+        .collect();
+    assert!(services.contains(&"ip saddr != 10.76.0.0/14 ip daddr . meta l4proto . th dport @masq-cluster meta mark set meta mark or 0x4000"), "{services:#?}");
+    assert!(services.contains(&"meta l4proto tcp ip daddr . meta l4proto . th dport @svcs-2 dnat ip to ip daddr . meta l4proto . th dport . numgen random mod 2 map @eps"), "{services:#?}");
+    assert!(
+        !services.iter().any(|r| r.contains("@svcs-1")),
+        "no rule for an unused count: {services:#?}"
+    );
+}
+
+#[test]
+fn no_endpoints_reject_and_local_policy_misses_drop() {
+    let spec = "{clusterIP: 172.30.0.42, type: NodePort, externalTrafficPolicy: Local, ports: [{port: 80, nodePort: 30080, protocol: TCP}]}";
+    let none = table(&svc("b", spec), &cfg());
+    assert_eq!(elements(&none, NO_ENDPOINT_REJECT), ["172.30.0.42 . tcp . 80"]);
+    assert_eq!(elements(&none, NP_NO_ENDPOINT_REJECT), ["tcp . 30080"]);
+    assert!(elements(&none, "eps").is_empty());
+
+    // Endpoints only on another node: cluster traffic goes there, external traffic is dropped,
+    // except from pods and the node itself, which reach the cluster endpoints (masqueraded from the node).
+    let remote = table(
+        &(svc("b", spec) + &eps("b", &[("10.76.2.5", "node-2")], 80)),
+        &cfg(),
+    );
+    assert_eq!(elements(&remote, "svcs-1"), ["172.30.0.42 . tcp . 80"]);
+    assert_eq!(elements(&remote, NP_NO_ENDPOINT_DROP), ["tcp . 30080"]);
+    assert_eq!(elements(&remote, "np-short-svcs-1"), ["tcp . 30080"]);
+    assert_eq!(
+        elements(&remote, "np-short-eps"),
+        ["tcp . 30080 . 0 : 10.76.2.5 . 80"]
+    );
+    assert_eq!(elements(&remote, NP_LOCAL_ORIGIN), ["tcp . 30080"]);
+    assert!(elements(&remote, "np-eps").is_empty());
+    assert!(
+        elements(&remote, NP_MASQ).is_empty(),
+        "Local policy: no masquerade for outside traffic"
+    );
+}
+
+#[test]
+fn source_ranges_become_allowed_key_and_prefix_pairs() {
+    let yaml = format!(
+        "{}status: {{loadBalancer: {{ingress: [{{ip: 35.0.0.5}}]}}}}\n{}",
+        svc(
+            "c",
+            "{clusterIP: 172.30.0.43, type: LoadBalancer, loadBalancerSourceRanges: [10.140.0.0/20, 192.168.0.1/16], ports: [{port: 443, nodePort: 30443, protocol: TCP}]}"
+        ),
+        eps("c", &[("10.76.1.7", "node-1")], 443)
+    );
+    let t = table(&yaml, &cfg());
+    assert_eq!(elements(&t, FW_PROTECTED), ["35.0.0.5 . tcp . 443"]);
+    // The node (10.140.0.2) is in a range, so the VIP may also be the source; prefixes are truncated.
+    assert_eq!(
+        elements(&t, FW_ALLOW),
+        [
+            "35.0.0.5 . tcp . 443 . 10.140.0.0/20",
+            "35.0.0.5 . tcp . 443 . 192.168.0.0/16",
+            "35.0.0.5 . tcp . 443 . 35.0.0.5"
+        ]
+    );
+    assert_eq!(elements(&t, MASQ_EXTERNAL), ["35.0.0.5 . tcp . 443"]);
+    assert_eq!(elements(&t, NP_MASQ), ["tcp . 30443"]);
+}
+
+/// The point of the layout: an endpoint replaced, or a Service added with an endpoint count already
+/// in use, changes elements only; the chains, rules and sets stay exactly as they were.
+#[test]
+fn api_changes_touch_elements_only() {
+    let a = |ip: &str| svc("a", CLUSTER_IP) + &eps("a", &[(ip, "node-1"), ("10.76.2.5", "node-2")], 8080);
+    let before = table(&a("10.76.1.5"), &cfg());
+    let replaced = table(&a("10.76.1.9"), &cfg());
+    let spec = "{clusterIP: 172.30.0.50, ports: [{port: 53, targetPort: 53, protocol: TCP}]}";
+    let added = table(
+        &(a("10.76.1.5") + &svc("d", spec) + &eps("d", &[("10.76.3.1", "n"), ("10.76.3.2", "n")], 53)),
+        &cfg(),
+    );
+    for after in [&replaced, &added] {
+        assert_eq!(before.chains, after.chains);
+        assert_eq!(before.sets, after.sets);
+        assert_ne!(before.elements, after.elements);
+    }
+    assert!(
+        elements(&replaced, "eps").contains(&"172.30.0.41 . tcp . 80 . 0 : 10.76.1.9 . 8080".to_string())
+    );
+    assert_eq!(elements(&added, "svcs-2").len(), 2);
+}
+
+#[test]
+fn no_api_name_reaches_the_text() {
+    let yaml = svc(
+        "evil-name",
+        "{clusterIP: 172.30.0.44, ports: [{name: portname-x, port: 80, protocol: TCP}]}",
+    ) + &eps("evil-name", &[("10.76.1.8", "node-1")], 80)
+        .replace("protocol: TCP}]", "protocol: TCP, name: portname-x}]");
+    let text = table(&yaml, &cfg()).text();
+    assert!(
+        text.contains("172.30.0.44 . tcp . 80 . 0 : 10.76.1.8 . 80"),
+        "{text}"
+    );
+    for name in ["evil-name", "portname-x", "default/"] {
+        assert!(!text.contains(name), "{name} in\n{text}");
+    }
+}
+
+#[test]
+fn ipv6_uses_ip6_words_and_types() {
+    let cfg = RenderConfig {
+        family: crate::model::Family::V6,
+        detect_local: crate::config::DetectLocal::None,
+        ..cfg()
+    };
+    let yaml = svc(
+        "e",
+        "{clusterIP: fd00::1, ipFamilies: [IPv6], ports: [{port: 80, protocol: TCP}]}",
+    ) + &eps("e", &[("fd00:10::5", "node-1")], 80)
+        .replace("addressType: IPv4", "addressType: IPv6");
+    let t = table(&yaml, &cfg);
+    assert_eq!(elements(&t, "eps"), ["fd00::1 . tcp . 80 . 0 : fd00:10::5 . 80"]);
+    let text = t.text();
+    assert!(text.contains("add map ip6 kube-proxy eps { typeof ip6 daddr . meta l4proto . th dport . numgen random mod 2 : ip6 daddr . th dport ; }"), "{text}");
+    assert!(text.contains("dnat ip6 to ip6 daddr"), "{text}");
+    assert!(
+        !text.contains("@masq-cluster"),
+        "no detector, no masqueradeAll: no cluster mark rule\n{text}"
+    );
+}

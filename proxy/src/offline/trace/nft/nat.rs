@@ -29,7 +29,10 @@ impl Reader<'_, '_> {
     /// `KEY [. numgen random mod N] map @name`.
     fn dnat_map(&mut self, key: &[&str], map: Option<&str>, path: &Path, line: usize, e: &mut Eval) {
         let Some((sels, slots)) = map_key(key) else {
-            self.warn(format!("line {line}: dnat map key {:?} not understood", key.join(" ")));
+            self.warn(format!(
+                "line {line}: dnat map key {:?} not understood",
+                key.join(" ")
+            ));
             return unmatched(e);
         };
         let name = map.and_then(|m| m.strip_prefix('@')).unwrap_or("");
