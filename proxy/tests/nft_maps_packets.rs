@@ -1,0 +1,180 @@
+//! Real connections through the nftables mode's two layouts (issue 32), in throwaway network
+//! namespaces (never the root one): a ClusterIP with two endpoints on `lo`, rendered by `svcnet-proxy
+//! render` in the `upstream` and the `maps` layout and loaded with `nft -f`; `nft_maps/probe.py`
+//! connects and records which endpoint accepted and from which source address.
+//!
+//! Addresses on `lo`: 10.128.0.100/24 first (the primary: what masquerade picks towards an
+//! endpoint), the endpoints 10.128.0.1 and .2 in the cluster CIDR 10.128.0.0/16, a client outside it
+//! (192.0.2.9); 10.96.0.0/12 is routed to `lo`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Parser;
+use serde_json::Value;
+use svcnet_proxy::cli::{Cli, Command};
+use svcnet_proxy::offline::run_render;
+
+const OUTSIDE: &str = "192.0.2.9";
+const POD: &str = "10.128.0.1";
+const MASQ_SOURCE: &str = "10.128.0.100";
+const CONNECTS: u64 = 200;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nft_maps")
+}
+
+fn render(layout: &str) -> String {
+    let input = dir().join("input.yaml");
+    let argv = [
+        "svcnet-proxy",
+        "render",
+        "-f",
+        input.to_str().expect("utf-8 path"),
+        "--proxy-mode",
+        "nftables",
+        "--nftables-layout",
+        layout,
+        "--cluster-cidr",
+        "10.128.0.0/16",
+        "--node-name",
+        "n1",
+        "--node-ip",
+        "10.140.0.2",
+    ];
+    let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{e}"));
+    let Command::Render(args) = cli.command else {
+        panic!("not render")
+    };
+    run_render(&args).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// A namespace with the addresses and route of the module doc; None when namespaces are unavailable.
+fn namespace(tag: &str) -> Option<svcnet_netns::Netns> {
+    let ns = svcnet_netns::netns_or_skip(tag)?;
+    for a in [
+        "10.128.0.100/24",
+        "10.128.0.1/24",
+        "10.128.0.2/24",
+        "192.0.2.9/32",
+    ] {
+        ns.ok(&["ip", "addr", "add", a, "dev", "lo"]);
+    }
+    ns.ok(&["ip", "route", "add", "10.96.0.0/12", "dev", "lo"]);
+    Some(ns)
+}
+
+fn load(ns: &svcnet_netns::Netns, text: &str) {
+    let (ok, _, err) = ns.exec(&["nft", "-f", "-"], text);
+    assert!(ok, "nft -f: {err}");
+}
+
+fn probe(ns: &svcnet_netns::Netns, args: &[&str]) -> Value {
+    let script = dir().join("probe.py");
+    let mut all = vec!["python3", script.to_str().expect("utf-8 path")];
+    all.extend(args);
+    let out = ns.ok(&all);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// `endpoint from peer` -> connections, for one source.
+fn counts(v: &Value, src: &str) -> BTreeMap<String, u64> {
+    v[src]
+        .as_object()
+        .unwrap_or_else(|| panic!("no {src} in {v}"))
+        .iter()
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or_default()))
+        .collect()
+}
+
+/// Each of two endpoints gets its share: 200 fair draws land in 60..=140 (> 5 sd from 100).
+fn fair(n: u64) -> bool {
+    (60..=140).contains(&n)
+}
+
+#[test]
+fn both_layouts_balance_masquerade_and_hairpin_real_connections() {
+    for layout in ["upstream", "maps"] {
+        let Some(ns) = namespace("mapspkt") else {
+            return;
+        };
+        load(&ns, &render(layout));
+        let n = CONNECTS.to_string();
+        let v = probe(&ns, &["counts", &n, OUTSIDE, POD]);
+        let outside = counts(&v, OUTSIDE);
+        let pod = counts(&v, POD);
+        let got = |m: &BTreeMap<String, u64>, k: &str| m.get(k).copied().unwrap_or_default();
+        // From outside the cluster CIDR: masqueraded, to either endpoint.
+        let (o1, o2) = (
+            got(&outside, &format!("10.128.0.1 from {MASQ_SOURCE}")),
+            got(&outside, &format!("10.128.0.2 from {MASQ_SOURCE}")),
+        );
+        assert_eq!(got(&outside, "connected"), CONNECTS, "{layout}: {v}");
+        assert!(o1 + o2 == CONNECTS && fair(o1) && fair(o2), "{layout}: {v}");
+        // From a pod: the source is kept, except when the pod is sent to itself (hairpin).
+        let (hairpin, kept) = (
+            got(&pod, &format!("10.128.0.1 from {MASQ_SOURCE}")),
+            got(&pod, &format!("10.128.0.2 from {POD}")),
+        );
+        assert!(
+            hairpin + kept == CONNECTS && fair(hairpin) && fair(kept),
+            "{layout}: {v}"
+        );
+        println!("{layout}: {v}");
+    }
+}
+
+/// A layout switch is one transaction (the table deleted and declared again in the same batch):
+/// connections made all the while never fail, and each layout's objects are gone after the switch.
+#[test]
+fn switching_layouts_leaves_no_gap_and_no_leftovers() {
+    let Some(ns) = namespace("mapsswitch") else {
+        return;
+    };
+    let (upstream, maps) = (render("upstream"), render("maps"));
+    let switch = |text: &str| format!("add table ip kube-proxy\ndelete table ip kube-proxy\n{text}");
+    load(&ns, &upstream);
+    let mut child = ns
+        .command(&[
+            "python3",
+            dir().join("probe.py").to_str().expect("utf-8 path"),
+            "loop",
+            "3",
+            OUTSIDE,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start probe.py");
+    for i in 0..12 {
+        std::thread::sleep(Duration::from_millis(200));
+        load(&ns, &switch(if i % 2 == 0 { &maps } else { &upstream }));
+    }
+    let out = child.wait_with_output().expect("probe.py");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("probe output");
+    println!("connections during 12 switches: {v}");
+    assert_eq!(v["failed"], 0, "{v}");
+    assert!(v["ok"].as_u64().unwrap_or_default() > 50, "{v}");
+
+    // The last switch went to upstream's table: none of the maps layout's objects are left.
+    let listing = ns.ok(&["nft", "list", "table", "ip", "kube-proxy"]);
+    // Upstream's per-service chains carry the port's name (`service-<hash>-default/a/tcp/`).
+    assert!(listing.contains("default/a/tcp"), "{listing}");
+    assert!(
+        !listing.contains("map eps") && !listing.contains("set svcs-"),
+        "{listing}"
+    );
+    load(&ns, &switch(&maps));
+    let listing = ns.ok(&["nft", "list", "table", "ip", "kube-proxy"]);
+    assert!(
+        listing.contains("map eps") && listing.contains("set svcs-2"),
+        "{listing}"
+    );
+    assert!(
+        !listing.contains("default/a") && !listing.contains("chain endpoint-"),
+        "{listing}"
+    );
+    assert!(!listing.contains("service-ips"), "{listing}");
+}
