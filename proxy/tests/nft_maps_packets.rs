@@ -178,3 +178,58 @@ fn switching_layouts_leaves_no_gap_and_no_leftovers() {
     );
     assert!(!listing.contains("service-ips"), "{listing}");
 }
+
+/// The element-only transaction (`maps::change`) takes the kernel's table to exactly what loading the
+/// new table from scratch gives, and loads as one `nft -f` transaction.
+#[test]
+fn element_transactions_reach_a_fresh_load() {
+    use svcnet_proxy::config::{DetectLocal, NftLayout, RenderConfig};
+    use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
+    use svcnet_proxy::nftables::render::maps;
+
+    let base = std::fs::read_to_string(dir().join("input.yaml")).expect("input.yaml");
+    let cfg = RenderConfig {
+        nft_layout: NftLayout::Maps,
+        detect_local: DetectLocal::ClusterCidr(vec!["10.128.0.0/16".parse().expect("CIDR")]),
+        ..RenderConfig::default()
+    };
+    let node = NodeFacts {
+        name: "n1".into(),
+        ips: vec!["10.140.0.2".parse().expect("address")],
+        ..Default::default()
+    };
+    let table = |yaml: &str| {
+        let objs = svcnet_proxy::offline::input::parse_objects(yaml).expect("yaml");
+        let state = ProxyState::from_k8s(&objs.services, &objs.slices, Family::V4);
+        maps::render(&state, &node, &cfg)
+    };
+    let second = base
+        .replace("name: a", "name: b")
+        .replace("10.96.0.1", "10.96.0.2");
+    let steps = [
+        base.clone(),
+        base.replace("10.128.0.2", "10.128.0.3"),
+        format!("{}\n{}", base.replace("10.128.0.2", "10.128.0.3"), second),
+        base.clone(),
+    ];
+    let (Some(ns), Some(fresh)) = (namespace("mapsdiff"), namespace("mapsfresh")) else {
+        return;
+    };
+    let mut held = table(&steps[0]);
+    load(&ns, &held.text());
+    for yaml in &steps[1..] {
+        let next = table(yaml);
+        let c = maps::change(&held, &next);
+        assert!(matches!(c, maps::MapsChange::Elements { .. }), "{c:?}");
+        load(&ns, &c.text(&next));
+        load(
+            &fresh,
+            &format!(
+                "add table ip kube-proxy\ndelete table ip kube-proxy\n{}",
+                next.text()
+            ),
+        );
+        assert_eq!(common::nft_listing(&ns, "ip"), common::nft_listing(&fresh, "ip"));
+        held = next;
+    }
+}

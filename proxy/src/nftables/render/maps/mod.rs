@@ -5,15 +5,20 @@
 //! model's endpoint choice (`categorize`), so both layouts give every packet the same fate.
 //!
 //! [`facts`] turns each service port into elements and records which (protocol, endpoint count)
-//! pairs are in use; [`skeleton`] writes the chains for those pairs; [`text`] prints `nft -f` input.
+//! pairs are in use; [`skeleton`] writes the chains for those pairs; [`text`] prints `nft -f` input;
+//! [`diff`] is the transaction from one table to the next (element steps only while the skeleton
+//! stays).
 //! Element text holds addresses, protocols, ports and slot numbers only: no API names.
 
+mod diff;
 mod facts;
 mod skeleton;
 mod text;
 
 #[cfg(test)]
 mod tests;
+
+pub use diff::{MapsChange, change};
 
 use std::collections::BTreeSet;
 

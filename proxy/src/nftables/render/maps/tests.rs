@@ -200,3 +200,45 @@ fn ipv6_uses_ip6_words_and_types() {
         "no detector, no masqueradeAll: no cluster mark rule\n{text}"
     );
 }
+
+#[test]
+fn an_endpoint_replaced_is_four_element_steps() {
+    let a = |ip: &str| svc("a", CLUSTER_IP) + &eps("a", &[(ip, "node-1"), ("10.76.2.5", "node-2")], 8080);
+    let (before, after) = (table(&a("10.76.1.5"), &cfg()), table(&a("10.76.1.9"), &cfg()));
+    let c = change(&before, &after);
+    let MapsChange::Elements { delete, add } = &c else {
+        panic!("{c:?}")
+    };
+    assert_eq!((delete.len(), add.len()), (2, 2), "{c:?}");
+    assert_eq!(
+        c.text(&after),
+        "delete element ip kube-proxy eps { 172.30.0.41 . tcp . 80 . 0 }\n\
+         delete element ip kube-proxy hairpin { 10.76.1.5 . 10.76.1.5 }\n\
+         add element ip kube-proxy eps { 172.30.0.41 . tcp . 80 . 0 : 10.76.1.9 . 8080 }\n\
+         add element ip kube-proxy hairpin { 10.76.1.9 . 10.76.1.9 }\n"
+    );
+    assert!(change(&after, &after).is_empty());
+}
+
+#[test]
+fn a_new_endpoint_count_replaces_the_table() {
+    let two = svc("a", CLUSTER_IP) + &eps("a", &[("10.76.1.5", "node-1"), ("10.76.2.5", "node-2")], 8080);
+    let three = svc("a", CLUSTER_IP)
+        + &eps(
+            "a",
+            &[
+                ("10.76.1.5", "node-1"),
+                ("10.76.2.5", "node-2"),
+                ("10.76.3.5", "n"),
+            ],
+            8080,
+        );
+    let (before, after) = (table(&two, &cfg()), table(&three, &cfg()));
+    assert_eq!(change(&before, &after), MapsChange::Replace);
+    let text = MapsChange::Replace.text(&after);
+    assert!(
+        text.starts_with("add table ip kube-proxy\ndelete table ip kube-proxy\nadd table ip kube-proxy {"),
+        "{text}"
+    );
+    assert!(text.contains("add set ip kube-proxy svcs-3 "), "{text}");
+}

@@ -44,7 +44,7 @@ fn write_set(out: &mut String, fam: &str, s: &MapsSet) {
     out.push_str(" }\n");
 }
 
-fn element_line(fam: &str, e: &MapsElement) -> String {
+pub(super) fn element_line(fam: &str, e: &MapsElement) -> String {
     let mut l = format!("add element {fam} {TABLE} {} {{ {}", e.set, e.key.join(" . "));
     if !e.value.is_empty() {
         let _ = write!(l, " : {}", e.value.join(" . "));
