@@ -137,7 +137,7 @@ fn switching_layouts_leaves_no_gap_and_no_leftovers() {
     let (upstream, maps) = (render("upstream"), render("maps"));
     let switch = |text: &str| format!("add table ip kube-proxy\ndelete table ip kube-proxy\n{text}");
     load(&ns, &upstream);
-    let mut child = ns
+    let child = ns
         .command(&[
             "python3",
             dir().join("probe.py").to_str().expect("utf-8 path"),
