@@ -78,6 +78,9 @@ struct Cli {
     /// ~5 minutes for its first load at 10k x 100k.
     #[arg(long)]
     p2_nft_binary: bool,
+    /// P2: also the nftables mode's maps layout (`--nftables-layout maps`), through `nft -f`.
+    #[arg(long)]
+    p2_nft_maps: bool,
     /// P2: only the nftables mode (skip the iptables layouts).
     #[arg(long)]
     p2_nft_only: bool,
@@ -304,6 +307,7 @@ fn main() -> anyhow::Result<()> {
             },
             nftables: true,
             nft_binary: cli.p2_nft_binary || q,
+            nft_maps: cli.p2_nft_maps || q,
             nft_batches: cli
                 .p2_nft_batches
                 .clone()
@@ -320,8 +324,12 @@ fn main() -> anyhow::Result<()> {
         };
         let r = p2::run(&params, &mut progress)?;
         print!("{}", report::p2(&r));
-        // P3 is about iptables-restore; the nftables row's full sync is in P2's table.
-        for l in r.layouts.iter().filter(|l| !l.name.starts_with("nft")) {
+        // P3 is about iptables-restore; the nftables rows' full syncs are in P2's table.
+        for l in r
+            .layouts
+            .iter()
+            .filter(|l| !l.name.starts_with("nft") && l.name != "maps")
+        {
             if let Some(f) = &l.full {
                 p3_rows.push(P3Row {
                     what: format!("{} x {} svc / {} ep (full sync)", l.name, r.services, r.endpoints),
