@@ -1,43 +1,51 @@
 //! P2's `maps` row: the nftables mode's maps layout (issue 32, docs/nftables-maps.md) on the same
 //! state and changes as the other rows. The first load is the whole table in one `nft -f`; each
-//! change is the transaction from the previous table (element steps only while no new endpoint count
-//! appears), also through `nft -f`. `render` is the maps render of the whole state plus the diff.
+//! change renders only the changed port into the layout's per-port cache and writes the element
+//! transaction it yields, also through `nft -f`. `render` is that cache update and the text.
 
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{NftLayout, RenderConfig};
-use svcnet_proxy::model::ProxyState;
-use svcnet_proxy::nftables::render::maps::{self, MapsChange, MapsTable};
+use svcnet_proxy::model::{Family, ProxyState, ServicePortName};
+use svcnet_proxy::nftables::render::maps::{MapsCache, MapsChange};
 
 use super::{P2Layout, P2Params, Sync, add_service, replace_endpoint};
 use crate::error::BenchError;
 use crate::lab::Lab;
 use crate::synth;
 
+/// Renders `changed` ports (all, on the first load) and writes the transaction.
 fn sync(
     lab: &mut Lab,
     state: &ProxyState,
-    cfg: &RenderConfig,
-    held: &mut Option<MapsTable>,
+    cache: &mut MapsCache,
+    changed: Option<&ServicePortName>,
 ) -> Result<Sync, BenchError> {
     let t = Instant::now();
-    let next = maps::render(state, &synth::node(), cfg);
-    let (text, lines) = match held.as_ref() {
-        None => (next.text(), next.elements.len()),
-        Some(prev) => {
-            let change = maps::change(prev, &next);
-            if change == MapsChange::Replace {
-                return Err(BenchError::Check("a P2 change replaced the maps table".into()));
-            }
-            (change.text(&next), change.len())
+    let names: Vec<&ServicePortName> = match changed {
+        Some(name) => vec![name],
+        None => state.services.keys().collect(),
+    };
+    for name in names {
+        let eps = state.endpoints.get(name).map_or(&[][..], |e| &e[..]);
+        cache.set_port(name, state.services.get(name).map(|svc| (&**svc, eps)));
+    }
+    let change = cache.take_change(changed.is_none());
+    let (text, lines) = match (&change, changed) {
+        (MapsChange::Replace, None) => {
+            let table = cache.table();
+            (table.text(), table.elements.len())
         }
+        (MapsChange::Replace, Some(_)) => {
+            return Err(BenchError::Check("a P2 change replaced the maps table".into()));
+        }
+        (MapsChange::Elements { .. }, _) => (change.elements_text(Family::V4), change.len()),
     };
     let render = t.elapsed();
     if text.is_empty() {
         return Err(BenchError::Check("a change produced no maps transaction".into()));
     }
     let restore = lab.agent.restore("nft", &text)?;
-    *held = Some(next);
     Ok(Sync {
         render,
         payload: Duration::ZERO,
@@ -57,8 +65,8 @@ pub(super) fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layo
         ..RenderConfig::default()
     };
     let mut lab = Lab::start("p2-maps")?;
-    let mut held = None;
-    let full = sync(&mut lab, &state, &cfg, &mut held)?;
+    let mut cache = MapsCache::new(synth::node(), cfg);
+    let full = sync(&mut lab, &state, &mut cache, None)?;
     progress(&format!(
         "P2 maps: loaded {n} services / {} endpoints in {:.1} s (first load)",
         n * p.endpoints_per_service,
@@ -74,12 +82,17 @@ pub(super) fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layo
         full: Some(full),
     };
     for k in 0..p.changes {
-        replace_endpoint(&mut state, (k * 7919) % n.max(1), k);
-        out.endpoint_change.push(sync(&mut lab, &state, &cfg, &mut held)?);
+        let i = (k * 7919) % n.max(1);
+        replace_endpoint(&mut state, i, k);
+        let name = synth::service_name(i);
+        out.endpoint_change
+            .push(sync(&mut lab, &state, &mut cache, Some(&name))?);
     }
     for k in 0..p.changes {
         add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
-        out.service_added.push(sync(&mut lab, &state, &cfg, &mut held)?);
+        let name = synth::service_name(n + k);
+        out.service_added
+            .push(sync(&mut lab, &state, &mut cache, Some(&name))?);
     }
     progress(&format!("P2 maps: {} partial syncs done", 2 * p.changes));
     Ok(out)

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{MapsElement, MapsTable};
+use crate::model::Family;
 use crate::nftables::render::family_word;
 use crate::nftables::render::naming::TABLE;
 
@@ -67,22 +68,29 @@ impl MapsChange {
                     after.text()
                 )
             }
-            MapsChange::Elements { delete, add } => {
-                let mut out = String::new();
-                for e in delete {
-                    let _ = writeln!(
-                        out,
-                        "delete element {fam} {TABLE} {} {{ {} }}",
-                        e.set,
-                        e.key.join(" . ")
-                    );
-                }
-                for e in add {
-                    out.push_str(&super::text::element_line(fam, e));
-                }
-                out
+            MapsChange::Elements { .. } => self.elements_text(after.family),
+        }
+    }
+
+    /// The element steps as `nft -f` input (empty for a replacement): deletions first, so a map
+    /// slot that changed endpoint is deleted and added again in the same transaction.
+    pub fn elements_text(&self, family: Family) -> String {
+        let fam = family_word(family);
+        let mut out = String::new();
+        if let MapsChange::Elements { delete, add } = self {
+            for e in delete {
+                let _ = writeln!(
+                    out,
+                    "delete element {fam} {TABLE} {} {{ {} }}",
+                    e.set,
+                    e.key.join(" . ")
+                );
+            }
+            for e in add {
+                out.push_str(&super::text::element_line(fam, e));
             }
         }
+        out
     }
 
     /// Element steps in the transaction (none for a replacement).

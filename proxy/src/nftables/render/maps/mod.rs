@@ -7,9 +7,10 @@
 //! [`facts`] turns each service port into elements and records which (protocol, endpoint count)
 //! pairs are in use; [`skeleton`] writes the chains for those pairs; [`text`] prints `nft -f` input;
 //! [`diff`] is the transaction from one table to the next (element steps only while the skeleton
-//! stays).
+//! stays); [`cache`] keeps the table per service port, so a sync renders only the ports that changed.
 //! Element text holds addresses, protocols, ports and slot numbers only: no API names.
 
+mod cache;
 mod diff;
 mod facts;
 mod skeleton;
@@ -18,6 +19,7 @@ mod text;
 #[cfg(test)]
 mod tests;
 
+pub use cache::MapsCache;
 pub use diff::{MapsChange, change};
 
 use std::collections::BTreeSet;

@@ -242,3 +242,107 @@ fn a_new_endpoint_count_replaces_the_table() {
     );
     assert!(text.contains("add set ip kube-proxy svcs-3 "), "{text}");
 }
+
+/// The cache's transactions, applied one after the other, hold the elements a fresh render of each
+/// state holds; a new endpoint count replaces the table, keeping the rules it had (so going back to
+/// the old count is element steps again).
+#[test]
+fn cache_transactions_track_fresh_renders() {
+    let two = svc("a", CLUSTER_IP) + &eps("a", &[("10.76.1.5", "node-1"), ("10.76.2.5", "node-2")], 8080);
+    let replaced = two.replace("10.76.1.5", "10.76.1.9");
+    let d = svc(
+        "d",
+        "{clusterIP: 172.30.0.50, ports: [{port: 53, protocol: TCP}]}",
+    ) + &eps("d", &[("10.76.2.5", "n"), ("10.76.3.2", "n")], 53);
+    let three = svc("a", CLUSTER_IP)
+        + &eps(
+            "a",
+            &[
+                ("10.76.1.5", "node-1"),
+                ("10.76.2.5", "node-2"),
+                ("10.76.3.5", "n"),
+            ],
+            8080,
+        );
+    let steps = [
+        two.clone(),
+        replaced.clone(),
+        replaced.clone() + &d,
+        replaced,
+        three,
+        two,
+    ];
+    let replaces = [true, false, false, false, true, false];
+    let mut cache = MapsCache::new(node(), cfg());
+    let mut held: std::collections::BTreeMap<(String, Vec<String>), Vec<String>> = Default::default();
+    let mut names = std::collections::BTreeSet::new();
+    let mut prev = std::collections::BTreeMap::new();
+    for (i, (yaml, replace)) in steps.iter().zip(replaces).enumerate() {
+        let objs = parse_objects(yaml).expect("yaml");
+        let state = ProxyState::from_k8s(&objs.services, &objs.slices, cfg().family);
+        // Only the ports that changed, as a sync does.
+        let all: std::collections::BTreeSet<_> = names
+            .union(&state.services.keys().cloned().collect())
+            .cloned()
+            .collect();
+        for name in all {
+            let now = state
+                .services
+                .get(&name)
+                .map(|p| (p.clone(), state.endpoints.get(&name).cloned()));
+            if prev.get(&name) != now.as_ref() {
+                let eps = state.endpoints.get(&name).map_or(&[][..], |e| &e[..]);
+                cache.set_port(&name, state.services.get(&name).map(|p| (&**p, eps)));
+            }
+        }
+        names = state.services.keys().cloned().collect();
+        prev = names
+            .iter()
+            .map(|n| {
+                (
+                    n.clone(),
+                    (state.services[n].clone(), state.endpoints.get(n).cloned()),
+                )
+            })
+            .collect();
+        let fresh = render(&state, &node(), &cfg());
+        match cache.take_change(i == 0) {
+            MapsChange::Replace => {
+                assert!(replace, "step {i} replaced the table");
+                let table = cache.table();
+                assert_eq!(table.elements, fresh.elements, "step {i}");
+                if i == 0 {
+                    assert_eq!(table, fresh);
+                }
+                held = table
+                    .elements
+                    .into_iter()
+                    .map(|e| ((e.set, e.key), e.value))
+                    .collect();
+            }
+            MapsChange::Elements { delete, add } => {
+                assert!(!replace, "step {i} should replace the table");
+                for e in delete {
+                    assert_eq!(
+                        held.remove(&(e.set.clone(), e.key.clone())),
+                        Some(e.value),
+                        "step {i}"
+                    );
+                }
+                for e in add {
+                    assert_eq!(held.insert((e.set, e.key), e.value), None, "step {i}");
+                }
+                let want: std::collections::BTreeMap<_, _> = fresh
+                    .elements
+                    .into_iter()
+                    .map(|e| ((e.set, e.key), e.value))
+                    .collect();
+                assert_eq!(held, want, "step {i}");
+            }
+        }
+    }
+    let services = cache.table().chain("services").expect("services").rules.clone();
+    for n in ["@svcs-2 ", "@svcs-3 "] {
+        assert!(services.iter().any(|r| r.text.contains(n)), "{n}: {services:?}");
+    }
+}
