@@ -5,7 +5,7 @@
 //!
 //! Addresses on `lo`: 10.128.0.100/24 first (the primary: what masquerade picks towards an
 //! endpoint), the endpoints 10.128.0.1 and .2 in the cluster CIDR 10.128.0.0/16, a client outside it
-//! (192.0.2.9); 10.96.0.0/12 is routed to `lo`.
+//! (192.0.2.9, and 192.0.2.10 for a second client); 10.96.0.0/12 is routed to `lo`.
 
 mod common;
 
@@ -28,7 +28,11 @@ fn dir() -> PathBuf {
 }
 
 fn render(layout: &str) -> String {
-    let input = dir().join("input.yaml");
+    render_file(layout, "input.yaml")
+}
+
+fn render_file(layout: &str, file: &str) -> String {
+    let input = dir().join(file);
     let argv = [
         "svcnet-proxy",
         "render",
@@ -60,6 +64,7 @@ fn namespace(tag: &str) -> Option<svcnet_netns::Netns> {
         "10.128.0.1/24",
         "10.128.0.2/24",
         "192.0.2.9/32",
+        "192.0.2.10/32",
     ] {
         ns.ok(&["ip", "addr", "add", a, "dev", "lo"]);
     }
@@ -231,5 +236,25 @@ fn element_transactions_reach_a_fresh_load() {
         );
         assert_eq!(common::nft_listing(&ns, "ip"), common::nft_listing(&fresh, "ip"));
         held = next;
+    }
+}
+
+/// ClientIP affinity (`nft_maps/affinity.yaml`): every connection of a client goes to the endpoint
+/// its first one was sent to, in both layouts (two clients, 50 connects each).
+#[test]
+fn both_layouts_keep_a_client_on_one_endpoint_with_affinity() {
+    for layout in ["upstream", "maps"] {
+        let Some(ns) = namespace("mapsaff") else {
+            return;
+        };
+        load(&ns, &render_file(layout, "affinity.yaml"));
+        let v = probe(&ns, &["counts", "50", OUTSIDE, "192.0.2.10"]);
+        println!("{layout}: {v}");
+        for client in [OUTSIDE, "192.0.2.10"] {
+            let c = counts(&v, client);
+            let landed: Vec<_> = c.iter().filter(|(k, _)| k.as_str() != "connected").collect();
+            assert_eq!(c.get("connected"), Some(&50), "{layout}: {v}");
+            assert!(landed.len() == 1 && *landed[0].1 == 50, "{layout} {client}: {v}");
+        }
     }
 }

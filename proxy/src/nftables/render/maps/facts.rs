@@ -15,6 +15,8 @@ pub(super) struct Facts<'a> {
     cfg: &'a RenderConfig,
     /// Whether cluster-IP traffic is ever marked (masqueradeAll, or a local-traffic detector).
     masq_cluster: bool,
+    /// The ClientIP affinity timeout of the port being added.
+    affinity: Option<u32>,
     elements: Vec<MapsElement>,
     in_use: InUse,
 }
@@ -69,6 +71,7 @@ impl<'a> Facts<'a> {
             node,
             cfg,
             masq_cluster: cfg.masquerade_all || has_detector(cfg),
+            affinity: None,
             elements: Vec::new(),
             in_use: InUse::new(),
         }
@@ -103,11 +106,21 @@ impl<'a> Facts<'a> {
             });
         }
         self.in_use.insert((group, proto, eps.len()));
+        if let Some(t) = self.affinity {
+            let g = if group.by_port() {
+                Group::PortAffinity
+            } else {
+                Group::Affinity
+            };
+            self.add(&g.set(t as usize), key.to_vec());
+            self.in_use.insert((g, proto, t as usize));
+        }
     }
 
     pub(super) fn add_port(&mut self, svc: &ServicePort, eps: &[Endpoint]) {
         let cat = categorize(eps, svc, self.node);
         let p = Plan::new(svc, &cat);
+        self.affinity = svc.session_affinity;
         let port = svc.port.to_string();
         let key = |ip: &IpAddr| vec![ip.to_string(), p.proto.to_string(), port.clone()];
 

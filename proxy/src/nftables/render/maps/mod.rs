@@ -10,6 +10,7 @@
 //! stays); [`cache`] keeps the table per service port, so a sync renders only the ports that changed.
 //! Element text holds addresses, protocols, ports and slot numbers only: no API names.
 
+mod affinity;
 mod cache;
 mod diff;
 mod facts;
@@ -40,6 +41,10 @@ pub enum Group {
     Port,
     /// ETP Local node ports: cluster endpoints for traffic from pods and the node.
     PortShort,
+    /// ClientIP affinity of address keys (the count is the timeout in seconds): `sticky-<T>`.
+    Affinity,
+    /// ClientIP affinity of node ports: `np-sticky-<T>`.
+    PortAffinity,
 }
 
 impl Group {
@@ -52,21 +57,30 @@ impl Group {
             Group::AddrShort => "short-",
             Group::Port => "np-",
             Group::PortShort => "np-short-",
+            Group::Affinity | Group::PortAffinity => "",
         }
     }
 
-    /// The set of keys with `n` endpoints.
+    /// The set of keys with `n` endpoints (affinity: with timeout `n`).
     pub fn set(self, n: usize) -> String {
-        format!("{}svcs-{n}", self.prefix())
+        match self {
+            Group::Affinity => format!("sticky-{n}"),
+            Group::PortAffinity => format!("np-sticky-{n}"),
+            _ => format!("{}svcs-{n}", self.prefix()),
+        }
     }
 
-    /// The map from key . slot to endpoint address . port.
+    /// The map from key . slot to endpoint address . port (affinity: from client . key).
     pub fn map(self) -> String {
-        format!("{}eps", self.prefix())
+        match self {
+            Group::Affinity => AFFINITY.into(),
+            Group::PortAffinity => NP_AFFINITY.into(),
+            _ => format!("{}eps", self.prefix()),
+        }
     }
 
     pub fn by_port(self) -> bool {
-        matches!(self, Group::Port | Group::PortShort)
+        matches!(self, Group::Port | Group::PortShort | Group::PortAffinity)
     }
 }
 
@@ -87,6 +101,11 @@ pub const FW_ALLOW: &str = "fw-allow";
 /// Endpoint address . endpoint address: hairpin traffic, recognised after the DNAT.
 pub const HAIRPIN: &str = "hairpin";
 pub const SERVICE_CIDRS: &str = "service-cidrs";
+/// Dynamic maps: client . key -> the endpoint its last new connection was sent to.
+pub const AFFINITY: &str = "affinity";
+pub const NP_AFFINITY: &str = "np-affinity";
+/// The filter chain (after the DNAT) that records affinity.
+pub const AFFINITY_RECORD: &str = "affinity-record";
 /// The chain the node-port rules live in.
 pub const NODEPORTS: &str = "nodeports";
 

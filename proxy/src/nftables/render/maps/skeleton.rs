@@ -72,6 +72,15 @@ pub(super) fn skeleton(node: &NodeFacts, cfg: &RenderConfig, in_use: &InUse) -> 
     for (to, from, m) in JUMPS {
         add(from, Rule::new(format!("{m}jump {to}")));
     }
+    for from in [FILTER_INPUT, FILTER_FORWARD, FILTER_OUTPUT] {
+        add(
+            from,
+            Rule::new(format!("ct state new ct status dnat jump {AFFINITY_RECORD}")),
+        );
+    }
+    for r in super::affinity::record_rules(w.ip, in_use) {
+        add(AFFINITY_RECORD, r);
+    }
     let np_ips = nodeport_ips(node, cfg);
     fixed_rules(&w, np_ips.is_some(), &mut add);
     dispatch_rules(&w, cfg, in_use, np_ips.is_some(), &mut add);
@@ -96,6 +105,7 @@ fn declared_chains() -> Vec<Chain> {
         FIREWALL_CHECK,
         SERVICES,
         NODEPORTS,
+        AFFINITY_RECORD,
         MASQUERADING,
         CLUSTER_IPS_CHECK,
     ] {
@@ -182,38 +192,50 @@ fn dispatch_rules(
         );
     }
     for (chain, by_port) in [(SERVICES, false), (NODEPORTS, true)] {
-        let key = w.key(by_port);
-        let (masq, origin, short, group) = if by_port {
-            (NP_MASQ, NP_LOCAL_ORIGIN, Group::PortShort, Group::Port)
-        } else {
-            (MASQ_EXTERNAL, LOCAL_ORIGIN, Group::AddrShort, Group::Addr)
-        };
-        add(chain, Rule::new(format!("{key} @{masq} {}", w.mark_set())));
-        let rules_of = |g: Group| in_use.iter().filter(move |(x, _, _)| *x == g);
-        if let Some((local, _)) = &detector {
-            for (g, proto, n) in rules_of(short) {
-                add(chain, Rule::new(format!("{local} {}", w.dispatch(*g, proto, *n))));
-            }
-        }
-        add(
-            chain,
-            Rule::commented(
-                format!("fib saddr type local {key} @{origin} {}", w.mark_set()),
-                "masquerade local traffic",
-            ),
-        );
-        for (g, proto, n) in rules_of(short) {
-            add(
-                chain,
-                Rule::new(format!("fib saddr type local {}", w.dispatch(*g, proto, *n))),
-            );
-        }
-        for (g, proto, n) in rules_of(group) {
-            add(chain, Rule::new(w.dispatch(*g, proto, *n)));
+        for rule in scope_rules(w, detector.as_ref(), in_use, by_port) {
+            add(chain, rule);
         }
     }
     let np = nodeport_match(w.ip, np_listed);
     add(SERVICES, Rule::new(format!("{np} jump {NODEPORTS}")));
+}
+
+/// One chain's rules (`services` for address keys, `nodeports` for node ports): the marks (the
+/// node's own traffic to an ETP Local key is marked unless it is pod traffic, which upstream's
+/// short circuit takes first, unmarked), the affinity lookups, then the choices: pods' and the
+/// node's short circuits to the cluster endpoints, then the policy endpoints.
+fn scope_rules(w: &Words, detector: Option<&(String, String)>, in_use: &InUse, by_port: bool) -> Vec<Rule> {
+    let key = w.key(by_port);
+    let (masq, origin, short, group) = if by_port {
+        (NP_MASQ, NP_LOCAL_ORIGIN, Group::PortShort, Group::Port)
+    } else {
+        (MASQ_EXTERNAL, LOCAL_ORIGIN, Group::AddrShort, Group::Addr)
+    };
+    let mut out = vec![Rule::new(format!("{key} @{masq} {}", w.mark_set()))];
+    let not_pod = detector
+        .map(|(_, not_local)| format!("{not_local} "))
+        .unwrap_or_default();
+    out.push(Rule::commented(
+        format!("{not_pod}fib saddr type local {key} @{origin} {}", w.mark_set()),
+        "masquerade local traffic",
+    ));
+    out.extend(super::affinity::read_rules(w.ip, key, by_port, in_use));
+    let rules_of = |g: Group| in_use.iter().filter(move |(x, _, _)| *x == g);
+    if let Some((local, _)) = detector {
+        for (g, proto, n) in rules_of(short) {
+            out.push(Rule::new(format!("{local} {}", w.dispatch(*g, proto, *n))));
+        }
+    }
+    for (g, proto, n) in rules_of(short) {
+        out.push(Rule::new(format!(
+            "fib saddr type local {}",
+            w.dispatch(*g, proto, *n)
+        )));
+    }
+    for (g, proto, n) in rules_of(group) {
+        out.push(Rule::new(w.dispatch(*g, proto, *n)));
+    }
+    out
 }
 
 fn set(name: &str, decl: String, flags: Vec<&'static str>) -> MapsSet {
@@ -266,6 +288,7 @@ fn sets(cfg: &RenderConfig, in_use: &InUse, np_ips: Option<Vec<std::net::IpAddr>
         let decl = if g.by_port() { &port_key } else { &addr_key };
         out.push(set(&g.set(n), decl.clone(), vec![]));
     }
+    out.extend(super::affinity::maps(ip));
     for g in Group::ALL {
         let key = if g.by_port() {
             PORT_KEY.to_string()

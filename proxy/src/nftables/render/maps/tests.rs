@@ -346,3 +346,34 @@ fn cache_transactions_track_fresh_renders() {
         assert!(services.iter().any(|r| r.text.contains(n)), "{n}: {services:?}");
     }
 }
+
+#[test]
+fn affinity_keys_are_in_the_timeout_set_read_before_the_draw_and_recorded_after() {
+    let spec = "{clusterIP: 172.30.0.45, sessionAffinity: ClientIP, ports: [{port: 80, protocol: TCP}]}";
+    let t = table(
+        &(svc("f", spec) + &eps("f", &[("10.76.1.5", "node-1")], 80)),
+        &cfg(),
+    );
+    assert_eq!(elements(&t, "sticky-10800"), ["172.30.0.45 . tcp . 80"]);
+    let rules = |c: &str| -> Vec<String> {
+        t.chain(c)
+            .expect(c)
+            .rules
+            .iter()
+            .map(|r| r.text.clone())
+            .collect()
+    };
+    let services = rules("services");
+    let read = services
+        .iter()
+        .position(|r| r.contains("map @affinity"))
+        .expect("read rule");
+    let draw = services
+        .iter()
+        .position(|r| r.contains("@svcs-1"))
+        .expect("draw rule");
+    assert!(read < draw, "{services:#?}");
+    let record = rules(AFFINITY_RECORD);
+    assert_eq!(record.len(), 1, "{record:#?}");
+    assert!(record[0].contains("@sticky-10800 update @affinity {") && record[0].contains("timeout 10800s"));
+}

@@ -19,6 +19,11 @@ pub(super) enum Sel {
     CtState,
     /// `ct status`: `dnat` once the connection's destination was translated.
     CtStatus,
+    /// `ct original ip daddr`, `ct original protocol`, `ct original proto-dst`: the connection as the
+    /// client opened it (before any DNAT).
+    OrigDaddr,
+    OrigProto,
+    OrigDport,
     Mark,
 }
 
@@ -39,6 +44,9 @@ pub(super) fn selector(w: &[&str]) -> Option<(Sel, usize)> {
         ["iifname", ..] | ["meta", "iifname", ..] => (Sel::Iifname, if w[0] == "meta" { 2 } else { 1 }),
         ["ct", "state", ..] => (Sel::CtState, 2),
         ["ct", "status", ..] => (Sel::CtStatus, 2),
+        ["ct", "original", "ip" | "ip6", "daddr", ..] => (Sel::OrigDaddr, 4),
+        ["ct", "original", "protocol", ..] => (Sel::OrigProto, 3),
+        ["ct", "original", "proto-dst", ..] => (Sel::OrigDport, 3),
         _ => return None,
     })
 }
@@ -55,7 +63,7 @@ pub(super) fn key_matches(sels: &[Sel], values: &[String], key: &[String]) -> bo
 
 fn part_matches(sel: Sel, value: &str, key: &str) -> bool {
     match sel {
-        Sel::Saddr | Sel::Daddr => {
+        Sel::Saddr | Sel::Daddr | Sel::OrigDaddr => {
             let Ok(ip) = value.parse::<IpAddr>() else {
                 return false;
             };
@@ -64,7 +72,7 @@ fn part_matches(sel: Sel, value: &str, key: &str) -> bool {
             }
             key.parse::<IpAddr>().is_ok_and(|k| k == ip)
         }
-        Sel::L4proto => {
+        Sel::L4proto | Sel::OrigProto => {
             let k = match key {
                 "6" => "tcp",
                 "17" => "udp",
@@ -73,7 +81,7 @@ fn part_matches(sel: Sel, value: &str, key: &str) -> bool {
             };
             k.eq_ignore_ascii_case(value)
         }
-        Sel::Dport(_) => key
+        Sel::Dport(_) | Sel::OrigDport => key
             .parse::<u16>()
             .ok()
             .zip(value.parse::<u16>().ok())

@@ -285,7 +285,9 @@ impl Reader<'_, '_> {
         match sel {
             Sel::Saddr => self.packet.src.to_string(),
             Sel::Daddr => path.dst.to_string(),
-            Sel::L4proto => self.packet.proto.as_str().to_string(),
+            Sel::L4proto | Sel::OrigProto => self.packet.proto.as_str().to_string(),
+            Sel::OrigDaddr => self.packet.dst.to_string(),
+            Sel::OrigDport => self.packet.dport.to_string(),
             Sel::Dport(proto) => {
                 if proto.is_some_and(|p| p != self.packet.proto.as_str()) {
                     return String::new();
