@@ -258,3 +258,42 @@ fn both_layouts_keep_a_client_on_one_endpoint_with_affinity() {
         }
     }
 }
+
+/// An IPv6 table of every kind of Service port at once (LoadBalancer with source ranges, ETP Local,
+/// ClientIP affinity: `nft_maps/affinity6.yaml`) loads; nft 1.0.6 cannot load IPv6 affinity records,
+/// so the IPv6 table has none.
+#[test]
+fn ipv6_table_with_affinity_loads() {
+    let input = dir().join("affinity6.yaml");
+    let argv = [
+        "svcnet-proxy",
+        "render",
+        "-f",
+        input.to_str().expect("utf-8 path"),
+        "--ipv6",
+        "--proxy-mode",
+        "nftables",
+        "--nftables-layout",
+        "maps",
+        "--cluster-cidr",
+        "fd00:10::/64",
+        "--node-name",
+        "n1",
+        "--node-ip",
+        "2001:db8::1",
+    ];
+    let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{e}"));
+    let Command::Render(args) = cli.command else {
+        panic!("not render")
+    };
+    let text = run_render(&args).unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(
+        text.contains("dnat ip6 to ip6 daddr . meta l4proto . th dport . numgen random mod 2 map @eps"),
+        "{text}"
+    );
+    assert!(!text.contains("update @"), "{text}");
+    let Some(ns) = svcnet_netns::netns_or_skip("maps6") else {
+        return;
+    };
+    load(&ns, &text);
+}

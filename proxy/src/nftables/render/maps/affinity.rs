@@ -18,8 +18,19 @@ fn original_key(ip: &str, by_port: bool) -> String {
     }
 }
 
+/// nft 1.0.6 aborts on an `update` whose data is an IPv6 address concatenated with a port
+/// (`netlink_gen_expr: Assertion dreg < ctx->reg_low`), so IPv6 tables get no affinity rules: every
+/// connection is drawn at random there (a client's first connection has upstream's fate, later ones
+/// not).
+fn supported(ip: &str) -> bool {
+    ip == "ip"
+}
+
 /// The lookups before the random choice, one per protocol with affinity keys (`key`: the live key).
 pub(super) fn read_rules(ip: &str, key: &str, by_port: bool, in_use: &InUse) -> Vec<Rule> {
+    if !supported(ip) {
+        return Vec::new();
+    }
     let group = if by_port {
         Group::PortAffinity
     } else {
@@ -46,6 +57,9 @@ pub(super) fn read_rules(ip: &str, key: &str, by_port: bool, in_use: &InUse) -> 
 
 /// The records after the DNAT, one per (timeout, protocol) in use.
 pub(super) fn record_rules(ip: &str, in_use: &InUse) -> Vec<Rule> {
+    if !supported(ip) {
+        return Vec::new();
+    }
     in_use
         .iter()
         .filter(|(g, _, _)| matches!(g, Group::Affinity | Group::PortAffinity))
