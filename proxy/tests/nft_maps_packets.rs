@@ -297,3 +297,90 @@ fn ipv6_table_with_affinity_loads() {
     };
     load(&ns, &text);
 }
+
+/// `trace` reads the maps layout from a node as well: the kernel's listing of the loaded table
+/// (`nft list table`) gives every packet the same outcomes as the rendered text (the golden
+/// `policies` cluster: ETP Local, source ranges, node ports, no-endpoint services).
+#[test]
+fn trace_reads_the_kernels_listing_alike() {
+    use svcnet_proxy::offline::trace::{self, Hook, Packet, Proto, TraceOptions};
+
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/policies/input.yaml");
+    let argv = [
+        "svcnet-proxy",
+        "render",
+        "-f",
+        input.to_str().expect("utf-8 path"),
+        "--proxy-mode",
+        "nftables",
+        "--nftables-layout",
+        "maps",
+        "--cluster-cidr",
+        "10.76.0.0/14",
+        "--node-name",
+        "node-1",
+    ];
+    let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{e}"));
+    let Command::Render(args) = cli.command else {
+        panic!("not render")
+    };
+    let text = run_render(&args).unwrap_or_else(|e| panic!("{e:#}"));
+    let Some(ns) = svcnet_netns::netns_or_skip("mapslist") else {
+        return;
+    };
+    load(&ns, &text);
+    let listing = ns.ok(&["nft", "list", "table", "ip", "kube-proxy"]);
+    let (rendered, listed) = (
+        trace::nft::parse(&text).expect("render parses"),
+        trace::nft::parse(&listing).expect("listing parses"),
+    );
+    let node_ip: std::net::IpAddr = "10.140.0.3".parse().expect("address");
+    let mut dsts: Vec<(String, u16)> = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("add element ip kube-proxy "))
+    {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match (words[4], &words[6..]) {
+            ("cluster-ips", [ip, ..]) => dsts.extend([80, 443, 9999].map(|p| (ip.to_string(), p))),
+            (set, [_, ".", port, "}"]) if set.starts_with("np-") => {
+                dsts.push((node_ip.to_string(), port.parse().expect("port")))
+            }
+            _ => {}
+        }
+    }
+    assert!(dsts.len() > 20, "{dsts:?}");
+    for (dst, dport) in dsts {
+        for (src, iface) in [
+            ("203.0.113.10", "eth0"),
+            ("10.76.1.200", "cbr0"),
+            ("192.168.1.1", "eth0"),
+        ] {
+            let p = Packet {
+                src: src.parse().expect("address"),
+                dst: dst.parse().expect("address"),
+                dport,
+                proto: Proto::Tcp,
+                in_iface: Some(iface.into()),
+            };
+            let o = TraceOptions {
+                node_ips: vec![node_ip],
+                hook: Hook::Prerouting,
+            };
+            let (a, b) = (
+                trace::nft::trace(&rendered, &p, &o),
+                trace::nft::trace(&listed, &p, &o),
+            );
+            assert!(
+                a.warnings.is_empty() && b.warnings.is_empty(),
+                "{:?} {:?}",
+                a.warnings,
+                b.warnings
+            );
+            assert!(
+                a.same_outcomes(&b, 1e-9),
+                "{src} -> {dst}:{dport}\nrender:\n{a}\nlisting:\n{b}\n{listing}"
+            );
+        }
+    }
+}

@@ -46,6 +46,8 @@ pub(super) fn selector(w: &[&str]) -> Option<(Sel, usize)> {
         ["ct", "status", ..] => (Sel::CtStatus, 2),
         ["ct", "original", "ip" | "ip6", "daddr", ..] => (Sel::OrigDaddr, 4),
         ["ct", "original", "protocol", ..] => (Sel::OrigProto, 3),
+        // How `nft list` prints `ct original protocol`.
+        ["ct", "protocol", ..] => (Sel::OrigProto, 2),
         ["ct", "original", "proto-dst", ..] => (Sel::OrigDport, 3),
         _ => return None,
     })
