@@ -44,13 +44,13 @@ pub enum Proxy {
 }
 
 impl Proxy {
-    pub const ALL: [Proxy; 6] = [
+    /// The default set; `SvcnetMaps` runs only when named (`--up-proxies`).
+    pub const ALL: [Proxy; 5] = [
         Proxy::KubeIptables,
         Proxy::KubeNftables,
         Proxy::SvcnetTree,
         Proxy::SvcnetFlat,
         Proxy::SvcnetNftables,
-        Proxy::SvcnetMaps,
     ];
 
     pub fn name(self) -> &'static str {
