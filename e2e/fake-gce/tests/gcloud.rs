@@ -554,7 +554,7 @@ fn gcloud_regional_health_checks_and_external_backend_services() {
 }
 
 #[test]
-fn gcloud_subnetworks_and_ipv6_addresses() {
+fn gcloud_subnetworks_ipv6_addresses_and_rules() {
     if skip() {
         return;
     }
@@ -625,5 +625,58 @@ fn gcloud_subnetworks_and_ipv6_addresses() {
     assert!(
         a["address"].as_str().unwrap().starts_with("2001:db8:4000::"),
         "{a}"
+    );
+
+    // An external IPv6 forwarding rule (an RBS NetLB's) created and read back with gcloud.
+    fake.mutate_ok(
+        "POST",
+        &fake.api(&format!("zones/{ZONE_B}/instanceGroups")),
+        &json!({"name": "ig"}),
+    );
+    fake.mutate_ok(
+        "POST",
+        &fake.api(&format!("regions/{REGION}/healthChecks")),
+        &json!({"name": "rhc", "type": "HTTP"}),
+    );
+    fake.mutate_ok(
+        "POST",
+        &fake.api(&format!("regions/{REGION}/backendServices")),
+        &json!({"name": "xbs", "loadBalancingScheme": "EXTERNAL", "protocol": "TCP",
+                "healthChecks": [fake.link(&format!("regions/{REGION}/healthChecks/rhc"))],
+                "backends": [{"group": fake.link(&format!("zones/{ZONE_B}/instanceGroups/ig"))}]}),
+    );
+    g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "create",
+        "a1-ipv6",
+        "--region",
+        REGION,
+        "--backend-service",
+        "xbs",
+        "--backend-service-region",
+        REGION,
+        "--ip-version",
+        "IPV6",
+        "--subnet",
+        "ext6",
+        "--ports",
+        "80",
+    ]);
+    let fr = g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "describe",
+        "a1-ipv6",
+        "--region",
+        REGION,
+    ]);
+    assert_eq!(fr["ipVersion"], "IPV6", "{fr}");
+    assert_eq!(fr["loadBalancingScheme"], "EXTERNAL", "{fr}");
+    let ip = fr["IPAddress"].as_str().unwrap();
+    assert!(ip.starts_with("2001:db8:4000::") && ip.ends_with("/96"), "{fr}");
+    assert_eq!(
+        fr["subnetwork"],
+        fake.link(&format!("regions/{REGION}/subnetworks/ext6"))
     );
 }
