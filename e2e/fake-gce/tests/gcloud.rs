@@ -577,6 +577,24 @@ fn gcloud_subnetworks_ipv6_addresses_and_rules() {
         "--ipv6-access-type",
         "EXTERNAL",
     ]);
+    // The default subnet made dual-stack the way a user would (PATCH with its fingerprint).
+    g.ok(&[
+        "compute",
+        "networks",
+        "subnets",
+        "update",
+        "default",
+        "--region",
+        REGION,
+        "--stack-type",
+        "IPV4_IPV6",
+        "--ipv6-access-type",
+        "INTERNAL",
+    ]);
+    let d = g.ok(&[
+        "compute", "networks", "subnets", "describe", "default", "--region", REGION,
+    ]);
+    assert_eq!(d["internalIpv6Prefix"], "fd20:0:1::/64", "{d}");
     let list = g.ok(&["compute", "networks", "subnets", "list"]);
     assert_eq!(names(&list), ["default", "ext6"], "{list}");
     let d = g.ok(&[

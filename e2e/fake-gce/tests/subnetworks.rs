@@ -299,3 +299,51 @@ fn ipv6_forwarding_rules_from_dual_stack_subnetworks() {
         fake.link(&format!("regions/{REGION}/forwardingRules/x6b"))
     );
 }
+
+#[test]
+fn patch_turns_a_subnetwork_dual_stack_and_keeps_its_prefix() {
+    let fake = Fake::start(&[]);
+    let sub = fake.api(&format!("regions/{REGION}/subnetworks/default"));
+    let fp = fake.get(&sub).1["fingerprint"].clone();
+    let (s, e) = fake.call(
+        "PATCH",
+        &sub,
+        Some(&json!({"fingerprint": "stale", "stackType": "IPV4_IPV6", "ipv6AccessType": "EXTERNAL"})),
+    );
+    assert_eq!((s, reason(&e)), (412, "conditionNotMet"), "{e}");
+    let (s, e) = fake.call(
+        "PATCH",
+        &sub,
+        Some(&json!({"fingerprint": fp, "ipCidrRange": "10.128.0.0/16"})),
+    );
+    assert_eq!((s, reason(&e)), (400, "invalid"), "{e}");
+    fake.mutate_ok(
+        "PATCH",
+        &sub,
+        &json!({"fingerprint": fp, "stackType": "IPV4_IPV6", "ipv6AccessType": "EXTERNAL"}),
+    );
+    let d = fake.get(&sub).1;
+    assert_eq!(d["stackType"], "IPV4_IPV6");
+    assert_eq!(d["externalIpv6Prefix"], "2001:db8:4000::/64", "{d}");
+    assert_ne!(d["fingerprint"], fp, "a new fingerprint per write");
+    // Another field changed: the prefix stays.
+    fake.mutate_ok(
+        "PATCH",
+        &sub,
+        &json!({"fingerprint": d["fingerprint"], "privateIpGoogleAccess": true}),
+    );
+    let d2 = fake.get(&sub).1;
+    assert_eq!(d2["externalIpv6Prefix"], d["externalIpv6Prefix"]);
+    assert_eq!(d2["privateIpGoogleAccess"], true);
+    // Back to IPv4 only: the prefix and the access type go.
+    fake.mutate_ok(
+        "PATCH",
+        &sub,
+        &json!({"fingerprint": d2["fingerprint"], "stackType": "IPV4_ONLY"}),
+    );
+    let d3 = fake.get(&sub).1;
+    assert!(
+        d3.get("externalIpv6Prefix").is_none() && d3.get("ipv6AccessType").is_none(),
+        "{d3}"
+    );
+}

@@ -78,7 +78,7 @@ pub fn prepare(
 ) -> Result<Map<String, Value>, ApiError> {
     match kind {
         Kind::Network => networks::prepare(ctx, obj),
-        Kind::Subnetwork => subnetworks::prepare(ctx, obj),
+        Kind::Subnetwork => subnetworks::prepare(ctx, obj, existing),
         Kind::Firewall => firewalls::prepare(ctx, obj),
         Kind::Route => routes::prepare(ctx, obj),
         Kind::HttpHealthCheck => health_checks::prepare(obj),
@@ -110,6 +110,7 @@ pub fn updatable(kind: Kind) -> bool {
             | Kind::HealthCheck
             | Kind::RegionHealthCheck
             | Kind::BackendService
+            | Kind::Subnetwork
     )
 }
 

@@ -20,7 +20,17 @@ const ACCESS_TYPES: [&str; 2] = ["EXTERNAL", "INTERNAL"];
 /// GCE hands out IPv6 to forwarding rules and VMs as /96 ranges of the subnet's /64.
 pub const IPV6_RANGE_LEN: u8 = 96;
 
-pub fn prepare(ctx: &Ctx<'_>, mut obj: Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+/// Insert, or PATCH when `existing` is set: the fingerprint must match, `network` and
+/// `ipCidrRange` stay (GCE widens a range only through expandIpCidrRange), and a stack or access
+/// type change adds or drops the IPv6 prefix (an unchanged access type keeps its prefix).
+pub fn prepare(
+    ctx: &Ctx<'_>,
+    mut obj: Map<String, Value>,
+    existing: Option<&Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    if let Some(cur) = existing {
+        check_patch(&obj, cur)?;
+    }
     let net = validate::opt_str(&obj, "network")?
         .ok_or_else(|| ApiError::required("resource.network"))?
         .to_string();
@@ -55,6 +65,11 @@ pub fn prepare(ctx: &Ctx<'_>, mut obj: Map<String, Value>) -> Result<Map<String,
     obj.insert("gatewayAddress".into(), json!(gateway(v4)));
     default(&mut obj, "privateIpGoogleAccess", json!(false));
     default(&mut obj, "purpose", json!("PRIVATE"));
+    // Back to IPv4-only by PATCH: the merged object still carries the old access type.
+    let back_to_v4 = existing.is_some_and(|cur| cur.get("ipv6AccessType") == obj.get("ipv6AccessType"));
+    if stack == "IPV4_ONLY" && back_to_v4 {
+        obj.remove("ipv6AccessType");
+    }
     // GCE assigns the IPv6 prefixes; client-sent ones are ignored.
     for f in ["externalIpv6Prefix", "internalIpv6Prefix", "ipv6CidrRange"] {
         obj.remove(f);
@@ -77,7 +92,14 @@ pub fn prepare(ctx: &Ctx<'_>, mut obj: Map<String, Value>) -> Result<Map<String,
             } else {
                 (ctx.cfg.internal_ipv6_range, "internalIpv6Prefix")
             };
-            let prefix = allocate_prefix(pool, ctx.res)?;
+            let kept = existing
+                .filter(|cur| cur["ipv6AccessType"] == a.as_str())
+                .and_then(|cur| cur[field].as_str())
+                .and_then(|p| p.parse::<Ipv6Net>().ok());
+            let prefix = match kept {
+                Some(p) => p,
+                None => allocate_prefix(pool, ctx.res)?,
+            };
             obj.insert(field.into(), json!(prefix.to_string()));
             if a == "INTERNAL" {
                 obj.insert("ipv6CidrRange".into(), json!(prefix.to_string()));
@@ -87,6 +109,26 @@ pub fn prepare(ctx: &Ctx<'_>, mut obj: Map<String, Value>) -> Result<Map<String,
     let fp = super::backend_services::fingerprint(&obj);
     obj.insert("fingerprint".into(), json!(fp));
     Ok(obj)
+}
+
+fn check_patch(obj: &Map<String, Value>, cur: &Value) -> Result<(), ApiError> {
+    if obj.get("fingerprint") != cur.get("fingerprint") {
+        return Err(ApiError::new(
+            412,
+            "conditionNotMet",
+            "Supplied fingerprint does not match current resource fingerprint.",
+        ));
+    }
+    for f in ["network", "ipCidrRange"] {
+        if obj.get(f) != cur.get(f) {
+            return Err(ApiError::invalid_field(
+                &format!("resource.{f}"),
+                obj.get(f).and_then(Value::as_str).unwrap_or_default(),
+                "This field cannot be changed by a patch.",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn ipv4_range(range: &str) -> Result<Ipv4Net, ApiError> {
