@@ -224,6 +224,24 @@ fn ipv6_forwarding_rules_from_dual_stack_subnetworks() {
         );
     }
     let frs = fake.api(&format!("regions/{REGION}/forwardingRules"));
+    // Target pools are IPv4-only.
+    fake.mutate_ok(
+        "POST",
+        &fake.api(&format!("regions/{REGION}/targetPools")),
+        &json!({"name": "tp"}),
+    );
+    let (s, e) = fake.post(
+        &frs,
+        &json!({"name": "tp6", "ipVersion": "IPV6", "target": "tp", "portRange": "80", "subnetwork": "ext6"}),
+    );
+    assert_eq!((s, reason(&e)), (400, "invalid"), "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("IPv4 forwarding rules only"),
+        "{e}"
+    );
     // External IPv6: needs a subnetwork with an EXTERNAL prefix.
     let (s, e) = fake.post(
         &frs,

@@ -22,6 +22,13 @@ pub fn prepare(
     check_flags(&obj, internal)?;
     link_target(ctx, scope, &mut obj, &scheme, &proto)?;
     let v6 = ip_version(&obj)? == "IPV6";
+    if v6 && obj.get("target").is_some_and(|t| !t.is_null()) {
+        return Err(ApiError::invalid_field(
+            "resource.ipVersion",
+            "IPV6",
+            "Target pools support IPv4 forwarding rules only.",
+        ));
+    }
     if internal {
         link_network(ctx, &mut obj)?;
     } else if v6 {
