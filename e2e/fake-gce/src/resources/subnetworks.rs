@@ -45,9 +45,36 @@ pub fn prepare(
         .ok_or_else(|| ApiError::required("resource.ipCidrRange"))?
         .to_string();
     let v4 = ipv4_range(&range)?;
+    check_overlap(ctx, &obj, &net, &range, v4)?;
+    obj.insert("gatewayAddress".into(), json!(gateway(v4)));
+    default(&mut obj, "privateIpGoogleAccess", json!(false));
+    default(&mut obj, "purpose", json!("PRIVATE"));
+    // Back to IPv4-only by PATCH: the merged object still carries the old access type.
+    let back_to_v4 = existing.is_some_and(|cur| cur.get("ipv6AccessType") == obj.get("ipv6AccessType"));
+    if stack == "IPV4_ONLY" && back_to_v4 {
+        obj.remove("ipv6AccessType");
+    }
+    // GCE assigns the IPv6 prefixes; client-sent ones are ignored.
+    for f in ["externalIpv6Prefix", "internalIpv6Prefix", "ipv6CidrRange"] {
+        obj.remove(f);
+    }
+    ipv6_prefix(ctx, &mut obj, &stack, existing)?;
+    let fp = super::backend_services::fingerprint(&obj);
+    obj.insert("fingerprint".into(), json!(fp));
+    Ok(obj)
+}
+
+/// A range may not overlap another subnetwork of the same network.
+fn check_overlap(
+    ctx: &Ctx<'_>,
+    obj: &Map<String, Value>,
+    net: &str,
+    range: &str,
+    v4: Ipv4Net,
+) -> Result<(), ApiError> {
     let own_name = obj.get("name").and_then(Value::as_str).unwrap_or_default();
     for (_, other) in ctx.res.iter(Kind::Subnetwork) {
-        if other["network"] != net.as_str() || other["name"] == own_name {
+        if other["network"] != net || other["name"] == own_name {
             continue;
         }
         let overlaps = other["ipCidrRange"]
@@ -62,20 +89,19 @@ pub fn prepare(
             )));
         }
     }
-    obj.insert("gatewayAddress".into(), json!(gateway(v4)));
-    default(&mut obj, "privateIpGoogleAccess", json!(false));
-    default(&mut obj, "purpose", json!("PRIVATE"));
-    // Back to IPv4-only by PATCH: the merged object still carries the old access type.
-    let back_to_v4 = existing.is_some_and(|cur| cur.get("ipv6AccessType") == obj.get("ipv6AccessType"));
-    if stack == "IPV4_ONLY" && back_to_v4 {
-        obj.remove("ipv6AccessType");
-    }
-    // GCE assigns the IPv6 prefixes; client-sent ones are ignored.
-    for f in ["externalIpv6Prefix", "internalIpv6Prefix", "ipv6CidrRange"] {
-        obj.remove(f);
-    }
-    let access = validate::opt_str(&obj, "ipv6AccessType")?.map(str::to_string);
-    match (stack.as_str(), access) {
+    Ok(())
+}
+
+/// The IPv6 prefix of the stack and access type: none for IPV4_ONLY, else a /64 of the access
+/// type's pool (the current one on a PATCH that keeps the access type).
+fn ipv6_prefix(
+    ctx: &Ctx<'_>,
+    obj: &mut Map<String, Value>,
+    stack: &str,
+    existing: Option<&Value>,
+) -> Result<(), ApiError> {
+    let access = validate::opt_str(obj, "ipv6AccessType")?.map(str::to_string);
+    match (stack, access) {
         ("IPV4_ONLY", None) => {}
         ("IPV4_ONLY", Some(a)) => {
             return Err(ApiError::invalid_field(
@@ -106,9 +132,7 @@ pub fn prepare(
             }
         }
     }
-    let fp = super::backend_services::fingerprint(&obj);
-    obj.insert("fingerprint".into(), json!(fp));
-    Ok(obj)
+    Ok(())
 }
 
 fn check_patch(obj: &Map<String, Value>, cur: &Value) -> Result<(), ApiError> {
