@@ -81,7 +81,7 @@ pub enum Error {
 
     /// An IPv6-only Service on a kind that builds IPv4 objects only (see lb/families.rs).
     #[error(
-        "{object}: spec.ipFamilies: an IPv6-only Service cannot be served by a {kind} load balancer, which is IPv4-only in svcnet; add IPv4 to spec.ipFamilies (the LB then serves IPv4)"
+        "{object}: spec.ipFamilies: an IPv6-only Service cannot be served by {kind} load balancer, which is IPv4-only in svcnet; add IPv4 to spec.ipFamilies (the LB then serves IPv4)"
     )]
     Ipv6Unsupported { object: String, kind: &'static str },
 

@@ -36,7 +36,8 @@ pub(crate) fn families(service: &Service) -> Families {
     }
 }
 
-/// Err for a Service without IPv4 in `spec.ipFamilies`; `kind` names the LB kind for the event.
+/// Err for a Service without IPv4 in `spec.ipFamilies`; `kind` names the LB kind for the event,
+/// with its article ("a target-pool").
 pub(crate) fn require_ipv4(service: &Service, object: &str, kind: &'static str) -> Result<()> {
     if families(service).v4 {
         return Ok(());

@@ -69,7 +69,7 @@ pub(crate) struct IlbSpec {
 impl IlbSpec {
     pub(crate) fn from_service(service: &Service) -> Result<Self> {
         let base = LbSpec::from_service(service)?;
-        crate::lb::families::require_ipv4(service, &base.object, "internal")?;
+        crate::lb::families::require_ipv4(service, &base.object, "an internal")?;
         let rule_ports = service
             .spec
             .as_ref()

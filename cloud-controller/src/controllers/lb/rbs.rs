@@ -56,7 +56,7 @@ pub(crate) async fn ensure_rbs(svc: &Service, ctx: &LbCtx) -> Result<Requeue, Sy
     let sh = &ctx.shared;
     let checked = names_of(svc, sh).and_then(|n| {
         let spec = LbSpec::from_service(svc)?;
-        crate::lb::families::require_ipv4(svc, &spec.object, "backend-service network")?;
+        crate::lb::families::require_ipv4(svc, &spec.object, "a backend-service network")?;
         Ok((n, spec))
     });
     let (names, spec) = match checked {

@@ -42,5 +42,5 @@ fn ipv6_only_is_refused_by_target_pool_and_internal_lbs_dual_stack_is_served() {
         .ensure(&Observed::default())
         .expect("dual stack builds the IPv4 LB");
     assert!(!plan.actions.is_empty());
-    assert!(require_ipv4(&dual.service, "Service default/x", "backend-service network").is_ok());
+    assert!(require_ipv4(&dual.service, "Service default/x", "a backend-service network").is_ok());
 }
