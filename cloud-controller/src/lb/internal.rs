@@ -69,6 +69,7 @@ pub(crate) struct IlbSpec {
 impl IlbSpec {
     pub(crate) fn from_service(service: &Service) -> Result<Self> {
         let base = LbSpec::from_service(service)?;
+        crate::lb::families::require_ipv4(service, &base.object, "an internal")?;
         let rule_ports = service
             .spec
             .as_ref()
@@ -105,6 +106,27 @@ impl IlbSpec {
     pub(crate) fn subnetwork_url(&self, cfg: &Config) -> String {
         cfg.subnetwork_url(self.subnet.as_deref().unwrap_or(&cfg.subnetwork))
     }
+
+    /// What to tell the user when GCE refuses the LB's subnetwork because it does not exist:
+    /// the annotation that named it, else the cluster's setting.
+    pub(crate) fn missing_subnet_hint(&self, cfg: &Config) -> String {
+        match &self.subnet {
+            Some(s) => format!(
+                "{}: metadata.annotations[{SUBNET_ANNOTATION}]: subnetwork {s:?} does not exist in region {}",
+                self.base.object, cfg.region
+            ),
+            None => format!(
+                "{}: the cluster's subnetwork {:?} (--subnetwork, gce.conf subnetwork-name) does not exist in region {}",
+                self.base.object, cfg.subnetwork, cfg.region
+            ),
+        }
+    }
+}
+
+/// GCE's refusal of a reference to a subnetwork that does not exist (an address's or a
+/// forwarding rule's): 400 `invalid`, "... The referenced subnetwork resource cannot be found."
+pub(crate) fn is_missing_subnet(status: Option<u16>, message: &str) -> bool {
+    status == Some(400) && message.contains("referenced subnetwork resource cannot be found")
 }
 
 /// The GCE objects of one internal LB except those that need the IP (firewall, rule's address).

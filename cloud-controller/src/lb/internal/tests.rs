@@ -163,6 +163,35 @@ fn more_than_five_ports_use_all_ports_and_annotations_apply() {
 }
 
 #[test]
+fn missing_subnet_hint_names_the_annotation_or_the_cluster_setting() {
+    let s = ilb(Scenario::new()).annotation(SUBNET_ANNOTATION, "ilb-subnet");
+    let (spec, _, _, cfg) = setup(&s);
+    let hint = spec.missing_subnet_hint(&cfg);
+    assert!(hint.starts_with(&format!("{}: ", spec.base.object)), "{hint}");
+    assert!(
+        hint.contains(&format!("metadata.annotations[{SUBNET_ANNOTATION}]: subnetwork \"ilb-subnet\" does not exist in region {}", cfg.region)),
+        "{hint}"
+    );
+    let (plain, _, _, cfg) = setup(&ilb(Scenario::new()));
+    let hint = plain.missing_subnet_hint(&cfg);
+    assert!(
+        hint.contains(&format!("the cluster's subnetwork {:?}", cfg.subnetwork))
+            && !hint.contains("annotations"),
+        "{hint}"
+    );
+    let gce = "Invalid value for field 'resource.subnetwork': 'projects/p/regions/r/subnetworks/x'. The referenced subnetwork resource cannot be found.";
+    assert!(is_missing_subnet(Some(400), gce));
+    assert!(
+        !is_missing_subnet(Some(404), gce),
+        "other statuses are other errors"
+    );
+    assert!(!is_missing_subnet(
+        Some(400),
+        "Invalid value for field 'resource.ports'"
+    ));
+}
+
+#[test]
 fn new_ilb_reserves_then_builds_in_upstream_order_and_resync_is_empty() {
     let s = ilb(Scenario::new());
     let mut o = IlbObserved::default();

@@ -151,7 +151,7 @@ fn backends(ctx: &Ctx<'_>, obj: &mut Map<String, Value>, scheme: &str) -> Result
 /// An opaque fingerprint derived from the content, so every change yields a new one. GCE sends
 /// base64 (the official clients decode it as bytes); 16 hex digits are valid base64 that decodes
 /// and re-encodes to the same text, whichever base64 alphabet a client uses.
-fn fingerprint(obj: &Map<String, Value>) -> String {
+pub(crate) fn fingerprint(obj: &Map<String, Value>) -> String {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     Value::Object(obj.clone()).to_string().hash(&mut h);
