@@ -1,3 +1,5 @@
+//! The weight a weighted backend service reads from a check answer, and how hops take it.
+
 use serde_json::json;
 
 use super::*;
