@@ -78,6 +78,12 @@ struct Cli {
     /// ~5 minutes for its first load at 10k x 100k.
     #[arg(long)]
     p2_nft_binary: bool,
+    /// P2: also the nftables mode's maps layout (`--nftables-layout maps`), through `nft -f`.
+    #[arg(long)]
+    p2_nft_maps: bool,
+    /// P2: only the maps layout's row (implies --p2-nft-maps; skips the iptables and nftnl rows).
+    #[arg(long)]
+    p2_maps_only: bool,
     /// P2: only the nftables mode (skip the iptables layouts).
     #[arg(long)]
     p2_nft_only: bool,
@@ -297,17 +303,18 @@ fn main() -> anyhow::Result<()> {
             services: cli.p2_services.unwrap_or(if q { 200 } else { 10_000 }),
             endpoints_per_service: cli.p2_endpoints.unwrap_or(if q { 3 } else { 10 }),
             changes: cli.p2_changes.unwrap_or(if q { 3 } else { 11 }),
-            layouts: if cli.p2_nft_only {
+            layouts: if cli.p2_nft_only || cli.p2_maps_only {
                 vec![]
             } else {
                 vec![Layout::Tree, Layout::Flat]
             },
             nftables: true,
             nft_binary: cli.p2_nft_binary || q,
-            nft_batches: cli
-                .p2_nft_batches
-                .clone()
-                .unwrap_or(vec![svcnet_proxy::nftables::kernel::STREAM_BATCH_OPS]),
+            nft_maps: cli.p2_nft_maps || cli.p2_maps_only || q,
+            nft_batches: cli.p2_nft_batches.clone().unwrap_or(match cli.p2_maps_only {
+                true => vec![],
+                false => vec![svcnet_proxy::nftables::kernel::STREAM_BATCH_OPS],
+            }),
             full_sync: cli.p2_full_sync.clone().unwrap_or(if q {
                 vec![Layout::Tree, Layout::Flat]
             } else {
@@ -320,8 +327,12 @@ fn main() -> anyhow::Result<()> {
         };
         let r = p2::run(&params, &mut progress)?;
         print!("{}", report::p2(&r));
-        // P3 is about iptables-restore; the nftables row's full sync is in P2's table.
-        for l in r.layouts.iter().filter(|l| !l.name.starts_with("nft")) {
+        // P3 is about iptables-restore; the nftables rows' full syncs are in P2's table.
+        for l in r
+            .layouts
+            .iter()
+            .filter(|l| !l.name.starts_with("nft") && l.name != "maps")
+        {
             if let Some(f) = &l.full {
                 p3_rows.push(P3Row {
                     what: format!("{} x {} svc / {} ep (full sync)", l.name, r.services, r.endpoints),

@@ -28,6 +28,7 @@ use crate::lab::Lab;
 use crate::p1::layout_name;
 use crate::synth::{self, ENDPOINT_PORT};
 
+mod maps;
 mod nftables;
 
 #[derive(Clone, Debug)]
@@ -41,6 +42,8 @@ pub struct P2Params {
     pub nftables: bool,
     /// Also time the nftables mode through `nft -f` (minutes for the first load at 10k x 100k).
     pub nft_binary: bool,
+    /// Also the nftables mode's maps layout (row `maps`, through `nft -f`).
+    pub nft_maps: bool,
     /// Most steps per batch of the nftables first load: one `nftnl` row each.
     pub nft_batches: Vec<usize>,
     /// Layouts that also get a timed full sync (minutes each at 10k x 100k with iptables-nft).
@@ -285,6 +288,9 @@ pub fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2, BenchErro
         }
         if p.nft_binary {
             layouts.push(nftables::run(None, p, progress)?);
+        }
+        if p.nft_maps {
+            layouts.push(maps::run(p, progress)?);
         }
     }
     Ok(P2 {

@@ -12,6 +12,13 @@ PROJECT=svcnet-kind
 ZONE=us-central1-b
 NODE_TAG=svcnet-kind-node
 POD_SUBNET=10.244.0.0/16
+# The client outside the VPC (link cl0 of the engine's namespace) and the VM inside it (link vm), as the
+# lab has them (e2e/lab/src/state.rs): the GCE network's firewall filters what they send to the nodes.
+CLIENT_GW=192.0.2.1
+CLIENT_IP=192.0.2.10
+VM_IP=10.128.15.200
+# The fake's subnet, where internal LBs get their addresses.
+INTERNAL_RANGE=10.128.0.0/20
 
 # in_ns CMD...: CMD inside the engine's network namespace.
 in_ns() { ip netns exec "$NS" "$@"; }
@@ -63,8 +70,9 @@ node_image() {
   fi
 }
 
-# kind_config IMAGE: one control plane and two workers, no kube-proxy, kubelets with
-# --cloud-provider=external (and no kind:// providerID: svcnet's node controller sets gce://...).
+# kind_config IMAGE: one control plane and two workers, kubeadm's kube-proxy (iptables mode; the run
+# switches the cluster to svcnet-proxy as an operator would), kubelets with --cloud-provider=external (and no
+# kind:// providerID: svcnet's node controller sets gce://...).
 kind_config() {
   local cni=false local_image=false
   case "$1" in svcnet-kind/node:*) cni=true local_image=true ;; esac
@@ -72,7 +80,7 @@ kind_config() {
 kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4
 networking:
-  kubeProxyMode: none
+  kubeProxyMode: iptables
   podSubnet: $POD_SUBNET
   # The image made here has no kindnetd; its svcnet-cni unit does that job (testing/kind/svcnet-cni.sh).
   disableDefaultCNI: $cni
@@ -127,7 +135,7 @@ YAML
 # fake_gce_up: svcnet-fake-gce on the kind network's gateway, so pods on the nodes reach it.
 fake_gce_up() {
   in_ns setsid "$BIN/svcnet-fake-gce" --listen "$GATEWAY:$GCE_PORT" --project "$PROJECT" --zones "$ZONE" \
-    --internal-range 10.128.0.0/20 --op-latency-ms 100 >"$WORK/fake-gce.log" 2>&1 </dev/null &
+    --internal-range "$INTERNAL_RANGE" --op-latency-ms 100 >"$WORK/fake-gce.log" 2>&1 </dev/null &
   local _
   for _ in $(seq 1 100); do
     gce GET /_fake/state >/dev/null 2>&1 && return 0
@@ -166,4 +174,35 @@ cluster_up() {
   in_ns sysctl -qw net.ipv4.ip_forward=1
   in_ns setsid "$BIN/svcnet-lab" gce-network --gce "http://$GATEWAY:$GCE_PORT" --dev "$BRIDGE" \
     >"$WORK/gce-network.log" 2>&1 </dev/null &
+  vpc_hosts_up
+}
+
+# vpc_hosts_up: the outside client and the VM, each a container of the engine with no network of its own
+# but a veth to the engine's namespace (so `dockerd.sh stop` removes them with everything else): the
+# client on 192.0.2.0/24 behind cl0, the VM a /32 of the VPC whose only neighbour and gateway is the
+# router, as GCE links an instance (the lab's instance link).
+vpc_hosts_up() {
+  local pid
+  D run -d --name e2e-client --network none "$WORKLOAD" pause >/dev/null
+  D run -d --name e2e-vm --network none "$WORKLOAD" pause >/dev/null
+  pid=$(D inspect -f '{{.State.Pid}}' e2e-client)
+  in_ns ip link add cl0 type veth peer name eth0 netns "$pid"
+  in_ns ip addr add "$CLIENT_GW/24" dev cl0
+  in_ns ip link set cl0 up
+  nsenter -t "$pid" -n sh -ec "ip link set lo up; ip addr add $CLIENT_IP/24 dev eth0; ip link set eth0 up
+    ip route add default via $CLIENT_GW"
+  pid=$(D inspect -f '{{.State.Pid}}' e2e-vm)
+  in_ns ip link add vm type veth peer name eth0 netns "$pid"
+  in_ns ip link set vm up
+  in_ns ip route add "$VM_IP/32" dev vm
+  nsenter -t "$pid" -n sh -ec "ip link set lo up; ip addr add $VM_IP/32 dev eth0; ip link set eth0 up
+    ip route add $GATEWAY/32 dev eth0; ip route add default via $GATEWAY"
+}
+
+# from HOST CMD...: CMD (a program of this machine) in the network namespace of e2e-HOST (client, vm).
+from() {
+  local pid
+  pid=$(D inspect -f '{{.State.Pid}}' "e2e-$1")
+  shift
+  nsenter -t "$pid" -n "$@"
 }

@@ -39,9 +39,20 @@ load_images() {
     "$WORKLOAD"
 }
 
-install_svcnet() {
-  K apply -k "$repo/manifests/overlays/kind"
-  K -n kube-system rollout status daemonset/svcnet-proxy --timeout=180s
+# overlay_without_proxy: the kind overlay without svcnet-proxy's DaemonSet, for the cluster as it is
+# before the switch (kube-proxy and a cloud controller).
+overlay_without_proxy() {
+  K kustomize "$repo/manifests/overlays/kind" | python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+keep = [d for d in docs if not (d["kind"] == "DaemonSet" and d["metadata"]["name"] == "svcnet-proxy")]
+assert len(keep) == len(docs) - 1, "no svcnet-proxy DaemonSet in the overlay"
+yaml.safe_dump_all(keep, sys.stdout)'
+}
+
+install_controller() {
+  overlay_without_proxy >"$WORK/controller.yaml"
+  K apply -f "$WORK/controller.yaml"
   K -n kube-system rollout status deployment/svcnet-cloud-controller --timeout=180s
 }
 
@@ -71,8 +82,8 @@ nodes_initialized() {
 }
 
 workloads_ready() {
-  K -n kube-system rollout status daemonset/svcnet-proxy --timeout=120s
-  K -n kube-system wait --for=condition=Ready pod -l app.kubernetes.io/name=svcnet-proxy --timeout=120s
+  K -n kube-system rollout status daemonset/kube-proxy --timeout=120s
+  K -n kube-system wait --for=condition=Ready pod -l k8s-app=kube-proxy --timeout=120s
   K -n kube-system wait --for=condition=Ready pod -l app.kubernetes.io/name=svcnet-cloud-controller --timeout=120s
   K -n kube-system rollout status deployment/coredns --timeout=180s
   K -n kube-system get pods -o wide
@@ -160,6 +171,7 @@ load_start() {
     nsenter -t "$pid" -n "$BIN/svcnet-lab" load --long 0 --stop-file "$WORK/$name.stop" "$@" \
       >"$WORK/$name.out" 2>&1 &
   fi
+  LOADS+=("$!")
   retry 20 grep -q ready "$WORK/$name.out"
 }
 load_stop() {
@@ -273,9 +285,97 @@ diagnose() {
   K get svc -A || true
   K -n kube-system logs deployment/svcnet-cloud-controller --tail=40 || true
   K -n kube-system logs daemonset/svcnet-proxy --tail=40 || true
+  K -n kube-system logs daemonset/kube-proxy --tail=20 2>/dev/null || true
   K get events -A --sort-by=.lastTimestamp | tail -n 40 || true
   tail -n 20 "$WORK/gce-network.log" "$WORK/fake-gce.log" 2>/dev/null || true
   in_ns ip route || true
+  in_ns iptables -vnL FORWARD || true
+  in_ns iptables -vnL LAB-ILB || true
+  in_ns iptables -vnL LAB-FW || true
+}
+
+# stale_chains NODE: KUBE-* chains of either family nothing jumps to (kube-proxy's left behind), but the
+# kubelet's and the proxies' canaries and the kubelet's iptables-mode hint, which are never jumped to.
+stale_chains() {
+  { D exec "$1" iptables-save; D exec "$1" ip6tables-save; } | python3 -c '
+import re, sys
+declared, used, table = set(), set(), ""
+for l in sys.stdin:
+    if l.startswith("*"):
+        table = l[1:].strip()
+    elif l.startswith(":KUBE-"):
+        c = l[1:].split()[0]
+        if not c.endswith("-CANARY") and c != "KUBE-IPTABLES-HINT":
+            declared.add((table, c))
+    elif l.startswith("-A "):
+        for m in re.finditer(r"-[jg] (\S+)", l):
+            used.add((table, m.group(1)))
+left = sorted(f"{t}/{c}" for t, c in declared - used)
+print("unreferenced:", left)
+sys.exit(1 if left else 0)'
+}
+
+# chains NODE: the node's KUBE-* chains of both families (family/table/chain), sorted.
+chains() {
+  { D exec "$1" iptables-save | sed 's|^|4 |'; D exec "$1" ip6tables-save | sed 's|^|6 |'; } |
+    awk '$2 ~ /^\*/ {t = substr($2, 2)} $2 ~ /^:KUBE-/ {print $1 "/" t "/" substr($2, 2)}' | sort
+}
+
+# kube_proxy_addon_disabled: kubeadm's own upgrade phase for the addon, run on the control plane, skips it
+# (without proxy.disabled it installs kube-proxy's DaemonSet and ConfigMap again).
+kube_proxy_addon_disabled() {
+  local cp=$CLUSTER-control-plane version out
+  version=$(D exec "$cp" kubeadm version -o short)
+  out=$(D exec "$cp" kubeadm upgrade apply phase addon kube-proxy "$version" 2>&1) || { echo "$out"; return 1; }
+  grep 'addon/kube-proxy' <<<"$out" || true
+  grep -q 'The addon is disabled' <<<"$out" && ! K -n kube-system get daemonset kube-proxy >/dev/null 2>&1
+}
+
+# The operator's switch of docs/proxy-daemon.md ("Switching a kubeadm cluster from kube-proxy to
+# svcnet-proxy"), under the load
+# generator through the LB IP (from the engine's namespace) and the ClusterIP (from a node).
+switch_to_svcnet() {
+  local cip pid n
+  cip=$(K get svc hostnames -o jsonpath='{.spec.clusterIP}')
+  pid=$(D inspect -f '{{.State.Pid}}' "$CLUSTER-worker")
+  load_start switch-lb 0 "$LB_IP:80"
+  load_start switch-cip "$pid" "$cip:80"
+  # 1. kube-proxy goes; its rules stay and keep serving (neither proxy removes them when it stops).
+  K -n kube-system delete daemonset kube-proxy
+  K -n kube-system wait --for=delete pod -l k8s-app=kube-proxy --timeout=120s
+  # 2. kubeadm's leftovers: its config, and the addon disabled so `kubeadm upgrade` does not bring it back.
+  K -n kube-system delete configmap kube-proxy
+  K -n kube-system get configmap kubeadm-config -o json | python3 -c '
+import json, sys, yaml
+cm = json.load(sys.stdin)
+cc = yaml.safe_load(cm["data"]["ClusterConfiguration"])
+cc["proxy"] = dict(cc.get("proxy") or {}, disabled=True)
+cm["data"]["ClusterConfiguration"] = yaml.safe_dump(cc)
+json.dump(cm, sys.stdout)' >"$WORK/kubeadm-config.json"
+  K replace -f "$WORK/kubeadm-config.json"
+  chains "$CLUSTER-worker" >"$WORK/chains.kube-proxy"
+  # 3. svcnet, exactly as a user installs it: svcnet-proxy adopts the rules it finds.
+  K apply -k "$repo/manifests/overlays/kind"
+  K -n kube-system rollout status daemonset/svcnet-proxy --timeout=180s
+  K -n kube-system wait --for=condition=Ready pod -l app.kubernetes.io/name=svcnet-proxy --timeout=120s
+  sleep 3
+  local rc=0
+  load_stop switch-lb || rc=1
+  load_stop switch-cip || rc=1
+  kube_proxy_addon_disabled || rc=1
+  # The node's proxy port is svcnet's now, and it has synced.
+  D exec "$CLUSTER-worker" curl -fsS --max-time 5 http://127.0.0.1:10249/metrics |
+    grep -E '^svcnet_proxy_full_syncs_total\{.*reason="start"' || rc=1
+  chains "$CLUSTER-worker" >"$WORK/chains.svcnet"
+  echo "$CLUSTER-worker: $(comm -23 "$WORK/chains.kube-proxy" "$WORK/chains.svcnet" | wc -l) of kube-proxy's" \
+    "$(wc -l <"$WORK/chains.kube-proxy") KUBE-* chains gone, $(comm -13 "$WORK/chains.kube-proxy" \
+    "$WORK/chains.svcnet" | wc -l) of svcnet's own added"
+  # svcnet's first sync removed what kube-proxy left that it does not write.
+  for n in $(in_ns "$KIND" get nodes --name "$CLUSTER"); do
+    echo "$n:"
+    retry 30 stale_chains "$n" || rc=1
+  done
+  return $rc
 }
 
 # hc_code NODE_IP PORT: the HTTP status of the health-check node port on that node.
@@ -314,4 +414,94 @@ etp_local() {
   in_ns curl -s --max-time 2 "http://$ip:8080/clientip"
   echo
   K delete svc client-local
+}
+
+# fw_has COMMENT_PREFIX: the GCE network rendered a firewall rule of that name into the router's filter.
+fw_has() { in_ns iptables -S LAB-FW | grep -c -- "--comment \"\?$1" >/dev/null; }
+
+# closed_from HOST URL: three tries from HOST all get no answer.
+closed_from() {
+  local _
+  for _ in 1 2 3; do
+    ! from "$1" curl -s --max-time 1 "$2" >/dev/null || { echo "$1 reached $2"; return 1; }
+  done
+}
+
+gce_firewall() {
+  local port ip fw
+  port=$(K get svc hostnames -o jsonpath='{.spec.ports[0].nodePort}')
+  ip=$(D inspect -f '{{(index .NetworkSettings.Networks "kind").IPAddress}}' "$CLUSTER-worker2")
+  # The controller's rules for the walkthrough's LB: its k8s-fw- rule and the nodes' health-check rule.
+  retry 30 fw_has k8s-fw-
+  retry 30 fw_has 'k8s-.*-node-http-hc'
+  in_ns iptables -S LAB-FW
+  client_lb_20() { local _; for _ in $(seq 1 20); do from client curl -s --max-time 2 "http://$LB_IP/" || true; echo; done; }
+  retry 30 both_pods_from client_lb_20
+  # The health-check firewall admits GCE's probe ranges only; the client is outside them.
+  closed_from client "http://$ip:10256/healthz"
+  closed_from client "http://$ip:$port/"
+  echo "client: LB IP answers; the node's :10256 and NodePort $port dropped (no rule allows them)"
+  fw='{"name":"e2e-allow-nodeport","network":"global/networks/default","sourceRanges":["0.0.0.0/0"],
+    "targetTags":["'$NODE_TAG'"],"allowed":[{"IPProtocol":"tcp","ports":["'$port'"]}]}'
+  gce POST "/compute/v1/projects/$PROJECT/global/firewalls" "$fw" >/dev/null
+  client_np_20() { local _; for _ in $(seq 1 20); do from client curl -s --max-time 2 "http://$ip:$port/" || true; echo; done; }
+  retry 30 both_pods_from client_np_20
+  gce DELETE "/compute/v1/projects/$PROJECT/global/firewalls/e2e-allow-nodeport" >/dev/null
+  retry 30 closed_from client "http://$ip:$port/"
+  echo "client: NodePort answered while e2e-allow-nodeport existed, dropped again once deleted"
+}
+
+in_internal_range() {
+  python3 -c 'import ipaddress, sys; sys.exit(ipaddress.ip_address(sys.argv[1]) not in ipaddress.ip_network(sys.argv[2]))' \
+    "$1" "$INTERNAL_RANGE"
+}
+
+# ilb_rule IP: the fake's forwarding rule for IP is INTERNAL, through a backend service, without target pool.
+ilb_rule() {
+  gce GET /_fake/state | python3 -c '
+import json, sys
+ip = sys.argv[1]
+frs = [f for f in json.load(sys.stdin).get("forwardingRules", []) if f.get("IPAddress") == ip]
+print(frs)
+ok = len(frs) == 1 and frs[0].get("loadBalancingScheme") == "INTERNAL" and frs[0].get("backendService") \
+    and not frs[0].get("target")
+sys.exit(0 if ok else 1)' "$1"
+}
+
+# ilb_gone IP: no forwarding rule for IP, no backend service and no instance group left.
+ilb_gone() {
+  gce GET /_fake/state | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+left = [f["name"] for f in s.get("forwardingRules", []) if f.get("IPAddress") == sys.argv[1]]
+left += [o["name"] for k in ("backendServices", "instanceGroups") for o in s.get(k, [])]
+print("left:", left)
+sys.exit(1 if left else 0)' "$1"
+}
+
+internal_lb() {
+  K apply -f - <<'YAML'
+apiVersion: v1
+kind: Service
+metadata:
+  name: hostnames-ilb
+  annotations:
+    networking.gke.io/load-balancer-type: Internal
+spec:
+  type: LoadBalancer
+  selector: {app: hostnames}
+  ports: [{port: 80, targetPort: 9376, protocol: TCP}]
+YAML
+  retry 120 has_ingress hostnames-ilb
+  K get svc hostnames-ilb
+  local ip
+  ip=$(K get svc hostnames-ilb -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+  in_internal_range "$ip" || { echo "internal LB IP $ip outside $INTERNAL_RANGE"; return 1; }
+  ilb_rule "$ip"
+  vm_20() { local _; for _ in $(seq 1 20); do from vm curl -s --max-time 2 "http://$ip/" || true; echo; done; }
+  retry 60 both_pods_from vm_20
+  closed_from client "http://$ip/"
+  echo "internal LB $ip: the VM reached both pods, the client outside the VPC nothing"
+  K delete svc hostnames-ilb
+  retry 120 ilb_gone "$ip"
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use ipnet::IpNet;
 
-use crate::config::{Layout, NodeCaps, ProxyMode};
+use crate::config::{Layout, NftLayout, NodeCaps, ProxyMode};
 use crate::config_file::parse_duration;
 use crate::iptables::render::DEFAULT_RESTORE_MAX_CHAINS;
 use crate::model::ip::{parse_cidr_sloppy, parse_ip_sloppy};
@@ -75,6 +75,10 @@ pub struct RuleArgs {
     /// flat: upstream-identical KUBE-SERVICES; tree: destination-prefix dispatch chains.
     #[arg(long, value_enum, default_value_t = Layout::Tree)]
     pub layout: Layout,
+    /// nftables mode: upstream (upstream's table) or maps (a constant skeleton of rules, every
+    /// service and endpoint fact a set or map element).
+    #[arg(long, value_enum, default_value_t = NftLayout::Upstream)]
+    pub nftables_layout: NftLayout,
     /// Node name (endpoint locality, topology); its Node object is read from the input when present.
     #[arg(long, default_value = "")]
     pub node_name: String,

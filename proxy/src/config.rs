@@ -20,6 +20,18 @@ pub enum Layout {
     Tree,
 }
 
+/// `--nftables-layout`: how the nftables mode's `kube-proxy` table is shaped (the counterpart of
+/// [`Layout`] in the iptables mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum NftLayout {
+    /// Upstream's table: a chain per service port and per endpoint, verdict maps to them.
+    #[default]
+    Upstream,
+    /// A constant skeleton of rules; every per-service and per-endpoint fact is a set or map element
+    /// (docs/nftables-maps.md).
+    Maps,
+}
+
 /// `--proxy-mode`: which netfilter interface the rules are written for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProxyMode {
@@ -149,6 +161,7 @@ impl NodePortAddresses {
 pub struct RenderConfig {
     pub family: Family,
     pub layout: Layout,
+    pub nft_layout: NftLayout,
     pub detect_local: DetectLocal,
     pub masquerade_all: bool,
     pub masquerade_bit: u32,
@@ -173,6 +186,7 @@ impl Default for RenderConfig {
         RenderConfig {
             family: Family::V4,
             layout: Layout::Tree,
+            nft_layout: NftLayout::Upstream,
             detect_local: DetectLocal::None,
             masquerade_all: false,
             masquerade_bit: 14,

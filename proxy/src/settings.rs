@@ -15,7 +15,9 @@ use k8s_openapi::api::core::v1::Node;
 use thiserror::Error;
 
 use crate::cli::{BackendArg, RuleArgs, RunArgs};
-use crate::config::{DetectLocal, Layout, NodePortAddresses, ProxyMode, RenderConfig, check_interface};
+use crate::config::{
+    DetectLocal, Layout, NftLayout, NodePortAddresses, ProxyMode, RenderConfig, check_interface,
+};
 use crate::config_file::ConfigFileError;
 use crate::iptables::Backend;
 use crate::model::{Family, NodeFacts};
@@ -57,6 +59,7 @@ pub struct RuleSettings {
     pub nodeport_addresses: NodePortAddresses,
     pub localhost_nodeports: bool,
     pub layout: Layout,
+    pub nft_layout: NftLayout,
     /// `--node-name` for the offline commands (empty: the input's first Node); the daemon puts the
     /// effective node name here.
     pub node_name: String,
@@ -129,6 +132,7 @@ impl RuleSettings {
             nodeport_addresses,
             localhost_nodeports: args.iptables_localhost_nodeports,
             layout: args.layout,
+            nft_layout: args.nftables_layout,
             node_name: args.node_name.clone(),
             node_ips: args.node_ip.clone(),
             service_cidrs: args.service_cidr.clone(),
@@ -145,6 +149,7 @@ impl RuleSettings {
         RenderConfig {
             family,
             layout: self.layout,
+            nft_layout: self.nft_layout,
             detect_local,
             masquerade_all: self.masquerade_all,
             masquerade_bit: self.masquerade_bit,
@@ -196,6 +201,13 @@ impl RunSettings {
     pub fn from_args(mut args: RunArgs) -> Result<RunSettings, SettingsError> {
         overlay::apply_config_file(&mut args)?;
         let mut rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
+        if rules.nft_layout == NftLayout::Maps {
+            // The daemon's writer (full and partial transactions) knows only upstream's table so far.
+            return Err(flag_error(
+                "--nftables-layout",
+                "maps: only render, trace and explain support it so far",
+            ));
+        }
         let healthz_address = bind_address(
             "--healthz-bind-address",
             &args.healthz_bind_address,

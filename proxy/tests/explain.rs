@@ -1,5 +1,6 @@
 //! `svcnet-proxy explain` in both modes on the walkthrough's `hostnames` Service: the same fates
-//! (each pod half the time, masquerade only from outside), each through its own mode's objects.
+//! (each pod half the time, masquerade only from outside), each through its own mode's objects; and
+//! the nftables mode's maps layout, through its sets and maps.
 
 use std::path::Path;
 
@@ -8,8 +9,12 @@ use svcnet_proxy::cli::{Cli, Command};
 use svcnet_proxy::offline::run_explain;
 
 fn explain(mode: &str) -> String {
+    explain_with(mode, &[])
+}
+
+fn explain_with(mode: &str, extra: &[&str]) -> String {
     let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/hostnames/input.yaml");
-    let argv = [
+    let mut argv = vec![
         "svcnet-proxy",
         "explain",
         "-f",
@@ -23,6 +28,7 @@ fn explain(mode: &str) -> String {
         "--proxy-mode",
         mode,
     ];
+    argv.extend(extra);
     let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{e}"));
     let Command::Explain(args) = cli.command else {
         panic!("not explain")
@@ -56,4 +62,20 @@ fn both_modes_explain_the_same_fates_through_their_own_objects() {
         f.contains(&"50.0%  DNAT to 10.76.0.10:9376, source masqueraded to the node".to_string()),
         "{nft}"
     );
+}
+
+#[test]
+fn maps_layout_explains_the_same_fates_through_its_elements() {
+    let ipt = explain("iptables");
+    let maps = explain_with("nftables", &["--nftables-layout", "maps"]);
+    assert!(maps.contains("maps layout"), "{maps}");
+    assert!(
+        maps.contains("elements in: @cluster-ips, @eps, @hairpin, @masq-cluster, @svcs-2"),
+        "{maps}"
+    );
+    assert!(
+        !maps.contains("endpoint-") && !maps.contains("service-"),
+        "{maps}"
+    );
+    assert_eq!(fates(&maps), fates(&ipt), "iptables:\n{ipt}\nmaps:\n{maps}");
 }

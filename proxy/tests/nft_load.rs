@@ -1,7 +1,8 @@
 //! The nftables render output is valid `nft -f` input: every upstream nftables case and every golden
 //! cluster (rendered with `--proxy-mode nftables`, IPv4 and IPv6 as its args say) is checked by
 //! `nft -c` and then loaded for real, in a throwaway network namespace (never the root namespace),
-//! and the kernel's listing holds every chain the text declares.
+//! and the kernel's listing holds every chain the text declares. Each case is loaded in both layouts
+//! (`--nftables-layout upstream` and `maps`).
 
 mod common;
 
@@ -17,6 +18,14 @@ fn render(argv: Vec<String>) -> String {
     run_render(&args).unwrap_or_else(|e| panic!("{argv:?}: {e:#}"))
 }
 
+/// The case rendered in the upstream layout (its own flags) and in the maps layout.
+fn push_layouts(out: &mut Vec<(String, String)>, what: String, argv: Vec<String>) {
+    let mut maps = argv.clone();
+    maps.extend(["--nftables-layout".to_string(), "maps".into()]);
+    out.push((what.clone(), render(argv)));
+    out.push((format!("{what} (maps)"), render(maps)));
+}
+
 /// (what, text) for every case to load.
 fn texts() -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -28,7 +37,7 @@ fn texts() -> Vec<(String, String)> {
             dir.join("input.yaml").display().to_string(),
         ];
         argv.extend(flags);
-        out.push((dir.display().to_string(), render(argv)));
+        push_layouts(&mut out, dir.display().to_string(), argv);
     }
     for (input, words, _) in common::golden_cases() {
         let mut argv = vec![
@@ -40,7 +49,7 @@ fn texts() -> Vec<(String, String)> {
             "nftables".into(),
         ];
         argv.extend(words.iter().cloned());
-        out.push((format!("{} {}", input.display(), words.join(" ")), render(argv)));
+        push_layouts(&mut out, format!("{} {}", input.display(), words.join(" ")), argv);
     }
     out
 }
@@ -48,7 +57,7 @@ fn texts() -> Vec<(String, String)> {
 #[test]
 fn nft_accepts_and_loads_every_render() {
     let texts = texts();
-    assert!(texts.len() >= 20, "found {} cases", texts.len());
+    assert!(texts.len() >= 40, "found {} cases", texts.len());
     for (what, text) in texts {
         // A fresh namespace per case: each text declares the whole table.
         let Some(ns) = svcnet_netns::netns_or_skip("nftload") else {

@@ -3,7 +3,9 @@
 //! - the payload parses (our tracer, and the real iptables-restore --test in a throwaway namespace);
 //! - no hostile input text appears in the payload and every rule's quotes are balanced;
 //! - `trace` gives the same outcomes on the flat and the tree layout for packets to every address,
-//!   and on the nftables mode's table (issue 18: the two modes treat every packet alike).
+//!   and on the nftables mode's table (issue 18: the two modes treat every packet alike);
+//! - the nftables `maps` layout's table (issue 32) gives every packet exactly the upstream nftables
+//!   layout's outcomes (so, through it, the iptables layouts' too), with no tracer warning.
 
 mod common;
 
@@ -12,7 +14,7 @@ use std::net::IpAddr;
 use common::generator::{HOSTILE, Svc, objects, svc};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use svcnet_proxy::config::{DetectLocal, Layout, RenderConfig};
+use svcnet_proxy::config::{DetectLocal, Layout, NftLayout, RenderConfig};
 use svcnet_proxy::iptables::render::{FullOptions, render};
 use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
 use svcnet_proxy::offline::trace::{self, Hook, Packet, Proto, TraceOptions};
@@ -69,6 +71,19 @@ fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseE
     }
     let nft_rules =
         trace::nft::parse(&nft_text).map_err(|e| TestCaseError::fail(format!("{e}\n{nft_text}")))?;
+    let maps_cfg = RenderConfig {
+        nft_layout: NftLayout::Maps,
+        ..base.clone()
+    };
+    let maps_text = svcnet_proxy::nftables::render::maps::render(&state, &node, &maps_cfg).text();
+    for h in HOSTILE {
+        prop_assert!(
+            !maps_text.contains(h),
+            "hostile text {h:?} reached the maps table"
+        );
+    }
+    let maps_rules =
+        trace::nft::parse(&maps_text).map_err(|e| TestCaseError::fail(format!("{e}\n{maps_text}")))?;
 
     let outside: IpAddr = "203.0.113.10".parse().expect("literal address");
     let pod: IpAddr = "10.76.1.200".parse().expect("literal address");
@@ -110,6 +125,41 @@ fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseE
                     "nftables tracer warnings: {:?}\n{nft_text}",
                     nft.warnings
                 );
+                let maps = trace::nft::trace(&maps_rules, &p, &o);
+                prop_assert!(
+                    maps.warnings.is_empty(),
+                    "maps tracer warnings: {:?}\n{maps_text}",
+                    maps.warnings
+                );
+                prop_assert!(
+                    nft.same_outcomes(&maps, 1e-9),
+                    "upstream vs maps layout for {src} -> {dst}:{dport}\nupstream:\n{nft}\nmaps:\n{maps}\n{maps_text}"
+                );
+                if src == outside {
+                    // From the node itself (nat output): ETP Local's local-origin short circuit.
+                    let from_node = Packet {
+                        src: node.ips[0],
+                        in_iface: None,
+                        ..p.clone()
+                    };
+                    let o = TraceOptions {
+                        hook: Hook::Output,
+                        ..o.clone()
+                    };
+                    let nft = trace::nft::trace(&nft_rules, &from_node, &o);
+                    let maps = trace::nft::trace(&maps_rules, &from_node, &o);
+                    prop_assert!(
+                        maps.warnings.is_empty() && nft.same_outcomes(&maps, 1e-9),
+                        "upstream vs maps layout from the node to {dst}:{dport}\nupstream:\n{nft}\nmaps:\n{maps}\n{maps_text}"
+                    );
+                }
+                // Every destination here is a Service's: each mode's trace must say a service rule matched.
+                for (mode, t) in [("iptables", &flat), ("nftables", &nft), ("maps", &maps)] {
+                    prop_assert!(
+                        !t.no_service_rule(),
+                        "{mode}: no service rule for {src} -> {dst}:{dport}\n{t}"
+                    );
+                }
                 prop_assert!(
                     flat.same_outcomes(&nft, 1e-9) || upstream_mode_delta(&flat, &nft),
                     "iptables vs nftables for {src} -> {dst}:{dport}\niptables:\n{flat}\nnftables:\n{nft}"

@@ -19,6 +19,8 @@
 #   at that tag (testing/kind/cluster.sh). coredns v1.12.1 is built from the Go module proxy; pause from the
 #   pause.c the kubernetes module ships, linked statically.
 # - No crictl (not packaged in bookworm): `ctr -n k8s.io` does its jobs.
+# - kube-proxy's image carries the node's Debian iptables (nft and legacy), conntrack and nft with their
+#   libraries (upstream's is distroless-iptables).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -98,12 +100,45 @@ build_images() {
   gcc -Os -static -DVERSION="v$PAUSE" -o "$work/pause" \
     "$(go env GOMODCACHE)/k8s.io/kubernetes@$K8S/build/pause/linux/pause.c"
   strip "$work/pause"
-  for b in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
+  for b in kube-apiserver kube-controller-manager kube-scheduler; do
     image_tar "registry.k8s.io/$b:$K8S" '[]' "usr/local/bin/$b=$k8sbin/$b"
   done
   image_tar "registry.k8s.io/etcd:$ETCD_TAG" '[]' "usr/local/bin/etcd=$k8sbin/etcd"
   image_tar "registry.k8s.io/coredns/coredns:$COREDNS" '["/coredns"]' "coredns=$coredns"
   image_tar "registry.k8s.io/pause:$PAUSE" '["/pause"]' "pause=$work/pause"
+}
+
+# kube_proxy_image: kubeadm's kube-proxy image with what its iptables mode runs (upstream's is
+# distroless-iptables): the node's own Debian iptables (nft and legacy, IPv4 and IPv6, its alternatives
+# links and extensions), conntrack and nft, with the libraries they load, taken from the assembled rootfs.
+kube_proxy_image() {
+  local dir f lib real triplet
+  triplet=$(cd "$root/usr/lib" && ls -d -- *-linux-gnu* | head -n1)
+  dir=$(mktemp -d "$work/kp.XXXXXX")
+  # Merged /usr, as the rootfs (and so the binaries' interpreter path /lib64/...) has it.
+  mkdir -p "$dir/usr/bin" "$dir/usr/sbin" "$dir/usr/lib" "$dir/usr/lib64"
+  for f in bin sbin lib lib64; do ln -s "usr/$f" "$dir/$f"; done
+  (cd "$root" && cp -a --parents usr/sbin/iptables* usr/sbin/ip6tables* usr/sbin/xtables-*-multi \
+    usr/sbin/conntrack usr/sbin/nft etc/alternatives/iptables* etc/alternatives/ip6tables* \
+    "usr/lib/$triplet/xtables" "$dir/")
+  for f in $(cd "$dir" && find usr -type f); do
+    for lib in $(chroot "$root" ldd "/$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+      # Where the library really lives (the rootfs' /lib is a link), under the name the loader asks for.
+      real=$(chroot "$root" readlink -f "$(dirname "$lib")")
+      [ -e "$dir$real/$(basename "$lib")" ] || { mkdir -p "$dir$real"; cp -L "$root$lib" "$dir$real/"; }
+    done
+  done
+  mkdir -p "$dir/etc/ssl/certs" "$dir/tmp" "$dir/usr/local/bin"
+  chmod 1777 "$dir/tmp"
+  install -m 0755 "$k8sbin/kube-proxy" "$dir/usr/local/bin/kube-proxy"
+  chroot "$dir" /usr/sbin/iptables --version >&2
+  chroot "$dir" /usr/sbin/conntrack --version >&2
+  tar -C "$dir" --numeric-owner -c . |
+    "$DOCKER" import --change 'ENV PATH=/usr/local/bin:/usr/sbin:/usr/bin' --change 'ENTRYPOINT []' - \
+      "registry.k8s.io/kube-proxy:$K8S" >/dev/null
+  "$DOCKER" save "registry.k8s.io/kube-proxy:$K8S" -o "$work/images/registry.k8s.io_kube-proxy_$K8S.tar"
+  "$DOCKER" rmi "registry.k8s.io/kube-proxy:$K8S" >/dev/null
+  rm -rf "$dir"
 }
 
 # import_images: containerd (the machine's, the same Debian build as the node's) unpacks the images into
@@ -179,6 +214,7 @@ UNIT
     svcnet-cni.service >/dev/null 2>&1
   chroot "$root" systemctl mask systemd-binfmt.service >/dev/null 2>&1
   : >"$root/etc/resolv.conf"
+  kube_proxy_image
   import_images
 }
 

@@ -1,7 +1,9 @@
-//! GCE firewall rules -> the `vpc` namespace's filter table. Traffic entering from outside (the client
-//! links `cl`, `cl2`) and from the VPC's `vm` is filtered, as GCE's implied deny-ingress does for every
-//! source a rule does not allow; traffic between nodes is allowed (the cluster's allow-internal). A
-//! rule applies to the nodes whose instance tags meet its `targetTags` (all nodes without target tags).
+//! GCE firewall rules -> the VPC router's filter table (the lab's `vpc` namespace, the kind e2e's engine
+//! namespace). Traffic entering from outside (the client links `cl`, `cl2`) and from the VPC's `vm` is
+//! filtered, as GCE's implied deny-ingress does for every source a rule does not allow; traffic between
+//! nodes is allowed (the cluster's allow-internal). A rule applies to the nodes whose instance tags meet
+//! its `targetTags` (all nodes without target tags), matched by the router's link toward each node: where
+//! several nodes share one link (kind's bridge), a rule that targets one of them opens that link.
 //!
 //! Internal forwarding rules' addresses (`LAB-ILB`, before the rules): dropped from outside (the
 //! internet has no route to a VPC's internal address) and, from inside, on any protocol or port the
@@ -12,8 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::lb_targets::InternalRule;
-use crate::state::Node;
+use crate::lb_targets::{Hop, InternalRule};
 
 fn strs(v: &Value) -> Vec<String> {
     v.as_array()
@@ -23,8 +24,8 @@ fn strs(v: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The whole filter table for `iptables-restore`.
-pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Node], internal: &[InternalRule]) -> String {
+/// The whole filter table for `iptables-restore`. `nodes`: each node's IP and the router's link to it.
+pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Hop], internal: &[InternalRule]) -> String {
     // Node IP -> tags of its instance.
     let tags: BTreeMap<String, Vec<String>> = instances
         .iter()
@@ -44,6 +45,7 @@ pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Node], internal
          -A FORWARD -j LAB-ILB\n-A FORWARD -i cl+ -j LAB-FW\n-A FORWARD -i vm -j LAB-FW\n",
     );
     out.push_str(&internal_addresses(internal));
+    let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut sorted: Vec<&Value> = firewalls.iter().collect();
     sorted.sort_by_key(|f| f["name"].as_str().unwrap_or_default().to_owned());
     for fw in sorted {
@@ -63,8 +65,8 @@ pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Node], internal
         if dsts.is_empty() {
             dsts.push("0.0.0.0/0".into());
         }
-        for node in nodes {
-            let node_tags = tags.get(&node.ip).cloned().unwrap_or_default();
+        for (node_ip, link) in nodes {
+            let node_tags = tags.get(node_ip).cloned().unwrap_or_default();
             if !target_tags.is_empty() && !target_tags.iter().any(|t| node_tags.contains(t)) {
                 continue;
             }
@@ -80,14 +82,18 @@ pub fn render(firewalls: &[Value], instances: &[Value], nodes: &[Node], internal
                 for src in &srcs {
                     for dst in &dsts {
                         for port in &ports {
-                            out.push_str(&format!("-A LAB-FW -o n{} -s {src} -d {dst}", node.index));
+                            let mut line = format!("-A LAB-FW -o {link} -s {src} -d {dst}");
                             if proto != "all" {
-                                out.push_str(&format!(" -p {proto}"));
+                                line.push_str(&format!(" -p {proto}"));
                                 if !port.is_empty() && (proto == "tcp" || proto == "udp") {
-                                    out.push_str(&format!(" --dport {}", port.replace('-', ":")));
+                                    line.push_str(&format!(" --dport {}", port.replace('-', ":")));
                                 }
                             }
-                            out.push_str(&format!(" -m comment --comment \"{name}\" -j ACCEPT\n"));
+                            line.push_str(&format!(" -m comment --comment \"{name}\" -j ACCEPT\n"));
+                            // Nodes sharing a link would repeat the same line.
+                            if seen.insert(line.clone()) {
+                                out.push_str(&line);
+                            }
                         }
                     }
                 }

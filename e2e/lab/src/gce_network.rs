@@ -2,8 +2,11 @@
 //! not make: the kind e2e (e2e/kind) runs it in its container engine's namespace, where the kind nodes sit
 //! on one bridge. Every half second it reads the fake GCE's `/_fake/state` and routes each forwarding
 //! rule's IP to the healthy members of its backends, and each GCE route to its instance, over `--dev`
-//! (kernel routes of protocol 99, stale ones removed). Firewall rules are not emulated here: the lab's
-//! filter works on its own client links.
+//! (kernel routes of protocol 99, stale ones removed), and renders the GCE firewall rules into the
+//! namespace's filter table ([`vpc::apply_firewall`], the lab's filter): traffic the namespace forwards
+//! from outside clients (links `cl*`) and from the VPC's VM (link `vm`) reaches the nodes only where a
+//! firewall rule allows it, internal LB addresses never from outside. The namespace's own traffic (the
+//! e2e's kubectl and curl, the health probes) is not forwarded, so not filtered.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,28 +14,33 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::Value;
 
+use crate::lb_targets::Hop;
 use crate::{http, lb_health, vpc};
 
 pub fn run(gce: &str, dev: &str) -> Result<()> {
     let mut health = lb_health::Checker::default();
+    let mut last_fw = String::new();
     loop {
-        if let Err(e) = tick(gce, dev, &mut health) {
+        if let Err(e) = tick(gce, dev, &mut health, &mut last_fw) {
             eprintln!("gce-network: {e:#}");
         }
         std::thread::sleep(Duration::from_millis(500));
     }
 }
 
-fn tick(gce: &str, dev: &str, health: &mut lb_health::Checker) -> Result<()> {
+fn tick(gce: &str, dev: &str, health: &mut lb_health::Checker, last_fw: &mut String) -> Result<()> {
     let state = http::json("GET", &format!("{gce}/_fake/state"), "application/json", None)?;
-    // Routes only: the ECMP hash of a namespace the lab did not make is left as it is (weights
-    // apply, but with address hashing one client's connections stay on one member).
-    let want = vpc::wanted_routes(&state, &instances(&state, dev), health);
-    vpc::program_routes(&want)
+    // The ECMP hash of a namespace the lab did not make is left as it is (weights apply, but
+    // with address hashing one client's connections stay on one member).
+    let inst = instances(&state, dev);
+    let want = vpc::wanted_routes(&state, &inst, health);
+    vpc::program_routes(&want)?;
+    let links: Vec<Hop> = inst.into_values().collect();
+    vpc::apply_firewall(&state, &links, last_fw)
 }
 
 /// Instance name -> (IP, `dev`): every instance is a node on the one bridge.
-fn instances(state: &Value, dev: &str) -> BTreeMap<String, (String, String)> {
+fn instances(state: &Value, dev: &str) -> BTreeMap<String, Hop> {
     state["instances"]
         .as_array()
         .into_iter()

@@ -97,8 +97,8 @@ enum Cmd {
     /// Compact etcd's history up to its current revision (watchers resuming from before get 410 Gone);
     /// prints the revision.
     CompactEtcd,
-    /// (internal) The GCE network alone (LB IPs and GCE routes as kernel routes over DEV), for the kind
-    /// e2e: run inside its engine's namespace.
+    /// (internal) The GCE network alone (LB IPs and GCE routes as kernel routes over DEV, the GCE
+    /// firewall as the filter table), for the kind e2e: run inside its engine's namespace.
     #[command(hide = true)]
     GceNetwork {
         /// The fake GCE, e.g. http://172.18.0.1:8085.

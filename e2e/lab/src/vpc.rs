@@ -104,11 +104,22 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
     let want = wanted_routes(&gce, &inst, health);
     program_routes(&want)?;
     program_hash_policy(&gce, &inst)?;
+    let links: Vec<lb_targets::Hop> = st
+        .nodes
+        .iter()
+        .map(|n| (n.ip.clone(), format!("n{}", n.index)))
+        .collect();
+    apply_firewall(&gce, &links, last_fw)
+}
+
+/// Renders the GCE firewall for the router's links to the nodes and restores it when it changed.
+pub(crate) fn apply_firewall(gce: &Value, links: &[lb_targets::Hop], last_fw: &mut String) -> Result<()> {
+    let arr = |k: &str| gce[k].as_array().cloned().unwrap_or_default();
     let fw = firewall::render(
         &arr("firewalls"),
         &arr("instances"),
-        &st.nodes,
-        &lb_targets::internal_rules(&gce),
+        links,
+        &lb_targets::internal_rules(gce),
     );
     if fw != *last_fw {
         netns::run_stdin(&["iptables-restore"], &fw)?;

@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use crate::config::NodeCaps;
-use crate::config::{ProxyMode, RenderConfig};
+use crate::config::{NftLayout, ProxyMode, RenderConfig};
 use crate::iptables::render::{FullOptions, render};
 use crate::model::{Family, NodeFacts, ProxyState, ServicePort, ServicePortName};
 use crate::offline::input::load;
@@ -86,7 +86,7 @@ pub(crate) fn explain(
     Ok(out)
 }
 
-/// The chains of each service port.
+/// The chains of each service port (in the maps layout: the sets and maps holding its elements).
 type Owners = BTreeMap<ServicePortName, Vec<String>>;
 
 /// The ruleset of `mode`, parsed for tracing; the chains each port owns; how the rules are laid out.
@@ -108,6 +108,25 @@ fn rules_of(
                 Rules::Iptables(trace::parse(&text)?),
                 rendered.owners(),
                 format!("layout {:?}", cfg.layout),
+            )
+        }
+        ProxyMode::Nftables if cfg.nft_layout == NftLayout::Maps => {
+            let table = crate::nftables::render::maps::render(state, node, cfg);
+            let owners = state
+                .services
+                .iter()
+                .map(|(k, svc)| {
+                    let eps = state.endpoints.get(k).map_or(&[][..], |e| &e[..]);
+                    (
+                        k.clone(),
+                        crate::nftables::render::maps::port_sets(svc, eps, node, cfg),
+                    )
+                })
+                .collect();
+            (
+                Rules::NftMaps(trace::nft::parse(&table.text())?),
+                owners,
+                "nftables mode, maps layout".to_string(),
             )
         }
         ProxyMode::Nftables => {

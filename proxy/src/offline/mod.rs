@@ -13,7 +13,7 @@ pub mod trace;
 use anyhow::{Context, Result};
 
 use crate::cli::{ExplainArgs, RenderArgs, TraceArgs};
-use crate::config::ProxyMode;
+use crate::config::{NftLayout, ProxyMode};
 use crate::iptables::render::{FullOptions, render};
 use crate::model::Family;
 use crate::settings::RuleSettings;
@@ -24,7 +24,10 @@ pub fn run_render(args: &RenderArgs) -> Result<String> {
     let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
     let (_, node, state, cfg) = load(&args.file, &rules, args.caps, family)?;
     if args.proxy_mode == ProxyMode::Nftables {
-        return Ok(crate::nftables::render::render(&state, &node, &cfg).text());
+        return Ok(match cfg.nft_layout {
+            NftLayout::Upstream => crate::nftables::render::render(&state, &node, &cfg).text(),
+            NftLayout::Maps => crate::nftables::render::maps::render(&state, &node, &cfg).text(),
+        });
     }
     let rendered = render(&state, &node, &cfg);
     let opts = FullOptions {

@@ -251,3 +251,17 @@ fn offline_node_is_picked_by_name_and_flags_laid_over() {
     assert!(rules.pick_node(&nodes).is_none());
     assert_eq!(rules.node_facts(None).name, "c");
 }
+
+#[test]
+fn nftables_layout_reaches_the_render_config_and_run_refuses_maps_for_now() {
+    let s = settings(&["--proxy-mode", "nftables"]).expect("upstream layout");
+    assert_eq!(s.rules.nft_layout, NftLayout::Upstream);
+    let msg = rejected(&["--proxy-mode", "nftables", "--nftables-layout", "maps"]);
+    assert!(msg.contains("--nftables-layout") && msg.contains("maps"), "{msg}");
+    let args = run_args(&["--proxy-mode", "nftables", "--nftables-layout", "maps"]);
+    let rules = RuleSettings::from_args(&args.rules, ProxyMode::Nftables).expect("rules");
+    assert_eq!(
+        rules.render_config(Family::V4, &NodeFacts::default()).nft_layout,
+        NftLayout::Maps
+    );
+}

@@ -1,25 +1,12 @@
 use serde_json::json;
 
 use super::render;
-use crate::lb_targets::InternalRule;
-use crate::state::Node;
+use crate::lb_targets::{Hop, InternalRule};
 
-fn nodes() -> Vec<Node> {
+fn nodes() -> Vec<Hop> {
     vec![
-        Node {
-            name: "node-1".into(),
-            ns: "x".into(),
-            ip: "10.128.0.2".into(),
-            index: 1,
-            pod_cidr: "10.64.0.0/24".into(),
-        },
-        Node {
-            name: "node-2".into(),
-            ns: "y".into(),
-            ip: "10.128.0.3".into(),
-            index: 2,
-            pod_cidr: "10.64.1.0/24".into(),
-        },
+        ("10.128.0.2".into(), "n1".into()),
+        ("10.128.0.3".into(), "n2".into()),
     ]
 }
 
@@ -114,6 +101,37 @@ fn l3_default_rule_forwards_every_protocol() {
     let out = render(&[], &[], &nodes(), &[ilb("l3", "10.128.0.7", None, &[])]);
     assert!(
         out.contains("-A LAB-ILB -d 10.128.0.7/32 -m comment --comment \"l3\" -j RETURN\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn nodes_sharing_one_link_get_each_rule_once() {
+    let bridge: Vec<Hop> = vec![
+        ("172.18.0.2".into(), "br0".into()),
+        ("172.18.0.3".into(), "br0".into()),
+        ("172.18.0.4".into(), "br0".into()),
+    ];
+    let instances = vec![
+        json!({"networkInterfaces": [{"networkIP": "172.18.0.2"}], "tags": {"items": ["web"]}}),
+        json!({"networkInterfaces": [{"networkIP": "172.18.0.3"}], "tags": {"items": ["web"]}}),
+        json!({"networkInterfaces": [{"networkIP": "172.18.0.4"}], "tags": {"items": ["other"]}}),
+    ];
+    let fws = vec![
+        json!({"name": "k8s-fw-a", "targetTags": ["web"],
+            "allowed": [{"IPProtocol": "tcp", "ports": ["80"]}]}),
+        json!({"name": "none", "targetTags": ["absent"], "allowed": [{"IPProtocol": "all"}]}),
+    ];
+    let out = render(&fws, &instances, &bridge, &[]);
+    let accepts: Vec<&str> = out
+        .lines()
+        .filter(|l| l.ends_with("-j ACCEPT") && l.starts_with("-A LAB-FW"))
+        .collect();
+    assert_eq!(
+        accepts,
+        [
+            "-A LAB-FW -o br0 -s 0.0.0.0/0 -d 0.0.0.0/0 -p tcp --dport 80 -m comment --comment \"k8s-fw-a\" -j ACCEPT"
+        ],
         "{out}"
     );
 }

@@ -18,7 +18,7 @@ pub struct Base {
 
 /// Hooked chains: name, type, hook, priority (knftables prints `dstnat-10` as -110, `dstnat` as -100,
 /// `srcnat` as 100, `filter` as 0).
-const BASE_CHAINS: [(&str, &str, &str, i32); 8] = [
+pub(super) const BASE_CHAINS: [(&str, &str, &str, i32); 8] = [
     (FILTER_PREROUTING_PRE_DNAT, "filter", "prerouting", -110),
     (FILTER_OUTPUT_PRE_DNAT, "filter", "output", -110),
     (FILTER_INPUT, "filter", "input", 0),
@@ -31,7 +31,7 @@ const BASE_CHAINS: [(&str, &str, &str, i32); 8] = [
 
 /// (to, from, match): the jumps from base chains, in upstream's order. REJECT is only valid in input,
 /// forward and output hooks on older kernels, hence the endpoints checks live there.
-const JUMPS: [(&str, &str, &str); 11] = [
+pub(super) const JUMPS: [(&str, &str, &str); 11] = [
     (NODEPORT_ENDPOINTS_CHECK, FILTER_INPUT, "ct state new "),
     (SERVICE_ENDPOINTS_CHECK, FILTER_INPUT, "ct state new "),
     (SERVICE_ENDPOINTS_CHECK, FILTER_FORWARD, "ct state new "),

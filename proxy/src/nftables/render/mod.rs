@@ -11,6 +11,7 @@ mod applied;
 mod base;
 mod element_index;
 mod full;
+pub mod maps;
 pub mod naming;
 mod op;
 mod service;

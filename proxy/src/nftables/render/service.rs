@@ -34,7 +34,7 @@ pub(super) struct Ctx<'a> {
 }
 
 /// Upstream's `IfLocalNFT` / `IfNotLocalNFT` for the configured mode and family.
-fn local_detector(cfg: &RenderConfig) -> Option<(String, String)> {
+pub(super) fn local_detector(cfg: &RenderConfig) -> Option<(String, String)> {
     let ip = family_word(cfg.family);
     match &cfg.detect_local {
         DetectLocal::None => None,

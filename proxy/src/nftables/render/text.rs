@@ -126,7 +126,7 @@ pub(super) fn element_line(fam: &str, e: &Element) -> String {
     l
 }
 
-fn write_rule(out: &mut String, fam: &str, chain: &str, r: &super::Rule) {
+pub(super) fn write_rule(out: &mut String, fam: &str, chain: &str, r: &super::Rule) {
     let _ = write!(out, "add rule {fam} {TABLE} {chain} {}", r.text);
     if let Some(comment) = &r.comment {
         let _ = write!(out, " comment {}", quote(comment));

@@ -19,13 +19,15 @@ const OUTSIDE: &str = "outside the cluster";
 pub(super) enum Rules {
     Iptables(trace::Ruleset),
     Nftables(trace::nft::NftRuleset),
+    /// The nftables mode's maps layout: no chain per service; its facts are set and map elements.
+    NftMaps(trace::nft::NftRuleset),
 }
 
 impl Rules {
     fn trace(&self, packet: &Packet, opts: &TraceOptions) -> trace::Trace {
         match self {
             Rules::Iptables(r) => trace::trace(r, packet, opts),
-            Rules::Nftables(r) => trace::nft::trace(r, packet, opts),
+            Rules::Nftables(r) | Rules::NftMaps(r) => trace::nft::trace(r, packet, opts),
         }
     }
 }
@@ -41,14 +43,14 @@ pub(super) struct Scene<'a> {
 
 /// Writes the explanation of port `p`, which owns the chains `owned`.
 pub(super) fn explain_port(out: &mut String, p: &ServicePort, owned: &[&str], scene: &Scene<'_>) {
-    describe(out, p, owned);
+    describe(out, p, owned, matches!(scene.ruleset, Rules::NftMaps(_)));
     endpoints(out, p, scene);
     for case in cases(out, p, scene) {
         trace_case(out, p.name.protocol, &case, scene);
     }
 }
 
-fn describe(out: &mut String, p: &ServicePort, owned: &[&str]) {
+fn describe(out: &mut String, p: &ServicePort, owned: &[&str], maps: bool) {
     let pname = if p.name.port.is_empty() {
         "(unnamed)".to_string()
     } else {
@@ -61,7 +63,9 @@ fn describe(out: &mut String, p: &ServicePort, owned: &[&str]) {
         p.name.protocol.as_str().to_uppercase(),
         p.name.to_string()
     );
-    if owned.is_empty() {
+    if maps {
+        let _ = writeln!(out, "  elements in: {}", owned.join(", "));
+    } else if owned.is_empty() {
         let _ = writeln!(out, "  chains: none of its own (no usable endpoints)");
     } else {
         let _ = writeln!(out, "  chains: {}", owned.join(", "));
@@ -108,6 +112,7 @@ fn endpoints(out: &mut String, p: &ServicePort, scene: &Scene<'_>) {
             match scene.ruleset {
                 Rules::Iptables(_) => naming::sep_chain(&key, p.name.protocol.as_str(), &e.addr()),
                 Rules::Nftables(_) => crate::nftables::render::naming::endpoint_names(&p.name, e).0,
+                Rules::NftMaps(_) => "a slot of the endpoint maps".to_string(),
             },
         );
     }

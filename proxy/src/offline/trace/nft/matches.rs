@@ -17,6 +17,13 @@ pub(super) enum Sel {
     FibType(bool),
     Iifname,
     CtState,
+    /// `ct status`: `dnat` once the connection's destination was translated.
+    CtStatus,
+    /// `ct original ip daddr`, `ct original protocol`, `ct original proto-dst`: the connection as the
+    /// client opened it (before any DNAT).
+    OrigDaddr,
+    OrigProto,
+    OrigDport,
     Mark,
 }
 
@@ -36,6 +43,12 @@ pub(super) fn selector(w: &[&str]) -> Option<(Sel, usize)> {
         ["fib", "daddr", "type", ..] => (Sel::FibType(false), 3),
         ["iifname", ..] | ["meta", "iifname", ..] => (Sel::Iifname, if w[0] == "meta" { 2 } else { 1 }),
         ["ct", "state", ..] => (Sel::CtState, 2),
+        ["ct", "status", ..] => (Sel::CtStatus, 2),
+        ["ct", "original", "ip" | "ip6", "daddr", ..] => (Sel::OrigDaddr, 4),
+        ["ct", "original", "protocol", ..] => (Sel::OrigProto, 3),
+        // How `nft list` prints `ct original protocol`.
+        ["ct", "protocol", ..] => (Sel::OrigProto, 2),
+        ["ct", "original", "proto-dst", ..] => (Sel::OrigDport, 3),
         _ => return None,
     })
 }
@@ -52,7 +65,7 @@ pub(super) fn key_matches(sels: &[Sel], values: &[String], key: &[String]) -> bo
 
 fn part_matches(sel: Sel, value: &str, key: &str) -> bool {
     match sel {
-        Sel::Saddr | Sel::Daddr => {
+        Sel::Saddr | Sel::Daddr | Sel::OrigDaddr => {
             let Ok(ip) = value.parse::<IpAddr>() else {
                 return false;
             };
@@ -61,7 +74,7 @@ fn part_matches(sel: Sel, value: &str, key: &str) -> bool {
             }
             key.parse::<IpAddr>().is_ok_and(|k| k == ip)
         }
-        Sel::L4proto => {
+        Sel::L4proto | Sel::OrigProto => {
             let k = match key {
                 "6" => "tcp",
                 "17" => "udp",
@@ -70,7 +83,7 @@ fn part_matches(sel: Sel, value: &str, key: &str) -> bool {
             };
             k.eq_ignore_ascii_case(value)
         }
-        Sel::Dport(_) => key
+        Sel::Dport(_) | Sel::OrigDport => key
             .parse::<u16>()
             .ok()
             .zip(value.parse::<u16>().ok())
@@ -80,7 +93,7 @@ fn part_matches(sel: Sel, value: &str, key: &str) -> bool {
             Some(prefix) => value.starts_with(prefix.trim_matches('"')),
             None => value == key.trim_matches('"'),
         },
-        Sel::FibType(_) | Sel::CtState => value == key,
+        Sel::FibType(_) | Sel::CtState | Sel::CtStatus => value == key,
     }
 }
 

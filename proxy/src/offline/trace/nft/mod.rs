@@ -4,6 +4,7 @@
 //! outcomes of the two modes compare directly.
 
 mod matches;
+mod nat;
 mod parse;
 mod rule;
 mod verdict;

@@ -27,7 +27,7 @@ pub struct NftRule {
     pub line: usize,
 }
 
-/// A set or map: its elements' key parts and, for a verdict map, each element's verdict tokens.
+/// A set or map: its elements' key parts and, for a map, each element's verdict tokens or value parts.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NftSet {
     pub elements: Vec<(Vec<String>, Option<Vec<String>>)>,
@@ -140,8 +140,12 @@ pub(super) fn elements(words: &[String]) -> Vec<(Vec<String>, Option<Vec<String>
                         words.get(i + 1).map(String::as_str),
                         Some("goto" | "jump")
                     ));
-                    let end = (i + 2 + takes).min(words.len());
-                    verdict = Some(words[i + 1..end].to_vec());
+                    let mut end = (i + 2 + takes).min(words.len());
+                    // A data map's value may be a concatenation: `: 10.76.0.5 . 8080`.
+                    while words.get(end).map(String::as_str) == Some(".") && end + 1 < words.len() {
+                        end += 2;
+                    }
+                    verdict = Some(words[i + 1..end].iter().filter(|w| *w != ".").cloned().collect());
                     i = end;
                     if words.get(i).map(String::as_str) == Some(",") {
                         i += 1;

@@ -3,8 +3,6 @@
 //! `numgen random` maps, affinity updates). What kube-proxy's nftables mode writes is understood;
 //! anything else becomes a warning and the rule is treated as not matching.
 
-use std::net::{IpAddr, SocketAddr};
-
 use super::matches::{Sel, is_local, key_matches, parse_u32, selector};
 use super::parse::{NftRule, NftRuleset, elements};
 use super::verdict::{Action, verdict_action, verdict_word};
@@ -33,6 +31,11 @@ fn no_match(e: &mut Eval) -> Next {
     Next::Done
 }
 
+/// The rule does not match (a target the tracer cannot read).
+pub(super) fn unmatched(e: &mut Eval) {
+    e.matched = false;
+}
+
 /// One rule's words and the path it is read against.
 struct Words<'r> {
     rule: &'r NftRule,
@@ -56,7 +59,7 @@ pub(super) struct Reader<'a, 'w> {
 }
 
 impl Reader<'_, '_> {
-    fn warn(&mut self, warning: String) {
+    pub(super) fn warn(&mut self, warning: String) {
         warn_once(self.warnings, warning);
     }
 
@@ -103,7 +106,12 @@ impl Reader<'_, '_> {
                 Next::At(i)
             }
             "comment" => Next::At(i + 2),
-            "dnat" => self.dnat(r, i, e),
+            "dnat" => {
+                let to = r.w[i + 1..].iter().skip_while(|x| **x != "to").skip(1).copied();
+                let to: Vec<&str> = to.collect();
+                self.dnat(&to, r.path, r.rule.line, e);
+                Next::Done
+            }
             "update" | "add" => {
                 // `update @affinity-... { ip saddr }`: remembers the client for later connections.
                 let set = w.get(i + 1).map(|s| s.trim_start_matches('@')).unwrap_or("");
@@ -116,24 +124,6 @@ impl Reader<'_, '_> {
             "numgen" => self.numgen(r, i, e),
             _ => return None,
         })
-    }
-
-    /// `dnat [ip | ip6] to ADDR[:PORT]` at word `i`.
-    fn dnat(&mut self, r: &Words<'_>, i: usize, e: &mut Eval) -> Next {
-        let to = r.w[i + 1..]
-            .iter()
-            .skip_while(|x| **x != "to")
-            .nth(1)
-            .copied()
-            .unwrap_or("");
-        match parse_dnat(to, r.path.dport) {
-            Some(a) => e.action = Action::Dnat(a),
-            None => {
-                self.warn(format!("line {}: dnat target {to:?} not understood", r.rule.line));
-                e.matched = false;
-            }
-        }
-        Next::Done
     }
 
     /// `numgen random mod N vmap { i : verdict ... }` at word `i`.
@@ -291,11 +281,13 @@ impl Reader<'_, '_> {
             .map(|(_, v)| v.clone())
     }
 
-    fn value(&mut self, sel: Sel, path: &Path, mask: Option<u32>, line: usize) -> String {
+    pub(super) fn value(&mut self, sel: Sel, path: &Path, mask: Option<u32>, line: usize) -> String {
         match sel {
             Sel::Saddr => self.packet.src.to_string(),
             Sel::Daddr => path.dst.to_string(),
-            Sel::L4proto => self.packet.proto.as_str().to_string(),
+            Sel::L4proto | Sel::OrigProto => self.packet.proto.as_str().to_string(),
+            Sel::OrigDaddr => self.packet.dst.to_string(),
+            Sel::OrigDport => self.packet.dport.to_string(),
             Sel::Dport(proto) => {
                 if proto.is_some_and(|p| p != self.packet.proto.as_str()) {
                     return String::new();
@@ -319,6 +311,7 @@ impl Reader<'_, '_> {
                 }
             },
             Sel::CtState => "new".into(),
+            Sel::CtStatus => if path.dnat.is_some() { "dnat" } else { "none" }.into(),
             Sel::Mark => (path.mark & mask.unwrap_or(u32::MAX)).to_string(),
         }
     }
@@ -340,14 +333,6 @@ fn skip_braces(w: &[&str], open: usize) -> usize {
         }
     }
     w.len()
-}
-
-/// `10.0.0.1:80`, `[fd00::1]:80`, or an address alone (the port stays).
-fn parse_dnat(to: &str, dport: u16) -> Option<SocketAddr> {
-    if let Ok(sa) = to.parse::<SocketAddr>() {
-        return Some(sa);
-    }
-    to.parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, dport))
 }
 
 /// The words between the `{` at `open` and its `}`, and the index after that `}` (empty when the rule

@@ -16,6 +16,9 @@ pub(super) enum Action {
     Masquerade,
     /// `numgen random mod N vmap { i : verdict ... }`.
     Random(Vec<Vec<String>>),
+    /// `dnat to KEY . numgen random mod N map @m`: the target of each slot, equally likely; a slot
+    /// the map lacks makes the rule not match for that draw.
+    DnatChoices(Vec<Option<SocketAddr>>),
 }
 
 /// A verdict (or masquerade) statement at word `i`.

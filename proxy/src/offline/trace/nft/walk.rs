@@ -165,6 +165,7 @@ impl<'a> Walker<'a> {
                 path.dnat = Some(to);
                 vec![(path, Flow::Accept)]
             }
+            Action::DnatChoices(choices) => self.dnat_choices(chain, index, choices, path, depth),
             Action::Masquerade => {
                 path.masquerade = true;
                 vec![(path, Flow::Accept)]
@@ -196,6 +197,33 @@ impl<'a> Walker<'a> {
                 out
             }
         }
+    }
+
+    /// One path per slot of a data-map DNAT, equally likely; a missing slot goes on to the next rule.
+    fn dnat_choices(
+        &mut self,
+        chain: &str,
+        index: usize,
+        choices: Vec<Option<std::net::SocketAddr>>,
+        path: Path,
+        depth: usize,
+    ) -> Vec<(Path, Flow)> {
+        let n = choices.len().max(1) as f64;
+        let mut out = Vec::new();
+        for choice in choices {
+            let mut p = path.clone();
+            p.probability /= n;
+            match choice {
+                Some(to) => {
+                    p.dst = to.ip();
+                    p.dport = to.port();
+                    p.dnat = Some(to);
+                    out.push((p, Flow::Accept));
+                }
+                None => out.extend(self.chain(chain, index + 1, p, depth)),
+            }
+        }
+        out
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -1,0 +1,99 @@
+//! P2's `maps` row: the nftables mode's maps layout (issue 32, docs/nftables-maps.md) on the same
+//! state and changes as the other rows. The first load is the whole table in one `nft -f`; each
+//! change renders only the changed port into the layout's per-port cache and writes the element
+//! transaction it yields, also through `nft -f`. `render` is that cache update and the text.
+
+use std::time::{Duration, Instant};
+
+use svcnet_proxy::config::{NftLayout, RenderConfig};
+use svcnet_proxy::model::{Family, ProxyState, ServicePortName};
+use svcnet_proxy::nftables::render::maps::{MapsCache, MapsChange};
+
+use super::{P2Layout, P2Params, Sync, add_service, replace_endpoint};
+use crate::error::BenchError;
+use crate::lab::Lab;
+use crate::synth;
+
+/// Renders `changed` ports (all, on the first load) and writes the transaction.
+fn sync(
+    lab: &mut Lab,
+    state: &ProxyState,
+    cache: &mut MapsCache,
+    changed: Option<&ServicePortName>,
+) -> Result<Sync, BenchError> {
+    let t = Instant::now();
+    let names: Vec<&ServicePortName> = match changed {
+        Some(name) => vec![name],
+        None => state.services.keys().collect(),
+    };
+    for name in names {
+        let eps = state.endpoints.get(name).map_or(&[][..], |e| &e[..]);
+        cache.set_port(name, state.services.get(name).map(|svc| (&**svc, eps)));
+    }
+    let change = cache.take_change(changed.is_none());
+    let (text, lines) = match (&change, changed) {
+        (MapsChange::Replace, None) => {
+            let table = cache.table();
+            (table.text(), table.elements.len())
+        }
+        (MapsChange::Replace, Some(_)) => {
+            return Err(BenchError::Check("a P2 change replaced the maps table".into()));
+        }
+        (MapsChange::Elements { .. }, _) => (change.elements_text(Family::V4), change.len()),
+    };
+    let render = t.elapsed();
+    if text.is_empty() {
+        return Err(BenchError::Check("a change produced no maps transaction".into()));
+    }
+    let restore = lab.agent.restore("nft", &text)?;
+    Ok(Sync {
+        render,
+        payload: Duration::ZERO,
+        save: Duration::ZERO,
+        restore,
+        killed: false,
+        lines,
+    })
+}
+
+pub(super) fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layout, BenchError> {
+    let n = p.services;
+    let all_ips = synth::cluster_ips(n + p.changes, 0x5eed);
+    let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
+    let cfg = RenderConfig {
+        nft_layout: NftLayout::Maps,
+        ..RenderConfig::default()
+    };
+    let mut lab = Lab::start("p2-maps")?;
+    let mut cache = MapsCache::new(synth::node(), cfg);
+    let full = sync(&mut lab, &state, &mut cache, None)?;
+    progress(&format!(
+        "P2 maps: loaded {n} services / {} endpoints in {:.1} s (first load)",
+        n * p.endpoints_per_service,
+        full.total().as_secs_f64()
+    ));
+    let mut out = P2Layout {
+        name: "maps".into(),
+        full_lines: full.lines,
+        initial_load: full.total(),
+        initial_chunks: 1,
+        endpoint_change: vec![],
+        service_added: vec![],
+        full: Some(full),
+    };
+    for k in 0..p.changes {
+        let i = (k * 7919) % n.max(1);
+        replace_endpoint(&mut state, i, k);
+        let name = synth::service_name(i);
+        out.endpoint_change
+            .push(sync(&mut lab, &state, &mut cache, Some(&name))?);
+    }
+    for k in 0..p.changes {
+        add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
+        let name = synth::service_name(n + k);
+        out.service_added
+            .push(sync(&mut lab, &state, &mut cache, Some(&name))?);
+    }
+    progress(&format!("P2 maps: {} partial syncs done", 2 * p.changes));
+    Ok(out)
+}

@@ -1,0 +1,179 @@
+//! The `maps` layout of the nftables mode (`--nftables-layout maps`, docs/nftables-maps.md): a
+//! constant skeleton of chains and rules, and every per-service and per-endpoint fact an element of a
+//! few named sets and data maps (keys, endpoint slots, marks), never a verdict element or a
+//! per-service chain or set. Pure: the same inputs as upstream's layout ([`super::render`]) and the
+//! model's endpoint choice (`categorize`), so both layouts give every packet the same fate.
+//!
+//! [`facts`] turns each service port into elements and records which (protocol, endpoint count)
+//! pairs are in use; [`skeleton`] writes the chains for those pairs; [`text`] prints `nft -f` input;
+//! [`diff`] is the transaction from one table to the next (element steps only while the skeleton
+//! stays); [`cache`] keeps the table per service port, so a sync renders only the ports that changed.
+//! Element text holds addresses, protocols, ports and slot numbers only: no API names.
+
+mod affinity;
+mod cache;
+mod diff;
+mod facts;
+mod skeleton;
+mod text;
+
+#[cfg(test)]
+mod tests;
+
+pub use cache::MapsCache;
+pub use diff::{MapsChange, change};
+
+use std::collections::BTreeSet;
+
+use super::Chain;
+use crate::config::RenderConfig;
+use crate::model::{Endpoint, Family, NodeFacts, ProxyState, ServicePort};
+
+/// Where a service's endpoint slots live: the address-keyed or port-keyed (node port) maps, and the
+/// policy endpoints or the cluster endpoints an ETP Local service's pod and node traffic gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Group {
+    /// ClusterIP, external and LB IPs: the traffic policy's endpoints.
+    Addr,
+    /// ETP Local external IPs: cluster endpoints for traffic from pods and the node.
+    AddrShort,
+    /// Node ports: the external policy's endpoints.
+    Port,
+    /// ETP Local node ports: cluster endpoints for traffic from pods and the node.
+    PortShort,
+    /// ClientIP affinity of address keys (the count is the timeout in seconds): `sticky-<T>`.
+    Affinity,
+    /// ClientIP affinity of node ports: `np-sticky-<T>`.
+    PortAffinity,
+}
+
+impl Group {
+    pub const ALL: [Group; 4] = [Group::Addr, Group::AddrShort, Group::Port, Group::PortShort];
+
+    /// The prefix of this group's sets (one per endpoint count) and its map's name.
+    fn prefix(self) -> &'static str {
+        match self {
+            Group::Addr => "",
+            Group::AddrShort => "short-",
+            Group::Port => "np-",
+            Group::PortShort => "np-short-",
+            Group::Affinity | Group::PortAffinity => "",
+        }
+    }
+
+    /// The set of keys with `n` endpoints (affinity: with timeout `n`).
+    pub fn set(self, n: usize) -> String {
+        match self {
+            Group::Affinity => format!("sticky-{n}"),
+            Group::PortAffinity => format!("np-sticky-{n}"),
+            _ => format!("{}svcs-{n}", self.prefix()),
+        }
+    }
+
+    /// The map from key . slot to endpoint address . port (affinity: from client . key).
+    pub fn map(self) -> String {
+        match self {
+            Group::Affinity => AFFINITY.into(),
+            Group::PortAffinity => NP_AFFINITY.into(),
+            _ => format!("{}eps", self.prefix()),
+        }
+    }
+
+    pub fn by_port(self) -> bool {
+        matches!(self, Group::Port | Group::PortShort | Group::PortAffinity)
+    }
+}
+
+// Plain sets of keys (address keys: `ip daddr . meta l4proto . th dport`; port keys: `meta l4proto .
+// th dport`).
+pub const MASQ_CLUSTER: &str = "masq-cluster";
+pub const MASQ_EXTERNAL: &str = "masq-external";
+pub const NP_MASQ: &str = "np-masq";
+pub const LOCAL_ORIGIN: &str = "local-origin";
+pub const NP_LOCAL_ORIGIN: &str = "np-local-origin";
+pub const NO_ENDPOINT_REJECT: &str = "no-endpoint-reject";
+pub const NO_ENDPOINT_DROP: &str = "no-endpoint-drop";
+pub const NP_NO_ENDPOINT_REJECT: &str = "np-no-endpoint-reject";
+pub const NP_NO_ENDPOINT_DROP: &str = "np-no-endpoint-drop";
+pub const FW_PROTECTED: &str = "fw-protected";
+/// Address key . allowed source prefix (interval concatenation).
+pub const FW_ALLOW: &str = "fw-allow";
+/// Endpoint address . endpoint address: hairpin traffic, recognised after the DNAT.
+pub const HAIRPIN: &str = "hairpin";
+pub const SERVICE_CIDRS: &str = "service-cidrs";
+/// Dynamic maps: client . key -> the endpoint its last new connection was sent to.
+pub const AFFINITY: &str = "affinity";
+pub const NP_AFFINITY: &str = "np-affinity";
+/// The filter chain (after the DNAT) that records affinity.
+pub const AFFINITY_RECORD: &str = "affinity-record";
+/// The chain the node-port rules live in.
+pub const NODEPORTS: &str = "nodeports";
+
+/// A set or map of the maps layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapsSet {
+    pub name: String,
+    pub is_map: bool,
+    /// The declaration's `type ...` or `typeof ...` clause.
+    pub decl: String,
+    pub flags: Vec<&'static str>,
+}
+
+/// One element: key parts, and for a map the value parts (both joined with ` . `).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MapsElement {
+    pub set: String,
+    pub key: Vec<String>,
+    pub value: Vec<String>,
+}
+
+/// The whole table of one family in the maps layout.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MapsTable {
+    pub family: Family,
+    pub chains: Vec<Chain>,
+    pub sets: Vec<MapsSet>,
+    pub elements: Vec<MapsElement>,
+}
+
+impl MapsTable {
+    pub fn chain(&self, name: &str) -> Option<&Chain> {
+        self.chains.iter().find(|c| c.name == name)
+    }
+
+    /// The elements of one set or map.
+    pub fn elements_of<'a>(&'a self, set: &'a str) -> impl Iterator<Item = &'a MapsElement> + 'a {
+        self.elements.iter().filter(move |e| e.set == set)
+    }
+}
+
+/// Which dispatch rules the skeleton needs: (group, protocol, endpoint count) in use.
+pub type InUse = BTreeSet<(Group, &'static str, usize)>;
+
+/// The sets and maps one service port has elements in (what `explain` names for it).
+pub fn port_sets(svc: &ServicePort, eps: &[Endpoint], node: &NodeFacts, cfg: &RenderConfig) -> Vec<String> {
+    let mut f = facts::Facts::new(node, cfg);
+    f.add_port(svc, eps);
+    let names: BTreeSet<String> = f.finish().0.into_iter().map(|e| e.set).collect();
+    names.into_iter().map(|n| format!("@{n}")).collect()
+}
+
+/// The maps layout's whole table for `cfg.family`.
+pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> MapsTable {
+    let mut f = facts::Facts::new(node, cfg);
+    for (name, svc) in &state.services {
+        let eps = state.endpoints.get(name).map_or(&[][..], |e| &e[..]);
+        f.add_port(svc, eps);
+    }
+    let (mut elements, in_use) = f.finish();
+    elements.extend(skeleton::fixed_elements(node, cfg));
+    elements.sort();
+    elements.dedup();
+    let (chains, sets) = skeleton::skeleton(node, cfg, &in_use);
+    MapsTable {
+        family: cfg.family,
+        chains,
+        sets,
+        elements,
+    }
+}

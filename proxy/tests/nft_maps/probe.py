@@ -1,0 +1,62 @@
+# Real connections inside a test's network namespace (never the root one), for nft_maps_packets.rs.
+# `counts N SRC...`: N connects from each SRC to 10.96.0.1:80; prints, per SRC, how many each
+# endpoint accepted and from which peer address (masquerade shows as another source).
+# `loop SECONDS SRC`: connects for SECONDS; prints how many succeeded and failed.
+import json, socket, sys, threading, time
+
+EPS = [("10.128.0.1", 8080), ("10.128.0.2", 8080)]
+seen = []
+lock = threading.Lock()
+
+
+def serve(addr):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(addr)
+    s.listen(512)
+    while True:
+        c, peer = s.accept()
+        with lock:
+            seen.append((addr[0], peer[0]))
+        c.close()
+
+
+def connect(src):
+    c = socket.socket()
+    c.settimeout(2)
+    c.bind((src, 0))
+    try:
+        c.connect(("10.96.0.1", 80))
+        c.recv(1)
+        return True
+    except OSError:
+        return False
+    finally:
+        c.close()
+
+
+for a in EPS:
+    threading.Thread(target=serve, args=(a,), daemon=True).start()
+time.sleep(0.2)
+out = {}
+if sys.argv[1] == "counts":
+    for src in sys.argv[3:]:
+        with lock:
+            del seen[:]
+        ok = sum(connect(src) for _ in range(int(sys.argv[2])))
+        time.sleep(0.1)
+        counts = {"connected": ok}
+        with lock:
+            for ep, peer in seen:
+                k = ep + " from " + peer
+                counts[k] = counts.get(k, 0) + 1
+        out[src] = counts
+else:
+    end, ok, failed = time.time() + float(sys.argv[2]), 0, 0
+    while time.time() < end:
+        if connect(sys.argv[3]):
+            ok += 1
+        else:
+            failed += 1
+    out = {"ok": ok, "failed": failed}
+print(json.dumps(out, sort_keys=True))
