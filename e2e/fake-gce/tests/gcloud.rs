@@ -698,3 +698,88 @@ fn gcloud_subnetworks_ipv6_addresses_and_rules() {
         fake.link(&format!("regions/{REGION}/subnetworks/ext6"))
     );
 }
+
+/// Issue 34's objects read back with the real gcloud: an UNSPECIFIED backend service with
+/// `localityLbPolicy: WEIGHTED_MAGLEV` (weighted LB) and an L3_DEFAULT all-ports rule (mixed
+/// protocols) over it.
+#[test]
+fn gcloud_l3_default_rule_and_weighted_backend_service() {
+    if skip() {
+        return;
+    }
+    let fake = Fake::start(&[]);
+    let g = Gcloud::new(&fake);
+    g.ok(&[
+        "compute",
+        "health-checks",
+        "create",
+        "http",
+        "hc",
+        "--region",
+        REGION,
+        "--port",
+        "31000",
+        "--request-path",
+        "/healthz",
+    ]);
+    g.ok(&[
+        "compute",
+        "backend-services",
+        "create",
+        "bs",
+        "--region",
+        REGION,
+        "--load-balancing-scheme",
+        "EXTERNAL",
+        "--protocol",
+        "UNSPECIFIED",
+        "--health-checks",
+        "hc",
+        "--health-checks-region",
+        REGION,
+        "--locality-lb-policy",
+        "WEIGHTED_MAGLEV",
+    ]);
+    let bs = g.ok(&[
+        "compute",
+        "backend-services",
+        "describe",
+        "bs",
+        "--region",
+        REGION,
+    ]);
+    assert_eq!(bs["protocol"], "UNSPECIFIED", "{bs}");
+    assert_eq!(bs["localityLbPolicy"], "WEIGHTED_MAGLEV", "{bs}");
+    g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "create",
+        "fr",
+        "--region",
+        REGION,
+        "--load-balancing-scheme",
+        "EXTERNAL",
+        "--ip-protocol",
+        "L3_DEFAULT",
+        "--ports",
+        "ALL",
+        "--backend-service",
+        "bs",
+        "--backend-service-region",
+        REGION,
+    ]);
+    let fr = g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "describe",
+        "fr",
+        "--region",
+        REGION,
+    ]);
+    assert_eq!(fr["IPProtocol"], "L3_DEFAULT", "{fr}");
+    assert_eq!(fr["allPorts"], true, "{fr}");
+    assert!(fr.get("portRange").is_none(), "{fr}");
+    g.ok(&["compute", "forwarding-rules", "delete", "fr", "--region", REGION]);
+    g.ok(&["compute", "backend-services", "delete", "bs", "--region", REGION]);
+    g.ok(&["compute", "health-checks", "delete", "hc", "--region", REGION]);
+}

@@ -28,6 +28,9 @@ pub struct Target {
     /// Normalized checks: `name` (`<collection>/<name>`), `port`, `requestPath`, `timeoutSec`,
     /// `healthyThreshold`, `unhealthyThreshold`.
     pub checks: Vec<Value>,
+    /// The backend service's `localityLbPolicy` is `WEIGHTED_MAGLEV`: new connections split by the
+    /// weight each member's check answers with (`X-Load-Balancing-Endpoint-Weight`).
+    pub weighted: bool,
 }
 
 /// The part of an INTERNAL forwarding rule the VPC's filter needs: where and what it accepts.
@@ -139,6 +142,7 @@ pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
                 ip,
                 members: group_members(bs, &groups, inst),
                 checks: c,
+                weighted: bs["localityLbPolicy"] == "WEIGHTED_MAGLEV",
             }
         } else {
             let Some(pool) = find(&pools, s(&fr["target"])) else {
@@ -148,6 +152,7 @@ pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
                 ip,
                 members: members(arr(&pool["instances"]), inst),
                 checks: checks(arr(&pool["healthChecks"]), &legacy, "httpHealthChecks"),
+                weighted: false,
             }
         };
         out.push(target);

@@ -55,7 +55,7 @@ fn names_of(svc: &Service, sh: &Shared) -> crate::Result<RbsNames> {
 pub(crate) async fn ensure_rbs(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
     let sh = &ctx.shared;
     let checked = names_of(svc, sh).and_then(|n| {
-        let spec = LbSpec::from_service(svc)?;
+        let spec = LbSpec::from_service_mixed(svc)?;
         crate::lb::families::require_ipv4(svc, &spec.object, "a backend-service network")?;
         Ok((n, spec))
     });

@@ -8,11 +8,11 @@ use crate::objects::action::Action;
 use crate::objects::observed::IlbObserved;
 use crate::testutil::{Scenario, config};
 
-fn ilb(s: Scenario) -> Scenario {
+pub(super) fn ilb(s: Scenario) -> Scenario {
     s.annotation("networking.gke.io/load-balancer-type", "Internal")
 }
 
-fn setup(s: &Scenario) -> (IlbSpec, IlbNames, DesiredIlb, Config) {
+pub(super) fn setup(s: &Scenario) -> (IlbSpec, IlbNames, DesiredIlb, Config) {
     let cfg = config();
     let spec = IlbSpec::from_service(&s.service).unwrap();
     let names = IlbNames::new(&spec.base.uid, &cfg.cluster_id, &spec.base.object).unwrap();
@@ -93,7 +93,7 @@ fn apply(o: &mut IlbObserved, actions: &[Action], ip: &str) {
     }
 }
 
-fn converge(s: &Scenario, o: &mut IlbObserved) -> Vec<Vec<Action>> {
+pub(super) fn converge(s: &Scenario, o: &mut IlbObserved) -> Vec<Vec<Action>> {
     let (_, _, d, cfg) = setup(s);
     let mut rounds = Vec::new();
     for _ in 0..4 {

@@ -11,6 +11,17 @@ use crate::validate;
 
 const SCHEMES: [&str; 4] = ["INTERNAL", "EXTERNAL", "INTERNAL_MANAGED", "EXTERNAL_MANAGED"];
 const PROTOCOLS: [&str; 5] = ["TCP", "UDP", "SCTP", "UNSPECIFIED", "HTTP"];
+/// GCE's localityLbPolicy values.
+const LOCALITY_POLICIES: [&str; 8] = [
+    "ROUND_ROBIN",
+    "LEAST_REQUEST",
+    "RING_HASH",
+    "RANDOM",
+    "ORIGINAL_DESTINATION",
+    "MAGLEV",
+    "WEIGHTED_MAGLEV",
+    "WEIGHTED_ROUND_ROBIN",
+];
 const AFFINITIES: [&str; 4] = ["NONE", "CLIENT_IP", "CLIENT_IP_PROTO", "CLIENT_IP_PORT_PROTO"];
 
 pub fn prepare(
@@ -24,6 +35,7 @@ pub fn prepare(
     }
     let scheme = enum_fields(&mut obj)?;
     let hcs = health_checks(ctx, &obj, &scheme)?;
+    check_locality(ctx, &obj, &scheme, &hcs)?;
     obj.insert("healthChecks".into(), json!(hcs));
     let backends = backends(ctx, &mut obj, &scheme)?;
     if !backends.is_empty() {
@@ -103,6 +115,45 @@ fn health_checks(ctx: &Ctx<'_>, obj: &Map<String, Value>, scheme: &str) -> Resul
         ));
     }
     Ok(hcs)
+}
+
+/// `localityLbPolicy`: a known value; WEIGHTED_MAGLEV only on an EXTERNAL backend service whose
+/// check is HTTP-based, since the weights come from the check's answers (GCE's wording is
+/// approximated).
+fn check_locality(
+    ctx: &Ctx<'_>,
+    obj: &Map<String, Value>,
+    scheme: &str,
+    hcs: &[String],
+) -> Result<(), ApiError> {
+    let Some(policy) = validate::opt_str(obj, "localityLbPolicy")? else {
+        return Ok(());
+    };
+    validate::one_of("resource.localityLbPolicy", policy, &LOCALITY_POLICIES)?;
+    if policy != "WEIGHTED_MAGLEV" {
+        return Ok(());
+    }
+    if scheme != "EXTERNAL" {
+        return Err(ApiError::invalid_field(
+            "resource.localityLbPolicy",
+            policy,
+            "WEIGHTED_MAGLEV is only applicable to loadBalancingScheme EXTERNAL.",
+        ));
+    }
+    let http = hcs.iter().all(|link| {
+        ctx.res
+            .find_by_link(Kind::RegionHealthCheck, link)
+            .and_then(|hc| hc["type"].as_str())
+            .is_some_and(|t| matches!(t, "HTTP" | "HTTPS" | "HTTP2"))
+    });
+    if !http {
+        return Err(ApiError::invalid_field(
+            "resource.localityLbPolicy",
+            policy,
+            "WEIGHTED_MAGLEV needs a non-legacy HTTP, HTTPS or HTTP2 health check.",
+        ));
+    }
+    Ok(())
 }
 
 /// Takes `backends` out of `obj` and returns them with each group as a full link (no group twice)

@@ -80,6 +80,11 @@ fn check_flags(obj: &Map<String, Value>, internal: bool) -> Result<(), ApiError>
             "Invalid value for field 'resource.allPorts': 'true'. allPorts cannot be set together with ports or portRange.",
         ));
     }
+    if !all_ports && obj.get("IPProtocol").and_then(Value::as_str) == Some("L3_DEFAULT") {
+        return Err(ApiError::invalid(
+            "Invalid value for field 'resource.allPorts': 'false'. An L3_DEFAULT forwarding rule must set allPorts.",
+        ));
+    }
     if obj
         .get("allowGlobalAccess")
         .and_then(Value::as_bool)
@@ -113,6 +118,13 @@ fn link_target(
                 "A forwarding rule cannot have both a target and a backendService.",
             ));
         }
+        (Some(_), None) if proto == "L3_DEFAULT" => {
+            return Err(ApiError::invalid_field(
+                "resource.IPProtocol",
+                proto,
+                "L3_DEFAULT forwarding rules may only point at a backend service.",
+            ));
+        }
         (Some(t), None) => {
             let link = ctx.existing_link("resource.target", &t, Kind::TargetPool, Some(scope))?;
             obj.insert("target".into(), json!(link));
@@ -136,18 +148,33 @@ fn link_target(
                 .find_by_link(Kind::BackendService, &link)
                 .and_then(|v| v["protocol"].as_str())
                 .unwrap_or_default();
-            if scheme == "INTERNAL" && bs_proto != proto && bs_proto != "UNSPECIFIED" {
-                return Err(ApiError::invalid_field(
-                    "resource.IPProtocol",
-                    proto,
-                    "The protocol of the forwarding rule must match the protocol of its backend service.",
-                ));
-            }
+            check_protocol_pair(scheme, proto, bs_proto)?;
             obj.insert("backendService".into(), json!(link));
         }
         (None, None) => return Err(ApiError::required("resource.target")),
     }
     Ok(())
+}
+
+/// The rule's protocol against its backend service's: an L3_DEFAULT rule needs an UNSPECIFIED
+/// backend service; otherwise they match, except that an INTERNAL rule may use an UNSPECIFIED
+/// one (GCE's wording is approximated).
+fn check_protocol_pair(scheme: &str, proto: &str, bs_proto: &str) -> Result<(), ApiError> {
+    let ok = if proto == "L3_DEFAULT" {
+        bs_proto == "UNSPECIFIED"
+    } else {
+        bs_proto == proto || (scheme == "INTERNAL" && bs_proto == "UNSPECIFIED")
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(ApiError::invalid_field(
+        "resource.IPProtocol",
+        proto,
+        &format!(
+            "The protocol of the forwarding rule must match the protocol of its backend service ({bs_proto}); L3_DEFAULT goes with UNSPECIFIED."
+        ),
+    ))
 }
 
 /// An INTERNAL rule's network (default `default`) and subnetwork (default: the network's

@@ -202,4 +202,8 @@ fn external_rule_with_a_backend_service_goes_to_its_groups_with_the_regional_che
     );
     // Healthy members only, as for the other kinds.
     assert_eq!(hops(&t[0], |ip, _| ip == "10.128.0.4"), vec![hop(3)]);
+    assert!(!t[0].weighted, "no localityLbPolicy: not weighted");
+    let mut weighted = gce.clone();
+    weighted["backendServices"][0]["localityLbPolicy"] = json!("WEIGHTED_MAGLEV");
+    assert!(targets(&weighted, &inst())[0].weighted);
 }
