@@ -113,6 +113,9 @@ pub(crate) enum SyncError {
     Kube(#[from] kube::Error),
     #[error("{0}")]
     NotConverged(String),
+    /// A GCE refusal the Service's own configuration caused, with what to fix first.
+    #[error("{hint} ({source})")]
+    Explained { hint: String, source: GceError },
 }
 
 impl SyncError {
@@ -121,6 +124,7 @@ impl SyncError {
             SyncError::Gce(e) => e.metric_label(),
             SyncError::Kube(_) => "kube",
             SyncError::NotConverged(_) => "not_converged",
+            SyncError::Explained { source, .. } => source.metric_label(),
         }
     }
 }

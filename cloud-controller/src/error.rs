@@ -79,6 +79,12 @@ pub enum Error {
         message: String,
     },
 
+    /// An IPv6-only Service on a kind that builds IPv4 objects only (see lb/families.rs).
+    #[error(
+        "{object}: spec.ipFamilies: an IPv6-only Service cannot be served by {kind} load balancer, which is IPv4-only in svcnet; add IPv4 to spec.ipFamilies (the LB then serves IPv4)"
+    )]
+    Ipv6Unsupported { object: String, kind: &'static str },
+
     #[error("{object}: {field}: {value:?} is not a valid pod CIDR")]
     InvalidPodCidr {
         object: String,
@@ -104,6 +110,7 @@ impl Error {
             Error::InvalidProviderId { .. } => "invalid_provider_id",
             Error::InvalidNodeAddress { .. } => "invalid_node_address",
             Error::InvalidPodCidr { .. } => "invalid_pod_cidr",
+            Error::Ipv6Unsupported { .. } => "ipv6_unsupported",
         }
     }
 
@@ -112,6 +119,7 @@ impl Error {
         match self {
             Error::MixedProtocols { .. } | Error::NoPorts { .. } => "spec.ports",
             Error::NoEligibleNodes { .. } => "nodes",
+            Error::Ipv6Unsupported { .. } => "spec.ipFamilies",
             Error::UnsupportedProtocol { field, .. }
             | Error::InvalidSourceRange { field, .. }
             | Error::InvalidNetworkTier { field, .. }

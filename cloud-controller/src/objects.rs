@@ -185,6 +185,10 @@ pub(crate) struct BackendService {
     pub connection_draining: Option<ConnectionDraining>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network_pass_through_lb_traffic_policy: Option<PassThroughTrafficPolicy>,
+    /// RBS: `WEIGHTED_MAGLEV` for weighted load balancing (ingress-gce backends.go), `MAGLEV`
+    /// once it is turned off again; empty leaves GCE's default.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub locality_lb_policy: String,
     /// Optimistic lock: an update carries the fingerprint last read.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub fingerprint: String,

@@ -153,6 +153,13 @@ fn check(svcs: &[Svc], ns: Option<&svcnet_netns::Netns>) -> Result<(), TestCaseE
                         "upstream vs maps layout from the node to {dst}:{dport}\nupstream:\n{nft}\nmaps:\n{maps}\n{maps_text}"
                     );
                 }
+                // Every destination here is a Service's: each mode's trace must say a service rule matched.
+                for (mode, t) in [("iptables", &flat), ("nftables", &nft), ("maps", &maps)] {
+                    prop_assert!(
+                        !t.no_service_rule(),
+                        "{mode}: no service rule for {src} -> {dst}:{dport}\n{t}"
+                    );
+                }
                 prop_assert!(
                     flat.same_outcomes(&nft, 1e-9) || upstream_mode_delta(&flat, &nft),
                     "iptables vs nftables for {src} -> {dst}:{dport}\niptables:\n{flat}\nnftables:\n{nft}"

@@ -2,10 +2,10 @@
 //! vs ranged firewall ports, health check values larger than ours kept, empty pool affinity
 //! ignored). Fields GCE fills in on its own are never compared, so a no-op resync plans nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::lb::spec::normalize_cidrs;
-use crate::objects::{self, Firewall, ForwardingRule, HealthCheck, HttpHealthCheck};
+use crate::objects::{self, Firewall, FirewallAllowed, ForwardingRule, HealthCheck, HttpHealthCheck};
 
 fn set(list: &[String]) -> BTreeSet<&str> {
     list.iter().map(String::as_str).collect()
@@ -13,22 +13,36 @@ fn set(list: &[String]) -> BTreeSet<&str> {
 
 /// Firewall needs a patch. `alt_ports` is another acceptable spelling of the ports.
 pub(crate) fn firewall_differs(want: &Firewall, have: &Firewall, alt_ports: Option<&[String]>) -> bool {
-    let [want_allowed] = want.allowed.as_slice() else {
-        return true;
+    let allowed_ok = match (want.allowed.as_slice(), have.allowed.as_slice()) {
+        ([want_allowed], [have_allowed]) => {
+            have_allowed
+                .ip_protocol
+                .eq_ignore_ascii_case(&want_allowed.ip_protocol)
+                && (set(&have_allowed.ports) == set(&want_allowed.ports)
+                    || alt_ports.is_some_and(|alt| set(&have_allowed.ports) == set(alt)))
+        }
+        // A mixed-protocol Service's firewall: one entry per protocol, in any order.
+        ([], _) => false,
+        (want_allowed, have_allowed) => {
+            matches!((by_protocol(want_allowed), by_protocol(have_allowed)), (Some(w), Some(h)) if w == h)
+        }
     };
-    let [have_allowed] = have.allowed.as_slice() else {
-        return true;
-    };
-    let ports_ok = set(&have_allowed.ports) == set(&want_allowed.ports)
-        || alt_ports.is_some_and(|alt| set(&have_allowed.ports) == set(alt));
     have.description != want.description
-        || !have_allowed
-            .ip_protocol
-            .eq_ignore_ascii_case(&want_allowed.ip_protocol)
-        || !ports_ok
+        || !allowed_ok
         || normalize_cidrs(&have.source_ranges) != normalize_cidrs(&want.source_ranges)
         || normalize_cidrs(&have.destination_ranges) != normalize_cidrs(&want.destination_ranges)
         || set(&have.target_tags) != set(&want.target_tags)
+}
+
+/// Lower-cased protocol -> its port set; a protocol listed twice compares unequal.
+fn by_protocol(allowed: &[FirewallAllowed]) -> Option<BTreeMap<String, BTreeSet<&str>>> {
+    let mut out = BTreeMap::new();
+    for a in allowed {
+        if out.insert(a.ip_protocol.to_lowercase(), set(&a.ports)).is_some() {
+            return None;
+        }
+    }
+    Some(out)
 }
 
 /// Upstream needToUpdateHTTPHealthChecks: identity fields must match, timing values may only be

@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::lb::hosts::LbHost;
 use crate::lb::spec::{HC_CHECK_INTERVAL_SEC, HC_HEALTHY_THRESHOLD, HC_TIMEOUT_SEC, HC_UNHEALTHY_THRESHOLD};
-use crate::lb::spec::{HealthCheckKind, LbSpec};
+use crate::lb::spec::{HealthCheckKind, LbSpec, PROTOCOL_UNSPECIFIED};
 use crate::naming::{self, IlbNames};
 use crate::objects::{
     Backend, BackendService, Firewall, FirewallAllowed, ForwardingRule, HealthCheck, HttpHealthCheckSettings,
@@ -68,7 +68,9 @@ pub(crate) struct IlbSpec {
 
 impl IlbSpec {
     pub(crate) fn from_service(service: &Service) -> Result<Self> {
-        let base = LbSpec::from_service(service)?;
+        // TCP and UDP may mix: one L3_DEFAULT rule carries both (as ingress-gce's mixed ILB).
+        let base = LbSpec::from_service_mixed(service)?;
+        crate::lb::families::require_ipv4(service, &base.object, "an internal")?;
         let rule_ports = service
             .spec
             .as_ref()
@@ -105,6 +107,27 @@ impl IlbSpec {
     pub(crate) fn subnetwork_url(&self, cfg: &Config) -> String {
         cfg.subnetwork_url(self.subnet.as_deref().unwrap_or(&cfg.subnetwork))
     }
+
+    /// What to tell the user when GCE refuses the LB's subnetwork because it does not exist:
+    /// the annotation that named it, else the cluster's setting.
+    pub(crate) fn missing_subnet_hint(&self, cfg: &Config) -> String {
+        match &self.subnet {
+            Some(s) => format!(
+                "{}: metadata.annotations[{SUBNET_ANNOTATION}]: subnetwork {s:?} does not exist in region {}",
+                self.base.object, cfg.region
+            ),
+            None => format!(
+                "{}: the cluster's subnetwork {:?} (--subnetwork, gce.conf subnetwork-name) does not exist in region {}",
+                self.base.object, cfg.subnetwork, cfg.region
+            ),
+        }
+    }
+}
+
+/// GCE's refusal of a reference to a subnetwork that does not exist (an address's or a
+/// forwarding rule's): 400 `invalid`, "... The referenced subnetwork resource cannot be found."
+pub(crate) fn is_missing_subnet(status: Option<u16>, message: &str) -> bool {
+    status == Some(400) && message.contains("referenced subnetwork resource cannot be found")
 }
 
 /// The GCE objects of one internal LB except those that need the IP (firewall, rule's address).
@@ -128,7 +151,11 @@ pub(crate) fn desired(spec: &IlbSpec, names: &IlbNames, hosts: &[LbHost], cfg: &
     let backend_service = BackendService {
         name: names.lb.clone(),
         description: naming::service_description(&spec.base.service_name),
-        protocol: spec.base.protocol.clone(),
+        protocol: if spec.base.mixed() {
+            PROTOCOL_UNSPECIFIED.to_owned()
+        } else {
+            spec.base.protocol.clone()
+        },
         session_affinity: spec.base.session_affinity.clone(),
         load_balancing_scheme: SCHEME_INTERNAL.to_owned(),
         health_checks: vec![cfg.health_check_url(hc_name)],
@@ -140,7 +167,8 @@ pub(crate) fn desired(spec: &IlbSpec, names: &IlbNames, hosts: &[LbHost], cfg: &
             .collect(),
         ..BackendService::default()
     };
-    let all_ports = spec.rule_ports.len() > MAX_ILB_PORTS;
+    // GCE takes an L3_DEFAULT rule only with all ports.
+    let all_ports = spec.rule_ports.len() > MAX_ILB_PORTS || spec.base.mixed();
     let forwarding_rule = ForwardingRule {
         name: names.lb.clone(),
         description: naming::service_description(&spec.base.service_name),
@@ -222,10 +250,14 @@ pub(crate) fn traffic_firewall(d: &DesiredIlb, cfg: &Config, ip: &str) -> Firewa
         source_ranges: d.spec.base.source_ranges.clone(),
         destination_ranges: vec![ip.to_owned()],
         target_tags: cfg.node_tags.clone(),
-        allowed: vec![FirewallAllowed {
-            ip_protocol: d.spec.base.protocol.to_lowercase(),
-            ports: d.spec.base.firewall_port_ranges(),
-        }],
+        allowed: if d.spec.base.mixed() {
+            d.spec.base.firewall_allowed()
+        } else {
+            vec![FirewallAllowed {
+                ip_protocol: d.spec.base.protocol.to_lowercase(),
+                ports: d.spec.base.firewall_port_ranges(),
+            }]
+        },
     }
 }
 
@@ -236,5 +268,7 @@ pub(crate) fn group_key(zone: &str, name: &str) -> String {
 pub(crate) mod delete;
 pub(crate) mod plan;
 
+#[cfg(test)]
+mod mixed_tests;
 #[cfg(test)]
 mod tests;

@@ -26,6 +26,7 @@
 pub(crate) mod backend_service;
 pub(crate) mod drift;
 pub(crate) mod external;
+pub(crate) mod families;
 pub(crate) mod hosts;
 pub(crate) mod internal;
 pub(crate) mod ownership;

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use crate::config::Config;
 use crate::lb::hosts::{LbHost, instance_groups};
 use crate::lb::spec::{HC_CHECK_INTERVAL_SEC, HC_HEALTHY_THRESHOLD, HC_TIMEOUT_SEC, HC_UNHEALTHY_THRESHOLD};
-use crate::lb::spec::{HealthCheckKind, LbSpec};
+use crate::lb::spec::{HealthCheckKind, LbSpec, PROTOCOL_UNSPECIFIED};
 use crate::naming::l4::{RbsNames, l4_description, l4_shared_description};
 use crate::objects::{
     Backend, BackendService, ConnectionDraining, Firewall, FirewallAllowed, ForwardingRule, HealthCheck,
@@ -36,6 +36,9 @@ pub(crate) const TCP_DRAINING_TIMEOUT_SEC: i32 = 30;
 pub(crate) const ZONAL_AFFINITY_DISABLED: &str = "ZONAL_AFFINITY_DISABLED";
 /// The health check type.
 pub(crate) const HC_TYPE_HTTP: &str = "HTTP";
+/// ingress-gce backends.go LocalityLBPolicyWeightedMaglev / LocalityLBPolicyMaglev.
+pub(crate) const LOCALITY_WEIGHTED_MAGLEV: &str = "WEIGHTED_MAGLEV";
+pub(crate) const LOCALITY_MAGLEV: &str = "MAGLEV";
 /// The LB type the shared health check's description names (utils.XLB).
 const SHARED_HC_LB_TYPE: &str = "XLB";
 
@@ -47,6 +50,7 @@ pub(crate) const ANN_FIREWALL_RULE: &str = "service.kubernetes.io/firewall-rule"
 pub(crate) const ANN_FIREWALL_RULE_FOR_HC: &str = "service.kubernetes.io/firewall-rule-for-hc";
 pub(crate) const ANN_TCP_FORWARDING_RULE: &str = "service.kubernetes.io/tcp-forwarding-rule";
 pub(crate) const ANN_UDP_FORWARDING_RULE: &str = "service.kubernetes.io/udp-forwarding-rule";
+pub(crate) const ANN_L3_FORWARDING_RULE: &str = "service.kubernetes.io/l3-forwarding-rule";
 /// Every key of ingress-gce's set (the IPv6, deny and L3 ones too): a sync removes them all and
 /// writes those of the objects it holds (l4lbcommon.go mergeAnnotations), a delete removes them.
 pub(crate) const STATUS_ANNOTATION_KEYS: [&str; 14] = [
@@ -57,7 +61,7 @@ pub(crate) const STATUS_ANNOTATION_KEYS: [&str; 14] = [
     ANN_FIREWALL_RULE_FOR_HC,
     ANN_TCP_FORWARDING_RULE,
     ANN_UDP_FORWARDING_RULE,
-    "service.kubernetes.io/l3-forwarding-rule",
+    ANN_L3_FORWARDING_RULE,
     "service.kubernetes.io/tcp-forwarding-rule-ipv6",
     "service.kubernetes.io/udp-forwarding-rule-ipv6",
     "service.kubernetes.io/l3-forwarding-rule-ipv6",
@@ -92,10 +96,16 @@ pub(crate) fn desired(spec: &LbSpec, names: &RbsNames, hosts: &[LbHost], cfg: &C
     let instance_groups = instance_groups(hosts, cfg);
     let (health_check, health_check_firewall) = health_check_and_firewall(spec, names, cfg);
     let tcp = spec.protocol == "TCP";
+    // A mixed Service's backend service takes every protocol of its L3_DEFAULT rule.
+    let protocol = if spec.mixed() {
+        PROTOCOL_UNSPECIFIED.to_owned()
+    } else {
+        spec.protocol.clone()
+    };
     let backend_service = BackendService {
         name: names.backend.clone(),
         description: l4_description(&spec.service_name, ""),
-        protocol: spec.protocol.clone(),
+        protocol,
         session_affinity: spec.session_affinity.clone(),
         load_balancing_scheme: SCHEME_EXTERNAL.to_owned(),
         health_checks: vec![cfg.region_health_check_url(&health_check.name)],
@@ -114,6 +124,11 @@ pub(crate) fn desired(spec: &LbSpec, names: &RbsNames, hosts: &[LbHost], cfg: &C
                 spillover: ZONAL_AFFINITY_DISABLED.to_owned(),
             },
         }),
+        locality_lb_policy: if spec.weighted_pods_per_node {
+            LOCALITY_WEIGHTED_MAGLEV.to_owned()
+        } else {
+            String::new()
+        },
         fingerprint: String::new(),
     };
     let forwarding_rule = ForwardingRule {
@@ -121,7 +136,13 @@ pub(crate) fn desired(spec: &LbSpec, names: &RbsNames, hosts: &[LbHost], cfg: &C
         description: String::new(),
         ip_address: String::new(),
         ip_protocol: spec.protocol.clone(),
-        port_range: spec.port_range(),
+        // ingress-gce's L3 rule: all ports, no range (GCE refuses both together).
+        port_range: if spec.mixed() {
+            String::new()
+        } else {
+            spec.port_range()
+        },
+        all_ports: spec.mixed(),
         network_tier: spec.network_tier.clone(),
         backend_service: cfg.backend_service_url(&names.backend),
         load_balancing_scheme: SCHEME_EXTERNAL.to_owned(),
@@ -216,19 +237,24 @@ pub(crate) fn nodes_firewall(d: &DesiredRbs, cfg: &Config, ip: &str) -> Firewall
         source_ranges: d.spec.source_ranges.clone(),
         destination_ranges: vec![ip.to_owned()],
         target_tags: cfg.node_tags.clone(),
-        allowed: vec![FirewallAllowed {
-            ip_protocol: d.spec.protocol.clone(),
-            ports: d.spec.firewall_port_ranges(),
-        }],
+        allowed: if d.spec.mixed() {
+            d.spec.firewall_allowed()
+        } else {
+            vec![FirewallAllowed {
+                ip_protocol: d.spec.protocol.clone(),
+                ports: d.spec.firewall_port_ranges(),
+            }]
+        },
     }
 }
 
 /// The status annotations of a converged RBS NetLB (key -> GCE object name).
 pub(crate) fn status_annotations(d: &DesiredRbs) -> BTreeMap<&'static str, String> {
-    let rule_key = if d.spec.protocol == "TCP" {
-        ANN_TCP_FORWARDING_RULE
-    } else {
-        ANN_UDP_FORWARDING_RULE
+    // ingress-gce forwardingrules.AnnotationKey: by the rule's protocol.
+    let rule_key = match d.spec.protocol.as_str() {
+        "TCP" => ANN_TCP_FORWARDING_RULE,
+        "UDP" => ANN_UDP_FORWARDING_RULE,
+        _ => ANN_L3_FORWARDING_RULE,
     };
     BTreeMap::from([
         (ANN_BACKEND_SERVICE, d.names.backend.clone()),
@@ -241,5 +267,7 @@ pub(crate) fn status_annotations(d: &DesiredRbs) -> BTreeMap<&'static str, Strin
 
 pub(crate) mod plan;
 
+#[cfg(test)]
+mod mixed_tests;
 #[cfg(test)]
 mod tests;

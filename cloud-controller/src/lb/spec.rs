@@ -1,7 +1,7 @@
 //! The Service, read and validated once: everything the load balancer depends on, as plain data.
 //! Any invalid input becomes an [`Error`] naming the field, before a single GCE call is planned.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
@@ -12,6 +12,10 @@ use crate::objects::{AFFINITY_CLIENT_IP, AFFINITY_NONE, TIER_PREMIUM, TIER_STAND
 
 pub(crate) const NETWORK_TIER_ANNOTATION: &str = "cloud.google.com/network-tier";
 pub(crate) const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
+/// ingress-gce's weighted load balancing opt-in (annotations.WeightedL4AnnotationKey) and its one
+/// value.
+pub(crate) const WEIGHTED_LB_ANNOTATION: &str = "networking.gke.io/weighted-load-balancing";
+pub(crate) const WEIGHTED_LB_PODS_PER_NODE: &str = "pods-per-node";
 
 /// Upstream gce.go health check parameters (8 s interval, 1 s timeout, 1 healthy, 3 unhealthy).
 pub(crate) const HC_CHECK_INTERVAL_SEC: i32 = 8;
@@ -20,6 +24,11 @@ pub(crate) const HC_HEALTHY_THRESHOLD: i32 = 1;
 pub(crate) const HC_UNHEALTHY_THRESHOLD: i32 = 3;
 /// Upstream's default when neither the field nor the annotation restricts sources.
 const DEFAULT_SOURCE_RANGE: &str = "0.0.0.0/0";
+/// The forwarding rule protocol of a mixed-protocol Service: every protocol to the backend
+/// service (ingress-gce's L3 rule).
+pub(crate) const PROTOCOL_L3_DEFAULT: &str = "L3_DEFAULT";
+/// The backend service protocol behind an `L3_DEFAULT` rule.
+pub(crate) const PROTOCOL_UNSPECIFIED: &str = "UNSPECIFIED";
 
 /// Where the target pool's health check probes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,10 +60,13 @@ pub(crate) struct LbSpec {
     /// `ns/name`, for descriptions.
     pub service_name: String,
     pub uid: String,
-    /// `TCP` or `UDP` (one protocol: mixed protocols are rejected).
+    /// `TCP` or `UDP`; [`PROTOCOL_L3_DEFAULT`] for a Service mixing both (accepted only by
+    /// [`LbSpec::from_service_mixed`]).
     pub protocol: String,
-    /// Service ports, sorted, deduplicated.
+    /// Service ports of all protocols, sorted, deduplicated.
     pub ports: Vec<i32>,
+    /// Protocol (`TCP`, `UDP`) -> its ports, sorted, deduplicated: two entries when mixed.
+    pub protocol_ports: BTreeMap<String, Vec<i32>>,
     /// NONE | CLIENT_IP.
     pub session_affinity: String,
     /// Normalised CIDRs (host bits cleared), sorted, deduplicated.
@@ -66,6 +78,9 @@ pub(crate) struct LbSpec {
     /// spec.loadBalancerIP, when set.
     pub requested_ip: Option<String>,
     pub health_check: HealthCheckKind,
+    /// The weighted-LB annotation says `pods-per-node` and the policy is ETP Local (ingress-gce
+    /// isWeightedLBPodsPerNode): backends weigh by the endpoint count their check reports.
+    pub weighted_pods_per_node: bool,
 }
 
 pub(crate) fn service_object(service: &Service) -> String {
@@ -76,39 +91,37 @@ pub(crate) fn service_object(service: &Service) -> String {
     )
 }
 
-/// The one protocol of all ports (TCP or UDP) and the distinct port numbers, sorted.
-fn protocol_and_ports(
-    object: &str,
-    first: &ServicePort,
-    ports: &[ServicePort],
-) -> Result<(String, Vec<i32>)> {
-    let object = object.to_owned();
-    let protocol = first.protocol.clone().unwrap_or_else(|| "TCP".into());
-    for port in &ports[1..] {
-        let other = port.protocol.clone().unwrap_or_else(|| "TCP".into());
-        if other != protocol {
-            return Err(Error::MixedProtocols {
-                object,
-                first: protocol,
-                other,
+/// Each port's protocol (TCP or UDP) with its distinct port numbers, sorted. More than one
+/// protocol is an error unless `mixed_ok`.
+fn protocol_ports(object: &str, ports: &[ServicePort], mixed_ok: bool) -> Result<BTreeMap<String, Vec<i32>>> {
+    let mut by_protocol: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();
+    let mut first: Option<String> = None;
+    for (i, port) in ports.iter().enumerate() {
+        let protocol = port.protocol.clone().unwrap_or_else(|| "TCP".into());
+        match &first {
+            None => first = Some(protocol.clone()),
+            Some(f) if *f != protocol && !mixed_ok => {
+                return Err(Error::MixedProtocols {
+                    object: object.to_owned(),
+                    first: f.clone(),
+                    other: protocol,
+                });
+            }
+            Some(_) => {}
+        }
+        if protocol != "TCP" && protocol != "UDP" {
+            return Err(Error::UnsupportedProtocol {
+                object: object.to_owned(),
+                field: format!("spec.ports[{i}].protocol"),
+                value: protocol,
             });
         }
+        by_protocol.entry(protocol).or_default().insert(port.port);
     }
-    if protocol != "TCP" && protocol != "UDP" {
-        return Err(Error::UnsupportedProtocol {
-            object,
-            field: "spec.ports[0].protocol".into(),
-            value: protocol,
-        });
-    }
-    let ports: Vec<i32> = ports
-        .iter()
-        .map(|p| p.port)
-        .collect::<BTreeSet<_>>()
+    Ok(by_protocol
         .into_iter()
-        .collect();
-
-    Ok((protocol, ports))
+        .map(|(p, set)| (p, set.into_iter().collect()))
+        .collect())
 }
 
 /// `cloud.google.com/network-tier`: the tier, and whether the annotation set it.
@@ -144,7 +157,17 @@ fn requested_ip(object: &str, ip: Option<String>) -> Result<Option<String>> {
 }
 
 impl LbSpec {
+    /// One protocol only: target-pool LBs cannot mix protocols.
     pub(crate) fn from_service(service: &Service) -> Result<Self> {
+        Self::parse(service, false)
+    }
+
+    /// TCP and UDP ports may mix (backend-service LBs: one `L3_DEFAULT` rule carries both).
+    pub(crate) fn from_service_mixed(service: &Service) -> Result<Self> {
+        Self::parse(service, true)
+    }
+
+    fn parse(service: &Service, mixed_ok: bool) -> Result<Self> {
         let object = service_object(service);
         let service_name = format!(
             "{}/{}",
@@ -162,10 +185,20 @@ impl LbSpec {
         };
         let spec = service.spec.clone().unwrap_or_default();
         let ports = spec.ports.unwrap_or_default();
-        let Some(first) = ports.first() else {
+        if ports.is_empty() {
             return Err(Error::NoPorts { object });
+        }
+        let protocol_ports = protocol_ports(&object, &ports, mixed_ok)?;
+        let protocol = match protocol_ports.keys().collect::<Vec<_>>().as_slice() {
+            [one] => (*one).clone(),
+            _ => PROTOCOL_L3_DEFAULT.to_owned(),
         };
-        let (protocol, ports) = protocol_and_ports(&object, first, &ports)?;
+        let ports: Vec<i32> = ports
+            .iter()
+            .map(|p| p.port)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
 
         // Upstream translateAffinityType: anything but ClientIP is NONE.
         let session_affinity = match spec.session_affinity.as_deref() {
@@ -193,18 +226,25 @@ impl LbSpec {
             _ => HealthCheckKind::Nodes,
         };
 
+        let weighted_pods_per_node = local
+            && annotations
+                .get(WEIGHTED_LB_ANNOTATION)
+                .is_some_and(|v| v == WEIGHTED_LB_PODS_PER_NODE);
+
         Ok(LbSpec {
             object,
             service_name,
             uid,
             protocol,
             ports,
+            protocol_ports,
             session_affinity,
             source_ranges,
             network_tier,
             network_tier_annotated,
             requested_ip,
             health_check,
+            weighted_pods_per_node,
         })
     }
 
@@ -214,27 +254,49 @@ impl LbSpec {
         format!("{min}-{max}")
     }
 
+    /// Whether TCP and UDP ports mix (the spec came from [`LbSpec::from_service_mixed`]).
+    pub(crate) fn mixed(&self) -> bool {
+        self.protocol_ports.len() > 1
+    }
+
     /// Firewall ports as upstream writes them now: consecutive ports merged into `a-b` ranges.
     pub(crate) fn firewall_port_ranges(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut iter = self.ports.iter().copied();
-        let Some(mut start) = iter.next() else { return out };
-        let mut prev = start;
-        for p in iter {
-            if p != prev + 1 {
-                out.push(range_str(start, prev));
-                start = p;
-            }
-            prev = p;
-        }
-        out.push(range_str(start, prev));
-        out
+        port_ranges(&self.ports)
+    }
+
+    /// Per protocol (lower case, as ingress-gce writes a mixed Service's firewall): its port
+    /// ranges.
+    pub(crate) fn firewall_allowed(&self) -> Vec<crate::objects::FirewallAllowed> {
+        self.protocol_ports
+            .iter()
+            .map(|(protocol, ports)| crate::objects::FirewallAllowed {
+                ip_protocol: protocol.to_lowercase(),
+                ports: port_ranges(ports),
+            })
+            .collect()
     }
 
     /// Firewall ports as older upstream versions wrote them: one entry per port.
     pub(crate) fn firewall_port_list(&self) -> Vec<String> {
         self.ports.iter().map(|p| p.to_string()).collect()
     }
+}
+
+/// Sorted ports with consecutive ones merged into `a-b` ranges.
+fn port_ranges(ports: &[i32]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut iter = ports.iter().copied();
+    let Some(mut start) = iter.next() else { return out };
+    let mut prev = start;
+    for p in iter {
+        if p != prev + 1 {
+            out.push(range_str(start, prev));
+            start = p;
+        }
+        prev = p;
+    }
+    out.push(range_str(start, prev));
+    out
 }
 
 fn range_str(a: i32, b: i32) -> String {

@@ -109,6 +109,11 @@ impl Scenario {
         self
     }
 
+    pub(crate) fn ip_families(mut self, families: &[&str]) -> Self {
+        self.spec().ip_families = Some(families.iter().map(|f| (*f).to_owned()).collect());
+        self
+    }
+
     pub(crate) fn annotation(mut self, key: &str, value: &str) -> Self {
         self.service
             .metadata

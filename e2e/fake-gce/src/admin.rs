@@ -191,7 +191,7 @@ pub fn reset(app: &App) {
     inner.calls.clear();
 }
 
-/// Creates what a new GCE project has: the `default` network.
+/// Creates what a new GCE project has: the `default` network and its subnetwork in the region.
 pub fn seed(app: &App, inner: &mut crate::app::Inner) {
     if inner
         .data
@@ -206,5 +206,15 @@ pub fn seed(app: &App, inner: &mut crate::app::Inner) {
             &Scope::Global,
             crate::resources::networks::default_network(),
         );
+    }
+    let region = Scope::Region(app.cfg.region.clone());
+    if inner
+        .data
+        .resources
+        .get(Kind::Subnetwork, &region, "default")
+        .is_none()
+    {
+        let sub = crate::resources::subnetworks::default_subnetwork(&crud::ctx(app, inner));
+        crud::put_raw(app, inner, Kind::Subnetwork, &region, sub);
     }
 }

@@ -1,6 +1,6 @@
 //! Command line and the fixed configuration of one fake project.
 use clap::Parser;
-use ipnet::Ipv4Net;
+use ipnet::{Ipv4Net, Ipv6Net};
 
 use crate::Error;
 
@@ -25,6 +25,12 @@ pub struct Cli {
     /// Pool for instance network IPs and internal addresses.
     #[arg(long, default_value = "10.128.0.0/20")]
     pub internal_range: Ipv4Net,
+    /// Pool of the /64 prefixes of subnetworks with ipv6AccessType EXTERNAL.
+    #[arg(long, default_value = "2001:db8:4000::/48")]
+    pub external_ipv6_range: Ipv6Net,
+    /// Pool of the /64 prefixes of subnetworks with ipv6AccessType INTERNAL (GCE's ULA space).
+    #[arg(long, default_value = "fd20:0:1::/48")]
+    pub internal_ipv6_range: Ipv6Net,
     /// How long an operation stays PENDING/RUNNING before it is DONE.
     #[arg(long, default_value_t = 0)]
     pub op_latency_ms: u64,
@@ -45,6 +51,8 @@ pub struct Config {
     pub zones: Vec<String>,
     pub external_range: Ipv4Net,
     pub internal_range: Ipv4Net,
+    pub external_ipv6_range: Ipv6Net,
+    pub internal_ipv6_range: Ipv6Net,
     pub op_latency_ms: u64,
     pub state_file: Option<std::path::PathBuf>,
     pub base_url: Option<String>,
@@ -60,6 +68,13 @@ impl Config {
             zones: zones.iter().map(|z| (*z).to_string()).collect(),
             external_range: Ipv4Net::new(std::net::Ipv4Addr::new(203, 0, 113, 0), 24).unwrap_or_default(),
             internal_range: Ipv4Net::new(std::net::Ipv4Addr::new(10, 128, 0, 0), 20).unwrap_or_default(),
+            external_ipv6_range: Ipv6Net::new(
+                std::net::Ipv6Addr::new(0x2001, 0xdb8, 0x4000, 0, 0, 0, 0, 0),
+                48,
+            )
+            .unwrap_or_default(),
+            internal_ipv6_range: Ipv6Net::new(std::net::Ipv6Addr::new(0xfd20, 0, 1, 0, 0, 0, 0, 0), 48)
+                .unwrap_or_default(),
             op_latency_ms: 0,
             state_file: None,
             base_url: None,
@@ -75,6 +90,16 @@ impl Config {
         for z in &self.zones {
             if !z.starts_with(&format!("{}-", self.region)) {
                 return bad(format!("zone {z} is not inside region {}", self.region));
+            }
+        }
+        for (flag, net) in [
+            ("--external-ipv6-range", self.external_ipv6_range),
+            ("--internal-ipv6-range", self.internal_ipv6_range),
+        ] {
+            if net.prefix_len() > 64 {
+                return bad(format!(
+                    "{flag} {net}: must be /64 or shorter (subnetworks get /64s)"
+                ));
             }
         }
         if let Some(b) = &self.base_url
@@ -102,6 +127,8 @@ impl Cli {
                 .collect(),
             external_range: self.external_range,
             internal_range: self.internal_range,
+            external_ipv6_range: self.external_ipv6_range,
+            internal_ipv6_range: self.internal_ipv6_range,
             op_latency_ms: self.op_latency_ms,
             state_file: self.state_file,
             base_url: self.base_url,

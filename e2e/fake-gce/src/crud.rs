@@ -9,6 +9,7 @@ mod oplog;
 
 use change::{custom_verb, delete, update};
 use done::{Done, ok};
+pub use input::ctx;
 use insert::insert;
 pub use insert::put_raw;
 pub use oplog::find_op;

@@ -19,13 +19,16 @@ pub enum Kind {
     /// Regional health checks (`regions/R/healthChecks`, regionHealthChecks in the client
     /// libraries): what backend services of external passthrough (RBS) network LBs reference.
     RegionHealthCheck,
+    /// Regional subnetworks: IPv4 range, optional IPv6 prefix; what internal addresses and
+    /// forwarding rules (and IPv6 ones of either scheme) are allocated from.
+    Subnetwork,
     /// Listed (always empty) only: gcloud's `instance-groups unmanaged` commands read it to tell
     /// managed groups apart.
     InstanceGroupManager,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::Network,
         Kind::Firewall,
         Kind::Route,
@@ -38,6 +41,7 @@ impl Kind {
         Kind::BackendService,
         Kind::HealthCheck,
         Kind::RegionHealthCheck,
+        Kind::Subnetwork,
         Kind::InstanceGroupManager,
     ];
 
@@ -56,6 +60,7 @@ impl Kind {
             // Served under regions/ only (regionBackendServices in the client libraries).
             Kind::BackendService => "backendServices",
             Kind::HealthCheck | Kind::RegionHealthCheck => "healthChecks",
+            Kind::Subnetwork => "subnetworks",
             Kind::InstanceGroupManager => "instanceGroupManagers",
         }
     }
@@ -85,7 +90,8 @@ impl Kind {
             | Kind::TargetPool
             | Kind::Address
             | Kind::BackendService
-            | Kind::RegionHealthCheck => ScopeType::Regional,
+            | Kind::RegionHealthCheck
+            | Kind::Subnetwork => ScopeType::Regional,
             Kind::Instance | Kind::InstanceGroup | Kind::InstanceGroupManager => ScopeType::Zonal,
         }
     }
@@ -104,6 +110,7 @@ impl Kind {
             Kind::InstanceGroup => "compute#instanceGroup",
             Kind::BackendService => "compute#backendService",
             Kind::HealthCheck | Kind::RegionHealthCheck => "compute#healthCheck",
+            Kind::Subnetwork => "compute#subnetwork",
             Kind::InstanceGroupManager => "compute#instanceGroupManager",
         }
     }
@@ -122,6 +129,7 @@ impl Kind {
             Kind::InstanceGroup => "instance_group",
             Kind::BackendService => "backend_service",
             Kind::HealthCheck | Kind::RegionHealthCheck => "health_check",
+            Kind::Subnetwork => "subnetwork",
             Kind::InstanceGroupManager => "instance_group_manager",
         }
     }
@@ -137,6 +145,7 @@ impl Kind {
             Kind::InstanceGroup => Some("INSTANCE_GROUPS"),
             Kind::BackendService => Some("BACKEND_SERVICES"),
             Kind::HealthCheck => Some("HEALTH_CHECKS"),
+            Kind::Subnetwork => Some("SUBNETWORKS"),
             _ => None,
         }
     }

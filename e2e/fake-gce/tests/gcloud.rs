@@ -552,3 +552,234 @@ fn gcloud_regional_health_checks_and_external_backend_services() {
     g.ok(&["compute", "health-checks", "delete", "hc", "--region", REGION]);
     g.ok(&["compute", "health-checks", "delete", "hc", "--global"]);
 }
+
+#[test]
+fn gcloud_subnetworks_ipv6_addresses_and_rules() {
+    if skip() {
+        return;
+    }
+    let fake = Fake::start(&["--op-latency-ms", "600"]);
+    let g = Gcloud::new(&fake);
+    g.ok(&[
+        "compute",
+        "networks",
+        "subnets",
+        "create",
+        "ext6",
+        "--network",
+        "default",
+        "--region",
+        REGION,
+        "--range",
+        "10.1.0.0/24",
+        "--stack-type",
+        "IPV4_IPV6",
+        "--ipv6-access-type",
+        "EXTERNAL",
+    ]);
+    // The default subnet made dual-stack the way a user would (PATCH with its fingerprint).
+    g.ok(&[
+        "compute",
+        "networks",
+        "subnets",
+        "update",
+        "default",
+        "--region",
+        REGION,
+        "--stack-type",
+        "IPV4_IPV6",
+        "--ipv6-access-type",
+        "INTERNAL",
+    ]);
+    let d = g.ok(&[
+        "compute", "networks", "subnets", "describe", "default", "--region", REGION,
+    ]);
+    assert_eq!(d["internalIpv6Prefix"], "fd20:0:1::/64", "{d}");
+    let list = g.ok(&["compute", "networks", "subnets", "list"]);
+    assert_eq!(names(&list), ["default", "ext6"], "{list}");
+    let d = g.ok(&[
+        "compute", "networks", "subnets", "describe", "ext6", "--region", REGION,
+    ]);
+    assert_eq!(d["stackType"], "IPV4_IPV6", "{d}");
+    assert_eq!(d["ipv6AccessType"], "EXTERNAL");
+    assert_eq!(d["externalIpv6Prefix"], "2001:db8:4000::/64");
+    assert_eq!(d["ipCidrRange"], "10.1.0.0/24");
+    // A subnet that does not exist: GCE's error reaches the user.
+    let out = g.run(&[
+        "compute",
+        "addresses",
+        "create",
+        "ilb",
+        "--region",
+        REGION,
+        "--subnet",
+        "missing",
+    ]);
+    assert!(!out.ok);
+    assert!(
+        out.stderr
+            .contains("The referenced subnetwork resource cannot be found"),
+        "{}",
+        out.stderr
+    );
+    // An external IPv6 address reserved in the dual-stack subnet, read back.
+    g.ok(&[
+        "compute",
+        "addresses",
+        "create",
+        "v6",
+        "--region",
+        REGION,
+        "--subnet",
+        "ext6",
+        "--ip-version",
+        "IPV6",
+        "--endpoint-type",
+        "NETLB",
+    ]);
+    let a = g.ok(&["compute", "addresses", "describe", "v6", "--region", REGION]);
+    assert_eq!(a["ipVersion"], "IPV6", "{a}");
+    assert_eq!(a["prefixLength"], 96, "{a}");
+    assert!(
+        a["address"].as_str().unwrap().starts_with("2001:db8:4000::"),
+        "{a}"
+    );
+
+    // An external IPv6 forwarding rule (an RBS NetLB's) created and read back with gcloud.
+    fake.mutate_ok(
+        "POST",
+        &fake.api(&format!("zones/{ZONE_B}/instanceGroups")),
+        &json!({"name": "ig"}),
+    );
+    fake.mutate_ok(
+        "POST",
+        &fake.api(&format!("regions/{REGION}/healthChecks")),
+        &json!({"name": "rhc", "type": "HTTP"}),
+    );
+    fake.mutate_ok(
+        "POST",
+        &fake.api(&format!("regions/{REGION}/backendServices")),
+        &json!({"name": "xbs", "loadBalancingScheme": "EXTERNAL", "protocol": "TCP",
+                "healthChecks": [fake.link(&format!("regions/{REGION}/healthChecks/rhc"))],
+                "backends": [{"group": fake.link(&format!("zones/{ZONE_B}/instanceGroups/ig"))}]}),
+    );
+    g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "create",
+        "a1-ipv6",
+        "--region",
+        REGION,
+        "--backend-service",
+        "xbs",
+        "--backend-service-region",
+        REGION,
+        "--ip-version",
+        "IPV6",
+        "--subnet",
+        "ext6",
+        "--ports",
+        "80",
+    ]);
+    let fr = g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "describe",
+        "a1-ipv6",
+        "--region",
+        REGION,
+    ]);
+    assert_eq!(fr["ipVersion"], "IPV6", "{fr}");
+    assert_eq!(fr["loadBalancingScheme"], "EXTERNAL", "{fr}");
+    let ip = fr["IPAddress"].as_str().unwrap();
+    assert!(ip.starts_with("2001:db8:4000::") && ip.ends_with("/96"), "{fr}");
+    assert_eq!(
+        fr["subnetwork"],
+        fake.link(&format!("regions/{REGION}/subnetworks/ext6"))
+    );
+}
+
+/// Issue 34's objects read back with the real gcloud: an UNSPECIFIED backend service with
+/// `localityLbPolicy: WEIGHTED_MAGLEV` (weighted LB) and an L3_DEFAULT all-ports rule (mixed
+/// protocols) over it.
+#[test]
+fn gcloud_l3_default_rule_and_weighted_backend_service() {
+    if skip() {
+        return;
+    }
+    let fake = Fake::start(&[]);
+    let g = Gcloud::new(&fake);
+    g.ok(&[
+        "compute",
+        "health-checks",
+        "create",
+        "http",
+        "hc",
+        "--region",
+        REGION,
+        "--port",
+        "31000",
+        "--request-path",
+        "/healthz",
+    ]);
+    g.ok(&[
+        "compute",
+        "backend-services",
+        "create",
+        "bs",
+        "--region",
+        REGION,
+        "--load-balancing-scheme",
+        "EXTERNAL",
+        "--protocol",
+        "UNSPECIFIED",
+        "--health-checks",
+        "hc",
+        "--health-checks-region",
+        REGION,
+        "--locality-lb-policy",
+        "WEIGHTED_MAGLEV",
+    ]);
+    let bs = g.ok(&[
+        "compute",
+        "backend-services",
+        "describe",
+        "bs",
+        "--region",
+        REGION,
+    ]);
+    assert_eq!(bs["protocol"], "UNSPECIFIED", "{bs}");
+    assert_eq!(bs["localityLbPolicy"], "WEIGHTED_MAGLEV", "{bs}");
+    g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "create",
+        "fr",
+        "--region",
+        REGION,
+        "--load-balancing-scheme",
+        "EXTERNAL",
+        "--ip-protocol",
+        "L3_DEFAULT",
+        "--ports",
+        "ALL",
+        "--backend-service",
+        "bs",
+        "--backend-service-region",
+        REGION,
+    ]);
+    let fr = g.ok(&[
+        "compute",
+        "forwarding-rules",
+        "describe",
+        "fr",
+        "--region",
+        REGION,
+    ]);
+    assert_eq!(fr["IPProtocol"], "L3_DEFAULT", "{fr}");
+    assert_eq!(fr["allPorts"], true, "{fr}");
+    assert!(fr.get("portRange").is_none(), "{fr}");
+    g.ok(&["compute", "forwarding-rules", "delete", "fr", "--region", REGION]);
+    g.ok(&["compute", "backend-services", "delete", "bs", "--region", REGION]);
+    g.ok(&["compute", "health-checks", "delete", "hc", "--region", REGION]);
+}

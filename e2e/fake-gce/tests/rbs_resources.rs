@@ -173,3 +173,61 @@ fn internal_backend_service_may_use_a_regional_check() {
         fake.link(&format!("regions/{REGION}/healthChecks/rhc"))
     );
 }
+
+/// Mixed protocols (an L3_DEFAULT rule over an UNSPECIFIED backend service) and weighted load
+/// balancing (`localityLbPolicy: WEIGHTED_MAGLEV`), accepted and refused as GCE does.
+#[test]
+fn l3_default_rules_and_weighted_maglev() {
+    let fake = Fake::start(&[]);
+    fake.add_instance("n1", ZONE_B, &[]);
+    let r = |rest: &str| fake.api(&format!("regions/{REGION}/{rest}"));
+    fake.mutate_ok(
+        "POST",
+        &fake.api(&format!("zones/{ZONE_B}/instanceGroups")),
+        &json!({"name": "ig"}),
+    );
+    fake.mutate_ok("POST", &r("healthChecks"), &http_check("rhc", 31000));
+    let hc = fake.link(&format!("regions/{REGION}/healthChecks/rhc"));
+    let group = fake.link(&format!("zones/{ZONE_B}/instanceGroups/ig"));
+    let bs = |name: &str, scheme: &str, policy: &str| {
+        json!({"name": name, "loadBalancingScheme": scheme, "protocol": "UNSPECIFIED",
+               "healthChecks": [hc], "backends": [{"group": group}], "localityLbPolicy": policy})
+    };
+    let bss = r("backendServices");
+    for (scheme, policy) in [("EXTERNAL", "FASTEST"), ("INTERNAL", "WEIGHTED_MAGLEV")] {
+        let (s, e) = fake.post(&bss, &bs("bad", scheme, policy));
+        assert_eq!((s, reason(&e)), (400, "invalid"), "{scheme} {policy}: {e}");
+    }
+    fake.mutate_ok("POST", &bss, &bs("bs", "EXTERNAL", "WEIGHTED_MAGLEV"));
+    let got = fake.get(&format!("{bss}/bs")).1;
+    assert_eq!(
+        (got["protocol"].as_str(), got["localityLbPolicy"].as_str()),
+        (Some("UNSPECIFIED"), Some("WEIGHTED_MAGLEV"))
+    );
+
+    let frs = r("forwardingRules");
+    let bs_link = fake.link(&format!("regions/{REGION}/backendServices/bs"));
+    let rule = |proto: &str, extra: Value| {
+        let mut v = json!({"name": "fr", "loadBalancingScheme": "EXTERNAL", "IPProtocol": proto,
+                           "backendService": bs_link});
+        if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
+            v.extend(extra);
+        }
+        v
+    };
+    for (proto, extra) in [
+        // L3_DEFAULT needs allPorts, and allPorts excludes a range.
+        ("L3_DEFAULT", json!({})),
+        ("L3_DEFAULT", json!({"allPorts": true, "portRange": "80-80"})),
+        // A TCP rule cannot use an UNSPECIFIED backend service on EXTERNAL.
+        ("TCP", json!({"portRange": "80-80"})),
+    ] {
+        let (s, e) = fake.post(&frs, &rule(proto, extra.clone()));
+        assert_eq!((s, reason(&e)), (400, "invalid"), "{proto} {extra}: {e}");
+    }
+    fake.mutate_ok("POST", &frs, &rule("L3_DEFAULT", json!({"allPorts": true})));
+    let fr = fake.get(&format!("{frs}/fr")).1;
+    assert_eq!(fr["IPProtocol"], "L3_DEFAULT");
+    assert_eq!(fr["allPorts"], true);
+    assert!(fr.get("portRange").is_none(), "{fr}");
+}

@@ -30,6 +30,8 @@ pub fn run(gce: &str, dev: &str) -> Result<()> {
 
 fn tick(gce: &str, dev: &str, health: &mut lb_health::Checker, last_fw: &mut String) -> Result<()> {
     let state = http::json("GET", &format!("{gce}/_fake/state"), "application/json", None)?;
+    // The ECMP hash of a namespace the lab did not make is left as it is (weights apply, but
+    // with address hashing one client's connections stay on one member).
     let inst = instances(&state, dev);
     let want = vpc::wanted_routes(&state, &inst, health);
     vpc::program_routes(&want)?;

@@ -28,6 +28,12 @@ pub fn request(
     Ok((reply.status, reply.text()))
 }
 
+/// A GET's status and response head (status line and headers), for a health check's headers.
+pub fn get_head(url: &str, timeout: Duration) -> Result<(u16, String)> {
+    let reply = http::request_url(url, Request::new("GET", "", timeout))?;
+    Ok((reply.status, reply.head))
+}
+
 /// JSON request that must succeed (2xx).
 pub fn json(method: &str, url: &str, content_type: &str, body: Option<&Value>) -> Result<Value> {
     let text = body.map(Value::to_string).unwrap_or_default();

@@ -28,6 +28,9 @@ pub struct Target {
     /// Normalized checks: `name` (`<collection>/<name>`), `port`, `requestPath`, `timeoutSec`,
     /// `healthyThreshold`, `unhealthyThreshold`.
     pub checks: Vec<Value>,
+    /// The backend service's `localityLbPolicy` is `WEIGHTED_MAGLEV`: new connections split by the
+    /// weight each member's check answers with (`X-Load-Balancing-Endpoint-Weight`).
+    pub weighted: bool,
 }
 
 /// The part of an INTERNAL forwarding rule the VPC's filter needs: where and what it accepts.
@@ -109,7 +112,8 @@ fn checks(urls: &[Value], objs: &BTreeMap<String, Value>, collection: &str) -> V
 
 /// Every forwarding rule whose backends exist, with its members (instances the lab runs, by name in
 /// `inst`) and checks: through its `backendService` when it has one (whatever its scheme), else its
-/// `target` pool. Rules of unknown pools or backend services are left out (nothing to deliver to).
+/// `target` pool. Rules of unknown pools or backend services are left out (nothing to deliver to),
+/// and so are IPv6 rules (`IPAddress` `ADDR/96`): the lab's VPC routes IPv4 only.
 pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
     let pools = by_link(gce, "targetPools");
     let legacy = by_link(gce, "httpHealthChecks");
@@ -120,7 +124,7 @@ pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
     let mut out = Vec::new();
     for fr in arr(&gce["forwardingRules"]) {
         let ip = s(&fr["IPAddress"]).to_owned();
-        if ip.is_empty() {
+        if !is_ipv4(&ip) {
             continue;
         }
         let target = if !s(&fr["backendService"]).is_empty() {
@@ -138,6 +142,7 @@ pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
                 ip,
                 members: group_members(bs, &groups, inst),
                 checks: c,
+                weighted: bs["localityLbPolicy"] == "WEIGHTED_MAGLEV",
             }
         } else {
             let Some(pool) = find(&pools, s(&fr["target"])) else {
@@ -147,6 +152,7 @@ pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
                 ip,
                 members: members(arr(&pool["instances"]), inst),
                 checks: checks(arr(&pool["healthChecks"]), &legacy, "httpHealthChecks"),
+                weighted: false,
             }
         };
         out.push(target);
@@ -187,11 +193,16 @@ pub fn hops(t: &Target, mut healthy: impl FnMut(&str, &Value) -> bool) -> Vec<Ho
     if up.is_empty() { t.members.clone() } else { up }
 }
 
-/// The INTERNAL forwarding rules, sorted by name.
+/// Whether a rule's `IPAddress` is an IPv4 address (GCE's IPv6 rules carry `ADDR/96`).
+fn is_ipv4(ip: &str) -> bool {
+    ip.parse::<std::net::Ipv4Addr>().is_ok()
+}
+
+/// The INTERNAL IPv4 forwarding rules, sorted by name.
 pub fn internal_rules(gce: &Value) -> Vec<InternalRule> {
     let mut out: Vec<InternalRule> = arr(&gce["forwardingRules"])
         .iter()
-        .filter(|fr| is_internal(fr) && !s(&fr["IPAddress"]).is_empty())
+        .filter(|fr| is_internal(fr) && is_ipv4(s(&fr["IPAddress"])))
         .map(|fr| {
             let proto = s(&fr["IPProtocol"]).to_ascii_lowercase();
             InternalRule {

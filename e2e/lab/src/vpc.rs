@@ -25,6 +25,13 @@ use crate::{firewall, gce, http, kubelet, lb_health, lb_targets, netns};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.
 const PROTO: &str = "99";
+/// The header a weighted backend service reads a member's weight from (GCE WEIGHTED_MAGLEV).
+const WEIGHT_HEADER: &str = "x-load-balancing-endpoint-weight";
+/// The kernel's largest nexthop weight.
+const MAX_NEXTHOP_WEIGHT: u64 = 256;
+
+/// A route's next hop: (IP, dev, weight).
+pub type WeightedHop = (String, String, u64);
 
 /// Creates the `vpc` namespace, the two outside clients linked to it (`client` over `cl`, `client2`
 /// over `cl2`: two sources for loadBalancerSourceRanges) and the `vm` inside the VPC (over `vm`).
@@ -96,6 +103,7 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
     }
     let want = wanted_routes(&gce, &inst, health);
     program_routes(&want)?;
+    program_hash_policy(&gce, &inst)?;
     let links: Vec<lb_targets::Hop> = st
         .nodes
         .iter()
@@ -120,17 +128,17 @@ pub(crate) fn apply_firewall(gce: &Value, links: &[lb_targets::Hop], last_fw: &m
     Ok(())
 }
 
-/// What GCE's network does with packets, as kernel routes: destination -> next hops (IP, dev). GCE routes
-/// go to their instance; a forwarding rule's IP to the healthy members of its backends (probed here, with
-/// the checks' thresholds). `inst` maps instance name -> (IP, link to it).
+/// What GCE's network does with packets, as kernel routes: destination -> next hops (IP, dev,
+/// weight). GCE routes go to their instance; a forwarding rule's IP to the healthy members of its
+/// backends (probed here, with the checks' thresholds), weighted by their checks' answers when the
+/// backend service is. `inst` maps instance name -> (IP, link to it).
 pub(crate) fn wanted_routes(
     gce: &Value,
     inst: &BTreeMap<String, (String, String)>,
     health: &mut lb_health::Checker,
-) -> BTreeMap<String, Vec<(String, String)>> {
+) -> BTreeMap<String, Vec<WeightedHop>> {
     let arr = |k: &str| gce[k].as_array().cloned().unwrap_or_default();
-    // Destination -> next hops (IP, dev).
-    let mut want: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let mut want: BTreeMap<String, Vec<WeightedHop>> = BTreeMap::new();
     for r in arr("routes") {
         let dest = r["destRange"].as_str().unwrap_or_default();
         let hop = r["nextHopInstance"]
@@ -140,23 +148,29 @@ pub(crate) fn wanted_routes(
                 let ip = r["nextHopIp"].as_str()?;
                 inst.values().find(|(i, _)| i == ip).cloned()
             });
-        if let Some(hop) = hop {
-            want.entry(dest.to_owned()).or_default().push(hop);
+        if let Some((ip, dev)) = hop {
+            want.entry(dest.to_owned()).or_default().push((ip, dev, 1));
         }
     }
     // One probe per member and check per tick, however many rules share the check.
     let mut decided: BTreeMap<(String, String), bool> = BTreeMap::new();
+    let mut weights: BTreeMap<(String, String), u64> = BTreeMap::new();
     for t in lb_targets::targets(gce, inst) {
         let hops = lb_targets::hops(&t, |mip, h| {
             let key = (mip.to_owned(), h["name"].as_str().unwrap_or_default().to_owned());
-            *decided
-                .entry(key)
-                .or_insert_with(|| health.observe(mip, h, probe(mip, h)))
+            *decided.entry(key.clone()).or_insert_with(|| {
+                let (passed, weight) = probe(mip, h);
+                if let Some(w) = weight {
+                    weights.insert(key, w);
+                }
+                health.observe(mip, h, passed)
+            })
         });
+        let hops = weigh(&t, hops, &weights);
         // Rules sharing an IP (TCP and UDP of one internal LB) reach the union of their members.
         let to = want.entry(format!("{}/32", t.ip)).or_default();
         for hop in hops {
-            if !to.contains(&hop) {
+            if !to.iter().any(|(ip, dev, _)| (ip, dev) == (&hop.0, &hop.1)) {
                 to.push(hop);
             }
         }
@@ -166,22 +180,89 @@ pub(crate) fn wanted_routes(
     want
 }
 
-/// HTTP health check of one member (GCE: 200 within the check's timeoutSec is a pass).
-fn probe(ip: &str, hc: &Value) -> bool {
+/// Each hop's weight: 1, or for a weighted target the weight its (first) check answered with,
+/// scaled into the kernel's 1..=256. Members answering 0 take no new connections (unless all do,
+/// then all share equally), as GCE's weighted balancing treats a zero weight.
+fn weigh(
+    t: &lb_targets::Target,
+    hops: Vec<(String, String)>,
+    weights: &BTreeMap<(String, String), u64>,
+) -> Vec<WeightedHop> {
+    let check = t
+        .checks
+        .first()
+        .and_then(|h| h["name"].as_str())
+        .unwrap_or_default();
+    let weight_of = |ip: &str| {
+        if t.weighted {
+            weights
+                .get(&(ip.to_owned(), check.to_owned()))
+                .copied()
+                .unwrap_or(1)
+        } else {
+            1
+        }
+    };
+    let raw: Vec<(String, String, u64)> = hops
+        .into_iter()
+        .map(|(ip, dev)| {
+            let w = weight_of(&ip);
+            (ip, dev, w)
+        })
+        .collect();
+    let max = raw.iter().map(|h| h.2).max().unwrap_or(0);
+    if max == 0 {
+        return raw.into_iter().map(|(ip, dev, _)| (ip, dev, 1)).collect();
+    }
+    let scale = max.div_ceil(MAX_NEXTHOP_WEIGHT);
+    raw.into_iter()
+        .filter(|h| h.2 > 0)
+        .map(|(ip, dev, w)| (ip, dev, (w / scale).max(1)))
+        .collect()
+}
+
+/// HTTP health check of one member (GCE: 200 within the check's timeoutSec is a pass) and the
+/// weight its answer carries, if any.
+fn probe(ip: &str, hc: &Value) -> (bool, Option<u64>) {
     let port = hc["port"].as_u64().unwrap_or(80);
     let path = hc["requestPath"].as_str().unwrap_or("/");
     let timeout = Duration::from_secs(hc["timeoutSec"].as_u64().unwrap_or(1).clamp(1, 5));
-    http::request(
-        "GET",
-        &format!("http://{ip}:{port}{path}"),
-        "text/plain",
-        "",
-        timeout,
-    )
-    .is_ok_and(|(code, _)| code == 200)
+    match http::get_head(&format!("http://{ip}:{port}{path}"), timeout) {
+        Ok((code, head)) => (code == 200, header_weight(&head)),
+        Err(_) => (false, None),
+    }
 }
 
-pub(crate) fn program_routes(want: &BTreeMap<String, Vec<(String, String)>>) -> Result<()> {
+/// The weight header's value in a response head.
+pub(crate) fn header_weight(head: &str) -> Option<u64> {
+    head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        if name.trim().eq_ignore_ascii_case(WEIGHT_HEADER) {
+            value.trim().parse().ok()
+        } else {
+            None
+        }
+    })
+}
+
+/// The kernel's ECMP hash, which is one per namespace where GCE has one per load balancer: by
+/// the 5-tuple while a weighted backend service exists (its split is measured over one client's
+/// connections), else by the addresses only (the default, which keeps one client on one node as a
+/// CLIENT_IP affinity needs).
+pub(crate) fn program_hash_policy(gce: &Value, inst: &BTreeMap<String, (String, String)>) -> Result<()> {
+    let weighted = lb_targets::targets(gce, inst).iter().any(|t| t.weighted);
+    let path = "/proc/sys/net/ipv4/fib_multipath_hash_policy";
+    let want = if weighted { "1" } else { "0" };
+    if std::fs::read_to_string(path)
+        .map(|v| v.trim() != want)
+        .unwrap_or(true)
+    {
+        std::fs::write(path, want)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn program_routes(want: &BTreeMap<String, Vec<WeightedHop>>) -> Result<()> {
     let have = netns::run(&["ip", "-j", "route", "show", "proto", PROTO])?;
     let have: Vec<Value> = serde_json::from_str(&have).unwrap_or_default();
     let have: BTreeSet<String> = have
@@ -203,16 +284,18 @@ pub(crate) fn program_routes(want: &BTreeMap<String, Vec<(String, String)>>) -> 
             .iter()
             .map(|s| s.to_string())
             .collect();
-        if let [(ip, dev)] = hops.as_slice() {
+        if let [(ip, dev, _)] = hops.as_slice() {
             args.extend(["via".into(), ip.clone(), "dev".into(), dev.clone()]);
         } else {
-            for (ip, dev) in hops {
+            for (ip, dev, weight) in hops {
                 args.extend([
                     "nexthop".into(),
                     "via".into(),
                     ip.clone(),
                     "dev".into(),
                     dev.clone(),
+                    "weight".into(),
+                    weight.to_string(),
                 ]);
             }
         }
@@ -221,3 +304,6 @@ pub(crate) fn program_routes(want: &BTreeMap<String, Vec<(String, String)>>) -> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,7 +10,7 @@
 mod scenarios;
 mod support;
 
-use scenarios::{basics, internal, lifecycle, rbs, takeover};
+use scenarios::{basics, internal, lifecycle, rbs, rbs_mixed, takeover};
 use support::{Feature, Scenario};
 
 #[test]
@@ -81,6 +81,15 @@ fn services_load_balancers_and_failures_end_to_end() {
     s.step(
         "RBS NetLB (--rbs-netlb): built, reachable, switched to a target pool and back, deleted without leaks",
         rbs::rbs_netlb,
+    );
+    s.step(
+        "mixed protocols: a TCP+UDP RBS Service answers on both through one L3_DEFAULT rule",
+        rbs_mixed::mixed_protocols,
+    );
+    s.step_needing(
+        Feature::HealthCheckedLb,
+        "weighted LB (pods-per-node): 1000 connections split 1:3 like the pods per node",
+        rbs_mixed::weighted,
     );
     s.step(
         "internal LB: a VPC VM reaches it, the internet client does not",

@@ -51,7 +51,10 @@ pub(crate) async fn ensure_ilb(
     let (plan, obs, announced) = match ensure_ilb_rounds(&RealGce::new(sh), &events, input).await {
         Ok(IlbEnsured::Converged { plan, obs, announced }) => (plan, obs, announced),
         Ok(IlbEnsured::Invalid(e)) => return Ok(invalid_service(svc, sh, &e).await),
-        Err(f) => return Err(sync_failed(svc, sh, None, None, f.error).await),
+        Err(f) => {
+            let e = explain_subnet(f.error, &spec, &sh.cfg);
+            return Err(sync_failed(svc, sh, None, None, e).await);
+        }
     };
     let (o, links) = *obs;
     let ip = plan.ingress_ip.clone();
@@ -63,6 +66,20 @@ pub(crate) async fn ensure_ilb(
     st.gce = Some(gce_resources(&names, &o, &links));
     record::write(&sh.client, svc, st).await;
     Ok(kube::runtime::controller::Action::requeue(sh.tuning.lb_resync))
+}
+
+/// GCE's bare "subnetwork cannot be found" becomes an error naming the Service and the
+/// annotation (or cluster setting) that chose the subnetwork.
+fn explain_subnet(e: SyncError, spec: &IlbSpec, cfg: &crate::config::Config) -> SyncError {
+    match e {
+        SyncError::Gce(g) if crate::lb::internal::is_missing_subnet(g.status, &g.message) => {
+            SyncError::Explained {
+                hint: spec.missing_subnet_hint(cfg),
+                source: g,
+            }
+        }
+        e => e,
+    }
 }
 
 /// The CloudLoadBalancer record's view of an internal LB: scheme, rule, backend service,

@@ -54,7 +54,12 @@ fn names_of(svc: &Service, sh: &Shared) -> crate::Result<RbsNames> {
 /// Builds or repairs the RBS NetLB; Ok(requeue) with status, annotations and record written.
 pub(crate) async fn ensure_rbs(svc: &Service, ctx: &LbCtx) -> Result<Requeue, SyncError> {
     let sh = &ctx.shared;
-    let (names, spec) = match names_of(svc, sh).and_then(|n| Ok((n, LbSpec::from_service(svc)?))) {
+    let checked = names_of(svc, sh).and_then(|n| {
+        let spec = LbSpec::from_service_mixed(svc)?;
+        crate::lb::families::require_ipv4(svc, &spec.object, "a backend-service network")?;
+        Ok((n, spec))
+    });
+    let (names, spec) = match checked {
         Ok(x) => x,
         Err(e) => return Ok(invalid_service(svc, sh, &e).await),
     };

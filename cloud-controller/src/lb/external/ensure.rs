@@ -57,6 +57,7 @@ pub(crate) fn ensure(
     observed: &Observed,
 ) -> Result<EnsurePlan> {
     let mut spec = LbSpec::from_service(service)?;
+    crate::lb::families::require_ipv4(service, &spec.object, "a target-pool")?;
     let names = LbNames::new(&spec.uid, &cfg.cluster_id, &spec.object)?;
     if forwarding_rule_is_foreign(observed.forwarding_rule.as_ref()) {
         return Ok(EnsurePlan {

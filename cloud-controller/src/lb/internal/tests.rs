@@ -8,11 +8,11 @@ use crate::objects::action::Action;
 use crate::objects::observed::IlbObserved;
 use crate::testutil::{Scenario, config};
 
-fn ilb(s: Scenario) -> Scenario {
+pub(super) fn ilb(s: Scenario) -> Scenario {
     s.annotation("networking.gke.io/load-balancer-type", "Internal")
 }
 
-fn setup(s: &Scenario) -> (IlbSpec, IlbNames, DesiredIlb, Config) {
+pub(super) fn setup(s: &Scenario) -> (IlbSpec, IlbNames, DesiredIlb, Config) {
     let cfg = config();
     let spec = IlbSpec::from_service(&s.service).unwrap();
     let names = IlbNames::new(&spec.base.uid, &cfg.cluster_id, &spec.base.object).unwrap();
@@ -93,7 +93,7 @@ fn apply(o: &mut IlbObserved, actions: &[Action], ip: &str) {
     }
 }
 
-fn converge(s: &Scenario, o: &mut IlbObserved) -> Vec<Vec<Action>> {
+pub(super) fn converge(s: &Scenario, o: &mut IlbObserved) -> Vec<Vec<Action>> {
     let (_, _, d, cfg) = setup(s);
     let mut rounds = Vec::new();
     for _ in 0..4 {
@@ -160,6 +160,35 @@ fn more_than_five_ports_use_all_ports_and_annotations_apply() {
     assert_eq!(d.backend_service.protocol, "UDP");
     let bad = ilb(Scenario::new()).annotation(SUBNET_ANNOTATION, "Not_A_Name");
     assert!(IlbSpec::from_service(&bad.service).is_err());
+}
+
+#[test]
+fn missing_subnet_hint_names_the_annotation_or_the_cluster_setting() {
+    let s = ilb(Scenario::new()).annotation(SUBNET_ANNOTATION, "ilb-subnet");
+    let (spec, _, _, cfg) = setup(&s);
+    let hint = spec.missing_subnet_hint(&cfg);
+    assert!(hint.starts_with(&format!("{}: ", spec.base.object)), "{hint}");
+    assert!(
+        hint.contains(&format!("metadata.annotations[{SUBNET_ANNOTATION}]: subnetwork \"ilb-subnet\" does not exist in region {}", cfg.region)),
+        "{hint}"
+    );
+    let (plain, _, _, cfg) = setup(&ilb(Scenario::new()));
+    let hint = plain.missing_subnet_hint(&cfg);
+    assert!(
+        hint.contains(&format!("the cluster's subnetwork {:?}", cfg.subnetwork))
+            && !hint.contains("annotations"),
+        "{hint}"
+    );
+    let gce = "Invalid value for field 'resource.subnetwork': 'projects/p/regions/r/subnetworks/x'. The referenced subnetwork resource cannot be found.";
+    assert!(is_missing_subnet(Some(400), gce));
+    assert!(
+        !is_missing_subnet(Some(404), gce),
+        "other statuses are other errors"
+    );
+    assert!(!is_missing_subnet(
+        Some(400),
+        "Invalid value for field 'resource.ports'"
+    ));
 }
 
 #[test]

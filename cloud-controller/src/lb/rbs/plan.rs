@@ -6,7 +6,9 @@ use crate::config::Config;
 use crate::lb::backend_service::{BackendServicePlan, plan_backend_service};
 use crate::lb::drift::{self, health_check_v1_differs, merged_health_check_v1};
 use crate::lb::hosts::plan_group_members;
-use crate::lb::rbs::{DesiredRbs, forwarding_rule_for, nodes_firewall};
+use crate::lb::rbs::{
+    DesiredRbs, LOCALITY_MAGLEV, LOCALITY_WEIGHTED_MAGLEV, forwarding_rule_for, nodes_firewall,
+};
 use crate::naming::l4::{RbsNames, l4_description};
 use crate::objects::action::Action;
 use crate::objects::observed::RbsObserved;
@@ -18,6 +20,7 @@ pub(crate) fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool 
         && have.ip_protocol == want.ip_protocol
         && have.load_balancing_scheme == want.load_balancing_scheme
         && have.port_range == want.port_range
+        && have.all_ports == want.all_ports
         && have.network_tier == want.network_tier
         && have.target.is_empty()
         && objects::same_link(&have.backend_service, &want.backend_service)
@@ -44,6 +47,33 @@ pub(crate) fn backend_services_equal(have: &BackendService, want: &BackendServic
         && groups(&have.backends) == groups(&want.backends)
         && draining(have).unwrap_or(0) == draining(want).unwrap_or(0)
         && spillover(have) == spillover(want)
+        && locality_equal(&have.locality_lb_policy, &want.locality_lb_policy)
+}
+
+/// ingress-gce backendSvcEqual: unset and MAGLEV are the same policy (MAGLEV is GCE's default).
+fn locality_equal(have: &str, want: &str) -> bool {
+    let norm = |p: &str| {
+        if p.is_empty() {
+            LOCALITY_MAGLEV.to_owned()
+        } else {
+            p.to_owned()
+        }
+    };
+    norm(have) == norm(want)
+}
+
+/// The backend service to want against GCE's copy: turning weighting off on a backend service
+/// that has a policy sets MAGLEV explicitly (ingress-gce EnsureL4BackendService), so the update
+/// cannot leave WEIGHTED_MAGLEV in place.
+fn with_locality(want: &BackendService, have: Option<&BackendService>) -> BackendService {
+    let had_policy = have.is_some_and(|h| {
+        h.locality_lb_policy == LOCALITY_WEIGHTED_MAGLEV || h.locality_lb_policy == LOCALITY_MAGLEV
+    });
+    let mut want = want.clone();
+    if want.locality_lb_policy.is_empty() && had_policy {
+        want.locality_lb_policy = LOCALITY_MAGLEV.to_owned();
+    }
+    want
 }
 
 /// Desired vs observed -> ordered calls. Empty when GCE matches.
@@ -58,7 +88,7 @@ pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> Back
     );
     plan_health_check(d, o, &mut actions);
     let old_hc = plan_backend_service(
-        &d.backend_service,
+        &with_locality(&d.backend_service, o.backend_service.as_ref()),
         o.backend_service.as_ref(),
         backend_services_equal,
         &mut actions,

@@ -31,7 +31,7 @@ fn scenario() -> Scenario {
 
 fn build(s: &Scenario) -> DesiredRbs {
     let cfg = config();
-    let spec = LbSpec::from_service(&s.service).expect("valid service");
+    let spec = LbSpec::from_service_mixed(&s.service).expect("valid service");
     let names = RbsNames::new(
         &L4Namer::new("kubesystem-uid1"),
         &cfg.cluster_id,

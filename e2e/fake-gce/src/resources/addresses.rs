@@ -2,7 +2,7 @@
 //! forwarding rules that carry the same IP, as GCE reports them.
 use serde_json::{Map, Value, json};
 
-use super::{Ctx, default, ips};
+use super::{Ctx, default, ips, subnetworks};
 use crate::errors::ApiError;
 use crate::kind::Kind;
 use crate::store::Resources;
@@ -26,6 +26,14 @@ pub fn prepare(
         validate::one_of("resource.networkTier", &tier, &["PREMIUM", "STANDARD"])?;
     }
     let own_link = existing.and_then(|e| e["selfLink"].as_str());
+    let sub = subnetwork(ctx, &mut obj, &addr_type)?;
+    let version = validate::opt_str(&obj, "ipVersion")?
+        .unwrap_or("IPV4")
+        .to_string();
+    validate::one_of("resource.ipVersion", &version, &["IPV4", "IPV6"])?;
+    if version == "IPV6" {
+        return v6(ctx, obj, sub, &addr_type, own_link);
+    }
     match validate::opt_str(&obj, "address")? {
         Some(ip) => {
             validate::ip("resource.address", ip)?;
@@ -43,15 +51,93 @@ pub fn prepare(
             }
         }
         None => {
-            let pool = if addr_type == "EXTERNAL" {
-                ctx.cfg.external_range
-            } else {
-                ctx.cfg.internal_range
+            let pool = match sub {
+                Some(sub) => subnetworks::v4_range(sub).unwrap_or(ctx.cfg.internal_range),
+                None if addr_type == "EXTERNAL" => ctx.cfg.external_range,
+                None => ctx.cfg.internal_range,
             };
             let ip = ips::allocate(pool, ctx.res, &addr_type.to_ascii_lowercase())?;
             obj.insert("address".into(), json!(ip.to_string()));
         }
     }
+    obj.insert("status".into(), json!("RESERVED"));
+    obj.remove("users");
+    Ok(obj)
+}
+
+/// The address's subnetwork, which must exist: named, or (INTERNAL) the default network's one in
+/// the region. EXTERNAL IPv4 addresses have none.
+fn subnetwork<'a>(
+    ctx: &'a Ctx<'_>,
+    obj: &mut Map<String, Value>,
+    addr_type: &str,
+) -> Result<Option<&'a Value>, ApiError> {
+    let sub = match validate::opt_str(obj, "subnetwork")? {
+        Some(s) => Some(subnetworks::resolve(ctx, "resource.subnetwork", s)?),
+        None if addr_type == "INTERNAL" => {
+            let net = ctx
+                .urls
+                .link(&crate::scope::Scope::Global, Kind::Network, "default");
+            subnetworks::default_for(ctx, &net).ok()
+        }
+        None => None,
+    };
+    if let Some(s) = sub {
+        obj.insert("subnetwork".into(), s["selfLink"].clone());
+    }
+    Ok(sub)
+}
+
+/// An IPv6 address: a /96 of the subnetwork's prefix of the address type's access type
+/// (`prefixLength` 96), as GCE reserves them for IPv6 forwarding rules.
+fn v6(
+    ctx: &Ctx<'_>,
+    mut obj: Map<String, Value>,
+    sub: Option<&Value>,
+    addr_type: &str,
+    own_link: Option<&str>,
+) -> Result<Map<String, Value>, ApiError> {
+    let sub = sub.ok_or_else(|| ApiError::required("resource.subnetwork"))?;
+    let prefix = match subnetworks::v6_prefix(sub) {
+        Some((p, access)) if access == addr_type => p,
+        _ => {
+            return Err(ApiError::invalid_field(
+                "resource.subnetwork",
+                sub["selfLink"].as_str().unwrap_or_default(),
+                &format!(
+                    "The subnetwork does not have an {addr_type} IPv6 range (ipv6AccessType {addr_type})."
+                ),
+            ));
+        }
+    };
+    let ip = match validate::opt_str(&obj, "address")? {
+        Some(a) => {
+            let plain = subnetworks::strip_len(a);
+            let ok = matches!(validate::ip("resource.address", plain)?, std::net::IpAddr::V6(v) if prefix.contains(&v));
+            if !ok {
+                return Err(ApiError::invalid_field(
+                    "resource.address",
+                    a,
+                    "The IPv6 address is not in the subnetwork's IPv6 range.",
+                ));
+            }
+            let taken = ctx
+                .res
+                .iter(Kind::Address)
+                .any(|(_, o)| o["address"] == plain && o["selfLink"].as_str() != own_link);
+            if taken {
+                return Err(ApiError::invalid_field(
+                    "resource.address",
+                    a,
+                    "Specified IP address is in-use and would result in a conflict.",
+                ));
+            }
+            plain.to_string()
+        }
+        None => subnetworks::allocate_v6(prefix, ctx.res)?.to_string(),
+    };
+    obj.insert("address".into(), json!(ip));
+    obj.insert("prefixLength".into(), json!(subnetworks::IPV6_RANGE_LEN));
     obj.insert("status".into(), json!("RESERVED"));
     obj.remove("users");
     Ok(obj)
@@ -71,6 +157,13 @@ pub fn refresh(res: &mut Resources) {
                 .entry((region.to_string(), ip.to_string()))
                 .or_default()
                 .push(link.to_string());
+            // IPv6 rules hold their address in CIDR form (ADDR/96).
+            if ip.contains('/') {
+                by_ip
+                    .entry((region.to_string(), subnetworks::strip_len(ip).to_string()))
+                    .or_default()
+                    .push(link.to_string());
+            }
         }
     }
     for addr in res.map_mut(Kind::Address).values_mut() {

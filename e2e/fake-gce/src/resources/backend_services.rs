@@ -11,6 +11,17 @@ use crate::validate;
 
 const SCHEMES: [&str; 4] = ["INTERNAL", "EXTERNAL", "INTERNAL_MANAGED", "EXTERNAL_MANAGED"];
 const PROTOCOLS: [&str; 5] = ["TCP", "UDP", "SCTP", "UNSPECIFIED", "HTTP"];
+/// GCE's localityLbPolicy values.
+const LOCALITY_POLICIES: [&str; 8] = [
+    "ROUND_ROBIN",
+    "LEAST_REQUEST",
+    "RING_HASH",
+    "RANDOM",
+    "ORIGINAL_DESTINATION",
+    "MAGLEV",
+    "WEIGHTED_MAGLEV",
+    "WEIGHTED_ROUND_ROBIN",
+];
 const AFFINITIES: [&str; 4] = ["NONE", "CLIENT_IP", "CLIENT_IP_PROTO", "CLIENT_IP_PORT_PROTO"];
 
 pub fn prepare(
@@ -24,6 +35,7 @@ pub fn prepare(
     }
     let scheme = enum_fields(&mut obj)?;
     let hcs = health_checks(ctx, &obj, &scheme)?;
+    check_locality(ctx, &obj, &scheme, &hcs)?;
     obj.insert("healthChecks".into(), json!(hcs));
     let backends = backends(ctx, &mut obj, &scheme)?;
     if !backends.is_empty() {
@@ -105,6 +117,45 @@ fn health_checks(ctx: &Ctx<'_>, obj: &Map<String, Value>, scheme: &str) -> Resul
     Ok(hcs)
 }
 
+/// `localityLbPolicy`: a known value; WEIGHTED_MAGLEV only on an EXTERNAL backend service whose
+/// check is HTTP-based, since the weights come from the check's answers (GCE's wording is
+/// approximated).
+fn check_locality(
+    ctx: &Ctx<'_>,
+    obj: &Map<String, Value>,
+    scheme: &str,
+    hcs: &[String],
+) -> Result<(), ApiError> {
+    let Some(policy) = validate::opt_str(obj, "localityLbPolicy")? else {
+        return Ok(());
+    };
+    validate::one_of("resource.localityLbPolicy", policy, &LOCALITY_POLICIES)?;
+    if policy != "WEIGHTED_MAGLEV" {
+        return Ok(());
+    }
+    if scheme != "EXTERNAL" {
+        return Err(ApiError::invalid_field(
+            "resource.localityLbPolicy",
+            policy,
+            "WEIGHTED_MAGLEV is only applicable to loadBalancingScheme EXTERNAL.",
+        ));
+    }
+    let http = hcs.iter().all(|link| {
+        ctx.res
+            .find_by_link(Kind::RegionHealthCheck, link)
+            .and_then(|hc| hc["type"].as_str())
+            .is_some_and(|t| matches!(t, "HTTP" | "HTTPS" | "HTTP2"))
+    });
+    if !http {
+        return Err(ApiError::invalid_field(
+            "resource.localityLbPolicy",
+            policy,
+            "WEIGHTED_MAGLEV needs a non-legacy HTTP, HTTPS or HTTP2 health check.",
+        ));
+    }
+    Ok(())
+}
+
 /// Takes `backends` out of `obj` and returns them with each group as a full link (no group twice)
 /// and the scheme's default balancing mode filled in.
 fn backends(ctx: &Ctx<'_>, obj: &mut Map<String, Value>, scheme: &str) -> Result<Vec<Value>, ApiError> {
@@ -151,7 +202,7 @@ fn backends(ctx: &Ctx<'_>, obj: &mut Map<String, Value>, scheme: &str) -> Result
 /// An opaque fingerprint derived from the content, so every change yields a new one. GCE sends
 /// base64 (the official clients decode it as bytes); 16 hex digits are valid base64 that decodes
 /// and re-encodes to the same text, whichever base64 alphabet a client uses.
-fn fingerprint(obj: &Map<String, Value>) -> String {
+pub(crate) fn fingerprint(obj: &Map<String, Value>) -> String {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     Value::Object(obj.clone()).to_string().hash(&mut h);

@@ -2,7 +2,7 @@
 //! INTERNAL ones pointing at a regional backend service in a subnetwork (internal passthrough).
 use serde_json::{Map, Value, json};
 
-use super::{Ctx, default, ips};
+use super::{Ctx, default, ips, subnetworks};
 use crate::errors::ApiError;
 use crate::kind::Kind;
 use crate::scope::Scope;
@@ -21,16 +21,30 @@ pub fn prepare(
     let internal = scheme == "INTERNAL";
     check_flags(&obj, internal)?;
     link_target(ctx, scope, &mut obj, &scheme, &proto)?;
+    let v6 = ip_version(&obj)? == "IPV6";
+    if v6 && obj.get("target").is_some_and(|t| !t.is_null()) {
+        return Err(ApiError::invalid_field(
+            "resource.ipVersion",
+            "IPV6",
+            "Target pools support IPv4 forwarding rules only.",
+        ));
+    }
     if internal {
         link_network(ctx, &mut obj)?;
+    } else if v6 {
+        link_external_v6_subnetwork(ctx, &mut obj)?;
     } else if obj.get("subnetwork").is_some_and(|v| !v.is_null()) {
         return Err(ApiError::invalid_field(
             "resource.subnetwork",
             "",
-            "subnetwork may only be set on internal forwarding rules.",
+            "subnetwork may only be set on internal forwarding rules and external IPv6 ones.",
         ));
     }
-    let ip = address(ctx, scope, &obj, &scheme)?;
+    let ip = if v6 {
+        v6_address(ctx, scope, &obj, internal)?
+    } else {
+        address(ctx, scope, &obj, &scheme)?
+    };
     check_ip_conflict(ctx, existing, &ip, &proto, (lo, hi))?;
     obj.insert("IPAddress".into(), json!(ip));
     Ok(obj)
@@ -66,6 +80,11 @@ fn check_flags(obj: &Map<String, Value>, internal: bool) -> Result<(), ApiError>
             "Invalid value for field 'resource.allPorts': 'true'. allPorts cannot be set together with ports or portRange.",
         ));
     }
+    if !all_ports && obj.get("IPProtocol").and_then(Value::as_str) == Some("L3_DEFAULT") {
+        return Err(ApiError::invalid(
+            "Invalid value for field 'resource.allPorts': 'false'. An L3_DEFAULT forwarding rule must set allPorts.",
+        ));
+    }
     if obj
         .get("allowGlobalAccess")
         .and_then(Value::as_bool)
@@ -99,6 +118,13 @@ fn link_target(
                 "A forwarding rule cannot have both a target and a backendService.",
             ));
         }
+        (Some(_), None) if proto == "L3_DEFAULT" => {
+            return Err(ApiError::invalid_field(
+                "resource.IPProtocol",
+                proto,
+                "L3_DEFAULT forwarding rules may only point at a backend service.",
+            ));
+        }
         (Some(t), None) => {
             let link = ctx.existing_link("resource.target", &t, Kind::TargetPool, Some(scope))?;
             obj.insert("target".into(), json!(link));
@@ -122,13 +148,7 @@ fn link_target(
                 .find_by_link(Kind::BackendService, &link)
                 .and_then(|v| v["protocol"].as_str())
                 .unwrap_or_default();
-            if scheme == "INTERNAL" && bs_proto != proto && bs_proto != "UNSPECIFIED" {
-                return Err(ApiError::invalid_field(
-                    "resource.IPProtocol",
-                    proto,
-                    "The protocol of the forwarding rule must match the protocol of its backend service.",
-                ));
-            }
+            check_protocol_pair(scheme, proto, bs_proto)?;
             obj.insert("backendService".into(), json!(link));
         }
         (None, None) => return Err(ApiError::required("resource.target")),
@@ -136,8 +156,30 @@ fn link_target(
     Ok(())
 }
 
-/// An INTERNAL rule's network (default `default`) and subnetwork (default: the network's name in
-/// this region), both stored as full URLs; the tier does not apply to it.
+/// The rule's protocol against its backend service's: an L3_DEFAULT rule needs an UNSPECIFIED
+/// backend service; otherwise they match, except that an INTERNAL rule may use an UNSPECIFIED
+/// one (GCE's wording is approximated).
+fn check_protocol_pair(scheme: &str, proto: &str, bs_proto: &str) -> Result<(), ApiError> {
+    let ok = if proto == "L3_DEFAULT" {
+        bs_proto == "UNSPECIFIED"
+    } else {
+        bs_proto == proto || (scheme == "INTERNAL" && bs_proto == "UNSPECIFIED")
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(ApiError::invalid_field(
+        "resource.IPProtocol",
+        proto,
+        &format!(
+            "The protocol of the forwarding rule must match the protocol of its backend service ({bs_proto}); L3_DEFAULT goes with UNSPECIFIED."
+        ),
+    ))
+}
+
+/// An INTERNAL rule's network (default `default`) and subnetwork (default: the network's
+/// subnetwork in this region), both stored as full URLs; the tier does not apply to it. The
+/// subnetwork must exist and belong to the network.
 fn link_network(ctx: &Ctx<'_>, obj: &mut Map<String, Value>) -> Result<(), ApiError> {
     obj.remove("networkTier");
     let net = validate::opt_str(obj, "network")?
@@ -145,20 +187,91 @@ fn link_network(ctx: &Ctx<'_>, obj: &mut Map<String, Value>) -> Result<(), ApiEr
         .to_string();
     let net = ctx.existing_link("resource.network", &net, Kind::Network, Some(&Scope::Global))?;
     obj.insert("network".into(), json!(net));
-    // Subnetworks are not modelled: any regions/<this region>/subnetworks/<name> reference is
-    // accepted and stored as a full URL, as GCE returns it.
-    match validate::opt_str(obj, "subnetwork")? {
-        Some(sub) => {
-            let link = subnetwork_link(ctx, sub)?;
-            obj.insert("subnetwork".into(), json!(link));
-        }
-        None => {
-            let name = net.rsplit('/').next().unwrap_or("default").to_string();
-            let link = subnetwork_link(ctx, &format!("regions/{}/subnetworks/{name}", ctx.cfg.region))?;
-            obj.insert("subnetwork".into(), json!(link));
-        }
+    let sub = match validate::opt_str(obj, "subnetwork")? {
+        Some(sub) => subnetworks::resolve(ctx, "resource.subnetwork", sub)?,
+        None => subnetworks::default_for(ctx, &net)?,
+    };
+    if sub["network"] != net.as_str() {
+        return Err(ApiError::invalid_field(
+            "resource.subnetwork",
+            sub["selfLink"].as_str().unwrap_or_default(),
+            "The subnetwork must belong to the forwarding rule's network.",
+        ));
     }
+    obj.insert("subnetwork".into(), sub["selfLink"].clone());
     Ok(())
+}
+
+/// `ipVersion` (IPV4 when absent; GCE leaves it unset then).
+fn ip_version(obj: &Map<String, Value>) -> Result<String, ApiError> {
+    let v = validate::opt_str(obj, "ipVersion")?.unwrap_or("IPV4").to_string();
+    validate::one_of("resource.ipVersion", &v, &["IPV4", "IPV6"])?;
+    Ok(v)
+}
+
+/// An EXTERNAL IPv6 rule names the subnetwork its address comes from (required, as in GCE).
+fn link_external_v6_subnetwork(ctx: &Ctx<'_>, obj: &mut Map<String, Value>) -> Result<(), ApiError> {
+    let sub =
+        validate::opt_str(obj, "subnetwork")?.ok_or_else(|| ApiError::required("resource.subnetwork"))?;
+    let sub = subnetworks::resolve(ctx, "resource.subnetwork", sub)?;
+    obj.insert("subnetwork".into(), sub["selfLink"].clone());
+    Ok(())
+}
+
+/// An IPv6 rule's address as GCE stores it: a /96 in CIDR form (`ADDR/96`), from the
+/// subnetwork's prefix of the matching access type (EXTERNAL rules need an EXTERNAL prefix,
+/// INTERNAL ones an INTERNAL one); a requested address (with or without `/96`, or an address
+/// resource) must lie in that prefix.
+fn v6_address(
+    ctx: &Ctx<'_>,
+    scope: &Scope,
+    obj: &Map<String, Value>,
+    internal: bool,
+) -> Result<String, ApiError> {
+    let sub_link = obj.get("subnetwork").and_then(Value::as_str).unwrap_or_default();
+    let sub = ctx
+        .res
+        .find_by_link(Kind::Subnetwork, sub_link)
+        .ok_or_else(|| ApiError::required("resource.subnetwork"))?;
+    let want = if internal { "INTERNAL" } else { "EXTERNAL" };
+    let prefix = match subnetworks::v6_prefix(sub) {
+        Some((p, access)) if access == want => p,
+        _ => {
+            return Err(ApiError::invalid_field(
+                "resource.subnetwork",
+                sub_link,
+                &format!("The subnetwork does not have an {want} IPv6 range (ipv6AccessType {want})."),
+            ));
+        }
+    };
+    let ip = match validate::opt_str(obj, "IPAddress")? {
+        None | Some("") => subnetworks::allocate_v6(prefix, ctx.res)?,
+        Some(r) => {
+            let literal = if r.contains("/addresses/") || r.starts_with("projects/") || !r.contains(':') {
+                let link = ctx.existing_link("resource.IPAddress", r, Kind::Address, Some(scope))?;
+                ctx.res
+                    .find_by_link(Kind::Address, &link)
+                    .and_then(|a| a["address"].as_str())
+                    .map(str::to_string)
+                    .ok_or_else(|| {
+                        ApiError::invalid_field("resource.IPAddress", r, "The address has no IP.")
+                    })?
+            } else {
+                subnetworks::strip_len(r).to_string()
+            };
+            match validate::ip("resource.IPAddress", &literal)? {
+                std::net::IpAddr::V6(v6) if prefix.contains(&v6) => v6,
+                _ => {
+                    return Err(ApiError::invalid_field(
+                        "resource.IPAddress",
+                        r,
+                        "The IPv6 address is not in the subnetwork's IPv6 range.",
+                    ));
+                }
+            }
+        }
+    };
+    Ok(format!("{ip}/{}", subnetworks::IPV6_RANGE_LEN))
 }
 
 /// The rule's IP: allocated from the scheme's range when absent, read from a referenced address
@@ -167,7 +280,13 @@ fn address(ctx: &Ctx<'_>, scope: &Scope, obj: &Map<String, Value>, scheme: &str)
     let internal = scheme == "INTERNAL";
     Ok(match validate::opt_str(obj, "IPAddress")? {
         None | Some("") => {
-            let pool = if scheme == "EXTERNAL" {
+            let pool = if internal {
+                obj.get("subnetwork")
+                    .and_then(Value::as_str)
+                    .and_then(|l| ctx.res.find_by_link(Kind::Subnetwork, l))
+                    .and_then(subnetworks::v4_range)
+                    .unwrap_or(ctx.cfg.internal_range)
+            } else if scheme == "EXTERNAL" {
                 ctx.cfg.external_range
             } else {
                 ctx.cfg.internal_range
@@ -227,40 +346,6 @@ fn other_bounds(other: &Value) -> (u16, u16) {
         }
     }
     bounds.unwrap_or((1, 65535))
-}
-
-/// A subnetwork reference of this project and region as a full URL.
-fn subnetwork_link(ctx: &Ctx<'_>, sub: &str) -> Result<String, ApiError> {
-    let bad = || ApiError::invalid_field("resource.subnetwork", sub, "The URL is malformed.");
-    let rest = match sub.find("projects/") {
-        Some(i) => {
-            let after = &sub[i + "projects/".len()..];
-            let (project, rest) = after.split_once('/').ok_or_else(bad)?;
-            if project != ctx.cfg.project {
-                return Err(ApiError::not_found(&format!("projects/{project}")));
-            }
-            rest
-        }
-        None => sub,
-    };
-    let parts: Vec<&str> = rest.split('/').collect();
-    match parts.as_slice() {
-        ["regions", r, "subnetworks", name] if !name.is_empty() => {
-            if *r != ctx.cfg.region {
-                return Err(ApiError::invalid_field(
-                    "resource.subnetwork",
-                    sub,
-                    "The subnetwork must be in the forwarding rule's region.",
-                ));
-            }
-            validate::name("resource.subnetwork", name)?;
-            Ok(format!(
-                "{}/regions/{r}/subnetworks/{name}",
-                ctx.urls.project_link()
-            ))
-        }
-        _ => Err(bad()),
-    }
 }
 
 /// Normalises `portRange` ("80" -> "80-80") and checks `ports`; returns the covered range.

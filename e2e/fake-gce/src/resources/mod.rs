@@ -20,6 +20,7 @@ pub mod instances;
 pub mod ips;
 pub mod networks;
 pub mod routes;
+pub mod subnetworks;
 pub mod target_pools;
 
 /// Read-only view handed to the resource rules.
@@ -77,6 +78,7 @@ pub fn prepare(
 ) -> Result<Map<String, Value>, ApiError> {
     match kind {
         Kind::Network => networks::prepare(ctx, obj),
+        Kind::Subnetwork => subnetworks::prepare(ctx, obj, existing),
         Kind::Firewall => firewalls::prepare(ctx, obj),
         Kind::Route => routes::prepare(ctx, obj),
         Kind::HttpHealthCheck => health_checks::prepare(obj),
@@ -108,6 +110,7 @@ pub fn updatable(kind: Kind) -> bool {
             | Kind::HealthCheck
             | Kind::RegionHealthCheck
             | Kind::BackendService
+            | Kind::Subnetwork
     )
 }
 
@@ -148,6 +151,7 @@ pub fn first_user(res: &Resources, kind: Kind, target: &Value) -> Option<String>
         // (gce_loadbalancer_external.go releases the static IP once the forwarding rule holds it;
         // kubernetes/kubernetes#20662 "deleting it after it is attached demotes it").
         Kind::Network => networks::first_user(res, link),
+        Kind::Subnetwork => subnetworks::first_user(res, link),
         Kind::BackendService => res
             .iter(Kind::ForwardingRule)
             .map(|(_, v)| v)

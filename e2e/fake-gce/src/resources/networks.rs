@@ -38,7 +38,7 @@ pub fn first_user(res: &Resources, link: &str) -> Option<String> {
                 .as_array()
                 .is_some_and(|nics| nics.iter().any(|n| n["network"] == link))
     };
-    [Kind::Firewall, Kind::Route, Kind::Instance]
+    [Kind::Firewall, Kind::Route, Kind::Instance, Kind::Subnetwork]
         .into_iter()
         .flat_map(|k| res.iter(k).map(|(_, v)| v))
         .find(|v| uses(v))

@@ -8,6 +8,8 @@ fn cfg() -> Config {
         zones: vec!["r1-a".into()],
         external_range: "203.0.113.0/24".parse().expect("net"),
         internal_range: "10.128.0.0/20".parse().expect("net"),
+        external_ipv6_range: "2001:db8:4000::/48".parse().expect("net"),
+        internal_ipv6_range: "fd20:0:1::/48".parse().expect("net"),
         op_latency_ms: 0,
         state_file: None,
         base_url: None,

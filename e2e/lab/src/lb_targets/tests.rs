@@ -115,6 +115,21 @@ fn external_rule_goes_to_its_pool_with_the_legacy_check() {
 }
 
 #[test]
+fn ipv6_rules_are_left_out() {
+    let mut gce = internal_state();
+    gce["forwardingRules"].as_array_mut().unwrap().push(json!({
+        "name": "ailb-ipv6", "IPAddress": "fd20:0:1::1:0:0/96", "IPProtocol": "TCP",
+        "ipVersion": "IPV6", "loadBalancingScheme": "INTERNAL", "ports": ["80"],
+        "backendService": format!("{P}/regions/us-central1/backendServices/ailb")
+    }));
+    let t = targets(&gce, &inst());
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert_eq!(t[0].ip, "10.128.0.5");
+    let names: Vec<String> = internal_rules(&gce).into_iter().map(|r| r.name).collect();
+    assert_eq!(names, ["ailb"]);
+}
+
+#[test]
 fn internal_rules_carry_protocol_and_ports() {
     let mut gce = internal_state();
     gce["forwardingRules"].as_array_mut().unwrap().push(
@@ -187,4 +202,8 @@ fn external_rule_with_a_backend_service_goes_to_its_groups_with_the_regional_che
     );
     // Healthy members only, as for the other kinds.
     assert_eq!(hops(&t[0], |ip, _| ip == "10.128.0.4"), vec![hop(3)]);
+    assert!(!t[0].weighted, "no localityLbPolicy: not weighted");
+    let mut weighted = gce.clone();
+    weighted["backendServices"][0]["localityLbPolicy"] = json!("WEIGHTED_MAGLEV");
+    assert!(targets(&weighted, &inst())[0].weighted);
 }

@@ -6,6 +6,7 @@ pub mod basics;
 pub mod internal;
 pub mod lifecycle;
 pub mod rbs;
+pub mod rbs_mixed;
 pub mod takeover;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -407,6 +407,10 @@ impl Cluster for Lab {
         self.lab(&["compact-etcd"]).trim().parse().unwrap()
     }
 
+    fn lb_route(&self, lb_ip: &str) -> String {
+        link::ip(&self.vpc(), &["route", "show", &format!("{lb_ip}/32")]).unwrap_or_default()
+    }
+
     fn lb_backends(&self, lb_ip: &str) -> Vec<String> {
         // An `ip` that fails (the router's namespace gone) reads as no backends.
         let text = link::ip(&self.vpc(), &["route", "show", &format!("{lb_ip}/32")]).unwrap_or_default();

@@ -130,6 +130,8 @@ pub trait Cluster {
     fn log(&self, component: &str) -> String;
     /// The node IPs the network currently sends `lb_ip` to (the healthy target pool members).
     fn lb_backends(&self, lb_ip: &str) -> Vec<String>;
+    /// The network's route for `lb_ip` as `ip route` prints it (next hops with their weights).
+    fn lb_route(&self, lb_ip: &str) -> String;
     /// Source addresses of [`From::Client`] and [`From::Client2`].
     fn client_ips(&self) -> (String, String);
     /// Prints what a failure needs (stderr).

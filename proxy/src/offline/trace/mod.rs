@@ -179,6 +179,9 @@ impl Step {
     /// Plumbing (KUBE-POSTROUTING's RETURN, the jump to KUBE-NODEPORTS, svcnet's dispatch
     /// buckets) does not count.
     pub fn is_service_rule(&self) -> bool {
+        if self.table.ends_with(" kube-proxy") {
+            return nft_service_rule(&self.chain, &self.rule);
+        }
         if !self.chain.starts_with("KUBE-") || INFRA_CHAINS.contains(&self.chain.as_str()) {
             return false;
         }
@@ -196,6 +199,57 @@ impl Step {
             None => false,
         }
     }
+}
+
+/// The nftables mode's plumbing chains (upstream's names, which the maps layout keeps): the hooks, the
+/// dispatch and the checks. `service-endpoints-check` is one, although it shares the `service-` prefix.
+const NFT_INFRA_CHAINS: &[&str] = &[
+    "filter-prerouting",
+    "filter-prerouting-pre-dnat",
+    "filter-output-pre-dnat",
+    "filter-input",
+    "filter-forward",
+    "filter-output",
+    "filter-output-post-dnat",
+    "nat-prerouting",
+    "nat-output",
+    "nat-postrouting",
+    "services",
+    "nodeports",
+    "service-endpoints-check",
+    "nodeport-endpoints-check",
+    "reject-chain",
+    "cluster-ips-check",
+    "firewall-check",
+    "mark-for-masquerade",
+    "masquerading",
+];
+
+/// Prefixes of upstream's per-service chains in the nftables mode.
+const NFT_SERVICE_CHAIN_PREFIXES: &[&str] = &["service-", "local-", "external-", "endpoint-", "firewall-"];
+
+/// An nftables rule is about a particular service when it sits in a per-service chain, or when it
+/// decides the packet (DNAT, reject, drop, a mark) or looks the packet up in a named set or map
+/// (upstream's vmaps, every rule of the maps layout), unless all it does is jump to plumbing.
+fn nft_service_rule(chain: &str, rule: &str) -> bool {
+    if matches!(chain, "masquerading" | "mark-for-masquerade") {
+        return false;
+    }
+    if !NFT_INFRA_CHAINS.contains(&chain) && NFT_SERVICE_CHAIN_PREFIXES.iter().any(|p| chain.starts_with(p)) {
+        return true;
+    }
+    let words: Vec<&str> = rule.split_whitespace().collect();
+    if let Some(i) = words.iter().position(|w| matches!(*w, "jump" | "goto")) {
+        let target = words.get(i + 1).copied().unwrap_or("");
+        if NFT_INFRA_CHAINS.contains(&target) {
+            return false;
+        }
+        return true;
+    }
+    words
+        .iter()
+        .any(|w| w.starts_with('@') || matches!(*w, "dnat" | "reject" | "drop" | "vmap"))
+        || rule.contains("meta mark set")
 }
 
 /// The word after `-j`/`-g` in a rule text.

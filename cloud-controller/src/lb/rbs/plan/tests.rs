@@ -20,7 +20,7 @@ fn scenario() -> Scenario {
 
 fn desired_of(s: &Scenario) -> DesiredRbs {
     let cfg = config();
-    let spec = LbSpec::from_service(&s.service).expect("valid service");
+    let spec = LbSpec::from_service_mixed(&s.service).expect("valid service");
     let names = RbsNames::new(
         &L4Namer::new("kubesystem-uid1"),
         &cfg.cluster_id,
@@ -274,4 +274,65 @@ fn teardown_leaves_nothing_and_never_a_target_pool_rule() {
         ..RbsObserved::default()
     };
     assert!(plan_delete(&d.names, &tp_rule).is_empty());
+}
+
+#[test]
+fn tcp_to_mixed_swaps_the_rule_for_an_l3_one_on_the_same_ip() {
+    let s = scenario().ports("TCP", &[80]);
+    let mut o = RbsObserved::default();
+    converge(&desired_of(&s), &mut o);
+    let port = |protocol: &str, port: i32| k8s_openapi::api::core::v1::ServicePort {
+        port,
+        protocol: Some(protocol.into()),
+        ..Default::default()
+    };
+    let d = desired_of(&s.raw_ports(vec![port("TCP", 80), port("UDP", 53)]));
+    let plan = plan_ensure(&d, &o, &config());
+    assert_eq!(
+        labels(&plan.actions),
+        [
+            "update_backend_service",
+            "create_address",
+            "delete_forwarding_rule",
+            "create_forwarding_rule",
+            "patch_firewall",
+            "delete_address",
+        ]
+    );
+    apply(&mut o, &d.names, &plan.actions);
+    let fr = o.forwarding_rule.as_ref().expect("rule");
+    assert_eq!(
+        (fr.ip_protocol.as_str(), fr.all_ports, fr.ip_address.as_str()),
+        ("L3_DEFAULT", true, IP)
+    );
+    assert_eq!(
+        o.backend_service.as_ref().map(|b| b.protocol.as_str()),
+        Some("UNSPECIFIED")
+    );
+    assert!(plan_ensure(&d, &o, &config()).actions.is_empty(), "converged");
+}
+
+#[test]
+fn weighting_on_then_off_updates_the_policy_and_maglev_counts_as_unset() {
+    let s = scenario().etp_local(31000);
+    let mut o = RbsObserved::default();
+    converge(&desired_of(&s), &mut o);
+    let policy = |o: &RbsObserved| o.backend_service.as_ref().map(|b| b.locality_lb_policy.clone());
+    assert_eq!(policy(&o).as_deref(), Some(""));
+    let on = desired_of(&s.clone().annotation(
+        crate::lb::spec::WEIGHTED_LB_ANNOTATION,
+        crate::lb::spec::WEIGHTED_LB_PODS_PER_NODE,
+    ));
+    let plan = plan_ensure(&on, &o, &config());
+    assert_eq!(labels(&plan.actions), ["update_backend_service"]);
+    apply(&mut o, &on.names, &plan.actions);
+    assert_eq!(policy(&o).as_deref(), Some("WEIGHTED_MAGLEV"));
+    assert!(plan_ensure(&on, &o, &config()).actions.is_empty());
+    // Off again: MAGLEV explicitly, which then matches the unset policy of the desired object.
+    let off = desired_of(&s);
+    let plan = plan_ensure(&off, &o, &config());
+    assert_eq!(labels(&plan.actions), ["update_backend_service"]);
+    apply(&mut o, &off.names, &plan.actions);
+    assert_eq!(policy(&o).as_deref(), Some("MAGLEV"));
+    assert!(plan_ensure(&off, &o, &config()).actions.is_empty());
 }

@@ -84,6 +84,8 @@ fn a_cluster_ip_goes_to_each_endpoint_half_the_time_and_outsiders_are_masquerade
     );
     assert!(t.summary().iter().all(|(_, masq, _)| !masq), "{t}");
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    assert!(!t.no_service_rule(), "{t}");
+    assert!(!t.to_string().contains("no Kubernetes service rule"), "{t}");
 }
 
 #[test]
@@ -95,12 +97,15 @@ fn wrong_port_and_no_endpoints() {
         &opts(Hook::Prerouting),
     );
     assert_eq!(t.summary(), vec![(Verdict::Accept, false, 1.0)], "{t}");
+    // Only plumbing matched (the hooks' jumps, a lookup that found nothing).
+    assert!(t.no_service_rule(), "{t}");
     let t = trace(
         &rs,
         &packet("10.0.5.5", "172.30.0.46", 80),
         &opts(Hook::Prerouting),
     );
     assert_eq!(t.summary(), vec![(Verdict::Reject, false, 1.0)], "{t}");
+    assert!(!t.no_service_rule(), "{t}");
     // The step that decided it is the element's verdict map rule.
     let steps: Vec<&str> = t.outcomes[0].steps.iter().map(|s| s.chain.as_str()).collect();
     assert_eq!(

@@ -52,7 +52,7 @@ async fn ensure(
     events: &Events,
     s: &Scenario,
 ) -> Result<RbsEnsured, RoundsFailed<RbsObservation>> {
-    let spec = LbSpec::from_service(&s.service).expect("valid Service");
+    let spec = LbSpec::from_service_mixed(&s.service).expect("valid Service");
     let names = names(s);
     let nodes = node_list(s);
     let input = RbsInput {

@@ -1,0 +1,172 @@
+//! Issue 34 on RBS NetLBs end to end (real controller with `--rbs-netlb`, real API server, the
+//! fake GCE, objects read back with the real gcloud when installed): a TCP+UDP Service gets one
+//! L3_DEFAULT all-ports rule over an UNSPECIFIED backend service and a per-protocol firewall; with
+//! `networking.gke.io/weighted-load-balancing: pods-per-node` and ETP Local its backend service is
+//! WEIGHTED_MAGLEV, and MAGLEV once the annotation goes; deleted, nothing is left. The same
+//! mixed Service without the RBS annotation (a target pool) gets no GCE object.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::gcloud::{Gcloud, have_gcloud};
+use common::*;
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+const RBS: &str = "cloud.google.com/l4-rbs";
+const WEIGHTED: &str = "networking.gke.io/weighted-load-balancing";
+const L3_KEY: &str = "service.kubernetes.io/l3-forwarding-rule";
+
+fn mixed_service(name: &str, annotations: Value) -> Service {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "selector": {"app": name},
+            "ports": [
+                {"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080},
+                {"name": "https", "port": 443, "protocol": "TCP", "targetPort": 8443},
+                {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 5353}]}
+    }))
+    .unwrap()
+}
+
+fn annotation(svc: &Service, key: &str) -> Option<String> {
+    svc.metadata.annotations.as_ref()?.get(key).cloned()
+}
+
+/// The backend service as gcloud (else the fake) reads it.
+fn backend_service(gce: &FakeGce, name: &str) -> Value {
+    if have_gcloud("the gcloud read-back of the weighted backend service") {
+        Gcloud::new(gce).value(&[
+            "compute",
+            "backend-services",
+            "describe",
+            name,
+            "--region",
+            REGION,
+        ])
+    } else {
+        gce.find("backendServices", name).unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_weighted_rbs_netlb_and_a_mixed_target_pool_service() {
+    let api_server = ApiServer::start();
+    let gce = FakeGce::start(&[]);
+    let client = api_server.client().await;
+    add_node(&client, &gce, "node-1", ZONE, None).await;
+    let _ctl = Controller::start(&api_server, &gce, &["--rbs-netlb"]);
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    services
+        .create(
+            &PostParams::default(),
+            &mixed_service("web", json!({RBS: "enabled", WEIGHTED: "pods-per-node"})),
+        )
+        .await
+        .unwrap();
+    // Without the RBS annotation: a target pool, which refuses mixed protocols before any call.
+    services
+        .create(&PostParams::default(), &mixed_service("tp", json!({})))
+        .await
+        .unwrap();
+
+    let svc = eventually("web's L3 NetLB", WAIT, || {
+        let services = services.clone();
+        async move {
+            let s = services.get("web").await.ok()?;
+            (ingress_ip(&s).is_some() && annotation(&s, L3_KEY).is_some()).then_some(s)
+        }
+    })
+    .await;
+    let lb = lb_name(&svc);
+    let ip = ingress_ip(&svc).unwrap();
+    assert_eq!(annotation(&svc, L3_KEY).as_deref(), Some(lb.as_str()));
+    for key in ["tcp-forwarding-rule", "udp-forwarding-rule"] {
+        assert_eq!(annotation(&svc, &format!("service.kubernetes.io/{key}")), None);
+    }
+    let backend = annotation(&svc, "service.kubernetes.io/backend-service").unwrap();
+    let (fr, fw) = if have_gcloud("the gcloud read-back of the L3 rule") {
+        let g = Gcloud::new(&gce);
+        (
+            g.value(&["compute", "forwarding-rules", "describe", &lb, "--region", REGION]),
+            g.value(&["compute", "firewall-rules", "describe", &backend]),
+        )
+    } else {
+        (
+            gce.find("forwardingRules", &lb).unwrap(),
+            gce.find("firewalls", &backend).unwrap(),
+        )
+    };
+    assert_eq!(fr["IPProtocol"], "L3_DEFAULT", "{fr}");
+    assert_eq!(fr["allPorts"], true, "{fr}");
+    assert!(fr["portRange"].is_null(), "{fr}");
+    assert_eq!(fr["IPAddress"], ip);
+    let allowed: BTreeMap<String, Value> = fw["allowed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["IPProtocol"].as_str().unwrap().to_lowercase(),
+                a["ports"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        allowed,
+        BTreeMap::from([
+            ("tcp".to_owned(), json!(["80", "443"])),
+            ("udp".to_owned(), json!(["53"]))
+        ])
+    );
+    let bs = backend_service(&gce, &backend);
+    assert_eq!(bs["protocol"], "UNSPECIFIED", "{bs}");
+    assert_eq!(bs["localityLbPolicy"], "WEIGHTED_MAGLEV", "{bs}");
+
+    // Weighting off: MAGLEV (not left at WEIGHTED_MAGLEV).
+    let off = json!({"metadata": {"annotations": {WEIGHTED: null}}});
+    services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&off))
+        .await
+        .unwrap();
+    eventually("web's backend service on MAGLEV", WAIT, || {
+        let policy = gce
+            .find("backendServices", &backend)
+            .map(|b| b["localityLbPolicy"].clone());
+        async move { (policy == Some(json!("MAGLEV"))).then_some(()) }
+    })
+    .await;
+
+    let tp = services.get("tp").await.unwrap();
+    assert!(ingress_ip(&tp).is_none(), "a mixed target-pool Service got an IP");
+    assert!(
+        gce.names("targetPools").is_empty(),
+        "{:?}",
+        gce.names("targetPools")
+    );
+
+    for name in ["web", "tp"] {
+        services.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    eventually("both deleted", WAIT, || {
+        let services = services.clone();
+        async move {
+            let web = services.get_opt("web").await.ok()?;
+            let tp = services.get_opt("tp").await.ok()?;
+            (web.is_none() && tp.is_none()).then_some(())
+        }
+    })
+    .await;
+    for kind in [
+        "forwardingRules",
+        "backendServices",
+        "firewalls",
+        "regionHealthChecks",
+    ] {
+        assert!(gce.names(kind).is_empty(), "{kind}: {:?}", gce.names(kind));
+    }
+}
