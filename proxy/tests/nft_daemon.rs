@@ -450,7 +450,7 @@ fn holds(table: &str, layout: Layout) -> bool {
 }
 
 #[test]
-#[ignore = "one connection of 12,000 timed out in 2 of 15 runs, cause not found (docs/nftables-maps.md, The daemon); run with --ignored"]
+#[ignore = "one connection of 12,000 timed out in 2 of 16 runs, cause not found (docs/nftables-maps.md, The daemon); run with --ignored"]
 fn nftables_layout_switch_on_a_live_node_has_no_gap_and_no_leftovers() {
     const COUNT: usize = 6000;
     let Some(mut lab) = Lab::start("nftswitch", nft_opts(2, Layout::Upstream)) else {
