@@ -39,9 +39,12 @@ pub enum Proxy {
     SvcnetFlat,
     /// svcnet-proxy, `--proxy-mode nftables` (upstream's nftables table, written over netlink).
     SvcnetNftables,
+    /// svcnet-proxy, `--proxy-mode nftables --nftables-layout maps` (docs/nftables-maps.md).
+    SvcnetMaps,
 }
 
 impl Proxy {
+    /// The default set; `SvcnetMaps` runs only when named (`--up-proxies`).
     pub const ALL: [Proxy; 5] = [
         Proxy::KubeIptables,
         Proxy::KubeNftables,
@@ -57,12 +60,16 @@ impl Proxy {
             Proxy::SvcnetTree => "svcnet tree",
             Proxy::SvcnetFlat => "svcnet flat",
             Proxy::SvcnetNftables => "svcnet nft",
+            Proxy::SvcnetMaps => "svcnet nft maps",
         }
     }
 
     /// Whether it writes iptables rules (and so runs on the `--up-iptables` backend).
     fn iptables_mode(self) -> bool {
-        !matches!(self, Proxy::KubeNftables | Proxy::SvcnetNftables)
+        !matches!(
+            self,
+            Proxy::KubeNftables | Proxy::SvcnetNftables | Proxy::SvcnetMaps
+        )
     }
 
     fn tag(self) -> &'static str {
@@ -72,6 +79,7 @@ impl Proxy {
             Proxy::SvcnetTree => "up-tree",
             Proxy::SvcnetFlat => "up-flat",
             Proxy::SvcnetNftables => "up-snft",
+            Proxy::SvcnetMaps => "up-smap",
         }
     }
 }
@@ -251,10 +259,11 @@ fn spawn_proxy(proxy: Proxy, sh: &Shared, bins: &Bins, ns: &Netns) -> Result<(Pr
             }
             c
         }
-        Proxy::SvcnetTree | Proxy::SvcnetFlat | Proxy::SvcnetNftables => {
+        Proxy::SvcnetTree | Proxy::SvcnetFlat | Proxy::SvcnetNftables | Proxy::SvcnetMaps => {
             let mode: &[&str] = match proxy {
                 Proxy::SvcnetTree => &["--layout", "tree"],
                 Proxy::SvcnetFlat => &["--layout", "flat"],
+                Proxy::SvcnetMaps => &["--proxy-mode", "nftables", "--nftables-layout", "maps"],
                 _ => &["--proxy-mode", "nftables"],
             };
             let kubeconfig = sh.cluster.component_kubeconfig(Component::Proxy)?;

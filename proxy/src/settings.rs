@@ -201,13 +201,6 @@ impl RunSettings {
     pub fn from_args(mut args: RunArgs) -> Result<RunSettings, SettingsError> {
         overlay::apply_config_file(&mut args)?;
         let mut rules = RuleSettings::from_args(&args.rules, args.proxy_mode)?;
-        if rules.nft_layout == NftLayout::Maps {
-            // The daemon's writer (full and partial transactions) knows only upstream's table so far.
-            return Err(flag_error(
-                "--nftables-layout",
-                "maps: only render, trace and explain support it so far",
-            ));
-        }
         let healthz_address = bind_address(
             "--healthz-bind-address",
             &args.healthz_bind_address,

@@ -9,8 +9,8 @@ pub struct UArgs {
     /// U: state SERVICESxENDPOINTS_PER_SERVICE; default 10000x10 (quick: 200x5).
     #[arg(long, value_parser = crate::p4::parse_size)]
     pub up_size: Option<(usize, usize)>,
-    /// U: proxies to run, in order; default all five (kube-proxy iptables and nftables, svcnet tree,
-    /// flat and nftables).
+    /// U: proxies to run, in order; default five (kube-proxy iptables and nftables, svcnet tree,
+    /// flat and nftables); `svcnet-maps` (nftables maps layout) only when named.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub up_proxies: Option<Vec<Proxy>>,
     /// U: timed changes of each kind per proxy; default 10 (quick: 3).

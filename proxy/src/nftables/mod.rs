@@ -8,6 +8,7 @@
 //! Never imports: crate::iptables, crate::offline, crate::daemon, crate::cleanup.
 
 pub mod kernel;
+mod maps_sync;
 pub mod netlink;
 pub mod render;
 pub mod socket;

@@ -12,7 +12,9 @@
 use std::time::Instant;
 
 use super::kernel::{Nft, Writer};
+use super::maps_sync::MapsSync;
 use super::render::{self as nft, Applied};
+use crate::config::NftLayout;
 use crate::conntrack;
 use crate::exec::ToolError;
 use crate::metrics::{Metrics, family_labels};
@@ -32,6 +34,8 @@ pub(crate) struct NftFamilySync {
     full: FullSchedule,
     failed_fulls: FailedFulls,
     udp_targets: conntrack::UdpTargets,
+    /// The maps layout's state (`--nftables-layout maps`); `applied` stays empty then.
+    maps: MapsSync,
 }
 
 impl NftFamilySync {
@@ -43,6 +47,7 @@ impl NftFamilySync {
             full: FullSchedule::default(),
             failed_fulls: FailedFulls::default(),
             udp_targets: conntrack::UdpTargets::default(),
+            maps: MapsSync::default(),
         }
     }
 
@@ -67,19 +72,37 @@ impl NftFamilySync {
         let (node, cfg) = settings.begin(family, &mut self.model, snap).await;
         let full = self.full.due(settings, self.model.state());
 
-        let inputs = nft::Inputs::new(self.model.state(), node, cfg);
-        let written = match full {
-            Some(_) => {
-                let existing = if self.failed_fulls.recreate() {
-                    nft::Existing::default()
-                } else {
-                    self.nft.existing().await.inspect_err(|_| {
-                        metrics.nft_sync_failures.get_or_create(&labels).inc();
-                    })?
-                };
-                self.write_full(inputs, existing, settings, seq).await
+        let written = if cfg.nft_layout == NftLayout::Maps {
+            self.maps
+                .sync(
+                    &self.nft,
+                    self.model.state(),
+                    node,
+                    cfg,
+                    full.is_some(),
+                    settings.payload_dir.as_deref().map(|d| (d, seq)),
+                )
+                .await
+                .map(|bytes| (Writer::Binary, bytes))
+        } else {
+            let inputs = nft::Inputs::new(self.model.state(), node, cfg);
+            match full {
+                Some(_) => {
+                    let recreate = self.failed_fulls.recreate();
+                    let existing = if recreate {
+                        nft::Existing::default()
+                    } else {
+                        self.nft.existing().await.inspect_err(|_| {
+                            metrics.nft_sync_failures.get_or_create(&labels).inc();
+                        })?
+                    };
+                    // A table the maps layout wrote (a node switching layouts) is replaced in one
+                    // batch: streamed over it, upstream's dispatch would be live before its elements.
+                    let recreate = recreate || existing.sets.contains(&nft::maps::Group::Addr.map());
+                    self.write_full(inputs, existing, recreate, settings, seq).await
+                }
+                None => self.write_partial(inputs, settings, seq).await,
             }
-            None => self.write_partial(inputs, settings, seq).await,
         };
         let payload_len = match count_write(written, metrics, &labels) {
             Ok(bytes) => bytes,
@@ -129,15 +152,17 @@ impl NftFamilySync {
         written
     }
 
-    /// Everything over what the table has (`existing`), streamed.
+    /// Everything over what the table has (`existing`), streamed; or, with `recreate`, the table
+    /// deleted and written again in one batch.
     async fn write_full(
         &mut self,
         inputs: nft::Inputs,
         existing: nft::Existing,
+        recreate: bool,
         settings: &Settings,
         seq: u64,
     ) -> Written {
-        let stream = nft::FullStream::new(inputs, existing, self.failed_fulls.recreate());
+        let stream = nft::FullStream::new(inputs, existing, recreate);
         let debug = settings
             .payload_dir
             .as_ref()

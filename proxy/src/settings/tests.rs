@@ -253,11 +253,11 @@ fn offline_node_is_picked_by_name_and_flags_laid_over() {
 }
 
 #[test]
-fn nftables_layout_reaches_the_render_config_and_run_refuses_maps_for_now() {
+fn nftables_layout_reaches_the_daemon_settings_and_the_render_config() {
     let s = settings(&["--proxy-mode", "nftables"]).expect("upstream layout");
     assert_eq!(s.rules.nft_layout, NftLayout::Upstream);
-    let msg = rejected(&["--proxy-mode", "nftables", "--nftables-layout", "maps"]);
-    assert!(msg.contains("--nftables-layout") && msg.contains("maps"), "{msg}");
+    let s = settings(&["--proxy-mode", "nftables", "--nftables-layout", "maps"]).expect("maps layout");
+    assert_eq!(s.rules.nft_layout, NftLayout::Maps);
     let args = run_args(&["--proxy-mode", "nftables", "--nftables-layout", "maps"]);
     let rules = RuleSettings::from_args(&args.rules, ProxyMode::Nftables).expect("rules");
     assert_eq!(

@@ -180,6 +180,28 @@ pub fn request(ns: &Netns, proto: &str, addr: &str, count: usize, bind: Option<&
         .collect()
 }
 
+/// Starts `count` requests one after the other without waiting (see [`request`]); [`replies`]
+/// collects them.
+pub fn spawn_requests(ns: &Netns, proto: &str, addr: &str, count: usize) -> std::process::Child {
+    let mut c = helper_command(ns);
+    c.env("SVCNET_HELPER", "client")
+        .env("SVCNET_PROTO", proto)
+        .env("SVCNET_ADDR", addr)
+        .env("SVCNET_COUNT", count.to_string())
+        .stdout(Stdio::piped());
+    c.spawn().expect("spawn client")
+}
+
+/// The replies of a client started by [`spawn_requests`], once it is done.
+pub fn replies(child: std::process::Child) -> Vec<String> {
+    let out = child.wait_with_output().expect("wait for client");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@ "))
+        .map(str::to_string)
+        .collect()
+}
+
 /// The pod names that answered (replies are "<pod> <peer>").
 pub fn answered_by(replies: &[String]) -> std::collections::BTreeSet<String> {
     replies
