@@ -85,6 +85,12 @@ pub enum Error {
     )]
     Ipv6Unsupported { object: String, kind: &'static str },
 
+    /// ingress-gce l4netlbipv6.go's user error, with the Service named first.
+    #[error(
+        "{object}: subnet {subnetwork} does not have external IPv6 ranges, required for an external IPv6 Service. You can specify an external IPv6 subnet using the \"networking.gke.io/load-balancer-subnet\" annotation on the Service"
+    )]
+    NoExternalIpv6Range { object: String, subnetwork: String },
+
     #[error("{object}: {field}: {value:?} is not a valid pod CIDR")]
     InvalidPodCidr {
         object: String,
@@ -111,6 +117,7 @@ impl Error {
             Error::InvalidNodeAddress { .. } => "invalid_node_address",
             Error::InvalidPodCidr { .. } => "invalid_pod_cidr",
             Error::Ipv6Unsupported { .. } => "ipv6_unsupported",
+            Error::NoExternalIpv6Range { .. } => "no_external_ipv6_range",
         }
     }
 
@@ -119,7 +126,7 @@ impl Error {
         match self {
             Error::MixedProtocols { .. } | Error::NoPorts { .. } => "spec.ports",
             Error::NoEligibleNodes { .. } => "nodes",
-            Error::Ipv6Unsupported { .. } => "spec.ipFamilies",
+            Error::Ipv6Unsupported { .. } | Error::NoExternalIpv6Range { .. } => "spec.ipFamilies",
             Error::UnsupportedProtocol { field, .. }
             | Error::InvalidSourceRange { field, .. }
             | Error::InvalidNetworkTier { field, .. }
