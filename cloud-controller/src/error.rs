@@ -91,6 +91,12 @@ pub enum Error {
     )]
     NoExternalIpv6Range { object: String, subnetwork: String },
 
+    /// ingress-gce forwarding_rules_ipv6.go: GCE has no Standard-tier IPv6 NetLB.
+    #[error(
+        "{object}: metadata.annotations[cloud.google.com/network-tier]: network tier Standard is not supported for IPv6 External Load Balancer; use Premium or remove IPv6 from spec.ipFamilies"
+    )]
+    Ipv6StandardTier { object: String },
+
     #[error("{object}: {field}: {value:?} is not a valid pod CIDR")]
     InvalidPodCidr {
         object: String,
@@ -118,6 +124,7 @@ impl Error {
             Error::InvalidPodCidr { .. } => "invalid_pod_cidr",
             Error::Ipv6Unsupported { .. } => "ipv6_unsupported",
             Error::NoExternalIpv6Range { .. } => "no_external_ipv6_range",
+            Error::Ipv6StandardTier { .. } => "ipv6_standard_tier",
         }
     }
 
@@ -127,6 +134,7 @@ impl Error {
             Error::MixedProtocols { .. } | Error::NoPorts { .. } => "spec.ports",
             Error::NoEligibleNodes { .. } => "nodes",
             Error::Ipv6Unsupported { .. } | Error::NoExternalIpv6Range { .. } => "spec.ipFamilies",
+            Error::Ipv6StandardTier { .. } => "metadata.annotations[cloud.google.com/network-tier]",
             Error::UnsupportedProtocol { field, .. }
             | Error::InvalidSourceRange { field, .. }
             | Error::InvalidNetworkTier { field, .. }

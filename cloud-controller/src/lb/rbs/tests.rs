@@ -217,3 +217,52 @@ fn requested_ip_and_source_ranges_reach_the_nodes_firewall() {
             .ends_with(",\"networking.gke.io/service-ip\":\"203.0.113.9\"}")
     );
 }
+
+#[test]
+fn ipv6_forwarding_rule_matches_ingress_gce() {
+    let d = build(
+        &scenario()
+            .ports("TCP", &[8080, 9000])
+            .ip_families(&["IPv4", "IPv6"]),
+    );
+    let sub = format!("{BASE}/regions/us-central1/subnetworks/default");
+    let want = json!({
+        "name": format!("{LB}-ipv6"),
+        // MakeL4IPv6ForwardingRuleDescription: service name only, no api-version.
+        "description": "{\"networking.gke.io/service-name\":\"namespace/name\"}",
+        "IPAddress": "2600:1900:4000:1::/96",
+        "IPProtocol": "TCP",
+        "portRange": "8080-9000",
+        "networkTier": "PREMIUM",
+        "backendService": format!("{BASE}/regions/us-central1/backendServices/{BACKEND}"),
+        "loadBalancingScheme": "EXTERNAL",
+        "subnetwork": sub,
+        "ipVersion": "IPV6"
+    });
+    let rule = ipv6_forwarding_rule_for(&d, "2600:1900:4000:1::", &sub).expect("premium");
+    assert_eq!(to_json(&rule), want);
+    // An address read back from GCE already carries the prefix: not doubled.
+    let again = ipv6_forwarding_rule_for(&d, "2600:1900:4000:1::/96", &sub).expect("premium");
+    assert_eq!(to_json(&again), want);
+    // The IPv4 rule is untouched by the IPv6 one.
+    assert_eq!(to_json(&forwarding_rule_for(&d, "203.0.113.7"))["name"], LB);
+    assert!(
+        to_json(&forwarding_rule_for(&d, "203.0.113.7"))
+            .get("ipVersion")
+            .is_none()
+    );
+}
+
+#[test]
+fn ipv6_rule_refuses_standard_tier() {
+    let d = build(
+        &scenario()
+            .ip_families(&["IPv6"])
+            .annotation("cloud.google.com/network-tier", "Standard"),
+    );
+    let Err(err) = ipv6_forwarding_rule_for(&d, "", "sub") else {
+        panic!("Standard-tier IPv6 rule built")
+    };
+    assert_eq!(err.metric_label(), "ipv6_standard_tier");
+    assert!(err.to_string().starts_with("Service namespace/name: "), "{err}");
+}
