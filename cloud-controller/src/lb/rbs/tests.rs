@@ -266,3 +266,34 @@ fn ipv6_rule_refuses_standard_tier() {
     assert_eq!(err.metric_label(), "ipv6_standard_tier");
     assert!(err.to_string().starts_with("Service namespace/name: "), "{err}");
 }
+
+#[test]
+fn ipv6_nodes_firewall_matches_ingress_gce() {
+    let cfg = config();
+    let d = build(
+        &scenario()
+            .ports("TCP", &[8080, 8081, 9000])
+            .ip_families(&["IPv4", "IPv6"]),
+    );
+    assert_eq!(
+        to_json(&ipv6_nodes_firewall(&d, &cfg, "2600:1900:4000:1::/96")),
+        json!({
+            "name": format!("{BACKEND}-ipv6"),
+            "description": "{\"networking.gke.io/service-name\":\"namespace/name\",\"networking.gke.io/api-version\":\"ga\"}",
+            "network": format!("{BASE}/global/networks/default"),
+            // No IPv6 source range listed: allowAllIPv6Range.
+            "sourceRanges": ["0::0/0"],
+            "destinationRanges": ["2600:1900:4000:1::"],
+            "targetTags": ["svcnet-node"],
+            "allowed": [{"IPProtocol": "TCP", "ports": ["8080-8081", "9000"]}]
+        })
+    );
+    // Only the IPv6 entries of loadBalancerSourceRanges go to the IPv6 firewall.
+    let mut s = scenario().ip_families(&["IPv6"]);
+    s.service.spec.get_or_insert_default().load_balancer_source_ranges =
+        Some(vec!["10.0.0.0/8".into(), "2001:db8::/32".into()]);
+    let d = build(&s);
+    let fw = to_json(&ipv6_nodes_firewall(&d, &cfg, "2600:1900:4000:1::"));
+    assert_eq!(fw["sourceRanges"], json!(["2001:db8::/32"]));
+    assert_eq!(fw["destinationRanges"], json!(["2600:1900:4000:1::"]));
+}
