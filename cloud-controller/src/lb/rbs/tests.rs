@@ -297,3 +297,22 @@ fn ipv6_nodes_firewall_matches_ingress_gce() {
     assert_eq!(fw["sourceRanges"], json!(["2001:db8::/32"]));
     assert_eq!(fw["destinationRanges"], json!(["2600:1900:4000:1::"]));
 }
+
+#[test]
+fn ipv6_status_annotations_match_ingress_gce_keys() {
+    let d = build(&scenario().ports("UDP", &[53]).ip_families(&["IPv6", "IPv4"]));
+    let got = ipv6_status_annotations(&d);
+    assert_eq!(
+        got.get("service.kubernetes.io/udp-forwarding-rule-ipv6")
+            .map(String::as_str),
+        Some(format!("{LB}-ipv6").as_str())
+    );
+    assert_eq!(
+        got.get("service.kubernetes.io/firewall-rule-ipv6")
+            .map(String::as_str),
+        Some(format!("{BACKEND}-ipv6").as_str())
+    );
+    assert_eq!(got.len(), 2);
+    // Every key written is one a sync or delete clears.
+    assert!(got.keys().all(|k| STATUS_ANNOTATION_KEYS.contains(k)));
+}
