@@ -267,12 +267,23 @@ pub(crate) fn plan_delete(names: &RbsNames, o: &RbsObserved) -> Vec<Action> {
             name: names.lb.clone(),
         });
     }
+    // Both families: the IPv6 rule also points at the backend service, which GCE keeps while in use.
+    if o.ipv6_forwarding_rule.is_some() {
+        actions.push(Action::DeleteForwardingRule {
+            name: names.ipv6.rule.clone(),
+        });
+    }
     if o.address.is_some() {
         actions.push(release_ours(names));
     }
     if o.nodes_firewall.is_some() {
         actions.push(Action::DeleteFirewall {
             name: names.backend.clone(),
+        });
+    }
+    if o.ipv6_nodes_firewall.is_some() {
+        actions.push(Action::DeleteFirewall {
+            name: names.ipv6.firewall.clone(),
         });
     }
     if o.backend_service.is_some() {
