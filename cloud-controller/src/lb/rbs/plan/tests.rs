@@ -376,3 +376,43 @@ fn teardown_removes_the_ipv6_rule_and_firewall_before_the_backend_service() {
     assert_eq!(o, RbsObserved::default(), "both families gone");
     assert!(plan_delete(&d.names, &o).is_empty());
 }
+
+#[test]
+fn a_service_no_longer_asking_for_ipv6_loses_its_ipv6_rule_and_firewall() {
+    let with_v6 = |o: &mut RbsObserved, d: &DesiredRbs| {
+        o.ipv6_forwarding_rule = Some(ForwardingRule {
+            name: d.names.ipv6.rule.clone(),
+            ..ForwardingRule::default()
+        });
+        o.ipv6_nodes_firewall = Some(Firewall {
+            name: d.names.ipv6.firewall.clone(),
+            ..Firewall::default()
+        });
+    };
+    // IPv4 only: both IPv6 objects go, and the next plan is empty.
+    let d = desired_of(&scenario().ip_families(&["IPv4"]));
+    let mut o = RbsObserved::default();
+    converge(&d, &mut o);
+    with_v6(&mut o, &d);
+    assert_eq!(
+        plan_ensure(&d, &o, &config()).actions,
+        [
+            Action::DeleteForwardingRule {
+                name: d.names.ipv6.rule.clone()
+            },
+            Action::DeleteFirewall {
+                name: d.names.ipv6.firewall.clone()
+            },
+        ]
+    );
+    converge(&d, &mut o);
+    assert_eq!(o.ipv6_forwarding_rule, None);
+    assert_eq!(o.ipv6_nodes_firewall, None);
+
+    // Still dual stack: they stay.
+    let d = desired_of(&scenario().ip_families(&["IPv4", "IPv6"]));
+    let mut o = RbsObserved::default();
+    converge(&d, &mut o);
+    with_v6(&mut o, &d);
+    assert!(plan_ensure(&d, &o, &config()).actions.is_empty());
+}
