@@ -219,7 +219,6 @@ impl LbSpec {
 
         let (network_tier, network_tier_annotated) =
             network_tier(&object, annotations.get(NETWORK_TIER_ANNOTATION))?;
-
         let requested_ip = requested_ip(&object, spec.load_balancer_ip)?;
 
         // Upstream GetServiceHealthCheckPathPort: Local policy on a LoadBalancer with a node port.
