@@ -85,6 +85,18 @@ pub enum Error {
     )]
     Ipv6Unsupported { object: String, kind: &'static str },
 
+    /// ingress-gce l4netlbipv6.go's user error, with the Service named first.
+    #[error(
+        "{object}: subnet {subnetwork} does not have external IPv6 ranges, required for an external IPv6 Service. You can specify an external IPv6 subnet using the \"networking.gke.io/load-balancer-subnet\" annotation on the Service"
+    )]
+    NoExternalIpv6Range { object: String, subnetwork: String },
+
+    /// ingress-gce forwarding_rules_ipv6.go: GCE has no Standard-tier IPv6 NetLB.
+    #[error(
+        "{object}: metadata.annotations[cloud.google.com/network-tier]: network tier Standard is not supported for IPv6 External Load Balancer; use Premium or remove IPv6 from spec.ipFamilies"
+    )]
+    Ipv6StandardTier { object: String },
+
     #[error("{object}: {field}: {value:?} is not a valid pod CIDR")]
     InvalidPodCidr {
         object: String,
@@ -111,6 +123,8 @@ impl Error {
             Error::InvalidNodeAddress { .. } => "invalid_node_address",
             Error::InvalidPodCidr { .. } => "invalid_pod_cidr",
             Error::Ipv6Unsupported { .. } => "ipv6_unsupported",
+            Error::NoExternalIpv6Range { .. } => "no_external_ipv6_range",
+            Error::Ipv6StandardTier { .. } => "ipv6_standard_tier",
         }
     }
 
@@ -119,7 +133,8 @@ impl Error {
         match self {
             Error::MixedProtocols { .. } | Error::NoPorts { .. } => "spec.ports",
             Error::NoEligibleNodes { .. } => "nodes",
-            Error::Ipv6Unsupported { .. } => "spec.ipFamilies",
+            Error::Ipv6Unsupported { .. } | Error::NoExternalIpv6Range { .. } => "spec.ipFamilies",
+            Error::Ipv6StandardTier { .. } => "metadata.annotations[cloud.google.com/network-tier]",
             Error::UnsupportedProtocol { field, .. }
             | Error::InvalidSourceRange { field, .. }
             | Error::InvalidNetworkTier { field, .. }

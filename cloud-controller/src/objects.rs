@@ -131,6 +131,9 @@ pub(crate) struct ForwardingRule {
     pub network: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub subnetwork: String,
+    /// `IPV6` on an IPv6 rule; GCE's default (IPv4) when empty.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub ip_version: String,
 }
 
 fn is_false(b: &bool) -> bool {

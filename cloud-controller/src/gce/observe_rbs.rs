@@ -41,6 +41,12 @@ pub(crate) async fn observe_rbs(
         &mut o.local_health_check_firewall
     })
     .await?;
+    rd.read(Collection::ForwardingRules, &names.ipv6.rule, |o| {
+        &mut o.ipv6_forwarding_rule
+    })
+    .await?;
+    rd.read(fw, &names.ipv6.firewall, |o| &mut o.ipv6_nodes_firewall)
+        .await?;
     let (mut o, mut links) = (
         rd.obs,
         ObservedLb {

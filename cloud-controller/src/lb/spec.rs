@@ -77,6 +77,9 @@ pub(crate) struct LbSpec {
     pub network_tier_annotated: bool,
     /// spec.loadBalancerIP, when set.
     pub requested_ip: Option<String>,
+    /// Whether `spec.ipFamilies` asks for IPv6 (`lb::families`): an RBS NetLB keeps its IPv6
+    /// objects only then.
+    pub ipv6: bool,
     pub health_check: HealthCheckKind,
     /// The weighted-LB annotation says `pods-per-node` and the policy is ETP Local (ingress-gce
     /// isWeightedLBPodsPerNode): backends weigh by the endpoint count their check reports.
@@ -216,7 +219,6 @@ impl LbSpec {
 
         let (network_tier, network_tier_annotated) =
             network_tier(&object, annotations.get(NETWORK_TIER_ANNOTATION))?;
-
         let requested_ip = requested_ip(&object, spec.load_balancer_ip)?;
 
         // Upstream GetServiceHealthCheckPathPort: Local policy on a LoadBalancer with a node port.
@@ -243,6 +245,7 @@ impl LbSpec {
             network_tier,
             network_tier_annotated,
             requested_ip,
+            ipv6: crate::lb::families::families(service).v6,
             health_check,
             weighted_pods_per_node,
         })

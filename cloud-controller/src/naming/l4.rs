@@ -20,6 +20,8 @@ const MAX_NAME: usize = 63;
 const HASH_LEN: usize = 8;
 const SHARED_HC_SUFFIX: &str = "l4-shared-hc";
 const HC_FIREWALL_SUFFIX: &str = "-fw";
+/// ingress-gce's `-ipv6` suffix of a dual-stack LB's IPv6 objects (namer and loadbalancers).
+const IPV6_SUFFIX: &str = "-ipv6";
 
 /// Upstream common.ContentHash: the first `n` bytes of sha256(s), each mod 36 as `0-9a-z`.
 pub(crate) fn content_hash(s: &str, n: usize) -> String {
@@ -120,6 +122,27 @@ impl L4Namer {
         }
     }
 
+    /// Upstream L4IPv6Firewall: the IPv6 nodes firewall, the backend name + `-ipv6`.
+    pub(crate) fn ipv6_firewall(&self, namespace: &str, name: &str) -> String {
+        suffixed(&self.backend(namespace, name), IPV6_SUFFIX)
+    }
+
+    /// Upstream L4IPv6HealthCheckFirewall: `…-l4-shared-hc-fw-ipv6` or the backend name cut to
+    /// fit `-fw-ipv6`.
+    pub(crate) fn ipv6_health_check_firewall(&self, namespace: &str, name: &str, shared: bool) -> String {
+        if shared {
+            format!(
+                "{}{IPV6_SUFFIX}",
+                self.health_check_firewall(namespace, name, true)
+            )
+        } else {
+            suffixed(
+                &self.backend(namespace, name),
+                &format!("{HC_FIREWALL_SUFFIX}{IPV6_SUFFIX}"),
+            )
+        }
+    }
+
     /// Upstream L4ForwardingRule: `k8s2-{proto}-{uid}-{ns}-{name}-{hash}`, `L3_DEFAULT` as `l3`.
     #[cfg_attr(not(test), expect(dead_code, reason = "mixed-protocol rules, not built yet"))]
     pub(crate) fn forwarding_rule(&self, namespace: &str, name: &str, protocol: &str) -> String {
@@ -179,6 +202,19 @@ pub(crate) struct RbsNames {
     pub local_health_check_firewall: String,
     /// The per-zone instance groups shared with the internal LBs (`k8s-ig--<cluster id>`).
     pub instance_group: String,
+    /// The IPv6 objects of a dual-stack or IPv6-only Service (ingress-gce l4netlbipv6.go): the
+    /// rule `a<uid>-ipv6`, the nodes firewall `…-ipv6`, the health-check firewalls `…-fw-ipv6`.
+    pub ipv6: RbsIpv6Names,
+}
+
+/// Names of the IPv6 half of an RBS NetLB; the backend service and health check are shared with
+/// the IPv4 half.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RbsIpv6Names {
+    pub rule: String,
+    pub firewall: String,
+    pub shared_health_check_firewall: String,
+    pub local_health_check_firewall: String,
 }
 
 impl RbsNames {
@@ -189,8 +225,15 @@ impl RbsNames {
         (namespace, name, service_uid): (&str, &str, &str),
         object: &str,
     ) -> Result<Self> {
+        let lb = load_balancer_name(service_uid);
         let names = RbsNames {
-            lb: load_balancer_name(service_uid),
+            ipv6: RbsIpv6Names {
+                rule: suffixed(&lb, IPV6_SUFFIX),
+                firewall: namer.ipv6_firewall(namespace, name),
+                shared_health_check_firewall: namer.ipv6_health_check_firewall(namespace, name, true),
+                local_health_check_firewall: namer.ipv6_health_check_firewall(namespace, name, false),
+            },
+            lb,
             backend: namer.backend(namespace, name),
             shared_health_check: namer.health_check(namespace, name, true),
             shared_health_check_firewall: namer.health_check_firewall(namespace, name, true),
@@ -201,6 +244,7 @@ impl RbsNames {
         // Namespace and name are DNS labels, but a hostile API server could send anything.
         validate_gce_name(&names.backend, object, "metadata.name")?;
         validate_gce_name(&names.local_health_check_firewall, object, "metadata.name")?;
+        validate_gce_name(&names.ipv6.local_health_check_firewall, object, "metadata.name")?;
         validate_gce_name(&names.instance_group, object, "config.cluster_id")?;
         Ok(names)
     }

@@ -67,6 +67,9 @@ pub(crate) struct RbsObserved {
     pub nodes_firewall: Option<Firewall>,
     pub shared_health_check_firewall: Option<Firewall>,
     pub local_health_check_firewall: Option<Firewall>,
+    /// The IPv6 rule and nodes firewall of a dual-stack NetLB (ingress-gce's `-ipv6` names).
+    pub ipv6_forwarding_rule: Option<ForwardingRule>,
+    pub ipv6_nodes_firewall: Option<Firewall>,
     /// zone -> member instance URLs of the shared instance group there.
     pub instance_groups: BTreeMap<String, Vec<String>>,
     /// Target keys GCE refused to delete earlier in this sync (in use by another LB): kept.

@@ -44,3 +44,54 @@ fn ipv6_only_is_refused_by_target_pool_and_internal_lbs_dual_stack_is_served() {
     assert!(!plan.actions.is_empty());
     assert!(require_ipv4(&dual.service, "Service default/x", "a backend-service network").is_ok());
 }
+
+#[test]
+fn external_ipv6_needs_a_dual_or_v6_stack_with_external_access() {
+    let obj = "Service default/web";
+    assert!(require_external_ipv6_subnet(obj, "sub", "IPV4_IPV6", "EXTERNAL").is_ok());
+    assert!(require_external_ipv6_subnet(obj, "sub", "IPV6_ONLY", "EXTERNAL").is_ok());
+    for (stack, access) in [
+        ("IPV4_ONLY", ""),
+        ("", "EXTERNAL"),
+        ("IPV4_IPV6", "INTERNAL"),
+        ("IPV4_ONLY", "EXTERNAL"),
+    ] {
+        let Err(err) = require_external_ipv6_subnet(obj, "sub-a", stack, access) else {
+            panic!("{stack}/{access} accepted")
+        };
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("Service default/web: subnet sub-a does not have external IPv6 ranges"),
+            "{msg}"
+        );
+        assert_eq!(err.metric_label(), "no_external_ipv6_range");
+        assert_eq!(err.field(), "spec.ipFamilies");
+    }
+}
+
+#[test]
+fn ingress_ips_follow_spec_ip_families_order() {
+    let (v4, v6) = (Some("203.0.113.7"), Some("2600:1900:4000:1::"));
+    let dual6 = Scenario::new().ip_families(&[IPV6, IPV4]);
+    assert_eq!(
+        ordered_ingress_ips(&dual6.service, v4, v6),
+        ["2600:1900:4000:1::", "203.0.113.7"]
+    );
+    let dual4 = Scenario::new().ip_families(&[IPV4, IPV6]);
+    assert_eq!(
+        ordered_ingress_ips(&dual4.service, v4, v6),
+        ["203.0.113.7", "2600:1900:4000:1::"]
+    );
+    // A family the Service no longer asks for is not reported even if its IP is still known.
+    let only4 = Scenario::new().ip_families(&[IPV4]);
+    assert_eq!(ordered_ingress_ips(&only4.service, v4, v6), ["203.0.113.7"]);
+    let only6 = Scenario::new().ip_families(&[IPV6]);
+    assert_eq!(
+        ordered_ingress_ips(&only6.service, v4, v6),
+        ["2600:1900:4000:1::"]
+    );
+    // Before the IPv6 rule exists only the IPv4 IP is reported.
+    assert_eq!(ordered_ingress_ips(&dual6.service, v4, None), ["203.0.113.7"]);
+    let none = Scenario::new();
+    assert_eq!(ordered_ingress_ips(&none.service, v4, v6), ["203.0.113.7"]);
+}

@@ -128,12 +128,31 @@ pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> Back
         actions.push(Action::CreateForwardingRule(want_fr));
     }
     plan_firewalls(d, o, cfg, &ip, &mut actions);
+    plan_unwanted_ipv6(d, o, &mut actions);
     plan_old_check(d, o, old_hc.as_deref(), &mut actions);
     actions.extend(release);
     BackendServicePlan {
         actions,
         replan: false,
         ingress_ip: Some(ip),
+    }
+}
+
+/// A Service no longer asking for IPv6 loses its IPv6 rule and firewall (ingress-gce
+/// l4netlb.go ensureDualStackResources deletes the family not in spec.ipFamilies).
+fn plan_unwanted_ipv6(d: &DesiredRbs, o: &RbsObserved, actions: &mut Vec<Action>) {
+    if d.spec.ipv6 {
+        return;
+    }
+    if o.ipv6_forwarding_rule.is_some() {
+        actions.push(Action::DeleteForwardingRule {
+            name: d.names.ipv6.rule.clone(),
+        });
+    }
+    if o.ipv6_nodes_firewall.is_some() {
+        actions.push(Action::DeleteFirewall {
+            name: d.names.ipv6.firewall.clone(),
+        });
     }
 }
 
@@ -267,12 +286,23 @@ pub(crate) fn plan_delete(names: &RbsNames, o: &RbsObserved) -> Vec<Action> {
             name: names.lb.clone(),
         });
     }
+    // Both families: the IPv6 rule also points at the backend service, which GCE keeps while in use.
+    if o.ipv6_forwarding_rule.is_some() {
+        actions.push(Action::DeleteForwardingRule {
+            name: names.ipv6.rule.clone(),
+        });
+    }
     if o.address.is_some() {
         actions.push(release_ours(names));
     }
     if o.nodes_firewall.is_some() {
         actions.push(Action::DeleteFirewall {
             name: names.backend.clone(),
+        });
+    }
+    if o.ipv6_nodes_firewall.is_some() {
+        actions.push(Action::DeleteFirewall {
+            name: names.ipv6.firewall.clone(),
         });
     }
     if o.backend_service.is_some() {

@@ -217,3 +217,102 @@ fn requested_ip_and_source_ranges_reach_the_nodes_firewall() {
             .ends_with(",\"networking.gke.io/service-ip\":\"203.0.113.9\"}")
     );
 }
+
+#[test]
+fn ipv6_forwarding_rule_matches_ingress_gce() {
+    let d = build(
+        &scenario()
+            .ports("TCP", &[8080, 9000])
+            .ip_families(&["IPv4", "IPv6"]),
+    );
+    let sub = format!("{BASE}/regions/us-central1/subnetworks/default");
+    let want = json!({
+        "name": format!("{LB}-ipv6"),
+        // MakeL4IPv6ForwardingRuleDescription: service name only, no api-version.
+        "description": "{\"networking.gke.io/service-name\":\"namespace/name\"}",
+        "IPAddress": "2600:1900:4000:1::/96",
+        "IPProtocol": "TCP",
+        "portRange": "8080-9000",
+        "networkTier": "PREMIUM",
+        "backendService": format!("{BASE}/regions/us-central1/backendServices/{BACKEND}"),
+        "loadBalancingScheme": "EXTERNAL",
+        "subnetwork": sub,
+        "ipVersion": "IPV6"
+    });
+    let rule = ipv6_forwarding_rule_for(&d, "2600:1900:4000:1::", &sub).expect("premium");
+    assert_eq!(to_json(&rule), want);
+    // An address read back from GCE already carries the prefix: not doubled.
+    let again = ipv6_forwarding_rule_for(&d, "2600:1900:4000:1::/96", &sub).expect("premium");
+    assert_eq!(to_json(&again), want);
+    // The IPv4 rule is untouched by the IPv6 one.
+    assert_eq!(to_json(&forwarding_rule_for(&d, "203.0.113.7"))["name"], LB);
+    assert!(
+        to_json(&forwarding_rule_for(&d, "203.0.113.7"))
+            .get("ipVersion")
+            .is_none()
+    );
+}
+
+#[test]
+fn ipv6_rule_refuses_standard_tier() {
+    let d = build(
+        &scenario()
+            .ip_families(&["IPv6"])
+            .annotation("cloud.google.com/network-tier", "Standard"),
+    );
+    let Err(err) = ipv6_forwarding_rule_for(&d, "", "sub") else {
+        panic!("Standard-tier IPv6 rule built")
+    };
+    assert_eq!(err.metric_label(), "ipv6_standard_tier");
+    assert!(err.to_string().starts_with("Service namespace/name: "), "{err}");
+}
+
+#[test]
+fn ipv6_nodes_firewall_matches_ingress_gce() {
+    let cfg = config();
+    let d = build(
+        &scenario()
+            .ports("TCP", &[8080, 8081, 9000])
+            .ip_families(&["IPv4", "IPv6"]),
+    );
+    assert_eq!(
+        to_json(&ipv6_nodes_firewall(&d, &cfg, "2600:1900:4000:1::/96")),
+        json!({
+            "name": format!("{BACKEND}-ipv6"),
+            "description": "{\"networking.gke.io/service-name\":\"namespace/name\",\"networking.gke.io/api-version\":\"ga\"}",
+            "network": format!("{BASE}/global/networks/default"),
+            // No IPv6 source range listed: allowAllIPv6Range.
+            "sourceRanges": ["0::0/0"],
+            "destinationRanges": ["2600:1900:4000:1::"],
+            "targetTags": ["svcnet-node"],
+            "allowed": [{"IPProtocol": "TCP", "ports": ["8080-8081", "9000"]}]
+        })
+    );
+    // Only the IPv6 entries of loadBalancerSourceRanges go to the IPv6 firewall.
+    let mut s = scenario().ip_families(&["IPv6"]);
+    s.service.spec.get_or_insert_default().load_balancer_source_ranges =
+        Some(vec!["10.0.0.0/8".into(), "2001:db8::/32".into()]);
+    let d = build(&s);
+    let fw = to_json(&ipv6_nodes_firewall(&d, &cfg, "2600:1900:4000:1::"));
+    assert_eq!(fw["sourceRanges"], json!(["2001:db8::/32"]));
+    assert_eq!(fw["destinationRanges"], json!(["2600:1900:4000:1::"]));
+}
+
+#[test]
+fn ipv6_status_annotations_match_ingress_gce_keys() {
+    let d = build(&scenario().ports("UDP", &[53]).ip_families(&["IPv6", "IPv4"]));
+    let got = ipv6_status_annotations(&d);
+    assert_eq!(
+        got.get("service.kubernetes.io/udp-forwarding-rule-ipv6")
+            .map(String::as_str),
+        Some(format!("{LB}-ipv6").as_str())
+    );
+    assert_eq!(
+        got.get("service.kubernetes.io/firewall-rule-ipv6")
+            .map(String::as_str),
+        Some(format!("{BACKEND}-ipv6").as_str())
+    );
+    assert_eq!(got.len(), 2);
+    // Every key written is one a sync or delete clears.
+    assert!(got.keys().all(|k| STATUS_ANNOTATION_KEYS.contains(k)));
+}

@@ -98,6 +98,30 @@ fn rbs_names_reuse_the_legacy_rule_name_and_the_shared_groups() {
         "k8s2-7kpbhpki-namespace-name-956p2p7x-fw"
     );
     assert_eq!(names.instance_group, "k8s-ig--0123456789abcdef");
+    assert_eq!(names.ipv6.rule, "a4f6b2c1e9a3d4b8e8c7f0123456789a-ipv6");
+    assert_eq!(names.ipv6.firewall, "k8s2-7kpbhpki-namespace-name-956p2p7x-ipv6");
+    assert_eq!(
+        names.ipv6.shared_health_check_firewall,
+        "k8s2-7kpbhpki-l4-shared-hc-fw-ipv6"
+    );
+    assert_eq!(
+        names.ipv6.local_health_check_firewall,
+        "k8s2-7kpbhpki-namespace-name-956p2p7x-fw-ipv6"
+    );
     // A name GCE would refuse is an error before any call.
     assert!(RbsNames::new(&n, "c", ("Bad_NS", "x", uid), "o").is_err());
+}
+
+#[test]
+fn ipv6_names_keep_their_suffix_within_63_characters() {
+    let n = L4Namer::new(KUBE_SYSTEM_UID);
+    let backend = n.backend(LONG1, LONG2);
+    assert_eq!(backend.len(), 63);
+    let fw = n.ipv6_firewall(LONG1, LONG2);
+    assert_eq!(fw, format!("{}-ipv6", &backend[..58]));
+    let hc_fw = n.ipv6_health_check_firewall(LONG1, LONG2, false);
+    assert_eq!(hc_fw, format!("{}-fw-ipv6", &backend[..55]));
+    // The IPv4 and IPv6 firewalls of one Service never share a name.
+    assert_ne!(fw, backend);
+    assert_ne!(hc_fw, n.health_check_firewall(LONG1, LONG2, false));
 }

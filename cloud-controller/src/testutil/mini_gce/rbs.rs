@@ -57,6 +57,8 @@ impl MiniGce {
             nodes_firewall: firewall(&names.backend),
             shared_health_check_firewall: firewall(&names.shared_health_check_firewall),
             local_health_check_firewall: firewall(&names.local_health_check_firewall),
+            ipv6_forwarding_rule: self.forwarding_rules.get(&names.ipv6.rule).cloned(),
+            ipv6_nodes_firewall: firewall(&names.ipv6.firewall),
             instance_groups: self
                 .instance_groups
                 .iter()

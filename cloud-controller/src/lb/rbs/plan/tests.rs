@@ -34,6 +34,8 @@ fn desired_of(s: &Scenario) -> DesiredRbs {
 fn set_fw(o: &mut RbsObserved, names: &RbsNames, fw: Option<Firewall>, name: &str) {
     if name == names.backend {
         o.nodes_firewall = fw;
+    } else if name == names.ipv6.firewall {
+        o.ipv6_nodes_firewall = fw;
     } else if name == names.shared_health_check_firewall {
         o.shared_health_check_firewall = fw;
     } else {
@@ -85,6 +87,9 @@ fn apply(o: &mut RbsObserved, names: &RbsNames, actions: &[Action]) {
             }
             Action::DeleteBackendService { .. } => o.backend_service = None,
             Action::CreateForwardingRule(f) => o.forwarding_rule = Some(f.clone()),
+            Action::DeleteForwardingRule { name } if *name == names.ipv6.rule => {
+                o.ipv6_forwarding_rule = None
+            }
             Action::DeleteForwardingRule { .. } => o.forwarding_rule = None,
             Action::CreateFirewall(f) | Action::PatchFirewall(f) => {
                 set_fw(o, names, Some(f.clone()), &f.name)
@@ -335,4 +340,79 @@ fn weighting_on_then_off_updates_the_policy_and_maglev_counts_as_unset() {
     apply(&mut o, &off.names, &plan.actions);
     assert_eq!(policy(&o).as_deref(), Some("MAGLEV"));
     assert!(plan_ensure(&off, &o, &config()).actions.is_empty());
+}
+
+#[test]
+fn teardown_removes_the_ipv6_rule_and_firewall_before_the_backend_service() {
+    let d = desired_of(&scenario());
+    let mut o = RbsObserved::default();
+    converge(&d, &mut o);
+    // The IPv6 half as ingress-gce leaves it for a dual-stack Service.
+    o.ipv6_forwarding_rule = Some(ForwardingRule {
+        name: d.names.ipv6.rule.clone(),
+        ip_version: "IPV6".into(),
+        ..ForwardingRule::default()
+    });
+    o.ipv6_nodes_firewall = Some(Firewall {
+        name: d.names.ipv6.firewall.clone(),
+        ..Firewall::default()
+    });
+    let actions = plan_delete(&d.names, &o);
+    let pos = |want: &Action| actions.iter().position(|a| a == want);
+    let v6_rule = pos(&Action::DeleteForwardingRule {
+        name: d.names.ipv6.rule.clone(),
+    })
+    .expect("IPv6 rule deleted");
+    let v6_fw = pos(&Action::DeleteFirewall {
+        name: d.names.ipv6.firewall.clone(),
+    });
+    assert!(v6_fw.is_some(), "IPv6 firewall deleted: {actions:?}");
+    let backend = pos(&Action::DeleteBackendService {
+        name: d.names.backend.clone(),
+    })
+    .expect("backend service deleted");
+    assert!(v6_rule < backend, "{actions:?}");
+    apply(&mut o, &d.names, &actions);
+    assert_eq!(o, RbsObserved::default(), "both families gone");
+    assert!(plan_delete(&d.names, &o).is_empty());
+}
+
+#[test]
+fn a_service_no_longer_asking_for_ipv6_loses_its_ipv6_rule_and_firewall() {
+    let with_v6 = |o: &mut RbsObserved, d: &DesiredRbs| {
+        o.ipv6_forwarding_rule = Some(ForwardingRule {
+            name: d.names.ipv6.rule.clone(),
+            ..ForwardingRule::default()
+        });
+        o.ipv6_nodes_firewall = Some(Firewall {
+            name: d.names.ipv6.firewall.clone(),
+            ..Firewall::default()
+        });
+    };
+    // IPv4 only: both IPv6 objects go, and the next plan is empty.
+    let d = desired_of(&scenario().ip_families(&["IPv4"]));
+    let mut o = RbsObserved::default();
+    converge(&d, &mut o);
+    with_v6(&mut o, &d);
+    assert_eq!(
+        plan_ensure(&d, &o, &config()).actions,
+        [
+            Action::DeleteForwardingRule {
+                name: d.names.ipv6.rule.clone()
+            },
+            Action::DeleteFirewall {
+                name: d.names.ipv6.firewall.clone()
+            },
+        ]
+    );
+    converge(&d, &mut o);
+    assert_eq!(o.ipv6_forwarding_rule, None);
+    assert_eq!(o.ipv6_nodes_firewall, None);
+
+    // Still dual stack: they stay.
+    let d = desired_of(&scenario().ip_families(&["IPv4", "IPv6"]));
+    let mut o = RbsObserved::default();
+    converge(&d, &mut o);
+    with_v6(&mut o, &d);
+    assert!(plan_ensure(&d, &o, &config()).actions.is_empty());
 }

@@ -314,3 +314,36 @@ async fn target_pool_to_rbs_and_back_leaks_nothing() {
     let left = gce.state();
     assert_eq!(left, empty(&left));
 }
+
+#[tokio::test]
+async fn teardown_of_a_dual_stack_netlb_removes_both_families() {
+    let s = rbs(Scenario::new()).ip_families(&["IPv4", "IPv6"]);
+    let gce = FakeLbGce::default();
+    assert!(converged(&ensure(&gce, &Events::default(), &s).await));
+    // The IPv6 half as ingress-gce builds it: its rule holds the backend service in use.
+    let n = names(&s);
+    let mut state = gce.state();
+    let v4_rule = state.forwarding_rules.get(&n.lb).cloned().expect("IPv4 rule");
+    state.forwarding_rules.insert(
+        n.ipv6.rule.clone(),
+        crate::objects::ForwardingRule {
+            name: n.ipv6.rule.clone(),
+            ip_address: "2600:1900:4000:1::/96".into(),
+            ip_version: "IPV6".into(),
+            ..v4_rule
+        },
+    );
+    let v4_fw = state.firewalls.get(&n.backend).cloned().expect("IPv4 firewall");
+    state.firewalls.insert(
+        n.ipv6.firewall.clone(),
+        crate::objects::Firewall {
+            name: n.ipv6.firewall.clone(),
+            ..v4_fw
+        },
+    );
+    let gce = FakeLbGce::new(state);
+    assert!(delete(&gce, &s, true).await);
+    let left = gce.state();
+    assert_eq!(left, empty(&left));
+    assert!(!delete(&gce, &s, true).await);
+}
