@@ -68,6 +68,15 @@ fake_is() {
   diff -q "$1" "$WORK/names.now" >/dev/null
 }
 
+# fake_settled: two dumps of the fake 3 s apart hold the same objects (an earlier step's Service deleted
+# without waiting may still be losing its objects).
+fake_settled() {
+  fake_names "$WORK/names.a" || return 1
+  sleep 3
+  fake_names "$WORK/names.b" || return 1
+  diff -q "$WORK/names.a" "$WORK/names.b" >/dev/null
+}
+
 # gcloud_is FILE WHAT: the real gcloud lists exactly what FILE does (once the fake does).
 gcloud_is() {
   retry 120 fake_is "$1" || { echo "the fake never settled on $2:"; lists_diff "$1" "$WORK/names.now"; return 1; }
@@ -218,6 +227,7 @@ YAML
 # gcloud lists are kept for the switch step.
 rbs_netlb() {
   local ip
+  retry 60 fake_settled
   gce_lists "$WORK/lists.base"
   # The fake's own dump in the same form, so later waits on it and gcloud's lists compare.
   fake_names "$WORK/names.base"
