@@ -4,6 +4,7 @@
 
 pub mod basics;
 pub mod internal;
+pub mod internal_mixed;
 pub mod lifecycle;
 pub mod rbs;
 pub mod rbs_mixed;

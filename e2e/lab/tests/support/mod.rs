@@ -87,6 +87,9 @@ pub trait Cluster {
     fn api(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
     /// A JSON call to the fake GCE (`/compute/v1/...` and the admin `/_fake/...`).
     fn gce(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
+    /// The real gcloud pointed at the fake GCE, with a config of its own in the cluster's directory:
+    /// stdout, or Err with stderr.
+    fn gcloud(&self, args: &[&str]) -> Result<String, String>;
     /// The real kubectl (the server's release) against the cluster's API, as cluster-admin.
     fn kubectl(&self, args: &[&str]) -> Result<String, String>;
     /// kubectl with the kubeconfig the running `component` (`svcnet-proxy`, `svcnet-cloud-controller`)
