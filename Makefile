@@ -58,8 +58,8 @@ demo: deps
 	trap '$(LAB) down >/dev/null 2>&1' INT TERM; $(LAB) demo
 
 # svcnet on kind with the fake GCE (e2e/kind/README.md; root): a container engine in a network namespace
-# of its own, a 3-node kind cluster without kube-proxy, svcnet installed with `kubectl apply -k
-# manifests/overlays/kind`, named and timed steps, everything torn down at the end.
+# of its own, a 3-node kind cluster made with kube-proxy, svcnet installed with `kubectl apply -k
+# manifests/overlays/kind` and switched to under traffic, named and timed steps, everything torn down at the end.
 e2e: deps
 	bash e2e/kind/e2e.sh
 

@@ -80,10 +80,15 @@ pub fn known_scopes(app: &App, t: ScopeType) -> Vec<Scope> {
 
 pub fn aggregated(app: &App, inner: &Inner, kind: Kind, params: &Params) -> Result<Value, ApiError> {
     let filter = parse_filter(params)?;
-    let pairs: Vec<(String, Value)> = inner
-        .data
-        .resources
-        .iter(kind)
+    // GCE's aggregated health checks hold the global ones and every region's.
+    let kinds: &[Kind] = if kind == Kind::HealthCheck {
+        &[Kind::HealthCheck, Kind::RegionHealthCheck]
+    } else {
+        std::slice::from_ref(&kind)
+    };
+    let pairs: Vec<(String, Value)> = kinds
+        .iter()
+        .flat_map(|k| inner.data.resources.iter(*k))
         .filter(|(_, v)| filter.as_ref().is_none_or(|f| f.matches(v)))
         .map(|(k, v)| {
             (
@@ -94,9 +99,10 @@ pub fn aggregated(app: &App, inner: &Inner, kind: Kind, params: &Params) -> Resu
         .collect();
     let (page, next) = page_req(params)?.apply(pairs);
     let coll = kind.collection();
-    let scopes: Vec<String> = known_scopes(app, kind.scope_type())
+    let scopes: Vec<String> = kinds
         .iter()
-        .map(Scope::path)
+        .flat_map(|k| known_scopes(app, k.scope_type()))
+        .map(|s| s.path())
         .collect();
     let out = aggregate_body(
         app,

@@ -54,11 +54,17 @@ pub fn parse(cfg: &Config, method: &str, path: &str) -> Result<Route, ApiError> 
         [] if get => return Ok(Route::Project),
         ["aggregated", "operations"] if get => return Ok(Route::AggregatedOps),
         ["aggregated", coll] if get => {
-            // aggregated/healthChecks would list the global checks too: not served.
+            // aggregated/healthChecks lists the global checks beside the regional ones (one route).
             let kind = [ScopeType::Regional, ScopeType::Zonal]
                 .into_iter()
                 .find_map(|t| Kind::from_collection(coll, t))
-                .filter(|k| *k != Kind::RegionHealthCheck)
+                .map(|k| {
+                    if k == Kind::RegionHealthCheck {
+                        Kind::HealthCheck
+                    } else {
+                        k
+                    }
+                })
                 .ok_or_else(not_found)?;
             return Ok(Route::Aggregated(kind));
         }

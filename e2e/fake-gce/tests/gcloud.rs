@@ -453,6 +453,18 @@ fn gcloud_regional_health_checks_and_external_backend_services() {
     assert_eq!(ghc["httpHealthCheck"]["port"], 9999, "{ghc}");
     let listed = g.ok(&["compute", "health-checks", "list", "--regions", REGION]);
     assert_eq!(names(&listed), ["hc"], "{listed}");
+    // A plain list is GCE's aggregated one: both checks, without a warning (gcloud exits 0 either way).
+    let out = g.run(&["compute", "health-checks", "list"]);
+    assert!(out.ok && out.stderr.trim().is_empty(), "{}", out.stderr);
+    let all = out.json;
+    let regions: Vec<&str> = all
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["region"].as_str().unwrap_or("global"))
+        .collect();
+    assert_eq!(names(&all), ["hc", "hc"], "{all}");
+    assert!(regions.contains(&"global") && regions.len() == 2, "{all}");
 
     g.ok(&[
         "compute",

@@ -46,8 +46,19 @@ fn regional_health_checks_are_their_own_collection() {
     let state = fake.admin("GET", "state", None);
     assert_eq!(state["regionHealthChecks"][0]["httpHealthCheck"]["port"], 31000);
     assert_eq!(state["healthChecks"][0]["httpHealthCheck"]["port"], 9999);
-    // No aggregated list: GCE's would carry the global checks too.
-    assert_eq!(fake.get(&fake.api("aggregated/healthChecks")).0, 404);
+    // The aggregated list carries both, keyed by scope as GCE's.
+    let (code, agg) = fake.get(&fake.api("aggregated/healthChecks"));
+    assert_eq!(code, 200, "{agg}");
+    assert_eq!(agg["kind"], "compute#healthCheckAggregatedList");
+    assert_eq!(
+        agg["items"]["global"]["healthChecks"][0]["httpHealthCheck"]["port"], 9999,
+        "{agg}"
+    );
+    assert_eq!(
+        agg["items"][format!("regions/{REGION}")]["healthChecks"][0]["httpHealthCheck"]["port"],
+        31000,
+        "{agg}"
+    );
     fake.mutate_ok("DELETE", &format!("{regional}/hc"), &Value::Null);
     assert_eq!(fake.get(&format!("{regional}/hc")).0, 404);
     assert_eq!(fake.get(&format!("{global}/hc")).0, 200);
