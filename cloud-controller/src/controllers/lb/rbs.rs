@@ -13,7 +13,7 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action as Requeue;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
-use svcnet_crds::{GceResourceRef, GceResources};
+use svcnet_crds::GceResources;
 
 use crate::controllers::lb::ctx::LbCtx;
 use crate::controllers::lb::record;
@@ -132,37 +132,19 @@ fn gce_resources(names: &RbsNames, (o, links): &RbsObservation) -> GceResources 
         &o.shared_health_check_firewall,
         &o.local_health_check_firewall,
     ];
-    let backend_checks = o.backend_service.as_ref().map(|b| b.health_checks.as_slice());
-    let (firewalls, health_checks) = record::guards(
+    record::backend_service_resources(
         links,
-        names,
-        fws.map(Option::is_some),
-        backend_checks,
-        "regionHealthChecks",
-    );
-    GceResources {
-        address: None,
-        forwarding_rule: o
-            .forwarding_rule
-            .as_ref()
-            .map(|f| record::resource_ref(links, "forwardingRules", &f.name)),
-        target_pool: None,
-        firewalls,
-        health_checks,
-        load_balancing_scheme: Some(SCHEME_EXTERNAL.to_owned()),
-        backend_service: o
-            .backend_service
-            .as_ref()
-            .map(|b| record::resource_ref(links, "backendServices", &b.name)),
-        instance_groups: o
-            .instance_groups
-            .keys()
-            .map(|zone| GceResourceRef {
-                name: names.instance_group.clone(),
-                self_link: links.link("instanceGroups", &format!("{zone}/{}", names.instance_group)),
-            })
-            .collect(),
-    }
+        record::BackendServiceLb {
+            names,
+            instance_group: &names.instance_group,
+            scheme: SCHEME_EXTERNAL,
+            check_kind: "regionHealthChecks",
+            forwarding_rule: o.forwarding_rule.as_ref(),
+            backend_service: o.backend_service.as_ref(),
+            firewalls: fws.map(Option::is_some),
+            zones: o.instance_groups.keys().map(String::as_str).collect(),
+        },
+    )
 }
 
 /// Tears the RBS NetLB down; Ok once nothing of it is left (shared objects other LBs use are
