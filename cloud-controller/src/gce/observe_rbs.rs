@@ -47,6 +47,16 @@ pub(crate) async fn observe_rbs(
     .await?;
     rd.read(fw, &names.ipv6.firewall, |o| &mut o.ipv6_nodes_firewall)
         .await?;
+    rd.read(Collection::Addresses, &names.ipv6.rule, |o| &mut o.ipv6_address)
+        .await?;
+    rd.read(fw, &names.ipv6.shared_health_check_firewall, |o| {
+        &mut o.ipv6_shared_health_check_firewall
+    })
+    .await?;
+    rd.read(fw, &names.ipv6.local_health_check_firewall, |o| {
+        &mut o.ipv6_local_health_check_firewall
+    })
+    .await?;
     let mut o = rd.obs;
     let links = backend_lb_tail(gce, policy, rd.links, &names.instance_group, want_ip, &mut o).await?;
     Ok((o, links))

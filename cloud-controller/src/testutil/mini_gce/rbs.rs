@@ -34,6 +34,9 @@ impl MiniGce {
             local_health_check_firewall: firewall(&names.local_health_check_firewall),
             ipv6_forwarding_rule: self.forwarding_rules.get(&names.ipv6.rule).cloned(),
             ipv6_nodes_firewall: firewall(&names.ipv6.firewall),
+            ipv6_address: self.addresses.get(&names.ipv6.rule).cloned(),
+            ipv6_shared_health_check_firewall: firewall(&names.ipv6.shared_health_check_firewall),
+            ipv6_local_health_check_firewall: firewall(&names.ipv6.local_health_check_firewall),
             instance_groups: self.groups_named(&names.instance_group),
             kept_in_use: Default::default(),
         }
