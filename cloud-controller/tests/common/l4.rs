@@ -79,7 +79,16 @@ pub struct Rig {
 impl Rig {
     /// One node `node-<i>` per entry of `zones` (in that zone), and the controller with `flags`.
     pub async fn start(zones: &[&str], flags: &[&str]) -> Self {
-        let api_server = ApiServer::start();
+        Self::start_on(ApiServer::start(), zones, flags).await
+    }
+
+    /// [`Rig::start`] on an API server that serves dual-stack Services.
+    pub async fn start_dual_stack(zones: &[&str], flags: &[&str]) -> Self {
+        let api = ApiServer::start_with_service_cidr("10.96.0.0/16,fd00:10:96::/112");
+        Self::start_on(api, zones, flags).await
+    }
+
+    async fn start_on(api_server: ApiServer, zones: &[&str], flags: &[&str]) -> Self {
         let gce = FakeGce::start(&[]);
         let client = api_server.client().await;
         for (i, zone) in zones.iter().enumerate() {
