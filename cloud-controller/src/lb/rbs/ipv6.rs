@@ -64,8 +64,9 @@ pub(crate) fn ipv6_nodes_firewall(d: &DesiredRbs, cfg: &Config, ip: &str) -> Fir
     }
 }
 
-/// GCE's IPv6 health-check probers of external passthrough LBs (ingress-gce
-/// healthchecksl4.go: L4NetLBIPv6HCRange); the internal ones probe from `2600:2d00:1:b029::/64`.
+/// GCE's IPv6 health-check probers of external passthrough LBs (ingress-gce healthchecksl4.go
+/// `L4NetLBIPv6HCRange`, picked for XLB by `getIPv6HCFirewallSourceRanges`, shared check or
+/// not); internal LBs' probers use `L4ILBIPv6HCRange`, `2600:2d00:1:b029::/64`.
 pub(crate) const NETLB_IPV6_HEALTH_CHECK_RANGE: &str = "2600:1901:8001::/48";
 
 pub(crate) fn ipv6_health_check_firewall_name(d: &DesiredRbs) -> &String {
