@@ -188,6 +188,19 @@ async fn dual_stack_and_ipv6_only_rbs_netlbs() {
     // Every reservation was released once its rule held the IP.
     assert_eq!(gce.names("addresses"), Vec::<String>::new());
 
+    // A sync of converged dual-stack and IPv6-only LBs changes nothing in GCE.
+    gce.clear_calls();
+    for name in ["dual", "six"] {
+        let touch = json!({"metadata": {"annotations": {"svcnet.test/touch": "1"}}});
+        services
+            .patch(name, &PatchParams::default(), &Patch::Merge(&touch))
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(gce.mutating_calls(), Vec::<String>::new());
+    assert!(gce.calls().0 > 0, "the touched Services were not synced");
+
     // Dual stack -> IPv4 only: the IPv6 rule and nodes firewall go, the IPv4 half stays.
     let v6_rule = &format!("{}-ipv6", lb_name(&dual));
     let to_v4 = json!({"spec": {"ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]}});
