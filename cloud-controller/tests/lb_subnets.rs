@@ -13,17 +13,6 @@ use serde_json::json;
 
 const SUBNET: &str = "networking.gke.io/internal-load-balancer-subnet";
 
-async fn warnings(client: &kube::Client, name: &str) -> Vec<String> {
-    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), "default");
-    let list = api.list(&Default::default()).await.expect("events");
-    list.items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .filter(|e| e.type_.as_deref() == Some("Warning"))
-        .filter_map(|e| e.note)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_subnet_is_a_clear_warning_then_converges_once_created() {
     let api_server = ApiServer::start();

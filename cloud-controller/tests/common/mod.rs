@@ -9,6 +9,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod gcloud;
+pub mod l4;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -70,8 +71,14 @@ pub struct ApiServer {
 
 impl ApiServer {
     pub fn start() -> Self {
+        Self::start_with_service_cidr(&Options::default().service_cidr)
+    }
+
+    /// With `--service-cluster-ip-range` `cidrs` (an IPv4 and an IPv6 range: dual-stack Services).
+    pub fn start_with_service_cidr(cidrs: &str) -> Self {
         let cluster = Cluster::start_with(Options {
             controller_manager: false,
+            service_cidr: cidrs.to_owned(),
             ..Options::default()
         })
         .expect("start the control plane");
@@ -510,6 +517,18 @@ pub async fn wait_ingress_within(client: &kube::Client, name: &str, timeout: Dur
         }
     })
     .await
+}
+
+/// Notes of the Warning events regarding `name` in `default`.
+pub async fn warnings(client: &kube::Client, name: &str) -> Vec<String> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), "default");
+    let list = api.list(&Default::default()).await.expect("events");
+    list.items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .filter_map(|e| e.note)
+        .collect()
 }
 
 /// Reasons of the events regarding `name` in `default`.
