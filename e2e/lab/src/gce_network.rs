@@ -33,10 +33,11 @@ fn tick(gce: &str, dev: &str, health: &mut lb_health::Checker, last_fw: &mut Str
     // The ECMP hash of a namespace the lab did not make is left as it is (weights apply, but
     // with address hashing one client's connections stay on one member).
     let inst = instances(&state, dev);
-    let want = vpc::wanted_routes(&state, &inst, health);
+    // The kind nodes have no IPv6 address the lab knows: IPv6 rules are not delivered there.
+    let want = vpc::wanted_routes(&state, &inst, health, &BTreeMap::new());
     vpc::program_routes(&want)?;
     let links: Vec<Hop> = inst.into_values().collect();
-    vpc::apply_firewall(&state, &links, last_fw)
+    vpc::apply_firewall(&state, &links, last_fw, false)
 }
 
 /// Instance name -> (IP, `dev`): every instance is a node on the one bridge.
