@@ -4,6 +4,7 @@
 
 pub mod basics;
 pub mod internal;
+pub mod ipv6;
 pub mod lifecycle;
 pub mod rbs;
 pub mod rbs_mixed;
