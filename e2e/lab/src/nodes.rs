@@ -118,7 +118,11 @@ fn wait_pod_cidrs(st: &State, name: &str) -> Result<(String, String)> {
     }
 }
 
-/// Starts svcnet-proxy in the node namespace with the lab overlay DaemonSet's command line.
+/// Starts svcnet-proxy in the node namespace with the lab overlay DaemonSet's command line, plus
+/// `--node-ip` with the node's IPv6 address: svcnet-proxy syncs IPv6 only on a node with an IPv6
+/// address, and the Node object loses its IPv6 InternalIP once the cloud controller sets the
+/// addresses from the GCE instance (IPv4 only), so a proxy (re)started after that would drop the
+/// IPv6 Services the lab carries.
 pub fn start_proxy(dir: &Path, st: &mut State, docs: &[Value], node: &Node) -> Result<Started> {
     let fields = BTreeMap::from([
         ("spec.nodeName", node.name.clone()),
@@ -127,7 +131,11 @@ pub fn start_proxy(dir: &Path, st: &mut State, docs: &[Value], node: &Node) -> R
     let l = manifest::launch(docs, manifest::PROXY, &dir.join("config"), &fields)?;
     mounts::write_files(&mounts::with_identity(l.files, &st.proxy_kubeconfig)?)?;
     let bin = procs::sibling(&l.bin)?;
-    components::launch(dir, st, &format!("proxy-{}", node.name), &node.ns, bin, l.args)
+    let mut args = l.args;
+    if !node.ip6.is_empty() {
+        args.push(format!("--node-ip={}", node.ip6));
+    }
+    components::launch(dir, st, &format!("proxy-{}", node.name), &node.ns, bin, args)
 }
 
 /// Waits until the cloud controller removed every node's uninitialized taint and created its route.
