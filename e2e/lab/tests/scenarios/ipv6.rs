@@ -290,7 +290,6 @@ pub fn dual_stack_by_gcloud(c: &dyn Cluster) {
     let v6 = rule(c, "lab-dual-v6", "EXTERNAL", EXT_BS, Some(EXT_SUBNET));
     assert!(v6.ends_with("/96"), "an IPv6 rule holds a /96: {v6}");
     firewall(c, "lab-dual-v4", "0.0.0.0/0", &v4);
-    firewall(c, "lab-dual-v6", "::/0", bare(&v6));
     operator_service(c, "dual-op", &["IPv4", "IPv6"], &[&v4, &v6]);
     let svc = support::api(c, "GET", &svc_path("dual-op"), None);
     assert_eq!(svc["spec"]["clusterIPs"].as_array().unwrap().len(), 2, "{svc}");
@@ -303,6 +302,14 @@ pub fn dual_stack_by_gcloud(c: &dyn Cluster) {
     ipv6_endpoints(c, "dual-op", 2);
     routed_to_every_node(c, &v4);
     routed_to_every_node(c, &v6);
+    wait_all_answer(c, From::Client, &url(&v4), 2);
+    // The IPv4 firewall opens nothing for IPv6: the client is dropped until the IPv6 one exists.
+    assert_eq!(
+        c.get(From::Client, &url(&v6)),
+        None,
+        "IPv6 through an IPv4-only firewall"
+    );
+    firewall(c, "lab-dual-v6", "::/0", bare(&v6));
     for ip in [&v4, &v6] {
         let seen = wait_all_answer(c, From::Client, &url(ip), 2);
         assert_eq!(seen, pods, "answers through {ip} are the pods");
