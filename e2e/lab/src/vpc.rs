@@ -2,12 +2,15 @@
 //! second, reads the fake GCE's `/_fake/state` and programs the namespace like GCE's network would:
 //! - GCE routes (`nextHopInstance` / `nextHopIp`) -> kernel routes (cross-node pod traffic exists only
 //!   once the cloud controller's route controller made them);
-//! - forwarding rules -> the rule's IP routed, without NAT, to the healthy members of its backends
-//!   ([`lb_targets`]: a target pool's instances, or an internal rule's backend service's instance
-//!   groups) (ECMP; health = the backends' HTTP health checks probed on each node every tick, with
+//! - nodes' IPv6 pod ranges -> routes to the nodes' IPv6 addresses (GCE routes a VPC-native node's
+//!   alias range without route objects; the controller's GCE routes are IPv4);
+//! - forwarding rules -> the rule's IP (an IPv6 rule's /96) routed, without NAT, to the healthy
+//!   members of its backends ([`lb_targets`]: a target pool's instances, or a backend service's
+//!   instance groups) (ECMP; health = the backends' HTTP health checks probed on each node every tick, with
 //!   the checks' thresholds ([`lb_health`]); all members when none is healthy, as GCE does);
-//! - firewall rules -> filter rules on traffic from outside (`client`) and from the `vm` toward the
-//!   nodes, internal LB addresses closed to the outside and to other ports ([`firewall`]).
+//! - firewall rules -> filter rules (a table per family) on traffic from outside (`client`) and from
+//!   the `vm` toward the nodes, internal LB addresses closed to the outside and to other ports
+//!   ([`firewall`]).
 //!
 //! It also plays the nodes' kubelets and the scheduler ([`crate::kubelet`]).
 
