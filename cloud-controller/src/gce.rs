@@ -11,6 +11,7 @@ pub(crate) mod error;
 pub(crate) mod exec;
 pub(crate) mod lookup;
 pub(crate) mod observe;
+pub(crate) mod observe_groups;
 pub(crate) mod observe_ilb;
 pub(crate) mod observe_rbs;
 pub(crate) mod ops;

@@ -38,9 +38,12 @@ pub(crate) struct Address {
     /// EXTERNAL (GCE's default, empty here when not sent) or INTERNAL.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub address_type: String,
-    /// Subnetwork URL of an INTERNAL address.
+    /// Subnetwork URL of an INTERNAL address, or of an IPv6 one (its range holds the /96).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub subnetwork: String,
+    /// IPV6 for an IPv6 address; empty (GCE's IPV4 default) otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub ip_version: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

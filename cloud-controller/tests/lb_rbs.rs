@@ -10,57 +10,20 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 use common::gcloud::{Gcloud, have_gcloud};
+use common::l4::*;
 use common::*;
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-const RBS: &str = "cloud.google.com/l4-rbs";
 const V2: &str = "gke.networking.io/l4-netlb-v2";
 const V1: &str = "gke.networking.io/l4-netlb-v1";
 const ILB: &str = "networking.gke.io/load-balancer-type";
 const ILB_V1: &str = "gke.networking.io/l4-ilb-v1";
 
-/// Every collection the fake keeps LB objects in.
-const COLLECTIONS: [&str; 9] = [
-    "addresses",
-    "firewalls",
-    "httpHealthChecks",
-    "healthChecks",
-    "regionHealthChecks",
-    "targetPools",
-    "forwardingRules",
-    "backendServices",
-    "instanceGroups",
-];
-
 fn last(v: &Value) -> &str {
     v.as_str().and_then(|s| s.rsplit('/').next()).unwrap_or("")
-}
-
-fn annotations(svc: &Service) -> BTreeMap<String, String> {
-    svc.metadata.annotations.clone().unwrap_or_default()
-}
-
-fn finalizers(svc: &Service) -> Vec<String> {
-    svc.metadata.finalizers.clone().unwrap_or_default()
-}
-
-/// `kind/name` of every object the fake holds.
-fn everything(gce: &FakeGce) -> Vec<String> {
-    COLLECTIONS
-        .iter()
-        .flat_map(|k| gce.names(k).into_iter().map(move |n| format!("{k}/{n}")))
-        .collect()
-}
-
-fn rbs_service(name: &str) -> Service {
-    let mut svc = lb_service(name, &[80]);
-    svc.metadata.annotations = Some([(RBS.to_owned(), "enabled".to_owned())].into());
-    svc
 }
 
 /// The Service once `done` holds for it and its ingress IP is that of its forwarding rule, of the
@@ -179,22 +142,17 @@ fn check_rbs_objects(gce: &FakeGce, svc: &Service, ip: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_without_leaks() {
-    let api_server = ApiServer::start();
-    let gce = FakeGce::start(&[]);
-    let client = api_server.client().await;
-    add_node(&client, &gce, "node-1", ZONE, None).await;
-    add_node(&client, &gce, "node-2", ZONE_C, None).await;
-    let _ctl = Controller::start(&api_server, &gce, &["--rbs-netlb"]);
-    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let rig = Rig::start(&[ZONE, ZONE_C], &["--rbs-netlb"]).await;
+    let (gce, services) = (&rig.gce, &rig.services);
     services
-        .create(&PostParams::default(), &rbs_service("web"))
+        .create(&PostParams::default(), &rbs_service("web", &[80]))
         .await
         .unwrap();
 
-    let svc = wait_svc(&services, &gce, "web", "an RBS NetLB for web", true, is_rbs).await;
+    let svc = wait_svc(services, gce, "web", "an RBS NetLB for web", true, is_rbs).await;
     let ip = ingress_ip(&svc).unwrap();
-    check_rbs_objects(&gce, &svc, &ip);
-    let rbs_objects = everything(&gce);
+    check_rbs_objects(gce, &svc, &ip);
+    let rbs_objects = everything(gce);
 
     // RBS -> target pool: the RBS objects go first, every one of them.
     let off = json!({"metadata": {"annotations": {RBS: null}}});
@@ -203,8 +161,8 @@ async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_witho
         .await
         .unwrap();
     let svc = wait_svc(
-        &services,
-        &gce,
+        services,
+        gce,
         "web",
         "web on a target pool",
         false,
@@ -215,13 +173,13 @@ async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_witho
     assert_eq!(gce.names("targetPools"), std::slice::from_ref(&lb));
     let left: Vec<&String> = rbs_objects
         .iter()
-        .filter(|o| everything(&gce).contains(o) && !o.ends_with(&format!("/{lb}")))
+        .filter(|o| everything(gce).contains(o) && !o.ends_with(&format!("/{lb}")))
         .collect();
     assert!(left.is_empty(), "RBS objects left after the switch: {left:?}");
     for k in ["backendServices", "regionHealthChecks", "instanceGroups"] {
         assert!(gce.names(k).is_empty(), "{k}: {:?}", gce.names(k));
     }
-    let tp_objects = everything(&gce);
+    let tp_objects = everything(gce);
 
     // Target pool -> RBS: the target-pool objects go first.
     let on = json!({"metadata": {"annotations": {RBS: "enabled"}}});
@@ -229,13 +187,13 @@ async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_witho
         .patch("web", &PatchParams::default(), &Patch::Merge(&on))
         .await
         .unwrap();
-    let svc = wait_svc(&services, &gce, "web", "web back on RBS", true, is_rbs).await;
+    let svc = wait_svc(services, gce, "web", "web back on RBS", true, is_rbs).await;
     let ip = ingress_ip(&svc).unwrap();
-    check_rbs_objects(&gce, &svc, &ip);
+    check_rbs_objects(gce, &svc, &ip);
     for k in ["targetPools", "httpHealthChecks"] {
         assert!(gce.names(k).is_empty(), "{k}: {:?}", gce.names(k));
     }
-    let now = everything(&gce);
+    let now = everything(gce);
     let left: Vec<&String> = tp_objects
         .iter()
         .filter(|o| now.contains(o) && !o.ends_with(&format!("/{lb}")))
@@ -245,33 +203,16 @@ async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_witho
         "target-pool objects left after the switch: {left:?}"
     );
 
-    services.delete("web", &DeleteParams::default()).await.unwrap();
-    eventually("web deleted", WAIT, || {
-        let services = services.clone();
-        async move {
-            services
-                .get_opt("web")
-                .await
-                .ok()
-                .flatten()
-                .is_none()
-                .then_some(())
-        }
-    })
-    .await;
-    assert_eq!(everything(&gce), Vec::<String>::new());
+    delete_and_wait(services, &["web"]).await;
+    assert_eq!(everything(gce), Vec::<String>::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_flag_an_rbs_service_is_left_alone() {
-    let api_server = ApiServer::start();
-    let gce = FakeGce::start(&[]);
-    let client = api_server.client().await;
-    add_node(&client, &gce, "node-1", ZONE, None).await;
-    let _ctl = Controller::start(&api_server, &gce, &[]);
-    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let rig = Rig::start(&[ZONE], &[]).await;
+    let (gce, services) = (&rig.gce, &rig.services);
     services
-        .create(&PostParams::default(), &rbs_service("web"))
+        .create(&PostParams::default(), &rbs_service("web", &[80]))
         .await
         .unwrap();
     // A target-pool Service beside it shows the controller is running and synced.
@@ -279,7 +220,7 @@ async fn without_the_flag_an_rbs_service_is_left_alone() {
         .create(&PostParams::default(), &lb_service("other", &[81]))
         .await
         .unwrap();
-    wait_ingress(&client, "other").await;
+    wait_ingress(&rig.client, "other").await;
     let svc = services.get("web").await.unwrap();
     assert!(finalizers(&svc).is_empty(), "{:?}", finalizers(&svc));
     assert!(ingress_ip(&svc).is_none());
@@ -290,19 +231,15 @@ async fn without_the_flag_an_rbs_service_is_left_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
-    let api_server = ApiServer::start();
-    let gce = FakeGce::start(&[]);
-    let client = api_server.client().await;
-    add_node(&client, &gce, "node-1", ZONE, None).await;
-    let _ctl = Controller::start(&api_server, &gce, &["--rbs-netlb"]);
-    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let rig = Rig::start(&[ZONE], &["--rbs-netlb"]).await;
+    let (gce, services) = (&rig.gce, &rig.services);
     let mut svc = lb_service("web", &[80]);
     svc.metadata.annotations = Some([(ILB.to_owned(), "Internal".to_owned())].into());
     services.create(&PostParams::default(), &svc).await.unwrap();
-    let (svc, _) = wait_ingress(&client, "web").await;
+    let (svc, _) = wait_ingress(&rig.client, "web").await;
     let lb = lb_name(&svc);
     assert_eq!(gce.names("backendServices"), std::slice::from_ref(&lb));
-    let ilb_objects = everything(&gce);
+    let ilb_objects = everything(gce);
 
     // Internal -> RBS: the internal LB goes first (its finalizers too); the groups are shared.
     let to_rbs = json!({"metadata": {"annotations": {ILB: null, RBS: "enabled"}}});
@@ -310,9 +247,9 @@ async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
         .patch("web", &PatchParams::default(), &Patch::Merge(&to_rbs))
         .await
         .unwrap();
-    let svc = wait_svc(&services, &gce, "web", "web on RBS", true, is_rbs).await;
-    check_rbs_objects(&gce, &svc, &ingress_ip(&svc).unwrap());
-    let now = everything(&gce);
+    let svc = wait_svc(services, gce, "web", "web on RBS", true, is_rbs).await;
+    check_rbs_objects(gce, &svc, &ingress_ip(&svc).unwrap());
+    let now = everything(gce);
     let left: Vec<&String> = ilb_objects
         .iter()
         .filter(|o| now.contains(o) && !o.starts_with("instanceGroups/") && !o.ends_with(&format!("/{lb}")))
@@ -339,7 +276,7 @@ async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
         .unwrap();
     eventually("web internal again", WAIT, || {
         let services = services.clone();
-        let gce = &gce;
+
         let lb = lb.clone();
         async move {
             let s = services.get("web").await.ok()?;
@@ -358,36 +295,19 @@ async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
         "{:?}",
         gce.names("firewalls")
     );
-    services.delete("web", &DeleteParams::default()).await.unwrap();
-    eventually("web deleted", WAIT, || {
-        let services = services.clone();
-        async move {
-            services
-                .get_opt("web")
-                .await
-                .ok()
-                .flatten()
-                .is_none()
-                .then_some(())
-        }
-    })
-    .await;
-    assert_eq!(everything(&gce), Vec::<String>::new());
+    delete_and_wait(services, &["web"]).await;
+    assert_eq!(everything(gce), Vec::<String>::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbs_to_cluster_ip_removes_the_lb_finalizer_annotations_and_status() {
-    let api_server = ApiServer::start();
-    let gce = FakeGce::start(&[]);
-    let client = api_server.client().await;
-    add_node(&client, &gce, "node-1", ZONE, None).await;
-    let _ctl = Controller::start(&api_server, &gce, &["--rbs-netlb"]);
-    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let rig = Rig::start(&[ZONE], &["--rbs-netlb"]).await;
+    let (gce, services) = (&rig.gce, &rig.services);
     services
-        .create(&PostParams::default(), &rbs_service("web"))
+        .create(&PostParams::default(), &rbs_service("web", &[80]))
         .await
         .unwrap();
-    wait_svc(&services, &gce, "web", "an RBS NetLB for web", true, is_rbs).await;
+    wait_svc(services, gce, "web", "an RBS NetLB for web", true, is_rbs).await;
     let to_cluster_ip = json!({"spec": {"type": "ClusterIP"}});
     services
         .patch("web", &PatchParams::default(), &Patch::Merge(&to_cluster_ip))
@@ -407,5 +327,5 @@ async fn rbs_to_cluster_ip_removes_the_lb_finalizer_annotations_and_status() {
         .filter(|k| k.starts_with("service.kubernetes.io/"))
         .collect();
     assert!(left.is_empty(), "status annotations left: {left:?}");
-    assert_eq!(everything(&gce), Vec::<String>::new());
+    assert_eq!(everything(gce), Vec::<String>::new());
 }

@@ -9,35 +9,15 @@
 mod common;
 
 use common::gcloud::{Gcloud, have_gcloud};
+use common::l4::*;
 use common::*;
-use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::PostParams;
 use serde_json::json;
-
-const RBS: &str = "cloud.google.com/l4-rbs";
-const COLLECTIONS: [&str; 6] = [
-    "addresses",
-    "firewalls",
-    "regionHealthChecks",
-    "forwardingRules",
-    "backendServices",
-    "instanceGroups",
-];
-
-fn everything(gce: &FakeGce) -> Vec<String> {
-    COLLECTIONS
-        .iter()
-        .flat_map(|k| gce.names(k).into_iter().map(move |n| format!("{k}/{n}")))
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dual_stack_rbs_netlb_teardown_removes_the_ipv6_rule_and_firewall() {
-    let api_server = ApiServer::start();
-    let gce = FakeGce::start(&[]);
-    let client = api_server.client().await;
-    add_node(&client, &gce, "node-1", ZONE, None).await;
-    let _ctl = Controller::start(&api_server, &gce, &["--rbs-netlb"]);
+    let rig = Rig::start(&[ZONE], &["--rbs-netlb"]).await;
+    let (gce, services) = (&rig.gce, &rig.services);
     let (s, body) = gce.call(
         "POST",
         &format!("/compute/v1/projects/{PROJECT}/regions/{REGION}/subnetworks"),
@@ -48,11 +28,11 @@ async fn dual_stack_rbs_netlb_teardown_removes_the_ipv6_rule_and_firewall() {
     );
     assert_eq!(s, 200, "{body}");
 
-    let services: Api<Service> = Api::namespaced(client.clone(), "default");
-    let mut svc = lb_service("web", &[80]);
-    svc.metadata.annotations = Some([(RBS.to_owned(), "enabled".to_owned())].into());
-    services.create(&PostParams::default(), &svc).await.unwrap();
-    let gce_ref = &gce;
+    services
+        .create(&PostParams::default(), &rbs_service("web", &[80]))
+        .await
+        .unwrap();
+    let gce_ref = gce;
     let svc = eventually("an RBS NetLB for web", WAIT, || {
         let services = services.clone();
         async move {
@@ -97,7 +77,7 @@ async fn dual_stack_rbs_netlb_teardown_removes_the_ipv6_rule_and_firewall() {
     assert_eq!(s, 200, "{body}");
 
     if have_gcloud("the gcloud read-back of the IPv6 rule and firewall") {
-        let g = Gcloud::new(&gce);
+        let g = Gcloud::new(gce);
         let fr = g.value(&[
             "compute",
             "forwarding-rules",
@@ -114,23 +94,10 @@ async fn dual_stack_rbs_netlb_teardown_removes_the_ipv6_rule_and_firewall() {
         assert_eq!(fw["destinationRanges"], json!([bare]));
     }
 
-    services.delete("web", &DeleteParams::default()).await.unwrap();
-    eventually("web deleted", WAIT, || {
-        let services = services.clone();
-        async move {
-            services
-                .get_opt("web")
-                .await
-                .ok()
-                .flatten()
-                .is_none()
-                .then_some(())
-        }
-    })
-    .await;
-    assert_eq!(everything(&gce), Vec::<String>::new());
+    delete_and_wait(services, &["web"]).await;
+    assert_eq!(everything(gce), Vec::<String>::new());
     if have_gcloud("the gcloud check that nothing is left") {
-        let g = Gcloud::new(&gce);
+        let g = Gcloud::new(gce);
         assert_eq!(g.value(&["compute", "forwarding-rules", "list"]), json!([]));
         assert_eq!(g.value(&["compute", "firewall-rules", "list"]), json!([]));
     }

@@ -11,12 +11,12 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::gcloud::{Gcloud, have_gcloud};
+use common::l4::*;
 use common::*;
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-const RBS: &str = "cloud.google.com/l4-rbs";
 const WEIGHTED: &str = "networking.gke.io/weighted-load-balancing";
 const L3_KEY: &str = "service.kubernetes.io/l3-forwarding-rule";
 
@@ -55,12 +55,8 @@ fn backend_service(gce: &FakeGce, name: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_weighted_rbs_netlb_and_a_mixed_target_pool_service() {
-    let api_server = ApiServer::start();
-    let gce = FakeGce::start(&[]);
-    let client = api_server.client().await;
-    add_node(&client, &gce, "node-1", ZONE, None).await;
-    let _ctl = Controller::start(&api_server, &gce, &["--rbs-netlb"]);
-    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let rig = Rig::start(&[ZONE], &["--rbs-netlb"]).await;
+    let (gce, services) = (&rig.gce, &rig.services);
     services
         .create(
             &PostParams::default(),
@@ -90,7 +86,7 @@ async fn mixed_weighted_rbs_netlb_and_a_mixed_target_pool_service() {
     }
     let backend = annotation(&svc, "service.kubernetes.io/backend-service").unwrap();
     let (fr, fw) = if have_gcloud("the gcloud read-back of the L3 rule") {
-        let g = Gcloud::new(&gce);
+        let g = Gcloud::new(gce);
         (
             g.value(&["compute", "forwarding-rules", "describe", &lb, "--region", REGION]),
             g.value(&["compute", "firewall-rules", "describe", &backend]),
@@ -123,7 +119,7 @@ async fn mixed_weighted_rbs_netlb_and_a_mixed_target_pool_service() {
             ("udp".to_owned(), json!(["53"]))
         ])
     );
-    let bs = backend_service(&gce, &backend);
+    let bs = backend_service(gce, &backend);
     assert_eq!(bs["protocol"], "UNSPECIFIED", "{bs}");
     assert_eq!(bs["localityLbPolicy"], "WEIGHTED_MAGLEV", "{bs}");
 
@@ -149,24 +145,6 @@ async fn mixed_weighted_rbs_netlb_and_a_mixed_target_pool_service() {
         gce.names("targetPools")
     );
 
-    for name in ["web", "tp"] {
-        services.delete(name, &DeleteParams::default()).await.unwrap();
-    }
-    eventually("both deleted", WAIT, || {
-        let services = services.clone();
-        async move {
-            let web = services.get_opt("web").await.ok()?;
-            let tp = services.get_opt("tp").await.ok()?;
-            (web.is_none() && tp.is_none()).then_some(())
-        }
-    })
-    .await;
-    for kind in [
-        "forwardingRules",
-        "backendServices",
-        "firewalls",
-        "regionHealthChecks",
-    ] {
-        assert!(gce.names(kind).is_empty(), "{kind}: {:?}", gce.names(kind));
-    }
+    delete_and_wait(services, &["web", "tp"]).await;
+    assert_eq!(everything(gce), Vec::<String>::new());
 }

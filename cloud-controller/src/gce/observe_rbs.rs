@@ -4,8 +4,8 @@
 use crate::gce::client::Gce;
 use crate::gce::error::GceError;
 use crate::gce::observe::ObservedLb;
-use crate::gce::observe_ilb::{read_group, region_zones};
-use crate::gce::read::{Collection, Reader, find_address_by_ip};
+use crate::gce::observe_groups::backend_lb_tail;
+use crate::gce::read::{Collection, Reader};
 use crate::gce::retry::RetryPolicy;
 use crate::naming::l4::RbsNames;
 use crate::objects::observed::RbsObserved;
@@ -47,22 +47,17 @@ pub(crate) async fn observe_rbs(
     .await?;
     rd.read(fw, &names.ipv6.firewall, |o| &mut o.ipv6_nodes_firewall)
         .await?;
-    let (mut o, mut links) = (
-        rd.obs,
-        ObservedLb {
-            self_links: rd.links,
-            ..ObservedLb::default()
-        },
-    );
-    for zone in region_zones(gce, policy).await? {
-        if let Some(members) = read_group(gce, policy, &zone, &names.instance_group, &mut links).await? {
-            o.instance_groups.insert(zone, members);
-        }
-    }
-    o.ip_holder = match want_ip {
-        Some(ip) if o.address.as_ref().and_then(|a| a.address.as_deref()) == Some(ip) => o.address.clone(),
-        Some(ip) => find_address_by_ip(gce, policy, ip).await?,
-        None => None,
-    };
+    rd.read(Collection::Addresses, &names.ipv6.rule, |o| &mut o.ipv6_address)
+        .await?;
+    rd.read(fw, &names.ipv6.shared_health_check_firewall, |o| {
+        &mut o.ipv6_shared_health_check_firewall
+    })
+    .await?;
+    rd.read(fw, &names.ipv6.local_health_check_firewall, |o| {
+        &mut o.ipv6_local_health_check_firewall
+    })
+    .await?;
+    let mut o = rd.obs;
+    let links = backend_lb_tail(gce, policy, rd.links, &names.instance_group, want_ip, &mut o).await?;
     Ok((o, links))
 }

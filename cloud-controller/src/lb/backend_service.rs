@@ -13,6 +13,8 @@ pub(crate) struct BackendServicePlan {
     /// The plan ends with reserving an address whose IP GCE picks: execute, observe, plan again.
     pub replan: bool,
     pub ingress_ip: Option<String>,
+    /// The IPv6 rule's address (bare) of a dual-stack or IPv6-only LB.
+    pub ingress_ipv6: Option<String>,
 }
 
 /// Pushes the create or update of `want` (none when `equal` says GCE's copy is ours already) and

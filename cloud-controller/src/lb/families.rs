@@ -1,9 +1,9 @@
 //! The IP families a LoadBalancer Service asks for (`spec.ipFamilies`), and the kinds that can
 //! serve only IPv4: GCE target pools are IPv4-only, cloud-provider-gcp's internal LB builds IPv4
-//! objects only, and svcnet does not build ingress-gce's `-ipv6` objects of a backend-service
-//! NetLB yet. An IPv6-only Service given to one of them is refused with a Warning instead of an
-//! IPv4 LB the proxy would not forward (it programs an IPv6-only Service in the IPv6 family only);
-//! a dual-stack one gets its IPv4 LB.
+//! objects only; svcnet's backend-service NetLBs build ingress-gce's `-ipv6` objects too. An
+//! IPv6-only Service given to an IPv4-only kind is refused with a Warning instead of an IPv4 LB
+//! the proxy would not forward (it programs an IPv6-only Service in the IPv6 family only); a
+//! dual-stack one gets its IPv4 LB.
 
 use k8s_openapi::api::core::v1::Service;
 
@@ -48,33 +48,26 @@ pub(crate) fn require_ipv4(service: &Service, object: &str, kind: &'static str) 
     })
 }
 
-/// GCE subnetwork `stackType`s that carry an IPv6 range (ingress-gce utils.go SubnetHasIPv6Range).
-const IPV6_STACK_TYPES: [&str; 2] = ["IPV4_IPV6", "IPV6_ONLY"];
-/// `ipv6AccessType` of a subnetwork whose IPv6 range is reachable from the internet.
-const IPV6_ACCESS_EXTERNAL: &str = "EXTERNAL";
+/// Whether GCE refused an IPv6 address for the subnetwork it names: the subnetwork has no IPv6
+/// range of the address's access type (400 on `resource.subnetwork`, as the fake GCE words it;
+/// real GCE's wording is UNCONFIRMED) or does not exist.
+pub(crate) fn is_missing_ipv6_range(status: Option<u16>, message: &str) -> bool {
+    status == Some(400)
+        && (message.contains("does not have an EXTERNAL IPv6 range")
+            || message.contains("referenced subnetwork resource cannot be found"))
+}
 
-/// Ok when the subnetwork (its `stackType` and `ipv6AccessType` as GCE returns them) can hold an
-/// external IPv6 forwarding rule; else the user error ingress-gce raises, naming the Service and
-/// the subnetwork.
-#[cfg_attr(not(test), expect(dead_code, reason = "the RBS IPv6 round is not wired yet"))]
-pub(crate) fn require_external_ipv6_subnet(
-    object: &str,
-    subnetwork: &str,
-    stack_type: &str,
-    ipv6_access_type: &str,
-) -> Result<()> {
-    if IPV6_STACK_TYPES.contains(&stack_type) && ipv6_access_type == IPV6_ACCESS_EXTERNAL {
-        return Ok(());
-    }
-    Err(Error::NoExternalIpv6Range {
+/// ingress-gce's user error for an IPv6 Service whose subnetwork has no external IPv6 range
+/// (l4netlbipv6.go serviceSubnetHasExternalIPv6Range), naming the Service and `spec.ipFamilies`.
+pub(crate) fn no_external_ipv6_range(object: &str, subnetwork: &str) -> Error {
+    Error::NoExternalIpv6Range {
         object: object.to_owned(),
         subnetwork: subnetwork.to_owned(),
-    })
+    }
 }
 
 /// The status ingress IPs of a dual-stack LB in `spec.ipFamilies` order (the primary family
 /// first); a family without an IP yet, or no longer asked for, is left out.
-#[cfg_attr(not(test), expect(dead_code, reason = "the RBS IPv6 round is not wired yet"))]
 pub(crate) fn ordered_ingress_ips(service: &Service, v4: Option<&str>, v6: Option<&str>) -> Vec<String> {
     let v6_first = service
         .spec

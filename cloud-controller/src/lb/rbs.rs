@@ -20,9 +20,10 @@ use crate::lb::hosts::{LbHost, instance_groups};
 use crate::lb::spec::{HC_CHECK_INTERVAL_SEC, HC_HEALTHY_THRESHOLD, HC_TIMEOUT_SEC, HC_UNHEALTHY_THRESHOLD};
 use crate::lb::spec::{HealthCheckKind, LbSpec, PROTOCOL_UNSPECIFIED};
 use crate::naming::l4::{RbsNames, l4_description, l4_shared_description};
+use crate::objects;
 use crate::objects::{
     Backend, BackendService, ConnectionDraining, Firewall, FirewallAllowed, ForwardingRule, HealthCheck,
-    HttpHealthCheckSettings, PassThroughTrafficPolicy, SCHEME_EXTERNAL, TIER_STANDARD, ZonalAffinity,
+    HttpHealthCheckSettings, PassThroughTrafficPolicy, SCHEME_EXTERNAL, ZonalAffinity,
 };
 
 /// ingress-gce healthchecksl4.go: the per-service (ETP Local) check probes every 3 s and marks a
@@ -55,6 +56,7 @@ pub(crate) const ANN_TCP_FORWARDING_RULE_IPV6: &str = "service.kubernetes.io/tcp
 pub(crate) const ANN_UDP_FORWARDING_RULE_IPV6: &str = "service.kubernetes.io/udp-forwarding-rule-ipv6";
 pub(crate) const ANN_L3_FORWARDING_RULE_IPV6: &str = "service.kubernetes.io/l3-forwarding-rule-ipv6";
 pub(crate) const ANN_FIREWALL_RULE_IPV6: &str = "service.kubernetes.io/firewall-rule-ipv6";
+pub(crate) const ANN_FIREWALL_RULE_FOR_HC_IPV6: &str = "service.kubernetes.io/firewall-rule-for-hc-ipv6";
 /// Every key of ingress-gce's set (the IPv6, deny and L3 ones too): a sync removes them all and
 /// writes those of the objects it holds (l4lbcommon.go mergeAnnotations), a delete removes them.
 pub(crate) const STATUS_ANNOTATION_KEYS: [&str; 14] = [
@@ -71,7 +73,7 @@ pub(crate) const STATUS_ANNOTATION_KEYS: [&str; 14] = [
     ANN_L3_FORWARDING_RULE_IPV6,
     ANN_FIREWALL_RULE_IPV6,
     "service.kubernetes.io/firewall-rule-deny-ipv6",
-    "service.kubernetes.io/firewall-rule-for-hc-ipv6",
+    ANN_FIREWALL_RULE_FOR_HC_IPV6,
 ];
 
 /// The GCE objects of one RBS NetLB; the nodes firewall and the rule's IP wait for the address.
@@ -229,46 +231,21 @@ pub(crate) fn forwarding_rule_for(d: &DesiredRbs, ip: &str) -> ForwardingRule {
     }
 }
 
-/// ingress-gce IPVersionIPv6 and the prefix an external IPv6 rule's address carries.
-pub(crate) const IP_VERSION_IPV6: &str = "IPV6";
-const IPV6_RULE_PREFIX: &str = "/96";
-
-/// The IPv6 rule of a dual-stack or IPv6-only NetLB (ingress-gce l4netlbipv6.go
-/// buildExpectedIPv6ForwardingRule): `a<uid>-ipv6` to the same backend service, on
-/// `subnetwork_url` (whose range GCE takes the address from), `ip` as `ADDR/96` since GCE refuses
-/// an external IPv6 rule's bare address. Its description names the Service only. Standard tier
-/// has no IPv6 NetLB: an error, before any call.
-#[cfg_attr(not(test), expect(dead_code, reason = "the RBS IPv6 round is not wired yet"))]
-pub(crate) fn ipv6_forwarding_rule_for(
-    d: &DesiredRbs,
-    ip: &str,
-    subnetwork_url: &str,
-) -> crate::error::Result<ForwardingRule> {
-    if d.spec.network_tier == TIER_STANDARD {
-        return Err(crate::error::Error::Ipv6StandardTier {
-            object: d.spec.object.clone(),
-        });
-    }
-    let ip_address = if ip.is_empty() || ip.ends_with(IPV6_RULE_PREFIX) {
-        ip.to_owned()
-    } else {
-        format!("{ip}{IPV6_RULE_PREFIX}")
-    };
-    Ok(ForwardingRule {
-        name: d.names.ipv6.rule.clone(),
-        description: format!(
-            "{{\"networking.gke.io/service-name\":{}}}",
-            crate::naming::json_str(&d.spec.service_name)
-        ),
-        ip_address,
-        ip_version: IP_VERSION_IPV6.to_owned(),
-        subnetwork: subnetwork_url.to_owned(),
-        ..d.forwarding_rule.clone()
-    })
+/// ingress-gce's forwarding rule equality for NetLB rules (an empty wanted IP matches any).
+pub(crate) fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
+    (want.ip_address.is_empty() || have.ip_address == want.ip_address)
+        && have.ip_protocol == want.ip_protocol
+        && have.load_balancing_scheme == want.load_balancing_scheme
+        && have.port_range == want.port_range
+        && have.all_ports == want.all_ports
+        && have.network_tier == want.network_tier
+        && have.target.is_empty()
+        && objects::same_link(&have.backend_service, &want.backend_service)
 }
 
 /// The nodes firewall (ingress-gce ensureIPv4NodesFirewall, pinhole on): the Service's ports by
-/// protocol, to the LB IP only, from loadBalancerSourceRanges (else anywhere); its description
+/// protocol, to the LB IP only, from the IPv4 entries of loadBalancerSourceRanges (else anywhere,
+/// [`family_source_ranges`]); its description
 /// carries spec.loadBalancerIP, not the IP in use.
 pub(crate) fn nodes_firewall(d: &DesiredRbs, cfg: &Config, ip: &str) -> Firewall {
     let requested = d.spec.requested_ip.as_deref().unwrap_or("");
@@ -276,7 +253,7 @@ pub(crate) fn nodes_firewall(d: &DesiredRbs, cfg: &Config, ip: &str) -> Firewall
         name: d.names.backend.clone(),
         description: l4_description(&d.spec.service_name, requested),
         network: cfg.network_url(),
-        source_ranges: d.spec.source_ranges.clone(),
+        source_ranges: family_source_ranges(&d.spec.source_ranges, false),
         destination_ranges: vec![ip.to_owned()],
         target_tags: cfg.node_tags.clone(),
         allowed: if d.spec.mixed() {
@@ -290,68 +267,30 @@ pub(crate) fn nodes_firewall(d: &DesiredRbs, cfg: &Config, ip: &str) -> Firewall
     }
 }
 
-/// ingress-gce allowAllIPv6Range: the IPv6 nodes firewall's source when the Service lists no
-/// IPv6 range.
-pub(crate) const ALLOW_ALL_IPV6: &str = "0::0/0";
-
-/// The IPv6 nodes firewall (ingress-gce l4netlbipv6.go ensureIPv6NodesFirewall): `…-ipv6`, the
-/// same ports as the IPv4 one, to the IPv6 rule's address without its `/96`, from the Service's
-/// IPv6 source ranges only (IPv6ServiceSourceRanges), else from anywhere.
-#[cfg_attr(not(test), expect(dead_code, reason = "the RBS IPv6 round is not wired yet"))]
-pub(crate) fn ipv6_nodes_firewall(d: &DesiredRbs, cfg: &Config, ip: &str) -> Firewall {
-    let v6_sources: Vec<String> = d
-        .spec
-        .source_ranges
+/// ingress-gce utils/sourceranges.go IPv4ServiceSourceRanges / IPv6ServiceSourceRanges: the
+/// entries of one family, else that family's whole space (even when the other family has
+/// entries).
+pub(crate) fn family_source_ranges(ranges: &[String], v6: bool) -> Vec<String> {
+    let mine: Vec<String> = ranges
         .iter()
-        .filter(|r| matches!(r.parse::<ipnet::IpNet>(), Ok(ipnet::IpNet::V6(_))))
+        .filter(|r| matches!(r.parse::<ipnet::IpNet>(), Ok(ipnet::IpNet::V6(_))) == v6)
         .cloned()
         .collect();
-    let bare = ip.split_once('/').map_or(ip, |(addr, _)| addr);
-    Firewall {
-        name: d.names.ipv6.firewall.clone(),
-        source_ranges: if v6_sources.is_empty() {
-            vec![ALLOW_ALL_IPV6.to_owned()]
-        } else {
-            v6_sources
-        },
-        destination_ranges: vec![bare.to_owned()],
-        ..nodes_firewall(d, cfg, bare)
+    if !mine.is_empty() {
+        return mine;
     }
+    let all = if v6 { ALLOW_ALL_IPV6 } else { ALLOW_ALL_IPV4 };
+    vec![all.to_owned()]
 }
 
-/// The status annotations of a converged RBS NetLB (key -> GCE object name).
-pub(crate) fn status_annotations(d: &DesiredRbs) -> BTreeMap<&'static str, String> {
-    // ingress-gce forwardingrules.AnnotationKey: by the rule's protocol.
-    let rule_key = match d.spec.protocol.as_str() {
-        "TCP" => ANN_TCP_FORWARDING_RULE,
-        "UDP" => ANN_UDP_FORWARDING_RULE,
-        _ => ANN_L3_FORWARDING_RULE,
-    };
-    BTreeMap::from([
-        (ANN_BACKEND_SERVICE, d.names.backend.clone()),
-        (ANN_HEALTHCHECK, d.health_check.name.clone()),
-        (ANN_FIREWALL_RULE, d.names.backend.clone()),
-        (ANN_FIREWALL_RULE_FOR_HC, d.health_check_firewall.name.clone()),
-        (rule_key, d.names.lb.clone()),
-    ])
-}
+/// ingress-gce allowAllIPv4Range / allowAllIPv6Range (sic: `0::0/0`).
+pub(crate) const ALLOW_ALL_IPV4: &str = "0.0.0.0/0";
+pub(crate) const ALLOW_ALL_IPV6: &str = "0::0/0";
 
-/// The status annotations of the IPv6 rule and nodes firewall (ingress-gce l4netlbipv6.go), to
-/// merge with [`status_annotations`] when the Service asks for IPv6.
-#[cfg_attr(not(test), expect(dead_code, reason = "the RBS IPv6 round is not wired yet"))]
-pub(crate) fn ipv6_status_annotations(d: &DesiredRbs) -> BTreeMap<&'static str, String> {
-    let rule_key = match d.spec.protocol.as_str() {
-        "TCP" => ANN_TCP_FORWARDING_RULE_IPV6,
-        "UDP" => ANN_UDP_FORWARDING_RULE_IPV6,
-        _ => ANN_L3_FORWARDING_RULE_IPV6,
-    };
-    BTreeMap::from([
-        (rule_key, d.names.ipv6.rule.clone()),
-        (ANN_FIREWALL_RULE_IPV6, d.names.ipv6.firewall.clone()),
-    ])
-}
-
+pub(crate) mod ipv6;
 pub(crate) mod plan;
+
+pub(crate) mod status;
 
 #[cfg(test)]
 mod mixed_tests;

@@ -14,6 +14,8 @@ pub(crate) const NETWORK_TIER_ANNOTATION: &str = "cloud.google.com/network-tier"
 pub(crate) const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
 /// ingress-gce's weighted load balancing opt-in (annotations.WeightedL4AnnotationKey) and its one
 /// value.
+/// ingress-gce's subnet of an RBS NetLB's IPv6 rule (l4/annotations: the cluster's subnet without it).
+pub(crate) const LB_SUBNET_ANNOTATION: &str = "networking.gke.io/load-balancer-subnet";
 pub(crate) const WEIGHTED_LB_ANNOTATION: &str = "networking.gke.io/weighted-load-balancing";
 pub(crate) const WEIGHTED_LB_PODS_PER_NODE: &str = "pods-per-node";
 
@@ -80,6 +82,10 @@ pub(crate) struct LbSpec {
     /// Whether `spec.ipFamilies` asks for IPv6 (`lb::families`): an RBS NetLB keeps its IPv6
     /// objects only then.
     pub ipv6: bool,
+    /// Whether it asks for IPv4 (no `spec.ipFamilies` counts as IPv4).
+    pub ipv4: bool,
+    /// The `networking.gke.io/load-balancer-subnet` annotation (a GCE name), when set.
+    pub subnet: Option<String>,
     pub health_check: HealthCheckKind,
     /// The weighted-LB annotation says `pods-per-node` and the policy is ETP Local (ingress-gce
     /// isWeightedLBPodsPerNode): backends weigh by the endpoint count their check reports.
@@ -177,15 +183,7 @@ impl LbSpec {
             service.metadata.namespace.as_deref().unwrap_or(""),
             service.metadata.name.as_deref().unwrap_or("")
         );
-        let uid = match service.metadata.uid.as_deref() {
-            Some(uid) if !uid.is_empty() => uid.to_owned(),
-            _ => {
-                return Err(Error::MissingField {
-                    object,
-                    field: "metadata.uid".into(),
-                });
-            }
-        };
+        let uid = required_uid(service, &object)?;
         let spec = service.spec.clone().unwrap_or_default();
         let ports = spec.ports.unwrap_or_default();
         if ports.is_empty() {
@@ -228,6 +226,8 @@ impl LbSpec {
             _ => HealthCheckKind::Nodes,
         };
 
+        let families = crate::lb::families::families(service);
+        let subnet = lb_subnet(&object, annotations.get(LB_SUBNET_ANNOTATION))?;
         let weighted_pods_per_node = local
             && annotations
                 .get(WEIGHTED_LB_ANNOTATION)
@@ -245,7 +245,9 @@ impl LbSpec {
             network_tier,
             network_tier_annotated,
             requested_ip,
-            ipv6: crate::lb::families::families(service).v6,
+            ipv6: families.v6,
+            ipv4: families.v4,
+            subnet,
             health_check,
             weighted_pods_per_node,
         })
@@ -300,6 +302,25 @@ fn port_ranges(ports: &[i32]) -> Vec<String> {
     }
     out.push(range_str(start, prev));
     out
+}
+
+/// metadata.uid, which every GCE name of the LB derives from.
+fn required_uid(service: &Service, object: &str) -> Result<String> {
+    match service.metadata.uid.as_deref() {
+        Some(uid) if !uid.is_empty() => Ok(uid.to_owned()),
+        _ => Err(Error::MissingField {
+            object: object.to_owned(),
+            field: "metadata.uid".into(),
+        }),
+    }
+}
+
+/// The subnet annotation's value, which goes into a GCE URL: a GCE name or an error.
+fn lb_subnet(object: &str, value: Option<&String>) -> Result<Option<String>> {
+    let Some(sub) = value else { return Ok(None) };
+    let field = format!("metadata.annotations[{LB_SUBNET_ANNOTATION}]");
+    crate::naming::validate_gce_name(sub, object, &field)?;
+    Ok(Some(sub.clone()))
 }
 
 fn range_str(a: i32, b: i32) -> String {

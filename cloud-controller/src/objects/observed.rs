@@ -70,6 +70,11 @@ pub(crate) struct RbsObserved {
     /// The IPv6 rule and nodes firewall of a dual-stack NetLB (ingress-gce's `-ipv6` names).
     pub ipv6_forwarding_rule: Option<ForwardingRule>,
     pub ipv6_nodes_firewall: Option<Firewall>,
+    /// Our IPv6 reservation, named like the IPv6 rule, while the rule is being made.
+    pub ipv6_address: Option<Address>,
+    /// The health-check firewalls of the IPv6 probers: the shared check's and the Service's own.
+    pub ipv6_shared_health_check_firewall: Option<Firewall>,
+    pub ipv6_local_health_check_firewall: Option<Firewall>,
     /// zone -> member instance URLs of the shared instance group there.
     pub instance_groups: BTreeMap<String, Vec<String>>,
     /// Target keys GCE refused to delete earlier in this sync (in use by another LB): kept.

@@ -52,6 +52,60 @@ pub(super) fn remove<T>(map: &mut BTreeMap<String, T>, name: &str) -> Result<T, 
     map.remove(name).ok_or_else(|| format!("404 notFound: {name}"))
 }
 
+/// Replaces the check of `h`'s name in `checks`; 404 when there is none.
+pub(super) fn update_check(
+    checks: &mut BTreeMap<String, HealthCheck>,
+    h: &HealthCheck,
+) -> Result<(), String> {
+    match checks.get_mut(&h.name) {
+        Some(have) => {
+            *have = h.clone();
+            Ok(())
+        }
+        None => Err(format!("404 notFound: health check {}", h.name)),
+    }
+}
+
+impl MiniGce {
+    /// Deletes the regional or global health check `name`, refused while a backend service lists it.
+    pub(super) fn delete_check(&mut self, name: &str, regional: bool) -> Result<(), String> {
+        let used = self.backend_services.values().any(|b| {
+            b.health_checks
+                .iter()
+                .any(|l| l.contains("/regions/") == regional && crate::objects::link_name(l) == name)
+        });
+        if used {
+            return Err(format!("400 resourceInUseByAnotherResource: health check {name}"));
+        }
+        let checks = if regional {
+            &mut self.region_health_checks
+        } else {
+            &mut self.health_checks_v1
+        };
+        remove(checks, name).map(drop)
+    }
+
+    /// The address holding `want_ip`, whatever its name.
+    pub(super) fn address_holding(&self, want_ip: Option<&str>) -> Option<Address> {
+        let ip = want_ip?;
+        self.addresses
+            .values()
+            .find(|a| a.address.as_deref() == Some(ip))
+            .cloned()
+    }
+
+    /// zone -> members of the instance groups named `group`.
+    pub(super) fn groups_named(&self, group: &str) -> BTreeMap<String, Vec<String>> {
+        self.instance_groups
+            .iter()
+            .filter_map(|(id, members)| {
+                let (zone, name) = id.split_once('/')?;
+                (name == group).then(|| (zone.to_owned(), members.clone()))
+            })
+            .collect()
+    }
+}
+
 impl MiniGce {
     /// A user's reserved address (not created by the controller).
     pub(crate) fn reserve_user_address(&mut self, name: &str, ip: &str, tier: &str) {

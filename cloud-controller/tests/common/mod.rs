@@ -9,6 +9,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod gcloud;
+pub mod l4;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

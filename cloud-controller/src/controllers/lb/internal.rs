@@ -6,7 +6,7 @@
 //! Never imports: crate::controllers::lb::external, crate::controllers::lb::rounds::external.
 
 use k8s_openapi::api::core::v1::Service;
-use svcnet_crds::{GceResourceRef, GceResources};
+use svcnet_crds::GceResources;
 
 use crate::controllers::lb::ctx::LbCtx;
 use crate::controllers::lb::record;
@@ -82,45 +82,26 @@ fn explain_subnet(e: SyncError, spec: &IlbSpec, cfg: &crate::config::Config) -> 
     }
 }
 
-/// The CloudLoadBalancer record's view of an internal LB: scheme, rule, backend service,
-/// firewalls, the health check its backend service uses, and the instance groups.
+/// The CloudLoadBalancer record's view of an internal LB.
 fn gce_resources(names: &IlbNames, o: &IlbObserved, links: &ObservedLb) -> GceResources {
     let fws = [
         &o.firewall,
         &o.nodes_health_check_firewall,
         &o.local_health_check_firewall,
     ];
-    let backend_checks = o.backend_service.as_ref().map(|b| b.health_checks.as_slice());
-    let (firewalls, health_checks) = record::guards(
+    record::backend_service_resources(
         links,
-        names,
-        fws.map(Option::is_some),
-        backend_checks,
-        "healthChecks",
-    );
-    GceResources {
-        address: None,
-        forwarding_rule: o
-            .forwarding_rule
-            .as_ref()
-            .map(|f| record::resource_ref(links, "forwardingRules", &f.name)),
-        target_pool: None,
-        firewalls,
-        health_checks,
-        load_balancing_scheme: Some(SCHEME_INTERNAL.to_owned()),
-        backend_service: o
-            .backend_service
-            .as_ref()
-            .map(|b| record::resource_ref(links, "backendServices", &b.name)),
-        instance_groups: o
-            .instance_groups
-            .keys()
-            .map(|zone| GceResourceRef {
-                name: names.instance_group.clone(),
-                self_link: links.link("instanceGroups", &format!("{zone}/{}", names.instance_group)),
-            })
-            .collect(),
-    }
+        record::BackendServiceLb {
+            names,
+            instance_group: &names.instance_group,
+            scheme: SCHEME_INTERNAL,
+            check_kind: "healthChecks",
+            forwarding_rule: o.forwarding_rule.as_ref(),
+            backend_service: o.backend_service.as_ref(),
+            firewalls: fws.map(Option::is_some),
+            zones: o.instance_groups.keys().map(String::as_str).collect(),
+        },
+    )
 }
 
 /// Tears the internal LB down (`mode`: everything, or only what cannot be the external LB's);

@@ -13,20 +13,22 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action as Requeue;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
-use svcnet_crds::{GceResourceRef, GceResources};
+use svcnet_crds::GceResources;
 
 use crate::controllers::lb::ctx::LbCtx;
 use crate::controllers::lb::record;
 use crate::controllers::lb::report::{
-    ServiceEvents, converged, deleted, invalid_service, obj_ref, patch_ingress, sync_failed,
+    ServiceEvents, converged_ips, deleted, invalid_service, obj_ref, patch_ingress, sync_failed,
 };
 use crate::controllers::lb::rounds::rbs::{RbsEnsured, RbsInput, delete_rbs_rounds, ensure_rbs_rounds};
 use crate::controllers::lb::rounds::{RbsObservation, RealGce};
 use crate::controllers::{Shared, SyncError};
-use crate::lb::rbs::{STATUS_ANNOTATION_KEYS, status_annotations};
+use crate::lb::families::{is_missing_ipv6_range, no_external_ipv6_range, ordered_ingress_ips};
+use crate::lb::rbs::STATUS_ANNOTATION_KEYS;
+use crate::lb::rbs::status::status_annotations;
 use crate::lb::spec::{LbSpec, service_object};
 use crate::naming::l4::{L4Namer, RbsNames};
-use crate::objects::SCHEME_EXTERNAL;
+use crate::objects::{SCHEME_EXTERNAL, TIER_STANDARD};
 
 /// The names of the Service's RBS objects; they hash the kube-system UID read at start.
 fn names_of(svc: &Service, sh: &Shared) -> crate::Result<RbsNames> {
@@ -56,7 +58,12 @@ pub(crate) async fn ensure_rbs(svc: &Service, ctx: &LbCtx) -> Result<Requeue, Sy
     let sh = &ctx.shared;
     let checked = names_of(svc, sh).and_then(|n| {
         let spec = LbSpec::from_service_mixed(svc)?;
-        crate::lb::families::require_ipv4(svc, &spec.object, "a backend-service network")?;
+        // ingress-gce forwarding_rules_ipv6.go: no IPv6 NetLB on Standard tier.
+        if spec.ipv6 && spec.network_tier == TIER_STANDARD {
+            return Err(crate::Error::Ipv6StandardTier {
+                object: spec.object.clone(),
+            });
+        }
         Ok((n, spec))
     });
     let (names, spec) = match checked {
@@ -82,22 +89,41 @@ pub(crate) async fn ensure_rbs(svc: &Service, ctx: &LbCtx) -> Result<Requeue, Sy
             announced,
         }) => (plan, desired, obs, announced),
         Ok(RbsEnsured::Invalid(e)) => return Ok(invalid_service(svc, sh, &e).await),
-        Err(f) => return Err(sync_failed(svc, sh, None, None, f.error).await),
+        Err(f) => {
+            let e = explain_ipv6_subnet(f.error, &spec, &sh.cfg);
+            return Err(sync_failed(svc, sh, None, None, e).await);
+        }
     };
     let ip = plan.ingress_ip.clone();
+    let ips = ordered_ingress_ips(svc, ip.as_deref(), plan.ingress_ipv6.as_deref());
     let want = status_annotations(&desired)
         .into_iter()
         .map(|(k, v)| (k, Some(v)))
         .collect();
     patch_annotations(svc, sh, &want).await?;
     let done = announced.then_some((crate::lb::EVENT_ENSURED, "Ensured load balancer"));
-    converged(svc, sh, ip.as_deref(), done).await?;
+    converged_ips(svc, sh, &ips, done).await?;
     let prev = record::current(&sh.client, svc).await;
     let mut st = record::build_status(svc, prev.as_ref(), None, None, None, None);
-    st.ingress_ip = ip;
+    st.ingress_ip = ips.into_iter().next();
     st.gce = Some(gce_resources(&names, &obs));
     record::write(&sh.client, svc, st).await;
     Ok(Requeue::requeue(sh.tuning.lb_resync))
+}
+
+/// GCE's refusal of the IPv6 address for its subnetwork becomes ingress-gce's user error, naming
+/// the Service, `spec.ipFamilies` and the subnetwork (GCE's error after it).
+fn explain_ipv6_subnet(e: SyncError, spec: &LbSpec, cfg: &crate::config::Config) -> SyncError {
+    match e {
+        SyncError::Gce(g) if spec.ipv6 && is_missing_ipv6_range(g.status, &g.message) => {
+            let subnet = spec.subnet.as_deref().unwrap_or(&cfg.subnetwork);
+            SyncError::Explained {
+                hint: no_external_ipv6_range(&spec.object, subnet).to_string(),
+                source: g,
+            }
+        }
+        e => e,
+    }
 }
 
 /// Sets the status annotations to `want` (key -> value, None = absent) and removes every other
@@ -132,37 +158,19 @@ fn gce_resources(names: &RbsNames, (o, links): &RbsObservation) -> GceResources 
         &o.shared_health_check_firewall,
         &o.local_health_check_firewall,
     ];
-    let backend_checks = o.backend_service.as_ref().map(|b| b.health_checks.as_slice());
-    let (firewalls, health_checks) = record::guards(
+    record::backend_service_resources(
         links,
-        names,
-        fws.map(Option::is_some),
-        backend_checks,
-        "regionHealthChecks",
-    );
-    GceResources {
-        address: None,
-        forwarding_rule: o
-            .forwarding_rule
-            .as_ref()
-            .map(|f| record::resource_ref(links, "forwardingRules", &f.name)),
-        target_pool: None,
-        firewalls,
-        health_checks,
-        load_balancing_scheme: Some(SCHEME_EXTERNAL.to_owned()),
-        backend_service: o
-            .backend_service
-            .as_ref()
-            .map(|b| record::resource_ref(links, "backendServices", &b.name)),
-        instance_groups: o
-            .instance_groups
-            .keys()
-            .map(|zone| GceResourceRef {
-                name: names.instance_group.clone(),
-                self_link: links.link("instanceGroups", &format!("{zone}/{}", names.instance_group)),
-            })
-            .collect(),
-    }
+        record::BackendServiceLb {
+            names,
+            instance_group: &names.instance_group,
+            scheme: SCHEME_EXTERNAL,
+            check_kind: "regionHealthChecks",
+            forwarding_rule: o.forwarding_rule.as_ref(),
+            backend_service: o.backend_service.as_ref(),
+            firewalls: fws.map(Option::is_some),
+            zones: o.instance_groups.keys().map(String::as_str).collect(),
+        },
+    )
 }
 
 /// Tears the RBS NetLB down; Ok once nothing of it is left (shared objects other LBs use are

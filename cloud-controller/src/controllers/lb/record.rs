@@ -15,6 +15,7 @@ use svcnet_crds::{
 
 use crate::gce::observe::ObservedLb;
 use crate::naming::{GuardNames, LbNames};
+use crate::objects::{BackendService, ForwardingRule};
 
 pub(crate) const FIELD_MANAGER: &str = "svcnet-cloud-controller";
 
@@ -139,6 +140,53 @@ pub(crate) fn guards(
         .map(|name| resource_ref(links, check_kind, name))
         .collect();
     (firewalls, checks)
+}
+
+/// What a backend-service LB (internal or RBS) holds, for its record.
+pub(crate) struct BackendServiceLb<'a, N> {
+    pub names: &'a N,
+    pub instance_group: &'a str,
+    /// `EXTERNAL` or `INTERNAL`.
+    pub scheme: &'static str,
+    /// The health checks' collection (`healthChecks` or `regionHealthChecks`).
+    pub check_kind: &'static str,
+    pub forwarding_rule: Option<&'a ForwardingRule>,
+    pub backend_service: Option<&'a BackendService>,
+    /// Which of the three firewalls exist, in [`GuardNames::firewalls`] order.
+    pub firewalls: [bool; 3],
+    /// Zones holding the shared instance group.
+    pub zones: Vec<&'a str>,
+}
+
+/// The record's view of a backend-service LB: scheme, rule, backend service, firewalls, the
+/// health checks its backend service uses, and the instance groups.
+pub(crate) fn backend_service_resources<N: GuardNames>(
+    links: &ObservedLb,
+    lb: BackendServiceLb<'_, N>,
+) -> GceResources {
+    let backend_checks = lb.backend_service.map(|b| b.health_checks.as_slice());
+    let (firewalls, health_checks) = guards(links, lb.names, lb.firewalls, backend_checks, lb.check_kind);
+    GceResources {
+        address: None,
+        forwarding_rule: lb
+            .forwarding_rule
+            .map(|f| resource_ref(links, "forwardingRules", &f.name)),
+        target_pool: None,
+        firewalls,
+        health_checks,
+        load_balancing_scheme: Some(lb.scheme.to_owned()),
+        backend_service: lb
+            .backend_service
+            .map(|b| resource_ref(links, "backendServices", &b.name)),
+        instance_groups: lb
+            .zones
+            .into_iter()
+            .map(|zone| GceResourceRef {
+                name: lb.instance_group.to_owned(),
+                self_link: links.link("instanceGroups", &format!("{zone}/{}", lb.instance_group)),
+            })
+            .collect(),
+    }
 }
 
 /// The pool's name, selfLink and instances (sorted names).

@@ -70,9 +70,22 @@ pub(crate) async fn converged(
     ip: Option<&str>,
     done: Option<Note>,
 ) -> Result<bool, SyncError> {
-    let status_changed = match ip {
-        Some(ip) => patch_ingress(svc, sh, Some(ip)).await?,
-        None => false,
+    let ips: Vec<String> = ip.map(str::to_owned).into_iter().collect();
+    converged_ips(svc, sh, &ips, done).await
+}
+
+/// [`converged`] for an LB with an ingress IP per family (`ips` in status order; none written
+/// when empty).
+pub(crate) async fn converged_ips(
+    svc: &Service,
+    sh: &Shared,
+    ips: &[String],
+    done: Option<Note>,
+) -> Result<bool, SyncError> {
+    let status_changed = if ips.is_empty() {
+        false
+    } else {
+        patch_ingress_ips(svc, sh, ips).await?
     };
     let ensured = (lb::EVENT_ENSURED, "Ensured load balancer");
     if let Some((reason, note)) = done.or(status_changed.then_some(ensured)) {
@@ -94,6 +107,12 @@ pub(crate) async fn deleted(svc: &Service, sh: &Shared) {
 
 /// Sets (or clears) `status.loadBalancer.ingress`, only when it differs. Returns whether it wrote.
 pub(crate) async fn patch_ingress(svc: &Service, sh: &Shared, ip: Option<&str>) -> Result<bool, SyncError> {
+    let ips: Vec<String> = ip.map(str::to_owned).into_iter().collect();
+    patch_ingress_ips(svc, sh, &ips).await
+}
+
+/// Sets `status.loadBalancer.ingress` to `ips` in order (cleared when empty), only when it differs.
+async fn patch_ingress_ips(svc: &Service, sh: &Shared, ips: &[String]) -> Result<bool, SyncError> {
     let current: Vec<Option<String>> = svc
         .status
         .as_ref()
@@ -101,14 +120,16 @@ pub(crate) async fn patch_ingress(svc: &Service, sh: &Shared, ip: Option<&str>) 
         .and_then(|lb| lb.ingress.as_ref())
         .map(|i| i.iter().map(|i| i.ip.clone()).collect())
         .unwrap_or_default();
-    let want: Vec<Option<String>> = ip.map(|ip| vec![Some(ip.to_owned())]).unwrap_or_default();
+    let want: Vec<Option<String>> = ips.iter().cloned().map(Some).collect();
     if current == want {
         return Ok(false);
     }
-    let body = match ip {
-        Some(ip) => json!({ "status": { "loadBalancer": { "ingress": [{ "ip": ip }] } } }),
-        None => json!({ "status": { "loadBalancer": { "ingress": null } } }),
+    let ingress = if ips.is_empty() {
+        serde_json::Value::Null
+    } else {
+        ips.iter().map(|ip| json!({ "ip": ip })).collect()
     };
+    let body = json!({ "status": { "loadBalancer": { "ingress": ingress } } });
     let api: Api<Service> = Api::namespaced(sh.client.clone(), &svc.namespace().unwrap_or_default());
     api.patch_status(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&body))
         .await?;

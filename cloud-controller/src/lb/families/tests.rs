@@ -46,27 +46,31 @@ fn ipv6_only_is_refused_by_target_pool_and_internal_lbs_dual_stack_is_served() {
 }
 
 #[test]
-fn external_ipv6_needs_a_dual_or_v6_stack_with_external_access() {
-    let obj = "Service default/web";
-    assert!(require_external_ipv6_subnet(obj, "sub", "IPV4_IPV6", "EXTERNAL").is_ok());
-    assert!(require_external_ipv6_subnet(obj, "sub", "IPV6_ONLY", "EXTERNAL").is_ok());
-    for (stack, access) in [
-        ("IPV4_ONLY", ""),
-        ("", "EXTERNAL"),
-        ("IPV4_IPV6", "INTERNAL"),
-        ("IPV4_ONLY", "EXTERNAL"),
-    ] {
-        let Err(err) = require_external_ipv6_subnet(obj, "sub-a", stack, access) else {
-            panic!("{stack}/{access} accepted")
-        };
-        let msg = err.to_string();
-        assert!(
-            msg.starts_with("Service default/web: subnet sub-a does not have external IPv6 ranges"),
-            "{msg}"
-        );
-        assert_eq!(err.metric_label(), "no_external_ipv6_range");
-        assert_eq!(err.field(), "spec.ipFamilies");
-    }
+fn gce_refusing_an_ipv6_address_for_its_subnetwork_becomes_ingress_gces_user_error() {
+    assert!(is_missing_ipv6_range(
+        Some(400),
+        "Invalid value for field 'resource.subnetwork': 'x': The subnetwork does not have an EXTERNAL IPv6 range (ipv6AccessType EXTERNAL)."
+    ));
+    assert!(is_missing_ipv6_range(
+        Some(400),
+        "The referenced subnetwork resource cannot be found."
+    ));
+    assert!(!is_missing_ipv6_range(
+        Some(400),
+        "Invalid value for field 'resource.name'"
+    ));
+    assert!(!is_missing_ipv6_range(
+        Some(503),
+        "The subnetwork does not have an EXTERNAL IPv6 range"
+    ));
+    let err = no_external_ipv6_range("Service default/web", "sub-a");
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("Service default/web: subnet sub-a does not have external IPv6 ranges"),
+        "{msg}"
+    );
+    assert_eq!(err.metric_label(), "no_external_ipv6_range");
+    assert_eq!(err.field(), "spec.ipFamilies");
 }
 
 #[test]

@@ -67,6 +67,7 @@ pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> Back
             actions,
             replan: true,
             ingress_ip: None,
+            ingress_ipv6: None,
         };
     };
     // A rule that differs goes first: the backend service may change under it.
@@ -91,6 +92,7 @@ pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> Back
         actions,
         replan: false,
         ingress_ip: Some(ip),
+        ingress_ipv6: None,
     }
 }
 
@@ -207,6 +209,7 @@ fn hold_address(
         network_tier: String::new(),
         address_type: SCHEME_INTERNAL.to_owned(),
         subnetwork: d.forwarding_rule.subnetwork.clone(),
+        ip_version: String::new(),
     }));
     ip_to_use.map(|ip| (ip.clone(), Some(release_ours(d))))
 }

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::ServicePort;
 use super::*;
 use crate::error::Error;
 use crate::lb::hosts::lb_hosts;
+use crate::lb::rbs::status::status_annotations;
 use crate::lb::spec::{WEIGHTED_LB_ANNOTATION, WEIGHTED_LB_PODS_PER_NODE};
 use crate::naming::l4::L4Namer;
 use crate::testutil::{Scenario, config, node};

@@ -6,25 +6,14 @@ use crate::config::Config;
 use crate::lb::backend_service::{BackendServicePlan, plan_backend_service};
 use crate::lb::drift::{self, health_check_v1_differs, merged_health_check_v1};
 use crate::lb::hosts::plan_group_members;
+use crate::lb::rbs::ipv6::{ensure_firewall, plan_delete_ipv6, plan_ipv6, plan_unwanted_ipv6};
 use crate::lb::rbs::{
-    DesiredRbs, LOCALITY_MAGLEV, LOCALITY_WEIGHTED_MAGLEV, forwarding_rule_for, nodes_firewall,
+    DesiredRbs, LOCALITY_MAGLEV, LOCALITY_WEIGHTED_MAGLEV, forwarding_rule_for, nodes_firewall, rules_equal,
 };
 use crate::naming::l4::{RbsNames, l4_description};
 use crate::objects::action::Action;
 use crate::objects::observed::RbsObserved;
-use crate::objects::{self, Address, Backend, BackendService, ForwardingRule};
-
-/// ingress-gce's forwarding rule equality for NetLB rules (an empty wanted IP matches any).
-pub(crate) fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
-    (want.ip_address.is_empty() || have.ip_address == want.ip_address)
-        && have.ip_protocol == want.ip_protocol
-        && have.load_balancing_scheme == want.load_balancing_scheme
-        && have.port_range == want.port_range
-        && have.all_ports == want.all_ports
-        && have.network_tier == want.network_tier
-        && have.target.is_empty()
-        && objects::same_link(&have.backend_service, &want.backend_service)
-}
+use crate::objects::{self, Address, Backend, BackendService, Firewall};
 
 /// ingress-gce backendSvcEqual for what svcnet sets (backends by group link).
 pub(crate) fn backend_services_equal(have: &BackendService, want: &BackendService) -> bool {
@@ -93,6 +82,46 @@ pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> Back
         backend_services_equal,
         &mut actions,
     );
+    let ingress_ip = if d.spec.ipv4 {
+        let Some(ip) = plan_ipv4(d, o, cfg, &mut actions) else {
+            return replan(actions);
+        };
+        Some(ip)
+    } else {
+        plan_unwanted_ipv4(d, o, &mut actions);
+        None
+    };
+    let ingress_ipv6 = if d.spec.ipv6 {
+        let Some(ip) = plan_ipv6(d, o, cfg, &mut actions) else {
+            return replan(actions);
+        };
+        Some(ip)
+    } else {
+        plan_unwanted_ipv6(d, o, &mut actions);
+        None
+    };
+    plan_old_check(d, o, old_hc.as_deref(), &mut actions);
+    BackendServicePlan {
+        actions,
+        replan: false,
+        ingress_ip,
+        ingress_ipv6,
+    }
+}
+
+fn replan(actions: Vec<Action>) -> BackendServicePlan {
+    BackendServicePlan {
+        actions,
+        replan: true,
+        ingress_ip: None,
+        ingress_ipv6: None,
+    }
+}
+
+/// The IPv4 rule, its address (held while the rule is made), nodes and health-check firewalls.
+/// Returns the rule's IP, or None while GCE picks the IP of a new reservation.
+fn plan_ipv4(d: &DesiredRbs, o: &RbsObserved, cfg: &Config, actions: &mut Vec<Action>) -> Option<String> {
+    let names = &d.names;
     let fr = o.forwarding_rule.as_ref();
     // ingress-gce IPv4ToUse: the requested IP, else the existing rule's.
     let ip_to_use = d
@@ -100,23 +129,14 @@ pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> Back
         .requested_ip
         .clone()
         .or_else(|| fr.map(|f| f.ip_address.clone()).filter(|ip| !ip.is_empty()));
-    let mut want_fr = forwarding_rule_for(d, ip_to_use.as_deref().unwrap_or(""));
+    let want_fr = forwarding_rule_for(d, ip_to_use.as_deref().unwrap_or(""));
     let fr_equal = fr.is_some_and(|have| rules_equal(have, &want_fr));
     let (ip, release) = if fr_equal {
         let ip = fr.map(|f| f.ip_address.clone()).unwrap_or_default();
         // The rule stays: a reservation of ours is a leftover of an interrupted creation.
         (ip, o.address.is_some().then(|| release_ours(names)))
     } else {
-        match hold_address(d, o, ip_to_use.as_ref(), &mut actions) {
-            Some(held) => held,
-            None => {
-                return BackendServicePlan {
-                    actions,
-                    replan: true,
-                    ingress_ip: None,
-                };
-            }
-        }
+        hold_address(d, o, ip_to_use.as_ref(), actions)?
     };
     if !fr_equal {
         if fr.is_some() {
@@ -124,35 +144,38 @@ pub(crate) fn plan_ensure(d: &DesiredRbs, o: &RbsObserved, cfg: &Config) -> Back
                 name: names.lb.clone(),
             });
         }
-        want_fr = forwarding_rule_for(d, &ip);
-        actions.push(Action::CreateForwardingRule(want_fr));
+        actions.push(Action::CreateForwardingRule(forwarding_rule_for(d, &ip)));
     }
-    plan_firewalls(d, o, cfg, &ip, &mut actions);
-    plan_unwanted_ipv6(d, o, &mut actions);
-    plan_old_check(d, o, old_hc.as_deref(), &mut actions);
+    plan_firewalls(d, o, cfg, &ip, actions);
     actions.extend(release);
-    BackendServicePlan {
-        actions,
-        replan: false,
-        ingress_ip: Some(ip),
-    }
+    Some(ip)
 }
 
-/// A Service no longer asking for IPv6 loses its IPv6 rule and firewall (ingress-gce
-/// l4netlb.go ensureDualStackResources deletes the family not in spec.ipFamilies).
-fn plan_unwanted_ipv6(d: &DesiredRbs, o: &RbsObserved, actions: &mut Vec<Action>) {
-    if d.spec.ipv6 {
-        return;
-    }
-    if o.ipv6_forwarding_rule.is_some() {
+/// An IPv6-only Service has no IPv4 rule, reservation or nodes firewall (ingress-gce
+/// ensureDualStackResources); its health-check firewall for the IPv4 probers stays with the check
+/// (GCE's IPv4 probers reach the nodes' IPv4 addresses).
+fn plan_unwanted_ipv4(d: &DesiredRbs, o: &RbsObserved, actions: &mut Vec<Action>) {
+    if o.forwarding_rule.as_ref().is_some_and(|f| f.target.is_empty()) {
         actions.push(Action::DeleteForwardingRule {
-            name: d.names.ipv6.rule.clone(),
+            name: d.names.lb.clone(),
         });
     }
-    if o.ipv6_nodes_firewall.is_some() {
+    if o.address.is_some() {
+        actions.push(release_ours(&d.names));
+    }
+    if o.nodes_firewall.is_some() {
         actions.push(Action::DeleteFirewall {
-            name: d.names.ipv6.firewall.clone(),
+            name: d.names.backend.clone(),
         });
+    }
+    ensure_firewall(d.health_check_firewall.clone(), hc_firewall(d, o), actions);
+}
+
+fn hc_firewall<'a>(d: &DesiredRbs, o: &'a RbsObserved) -> Option<&'a Firewall> {
+    if d.shared_health_check() {
+        o.shared_health_check_firewall.as_ref()
+    } else {
+        o.local_health_check_firewall.as_ref()
     }
 }
 
@@ -216,24 +239,8 @@ fn hold_address(
 
 /// The nodes firewall for the rule's IP and the health check's firewall.
 fn plan_firewalls(d: &DesiredRbs, o: &RbsObserved, cfg: &Config, ip: &str, actions: &mut Vec<Action>) {
-    let want_fw = nodes_firewall(d, cfg, ip);
-    let have_hc_fw = if d.shared_health_check() {
-        &o.shared_health_check_firewall
-    } else {
-        &o.local_health_check_firewall
-    };
-    for (want, have) in [
-        (want_fw, &o.nodes_firewall),
-        (d.health_check_firewall.clone(), have_hc_fw),
-    ] {
-        match have {
-            None => actions.push(Action::CreateFirewall(want)),
-            Some(have) if drift::firewall_differs(&want, have, None) => {
-                actions.push(Action::PatchFirewall(want))
-            }
-            Some(_) => {}
-        }
-    }
+    ensure_firewall(nodes_firewall(d, cfg, ip), o.nodes_firewall.as_ref(), actions);
+    ensure_firewall(d.health_check_firewall.clone(), hc_firewall(d, o), actions);
 }
 
 /// The check of the other kind once the backend service moved off it: the Service's own (and
@@ -287,11 +294,7 @@ pub(crate) fn plan_delete(names: &RbsNames, o: &RbsObserved) -> Vec<Action> {
         });
     }
     // Both families: the IPv6 rule also points at the backend service, which GCE keeps while in use.
-    if o.ipv6_forwarding_rule.is_some() {
-        actions.push(Action::DeleteForwardingRule {
-            name: names.ipv6.rule.clone(),
-        });
-    }
+    plan_delete_ipv6(names, o, &mut actions);
     if o.address.is_some() {
         actions.push(release_ours(names));
     }
@@ -300,28 +303,37 @@ pub(crate) fn plan_delete(names: &RbsNames, o: &RbsObserved) -> Vec<Action> {
             name: names.backend.clone(),
         });
     }
-    if o.ipv6_nodes_firewall.is_some() {
-        actions.push(Action::DeleteFirewall {
-            name: names.ipv6.firewall.clone(),
-        });
-    }
     if o.backend_service.is_some() {
         actions.push(Action::DeleteBackendService {
             name: names.backend.clone(),
         });
     }
-    for (hc, hc_present, fw, fw_present) in [
+    let v6 = &names.ipv6;
+    for (hc, hc_present, fws) in [
         (
             &names.backend,
             o.local_health_check.is_some(),
-            &names.local_health_check_firewall,
-            o.local_health_check_firewall.is_some(),
+            [
+                (&names.local_health_check_firewall, &o.local_health_check_firewall),
+                (
+                    &v6.local_health_check_firewall,
+                    &o.ipv6_local_health_check_firewall,
+                ),
+            ],
         ),
         (
             &names.shared_health_check,
             o.shared_health_check.is_some(),
-            &names.shared_health_check_firewall,
-            o.shared_health_check_firewall.is_some(),
+            [
+                (
+                    &names.shared_health_check_firewall,
+                    &o.shared_health_check_firewall,
+                ),
+                (
+                    &v6.shared_health_check_firewall,
+                    &o.ipv6_shared_health_check_firewall,
+                ),
+            ],
         ),
     ] {
         if o.kept_in_use.contains(&format!("regionHealthChecks/{hc}")) {
@@ -333,8 +345,10 @@ pub(crate) fn plan_delete(names: &RbsNames, o: &RbsObserved) -> Vec<Action> {
                 keep_if_in_use: true,
             });
         }
-        if fw_present {
-            actions.push(Action::DeleteFirewall { name: fw.clone() });
+        for (fw, have) in fws {
+            if have.is_some() {
+                actions.push(Action::DeleteFirewall { name: fw.clone() });
+            }
         }
     }
     for zone in o.instance_groups.keys() {

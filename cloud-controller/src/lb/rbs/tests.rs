@@ -7,6 +7,8 @@
 
 use serde_json::{Value, json};
 
+use super::ipv6::{ipv6_forwarding_rule_for, ipv6_nodes_firewall};
+use super::status::{ipv6_status_annotations, status_annotations};
 use super::*;
 use crate::lb::hosts::lb_hosts;
 use crate::naming::l4::L4Namer;
@@ -312,7 +314,10 @@ fn ipv6_status_annotations_match_ingress_gce_keys() {
             .map(String::as_str),
         Some(format!("{BACKEND}-ipv6").as_str())
     );
-    assert_eq!(got.len(), 2);
+    // The shared check's IPv6 firewall (ETP Cluster): l4-shared-hc-fw-ipv6.
+    let hc_fw = &got["service.kubernetes.io/firewall-rule-for-hc-ipv6"];
+    assert!(hc_fw.ends_with("-l4-shared-hc-fw-ipv6"), "{hc_fw}");
+    assert_eq!(got.len(), 3);
     // Every key written is one a sync or delete clears.
     assert!(got.keys().all(|k| STATUS_ANNOTATION_KEYS.contains(k)));
 }

@@ -2,7 +2,7 @@
 //! healthChecks collection, backend services), what GCE refuses as in use, and what the I/O
 //! layer would read for one internal LB.
 
-use super::{MiniGce, insert, remove};
+use super::{MiniGce, insert, remove, update_check};
 use crate::naming::IlbNames;
 use crate::objects::action::Action;
 use crate::objects::observed::IlbObserved;
@@ -113,24 +113,8 @@ impl MiniGce {
     fn apply_backend(&mut self, action: &Action) -> Option<Result<(), String>> {
         Some(match action {
             Action::CreateHealthCheckV1(h) => insert(&mut self.health_checks_v1, &h.name, h),
-            Action::UpdateHealthCheckV1(h) => match self.health_checks_v1.get_mut(&h.name) {
-                Some(have) => {
-                    *have = h.clone();
-                    Ok(())
-                }
-                None => Err(format!("404 notFound: health check {}", h.name)),
-            },
-            Action::DeleteHealthCheckV1 { name, .. } => {
-                let used = self.backend_services.values().any(|b| {
-                    b.health_checks
-                        .iter()
-                        .any(|l| !l.contains("/regions/") && objects::link_name(l) == name)
-                });
-                if used {
-                    return Some(in_use("health check", name));
-                }
-                remove(&mut self.health_checks_v1, name).map(drop)
-            }
+            Action::UpdateHealthCheckV1(h) => update_check(&mut self.health_checks_v1, h),
+            Action::DeleteHealthCheckV1 { name, .. } => self.delete_check(name, false),
             Action::CreateBackendService(b) => self
                 .backend_refs_exist(b)
                 .and_then(|()| insert(&mut self.backend_services, &b.name, b)),
@@ -163,17 +147,11 @@ impl MiniGce {
     /// What the I/O layer would GET for this internal load balancer (`gce::observe_ilb`).
     pub(crate) fn observed_ilb(&self, names: &IlbNames, want_ip: Option<&str>) -> IlbObserved {
         let address = self.addresses.get(&names.lb).cloned();
-        let ip_holder = want_ip.and_then(|ip| {
-            self.addresses
-                .values()
-                .find(|a| a.address.as_deref() == Some(ip))
-                .cloned()
-        });
         let firewall = |name: &String| self.firewalls.get(name).cloned();
         let check = |name: &String| self.health_checks_v1.get(name).cloned();
         IlbObserved {
             address,
-            ip_holder,
+            ip_holder: self.address_holding(want_ip),
             forwarding_rule: self.forwarding_rules.get(&names.lb).cloned(),
             backend_service: self.backend_services.get(&names.lb).cloned(),
             nodes_health_check: check(&names.nodes_health_check),
@@ -182,14 +160,7 @@ impl MiniGce {
             legacy_firewall: firewall(&names.legacy_firewall),
             nodes_health_check_firewall: firewall(&names.nodes_health_check_firewall),
             local_health_check_firewall: firewall(&names.local_health_check_firewall),
-            instance_groups: self
-                .instance_groups
-                .iter()
-                .filter_map(|(id, members)| {
-                    let (zone, name) = id.split_once('/')?;
-                    (name == names.instance_group).then(|| (zone.to_owned(), members.clone()))
-                })
-                .collect(),
+            instance_groups: self.groups_named(&names.instance_group),
             // Learnt from kept deletes during a sync, never read.
             kept_in_use: Default::default(),
         }

@@ -2,9 +2,8 @@
 //! services, groups, rules, addresses and firewalls are the other kinds' calls), and what the
 //! I/O layer would read for one RBS NetLB.
 
-use super::{MiniGce, insert, remove};
+use super::{MiniGce, insert, update_check};
 use crate::naming::l4::RbsNames;
-use crate::objects;
 use crate::objects::action::Action;
 use crate::objects::observed::RbsObserved;
 
@@ -13,43 +12,19 @@ impl MiniGce {
     pub(super) fn apply_rbs(&mut self, action: &Action) -> Option<Result<(), String>> {
         Some(match action {
             Action::CreateRegionHealthCheck(h) => insert(&mut self.region_health_checks, &h.name, h),
-            Action::UpdateRegionHealthCheck(h) => match self.region_health_checks.get_mut(&h.name) {
-                Some(have) => {
-                    *have = h.clone();
-                    Ok(())
-                }
-                None => Err(format!("404 notFound: health check {}", h.name)),
-            },
-            Action::DeleteRegionHealthCheck { name, .. } => {
-                let used = self.backend_services.values().any(|b| {
-                    b.health_checks
-                        .iter()
-                        .any(|l| l.contains("/regions/") && objects::link_name(l) == name)
-                });
-                if used {
-                    return Some(Err(format!(
-                        "400 resourceInUseByAnotherResource: health check {name}"
-                    )));
-                }
-                remove(&mut self.region_health_checks, name).map(drop)
-            }
+            Action::UpdateRegionHealthCheck(h) => update_check(&mut self.region_health_checks, h),
+            Action::DeleteRegionHealthCheck { name, .. } => self.delete_check(name, true),
             _ => return None,
         })
     }
 
     /// What the I/O layer would GET for this RBS NetLB (`gce::observe_rbs`).
     pub(crate) fn observed_rbs(&self, names: &RbsNames, want_ip: Option<&str>) -> RbsObserved {
-        let ip_holder = want_ip.and_then(|ip| {
-            self.addresses
-                .values()
-                .find(|a| a.address.as_deref() == Some(ip))
-                .cloned()
-        });
         let firewall = |name: &String| self.firewalls.get(name).cloned();
         let check = |name: &String| self.region_health_checks.get(name).cloned();
         RbsObserved {
             address: self.addresses.get(&names.lb).cloned(),
-            ip_holder,
+            ip_holder: self.address_holding(want_ip),
             forwarding_rule: self.forwarding_rules.get(&names.lb).cloned(),
             backend_service: self.backend_services.get(&names.backend).cloned(),
             shared_health_check: check(&names.shared_health_check),
@@ -59,14 +34,10 @@ impl MiniGce {
             local_health_check_firewall: firewall(&names.local_health_check_firewall),
             ipv6_forwarding_rule: self.forwarding_rules.get(&names.ipv6.rule).cloned(),
             ipv6_nodes_firewall: firewall(&names.ipv6.firewall),
-            instance_groups: self
-                .instance_groups
-                .iter()
-                .filter_map(|(id, members)| {
-                    let (zone, name) = id.split_once('/')?;
-                    (name == names.instance_group).then(|| (zone.to_owned(), members.clone()))
-                })
-                .collect(),
+            ipv6_address: self.addresses.get(&names.ipv6.rule).cloned(),
+            ipv6_shared_health_check_firewall: firewall(&names.ipv6.shared_health_check_firewall),
+            ipv6_local_health_check_firewall: firewall(&names.ipv6.local_health_check_firewall),
+            instance_groups: self.groups_named(&names.instance_group),
             kept_in_use: Default::default(),
         }
     }

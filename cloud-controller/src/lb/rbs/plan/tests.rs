@@ -7,10 +7,12 @@ use crate::lb::hosts::lb_hosts;
 use crate::lb::rbs::desired;
 use crate::lb::spec::LbSpec;
 use crate::naming::l4::L4Namer;
-use crate::objects::{Address, Firewall};
+use crate::objects::{Address, Firewall, ForwardingRule};
 use crate::testutil::{Scenario, config, labels, node};
 
 const IP: &str = "203.0.113.7";
+/// What GCE picks for an IPv6 reservation: the first /96 of the subnetwork's /64.
+const IP6: &str = "2600:1900:4000:1::";
 
 fn scenario() -> Scenario {
     Scenario::new()
@@ -38,6 +40,10 @@ fn set_fw(o: &mut RbsObserved, names: &RbsNames, fw: Option<Firewall>, name: &st
         o.ipv6_nodes_firewall = fw;
     } else if name == names.shared_health_check_firewall {
         o.shared_health_check_firewall = fw;
+    } else if name == names.ipv6.shared_health_check_firewall {
+        o.ipv6_shared_health_check_firewall = fw;
+    } else if name == names.ipv6.local_health_check_firewall {
+        o.ipv6_local_health_check_firewall = fw;
     } else {
         o.local_health_check_firewall = fw;
     }
@@ -76,16 +82,25 @@ fn apply(o: &mut RbsObserved, names: &RbsNames, actions: &[Action]) {
                     o.local_health_check = None;
                 }
             }
+            Action::CreateAddress(a) if a.name == names.ipv6.rule => {
+                let mut a = a.clone();
+                a.address.get_or_insert_with(|| IP6.to_owned());
+                o.ipv6_address = Some(a);
+            }
             Action::CreateAddress(a) => {
                 let mut a = a.clone();
                 a.address.get_or_insert_with(|| IP.to_owned());
                 o.address = Some(a);
             }
+            Action::DeleteAddress { name } if *name == names.ipv6.rule => o.ipv6_address = None,
             Action::DeleteAddress { .. } => o.address = None,
             Action::CreateBackendService(b) | Action::UpdateBackendService(b) => {
                 o.backend_service = Some(b.clone())
             }
             Action::DeleteBackendService { .. } => o.backend_service = None,
+            Action::CreateForwardingRule(f) if f.name == names.ipv6.rule => {
+                o.ipv6_forwarding_rule = Some(f.clone())
+            }
             Action::CreateForwardingRule(f) => o.forwarding_rule = Some(f.clone()),
             Action::DeleteForwardingRule { name } if *name == names.ipv6.rule => {
                 o.ipv6_forwarding_rule = None
@@ -377,25 +392,72 @@ fn teardown_removes_the_ipv6_rule_and_firewall_before_the_backend_service() {
     assert!(plan_delete(&d.names, &o).is_empty());
 }
 
+/// Plans and applies until the plan is empty; returns the last plan's IPv4 and IPv6 ingress IPs.
+fn converge_both(d: &DesiredRbs, o: &mut RbsObserved) -> (Option<String>, Option<String>) {
+    for _ in 0..6 {
+        let plan = plan_ensure(d, o, &config());
+        if plan.actions.is_empty() {
+            return (plan.ingress_ip, plan.ingress_ipv6);
+        }
+        apply(o, &d.names, &plan.actions);
+    }
+    panic!("no convergence");
+}
+
 #[test]
-fn a_service_no_longer_asking_for_ipv6_loses_its_ipv6_rule_and_firewall() {
-    let with_v6 = |o: &mut RbsObserved, d: &DesiredRbs| {
-        o.ipv6_forwarding_rule = Some(ForwardingRule {
-            name: d.names.ipv6.rule.clone(),
-            ..ForwardingRule::default()
-        });
-        o.ipv6_nodes_firewall = Some(Firewall {
-            name: d.names.ipv6.firewall.clone(),
-            ..Firewall::default()
-        });
-    };
-    // IPv4 only: both IPv6 objects go, and the next plan is empty.
-    let d = desired_of(&scenario().ip_families(&["IPv4"]));
+fn dual_stack_builds_the_ipv6_half_as_ingress_gce_and_ipv4_only_removes_it() {
+    let cfg = config();
+    let d = desired_of(&scenario().ip_families(&["IPv4", "IPv6"]));
     let mut o = RbsObserved::default();
-    converge(&d, &mut o);
-    with_v6(&mut o, &d);
+    // Round by round: the IPv6 reservation (GCE picks the IP), then rule, firewalls, release.
+    let first = plan_ensure(&d, &o, &cfg);
+    assert!(first.replan);
+    apply(&mut o, &d.names, &first.actions);
+    let second = plan_ensure(&d, &o, &cfg);
+    let v6_addr = second.actions.iter().find_map(|a| match a {
+        Action::CreateAddress(a) if a.name == d.names.ipv6.rule => Some(a.clone()),
+        _ => None,
+    });
+    let v6_addr = v6_addr.expect("an IPv6 reservation");
+    assert_eq!(v6_addr.ip_version, "IPV6");
+    assert_eq!(v6_addr.address_type, "EXTERNAL");
+    assert_eq!(v6_addr.address, None, "GCE picks the IP");
+    assert!(
+        v6_addr
+            .subnetwork
+            .ends_with("/regions/us-central1/subnetworks/default"),
+        "{}",
+        v6_addr.subnetwork
+    );
+
+    let (v4, v6) = converge_both(&d, &mut o);
+    assert_eq!((v4.as_deref(), v6.as_deref()), (Some(IP), Some(IP6)));
+    let rule = o.ipv6_forwarding_rule.clone().expect("IPv6 rule");
+    assert_eq!(rule.ip_address, format!("{IP6}/96"));
+    assert_eq!(rule.ip_version, "IPV6");
+    assert!(objects::same_link(
+        &rule.backend_service,
+        &o.forwarding_rule.clone().unwrap().backend_service
+    ));
+    let fw = o.ipv6_nodes_firewall.clone().expect("IPv6 nodes firewall");
+    assert_eq!(fw.destination_ranges, [IP6]);
+    assert_eq!(fw.source_ranges, ["0::0/0"]);
+    let hc_fw = o
+        .ipv6_shared_health_check_firewall
+        .clone()
+        .expect("IPv6 health-check firewall");
+    assert_eq!(hc_fw.source_ranges, ["2600:1901:8001::/48"]);
     assert_eq!(
-        plan_ensure(&d, &o, &config()).actions,
+        o.ipv6_address, None,
+        "the reservation is released once the rule holds the IP"
+    );
+    assert_eq!(o.address, None);
+
+    // IPv4 only again: the IPv6 rule and nodes firewall go; the shared check's IPv6 firewall stays
+    // for the other Services on that check.
+    let d4 = desired_of(&scenario().ip_families(&["IPv4"]));
+    assert_eq!(
+        plan_ensure(&d4, &o, &cfg).actions,
         [
             Action::DeleteForwardingRule {
                 name: d.names.ipv6.rule.clone()
@@ -405,14 +467,46 @@ fn a_service_no_longer_asking_for_ipv6_loses_its_ipv6_rule_and_firewall() {
             },
         ]
     );
-    converge(&d, &mut o);
+    let (v4, v6) = converge_both(&d4, &mut o);
+    assert_eq!((v4.as_deref(), v6), (Some(IP), None));
     assert_eq!(o.ipv6_forwarding_rule, None);
     assert_eq!(o.ipv6_nodes_firewall, None);
+}
 
-    // Still dual stack: they stay.
-    let d = desired_of(&scenario().ip_families(&["IPv4", "IPv6"]));
+#[test]
+fn ipv6_only_has_no_ipv4_rule_address_or_nodes_firewall() {
+    let d = desired_of(&scenario().ip_families(&["IPv6"]));
     let mut o = RbsObserved::default();
-    converge(&d, &mut o);
-    with_v6(&mut o, &d);
-    assert!(plan_ensure(&d, &o, &config()).actions.is_empty());
+    let (v4, v6) = converge_both(&d, &mut o);
+    assert_eq!((v4, v6.as_deref()), (None, Some(IP6)));
+    assert_eq!(o.forwarding_rule, None);
+    assert_eq!(o.nodes_firewall, None);
+    assert!(o.ipv6_forwarding_rule.is_some() && o.ipv6_nodes_firewall.is_some());
+    // Both probers' firewalls: GCE probes the nodes over IPv4 as well.
+    assert!(o.shared_health_check_firewall.is_some() && o.ipv6_shared_health_check_firewall.is_some());
+    // Teardown leaves nothing.
+    let teardown = plan_delete(&d.names, &o);
+    apply(&mut o, &d.names, &teardown);
+    assert_eq!(o, RbsObserved::default());
+}
+
+#[test]
+fn source_ranges_split_by_family_with_the_missing_family_open_as_ingress_gce() {
+    let s = scenario().ip_families(&["IPv4", "IPv6"]);
+    let mut s = s;
+    s.service.spec.as_mut().unwrap().load_balancer_source_ranges =
+        Some(vec!["10.0.0.0/8".into(), "2001:db8::/32".into()]);
+    let d = desired_of(&s);
+    let mut o = RbsObserved::default();
+    converge_both(&d, &mut o);
+    assert_eq!(o.nodes_firewall.unwrap().source_ranges, ["10.0.0.0/8"]);
+    assert_eq!(o.ipv6_nodes_firewall.unwrap().source_ranges, ["2001:db8::/32"]);
+
+    // IPv6 ranges only: the IPv4 firewall is open to all (utils/sourceranges.go IPv4ServiceSourceRanges).
+    s.service.spec.as_mut().unwrap().load_balancer_source_ranges = Some(vec!["2001:db8::/32".into()]);
+    let d = desired_of(&s);
+    let mut o = RbsObserved::default();
+    converge_both(&d, &mut o);
+    assert_eq!(o.nodes_firewall.unwrap().source_ranges, ["0.0.0.0/0"]);
+    assert_eq!(o.ipv6_nodes_firewall.unwrap().source_ranges, ["2001:db8::/32"]);
 }
