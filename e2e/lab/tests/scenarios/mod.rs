@@ -5,6 +5,7 @@
 pub mod basics;
 pub mod internal;
 pub mod ipv6;
+pub mod ipv6_rbs;
 pub mod lifecycle;
 pub mod rbs;
 pub mod rbs_mixed;
