@@ -19,11 +19,21 @@ CLIENT_IP=192.0.2.10
 VM_IP=10.128.15.200
 # The fake's subnet, where internal LBs get their addresses.
 INTERNAL_RANGE=10.128.0.0/20
+# The zone's region: regional backend services, health checks and forwarding rules.
+REGION=${ZONE%-*}
 
 # in_ns CMD...: CMD inside the engine's network namespace.
 in_ns() { ip netns exec "$NS" "$@"; }
 K() { in_ns "$KUBECTL" --kubeconfig "$WORK/kubeconfig" "$@"; }
 D() { "$DOCKER" "$@"; }
+# gc ARGS...: the real gcloud in the engine's namespace, pointed at the fake GCE with a config of its own
+# ($GC_CONFIG when set, for gcloud runs in parallel; DESIGN.md, "Real clients against the fake GCE").
+gc() {
+  in_ns env CLOUDSDK_CONFIG="${GC_CONFIG:-$WORK/gcloud}" CLOUDSDK_CORE_PROJECT="$PROJECT" \
+    CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE="http://$GATEWAY:$GCE_PORT/compute/v1/" \
+    CLOUDSDK_AUTH_ACCESS_TOKEN_FILE="$WORK/gcloud-token" CLOUDSDK_CORE_DISABLE_PROMPTS=1 \
+    CLOUDSDK_CORE_CHECK_GCE_METADATA=false CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1 gcloud "$@"
+}
 gce() { in_ns curl -fsS --max-time 10 -X "$1" -H 'Content-Type: application/json' ${3:+--data "$3"} "http://$GATEWAY:$GCE_PORT$2"; }
 
 # engine_up: dockerd in a namespace of its own (testing/engine/dockerd.sh), owned by this script; a watchdog
@@ -164,6 +174,7 @@ cluster_up() {
     -o "com.docker.network.bridge.name=$BRIDGE" -o com.docker.network.bridge.enable_ip_masquerade=false \
     -o com.docker.network.driver.mtu=1500 kind >/dev/null
   fake_gce_up
+  echo svcnet-kind-token >"$WORK/gcloud-token"
   kind_config "$image" >"$WORK/kind.yaml"
   in_ns "$KIND" create cluster --name "$CLUSTER" --image "$image" --config "$WORK/kind.yaml" \
     --kubeconfig "$WORK/kubeconfig" --wait 0s --retain

@@ -22,6 +22,8 @@ WORK=$(mktemp -d /tmp/svcnet-kind-e2e.XXXXXX)
 . "$here/cluster.sh"
 # shellcheck source=e2e/kind/steps.sh
 . "$here/steps.sh"
+# shellcheck source=e2e/kind/rbs.sh
+. "$here/rbs.sh"
 
 passed=0
 failed=0
@@ -86,6 +88,10 @@ step "NodePort from outside the nodes" nodeport
 step "GCE firewall from a client outside the VPC: the LB IP open (k8s-fw-), the NodePort and :10256 dropped until a rule allows them" gce_firewall
 step "internal LB (load-balancer-type: Internal): a VM inside the VPC reaches both pods, the outside client nothing" internal_lb
 step "externalTrafficPolicy Local: the client's IP preserved, the health-check node port 200 only where endpoints run" etp_local
+step "RBS NetLB (cloud.google.com/l4-rbs): the outside client reaches both pods; rule, backend service, groups, check, firewalls read back with gcloud" rbs_netlb
+step "RBS NetLB switched to a target pool and back, then deleted: the gcloud lists show no object leaked" rbs_switch
+step "mixed protocols (class l4-regional-external): TCP 80 and UDP 53 through one L3_DEFAULT rule; deleted, nothing left" mixed_rbs
+step "weighted LB (pods-per-node, ETP Local): 1000 connections from the client split 1:3 like the pods per node" weighted
 step "kubectl logs of both workloads" logs_readable
 step "metrics scraped from the pods' ports" metrics_scraped
 step "kubectl rollout restart daemonset/svcnet-proxy under a 20 ms client loop (LB IP, ClusterIP): 0 failed" rollout_restart

@@ -12,6 +12,7 @@ retry() {
 
 build_all() {
   command -v go >/dev/null 2>&1 || PATH="$PATH:/usr/local/go/bin"
+  command -v gcloud >/dev/null 2>&1 || { echo "e2e: no gcloud (the RBS steps read GCE objects back with it)"; return 1; }
   K8SBIN=$(bash "$repo/testing/k8s/build.sh" | tail -n1)
   KUBECTL=$K8SBIN/kubectl
   KIND=$(bash "$repo/testing/kind/build-kind.sh" | tail -n1)
@@ -255,8 +256,8 @@ gce_lb_objects() {
 import json, sys
 s = json.load(sys.stdin)
 left = {k: [o["name"] for o in s.get(k, [])] for k in
-        ("forwardingRules", "targetPools", "firewalls", "httpHealthChecks", "healthChecks", "addresses",
-         "backendServices", "instanceGroups")}
+        ("forwardingRules", "targetPools", "firewalls", "httpHealthChecks", "healthChecks", "regionHealthChecks",
+         "addresses", "backendServices", "instanceGroups")}
 left = {k: v for k, v in left.items() if v}
 print(left)
 sys.exit(1 if left else 0)'

@@ -2,7 +2,8 @@
 //! not make: the kind e2e (e2e/kind) runs it in its container engine's namespace, where the kind nodes sit
 //! on one bridge. Every half second it reads the fake GCE's `/_fake/state` and routes each forwarding
 //! rule's IP to the healthy members of its backends, and each GCE route to its instance, over `--dev`
-//! (kernel routes of protocol 99, stale ones removed), and renders the GCE firewall rules into the
+//! (kernel routes of protocol 99, stale ones removed; ECMP weighted and hashed by the 5-tuple while a
+//! weighted backend service exists, as the lab's router does), and renders the GCE firewall rules into the
 //! namespace's filter table ([`vpc::apply_firewall`], the lab's filter): traffic the namespace forwards
 //! from outside clients (links `cl*`) and from the VPC's VM (link `vm`) reaches the nodes only where a
 //! firewall rule allows it, internal LB addresses never from outside. The namespace's own traffic (the
@@ -30,12 +31,13 @@ pub fn run(gce: &str, dev: &str) -> Result<()> {
 
 fn tick(gce: &str, dev: &str, health: &mut lb_health::Checker, last_fw: &mut String) -> Result<()> {
     let state = http::json("GET", &format!("{gce}/_fake/state"), "application/json", None)?;
-    // The ECMP hash of a namespace the lab did not make is left as it is (weights apply, but
-    // with address hashing one client's connections stay on one member).
     let inst = instances(&state, dev);
     // The kind nodes have no IPv6 address the lab knows: IPv6 rules are not delivered there.
     let want = vpc::wanted_routes(&state, &inst, health, &BTreeMap::new());
     vpc::program_routes(&want)?;
+    // As the lab's router: by the 5-tuple while a weighted backend service exists, so one client's
+    // connections split by the weights, else by addresses only.
+    vpc::program_hash_policy(&state, &inst)?;
     let links: Vec<Hop> = inst.into_values().collect();
     vpc::apply_firewall(&state, &links, last_fw, false)
 }

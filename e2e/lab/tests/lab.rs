@@ -10,7 +10,7 @@
 mod scenarios;
 mod support;
 
-use scenarios::{basics, internal, lifecycle, rbs, rbs_mixed, takeover};
+use scenarios::{basics, internal, internal_mixed, lifecycle, rbs, rbs_mixed, takeover};
 use support::{Feature, Scenario};
 
 #[test]
@@ -94,6 +94,10 @@ fn services_load_balancers_and_failures_end_to_end() {
     s.step(
         "internal LB: a VPC VM reaches it, the internet client does not",
         internal::internal_lb,
+    );
+    s.step(
+        "mixed protocols on an internal LB: TCP and UDP from the VM through one L3_DEFAULT rule, read back with gcloud, no leftovers",
+        internal_mixed::internal_mixed,
     );
     s.step(
         "leak check: every Service deleted, no GCE LB object left",

@@ -4,6 +4,7 @@
 
 pub mod basics;
 pub mod internal;
+pub mod internal_mixed;
 pub mod ipv6;
 pub mod ipv6_rbs;
 pub mod lifecycle;

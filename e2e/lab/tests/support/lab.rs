@@ -216,11 +216,33 @@ impl Cluster for Lab {
         )
     }
 
-    /// `svcnet-lab gcloud`: the real gcloud in the `vpc` namespace, with the lab's own configuration.
+    /// In the `vpc` namespace, where the fake listens (DESIGN.md, "Real clients against the fake GCE").
     fn gcloud(&self, args: &[&str]) -> Result<String, String> {
-        let mut all = vec!["gcloud"];
-        all.extend_from_slice(args);
-        run_lab(&self.dir, &all)
+        let config = self.dir.join("gcloud-config");
+        let token = self.dir.join("gcloud-token");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(&token, "lab-token\n").unwrap();
+        let out = svcnet_netns::command(&self.vpc(), &["gcloud"])
+            .args(args)
+            .env("CLOUDSDK_CONFIG", &config)
+            .env("CLOUDSDK_CORE_PROJECT", "svcnet-lab")
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
+                "http://10.128.0.1:8085/compute/v1/",
+            )
+            .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", &token)
+            .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
+            .env("CLOUDSDK_CORE_CHECK_GCE_METADATA", "false")
+            .env("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        // A request gcloud could not make is only a warning on stderr.
+        if out.status.success() && !stderr.contains("did not succeed") {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(stderr)
+        }
     }
 
     fn kubectl(&self, args: &[&str]) -> Result<String, String> {

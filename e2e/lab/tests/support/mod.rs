@@ -89,8 +89,8 @@ pub trait Cluster {
     fn api(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
     /// A JSON call to the fake GCE (`/compute/v1/...` and the admin `/_fake/...`).
     fn gce(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String>;
-    /// The real gcloud against the cluster's GCE (its project; JSON with `--format=json`): stdout, or
-    /// Err with what it said.
+    /// The real gcloud pointed at the fake GCE, with a config of its own in the cluster's directory:
+    /// stdout, or Err with stderr.
     fn gcloud(&self, args: &[&str]) -> Result<String, String>;
     /// The real kubectl (the server's release) against the cluster's API, as cluster-admin.
     fn kubectl(&self, args: &[&str]) -> Result<String, String>;
