@@ -63,11 +63,11 @@ demo: deps
 e2e: deps
 	bash e2e/kind/e2e.sh
 
-# The lab's end-to-end test on the real control plane: named steps from ClusterIP to restarts, etcd
-# compaction, GCE faults and a leak check (e2e/lab/README.md).
+# The lab's end-to-end tests on the real control plane: named steps from ClusterIP to restarts, etcd
+# compaction, GCE faults and a leak check; then IPv6 and dual-stack LBs (e2e/lab/README.md).
 e2e-lab: deps
 	$(CARGO) build --locked $(LAB_BINS)
-	CI=true SVCNET_LAB_PREBUILT=1 $(CARGO) test --locked -p svcnet-lab --test lab -- --nocapture
+	CI=true SVCNET_LAB_PREBUILT=1 $(CARGO) test --locked -p svcnet-lab --test lab --test dual_stack -- --nocapture
 
 # Regenerate manifests/crds from the Rust types (CI fails on stale YAML via crds/tests).
 crds:

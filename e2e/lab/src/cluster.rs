@@ -158,8 +158,8 @@ fn start_cloud_controller(dir: &Path, st: &mut State, docs: &[Value]) -> Result<
 }
 
 /// etcd, kube-apiserver and kube-controller-manager as `svcnet-testcluster` plans them (TLS, RBAC, node
-/// IPAM on [`CLUSTER_CIDR`]) but started as lab components, so they outlive `up` and `stop`/`start`
-/// work on them; then the components' ServiceAccounts with their manifests' RBAC, and `kubectl proxy`.
+/// IPAM on [`CLUSTER_CIDR`] and [`CLUSTER_CIDR6`], dual-stack Service ranges) but started as lab
+/// components, so they outlive `up` and `stop`/`start` work on them; then the components' ServiceAccounts with their manifests' RBAC, and `kubectl proxy`.
 fn start_control_plane(dir: &Path, st: &mut State) -> Result<()> {
     let vpc_ns = st.vpc();
     let bins = svcnet_testcluster::binaries()?;
@@ -173,7 +173,8 @@ fn start_control_plane(dir: &Path, st: &mut State) -> Result<()> {
         Options {
             netns: Some(vpc_ns.clone()),
             ip: Some(ip),
-            cluster_cidr: CLUSTER_CIDR.into(),
+            cluster_cidr: format!("{CLUSTER_CIDR},{CLUSTER_CIDR6}"),
+            service_cidr: SERVICE_CIDRS.into(),
             // The agent plays the kubelets: their Leases and Ready conditions are judged as in a cluster.
             node_lifecycle: true,
             ..Options::default()

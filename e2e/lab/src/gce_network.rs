@@ -32,13 +32,14 @@ pub fn run(gce: &str, dev: &str) -> Result<()> {
 fn tick(gce: &str, dev: &str, health: &mut lb_health::Checker, last_fw: &mut String) -> Result<()> {
     let state = http::json("GET", &format!("{gce}/_fake/state"), "application/json", None)?;
     let inst = instances(&state, dev);
-    let want = vpc::wanted_routes(&state, &inst, health);
+    // The kind nodes have no IPv6 address the lab knows: IPv6 rules are not delivered there.
+    let want = vpc::wanted_routes(&state, &inst, health, &BTreeMap::new());
     vpc::program_routes(&want)?;
     // As the lab's router: by the 5-tuple while a weighted backend service exists, so one client's
     // connections split by the weights, else by addresses only.
     vpc::program_hash_policy(&state, &inst)?;
     let links: Vec<Hop> = inst.into_values().collect();
-    vpc::apply_firewall(&state, &links, last_fw)
+    vpc::apply_firewall(&state, &links, last_fw, false)
 }
 
 /// Instance name -> (IP, `dev`): every instance is a node on the one bridge.

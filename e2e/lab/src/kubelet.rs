@@ -87,7 +87,7 @@ pub fn running_status(p: &RunningPod, container: &str, image: &str, host_ip: &st
             cond("ContainersReady"), cond("PodScheduled")
         ],
         "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-        "podIP": p.ip.to_string(), "podIPs": [{"ip": p.ip.to_string()}],
+        "podIP": p.ip.to_string(), "podIPs": p.pod_ips(),
         "startTime": started,
         "containerStatuses": [{
             "name": container, "image": image, "imageID": "",
@@ -282,6 +282,7 @@ impl Kubelet {
             netns: format!("{}-pod-{short}", st.prefix),
             link: format!("p{short}"),
             ip,
+            ip6: node.pod_ip6_of(ip),
             port,
             terminating: false,
             server: None,
@@ -289,7 +290,7 @@ impl Kubelet {
         // Recorded first, so a failure half-way is cleaned up like any other pod.
         self.running.push(r.clone());
         save(dir, &self.running)?;
-        let server = pods::start(dir, node, &r.netns, &r.link, ip, &name, port)?;
+        let server = pods::start(dir, node, &r.netns, &r.link, (ip, r.ip6), &name, port)?;
         self.children.insert(r.uid.clone(), server.child);
         // Saved at once: whoever tears the pod down finds its server by this, not by its namespace.
         for x in self.running.iter_mut().filter(|x| x.uid == r.uid) {

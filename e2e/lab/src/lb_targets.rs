@@ -8,6 +8,9 @@
 //!   through `listInstances`), checked by the backend service's `healthChecks`, global or regional
 //!   (`httpHealthCheck.port`, `.requestPath`).
 //!
+//! IPv6 rules (`ipVersion: IPV6`) deliver the same way; their `IPAddress` is the /96 GCE gives
+//! them (`ADDR/96`), and that range is what the network delivers ([`dest`]).
+//!
 //! Both are pass-through: the packet keeps the forwarding rule's IP as destination, so a node takes
 //! it with its Service's LB-ingress rules. Checks come out in one shape (the legacy one, named by
 //! collection so a legacy and a new check of the same name stay apart) for [`crate::lb_health`].
@@ -23,6 +26,7 @@ pub type Hop = (String, String);
 /// One forwarding rule's delivery: its IP, the member nodes and the health checks that judge them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Target {
+    /// The rule's `IPAddress`: an IPv4 address, or an IPv6 rule's `ADDR/96`.
     pub ip: String,
     pub members: Vec<Hop>,
     /// Normalized checks: `name` (`<collection>/<name>`), `port`, `requestPath`, `timeoutSec`,
@@ -37,6 +41,7 @@ pub struct Target {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InternalRule {
     pub name: String,
+    /// The rule's `IPAddress` (an IPv6 rule's is `ADDR/96`).
     pub ip: String,
     /// Lower case (`tcp`, `udp`, ...); None for `L3_DEFAULT` (every protocol).
     pub protocol: Option<String>,
@@ -110,10 +115,27 @@ fn checks(urls: &[Value], objs: &BTreeMap<String, Value>, collection: &str) -> V
         .collect()
 }
 
+/// The destination a rule's `IPAddress` stands for, as a CIDR: `ADDR/32` for an IPv4 address, an
+/// IPv6 rule's `ADDR/96` as it is (a bare IPv6 address as `/128`).
+pub fn dest(ip: &str) -> String {
+    if ip.contains('/') {
+        ip.to_owned()
+    } else if is_ipv6(ip) {
+        format!("{ip}/128")
+    } else {
+        format!("{ip}/32")
+    }
+}
+
+/// Whether a rule's `IPAddress` (`ADDR` or `ADDR/LEN`) is IPv6.
+pub fn is_ipv6(ip: &str) -> bool {
+    ip.contains(':')
+}
+
 /// Every forwarding rule whose backends exist, with its members (instances the lab runs, by name in
 /// `inst`) and checks: through its `backendService` when it has one (whatever its scheme), else its
 /// `target` pool. Rules of unknown pools or backend services are left out (nothing to deliver to),
-/// and so are IPv6 rules (`IPAddress` `ADDR/96`): the lab's VPC routes IPv4 only.
+/// and so are rules without an address.
 pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
     let pools = by_link(gce, "targetPools");
     let legacy = by_link(gce, "httpHealthChecks");
@@ -124,7 +146,7 @@ pub fn targets(gce: &Value, inst: &BTreeMap<String, Hop>) -> Vec<Target> {
     let mut out = Vec::new();
     for fr in arr(&gce["forwardingRules"]) {
         let ip = s(&fr["IPAddress"]).to_owned();
-        if !is_ipv4(&ip) {
+        if ip.is_empty() {
             continue;
         }
         let target = if !s(&fr["backendService"]).is_empty() {
@@ -193,16 +215,11 @@ pub fn hops(t: &Target, mut healthy: impl FnMut(&str, &Value) -> bool) -> Vec<Ho
     if up.is_empty() { t.members.clone() } else { up }
 }
 
-/// Whether a rule's `IPAddress` is an IPv4 address (GCE's IPv6 rules carry `ADDR/96`).
-fn is_ipv4(ip: &str) -> bool {
-    ip.parse::<std::net::Ipv4Addr>().is_ok()
-}
-
-/// The INTERNAL IPv4 forwarding rules, sorted by name.
+/// The INTERNAL forwarding rules of both families, sorted by name.
 pub fn internal_rules(gce: &Value) -> Vec<InternalRule> {
     let mut out: Vec<InternalRule> = arr(&gce["forwardingRules"])
         .iter()
-        .filter(|fr| is_internal(fr) && is_ipv4(s(&fr["IPAddress"])))
+        .filter(|fr| is_internal(fr) && !s(&fr["IPAddress"]).is_empty())
         .map(|fr| {
             let proto = s(&fr["IPProtocol"]).to_ascii_lowercase();
             InternalRule {

@@ -9,6 +9,7 @@ mod diagnose;
 mod firewall;
 mod gce;
 mod gce_network;
+mod gcloud;
 mod http;
 mod kube;
 mod kube_proxy;
@@ -97,6 +98,12 @@ enum Cmd {
     /// Compact etcd's history up to its current revision (watchers resuming from before get 410 Gone);
     /// prints the revision.
     CompactEtcd,
+    /// The real gcloud against the lab's fake GCE (run in the vpc namespace, the lab's project and
+    /// its own gcloud configuration), e.g. `svcnet-lab gcloud compute forwarding-rules list`.
+    Gcloud {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// (internal) The GCE network alone (LB IPs and GCE routes as kernel routes over DEV, the GCE
     /// firewall as the filter table), for the kind e2e: run inside its engine's namespace.
     #[command(hide = true)]
@@ -162,6 +169,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::KubeProxy { node } => kube_proxy::start(&dir, &node),
         Cmd::Demo { nodes, keep } => demo::run(&dir, nodes, keep, &cli.overlay),
         Cmd::Diagnose => diagnose::run(&dir),
+        Cmd::Gcloud { args } => gcloud::main(&dir, &args),
         Cmd::CompactEtcd => components::compact_etcd(&dir),
         Cmd::Agent => vpc::agent(&dir),
         Cmd::GceNetwork { gce, dev } => gce_network::run(&gce, &dev),

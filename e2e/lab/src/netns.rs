@@ -31,8 +31,9 @@ pub fn exec(ns: &str, args: &[&str]) -> Result<String> {
     Ok(svcnet_netns::exec(ns, args, None)?.stdout_if_ok()?)
 }
 
-/// Creates the namespace with loopback up, forwarding on and reverse-path filtering off (the VPC routes
-/// asymmetric LB traffic, like GCE's pass-through LB). Refused once the lab is being torn down.
+/// Creates the namespace with loopback up, forwarding on (both families) and reverse-path filtering
+/// off (the VPC routes asymmetric LB traffic, like GCE's pass-through LB). Refused once the lab is
+/// being torn down.
 pub fn add(ns: &str) -> Result<()> {
     let open = CREATING.read().unwrap_or_else(|e| e.into_inner());
     if !*open {
@@ -40,6 +41,7 @@ pub fn add(ns: &str) -> Result<()> {
     }
     svcnet_netns::add(ns)?;
     link::forward_ipv4(ns)?;
+    link::forward_ipv6(ns)?;
     for key in ["net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter"] {
         link::sysctl(ns, key, "0")?;
     }
@@ -82,6 +84,24 @@ pub fn instance_link(
     link::addr(host, "eth0", &format!("{host_ip}/32"))?;
     link::route(host, router_ip, None, Some("eth0"))?;
     link::route(host, "default", Some(router_ip), Some("eth0"))?;
+    Ok(())
+}
+
+/// The IPv6 half of [`instance_link`] on the same veth: `host_ip6` as a /128 on `eth0` with the
+/// router's `router_ip6` as its IPv6 neighbour and default gateway, the router's way back a /128
+/// route over `router_if`.
+pub fn instance_link6(
+    router: &str,
+    router_if: &str,
+    router_ip6: &str,
+    host: &str,
+    host_ip6: &str,
+) -> Result<()> {
+    link::addr(router, router_if, &format!("{router_ip6}/128"))?;
+    link::route(router, &format!("{host_ip6}/128"), None, Some(router_if))?;
+    link::addr(host, "eth0", &format!("{host_ip6}/128"))?;
+    link::route(host, &format!("{router_ip6}/128"), None, Some("eth0"))?;
+    link::route(host, "default", Some(router_ip6), Some("eth0"))?;
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use svcnet_netns::link;
 
 use crate::components::{self, Started};
 use crate::kube::{self, Api};
-use crate::state::{self, NODE_TAG, Node, State, VPC_IP, ZONE};
+use crate::state::{self, NODE_TAG, Node, State, VPC_IP, VPC_IP6, ZONE};
 use crate::{api_time, gce, kubelet, manifest, mounts, netns, procs};
 
 /// Creates node `index` (1-based) and links it to the VPC router over `n<index>`.
@@ -23,9 +23,13 @@ pub fn create(st: &State, index: u32) -> Result<Node> {
         ip: format!("10.128.0.{}", index + 1),
         index,
         pod_cidr: String::new(),
+        ip6: state::node_ip6(index),
+        pod_cidr6: String::new(),
     };
     netns::add(&node.ns)?;
-    netns::instance_link(&st.vpc(), &format!("n{index}"), VPC_IP, &node.ns, &node.ip)?;
+    let vpc_if = format!("n{index}");
+    netns::instance_link(&st.vpc(), &vpc_if, VPC_IP, &node.ns, &node.ip)?;
+    netns::instance_link6(&st.vpc(), &vpc_if, VPC_IP6, &node.ns, &node.ip6)?;
     // Its address comes with the podCIDR, once the Node is registered.
     link::bridge(&node.ns, "cbr0")?;
     Ok(node)
@@ -66,33 +70,59 @@ pub fn register(st: &State, node: &Node) -> Result<Node> {
         &format!("/api/v1/nodes/{}/status", node.name),
         kube::STRATEGIC,
         Some(&json!({"status": {
-            "addresses": [{"type": "InternalIP", "address": node.ip}, {"type": "Hostname", "address": node.name}],
+            "addresses": [
+                {"type": "InternalIP", "address": node.ip}, {"type": "InternalIP", "address": node.ip6},
+                {"type": "Hostname", "address": node.name}
+            ],
             "conditions": [kubelet::ready_condition(&now, &now)]
         }})),
     )?;
-    let start = Instant::now();
-    let cidr = loop {
-        let n = kube::api(st, "GET", &format!("/api/v1/nodes/{}", node.name), None)?;
-        if let Some(c) = n["spec"]["podCIDR"].as_str() {
-            break c.to_owned();
-        }
-        if start.elapsed() > Duration::from_secs(30) {
-            bail!("node {} got no podCIDR from node IPAM in 30 s", node.name);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let (cidr, cidr6) = wait_pod_cidrs(st, &node.name)?;
     let node = Node {
         pod_cidr: cidr.clone(),
+        pod_cidr6: cidr6.clone(),
         ..node.clone()
     };
     let (Some(gw), Some(prefix)) = (node.bridge_ip(), cidr.split('/').nth(1)) else {
         bail!("node {}: podCIDR {cidr} is not an IPv4 CIDR", node.name);
     };
     link::addr(&node.ns, "cbr0", &format!("{gw}/{prefix}"))?;
+    let (Some(gw6), Some(prefix6)) = (node.bridge_ip6(), cidr6.split('/').nth(1)) else {
+        bail!("node {}: podCIDR {cidr6} is not an IPv6 CIDR", node.name);
+    };
+    link::addr(&node.ns, "cbr0", &format!("{gw6}/{prefix6}"))?;
     Ok(node)
 }
 
-/// Starts svcnet-proxy in the node namespace with the lab overlay DaemonSet's command line.
+/// The Node's podCIDRs once node IPAM allocated them: (IPv4, IPv6), from `spec.podCIDRs` (the
+/// cluster is dual-stack, so node IPAM gives one of each).
+fn wait_pod_cidrs(st: &State, name: &str) -> Result<(String, String)> {
+    let start = Instant::now();
+    loop {
+        let n = kube::api(st, "GET", &format!("/api/v1/nodes/{name}"), None)?;
+        let cidrs: Vec<&str> = n["spec"]["podCIDRs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let v4 = cidrs.iter().find(|c| !c.contains(':'));
+        let v6 = cidrs.iter().find(|c| c.contains(':'));
+        if let (Some(v4), Some(v6)) = (v4, v6) {
+            return Ok(((*v4).to_owned(), (*v6).to_owned()));
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            bail!("node {name} got no IPv4 and IPv6 podCIDRs from node IPAM in 30 s (has {cidrs:?})");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Starts svcnet-proxy in the node namespace with the lab overlay DaemonSet's command line, plus
+/// `--node-ip` with the node's IPv6 address: svcnet-proxy syncs IPv6 only on a node with an IPv6
+/// address, and the Node object loses its IPv6 InternalIP once the cloud controller sets the
+/// addresses from the GCE instance (IPv4 only), so a proxy (re)started after that would drop the
+/// IPv6 Services the lab carries.
 pub fn start_proxy(dir: &Path, st: &mut State, docs: &[Value], node: &Node) -> Result<Started> {
     let fields = BTreeMap::from([
         ("spec.nodeName", node.name.clone()),
@@ -101,7 +131,11 @@ pub fn start_proxy(dir: &Path, st: &mut State, docs: &[Value], node: &Node) -> R
     let l = manifest::launch(docs, manifest::PROXY, &dir.join("config"), &fields)?;
     mounts::write_files(&mounts::with_identity(l.files, &st.proxy_kubeconfig)?)?;
     let bin = procs::sibling(&l.bin)?;
-    components::launch(dir, st, &format!("proxy-{}", node.name), &node.ns, bin, l.args)
+    let mut args = l.args;
+    if !node.ip6.is_empty() {
+        args.push(format!("--node-ip={}", node.ip6));
+    }
+    components::launch(dir, st, &format!("proxy-{}", node.name), &node.ns, bin, args)
 }
 
 /// Waits until the cloud controller removed every node's uninitialized taint and created its route.

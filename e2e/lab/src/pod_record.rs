@@ -2,7 +2,7 @@
 //! temp file + rename), so a restarted agent carries on; `pods` of the e2e test reads it to compare the
 //! API with what really runs.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -23,6 +23,9 @@ pub struct RunningPod {
     pub netns: String,
     pub link: String,
     pub ip: Ipv4Addr,
+    /// Its IPv6 address (None in a record made before the lab carried IPv6).
+    #[serde(default)]
+    pub ip6: Option<Ipv6Addr>,
     pub port: u16,
     /// Being deleted: still serving until its drain ends.
     #[serde(default)]
@@ -30,6 +33,15 @@ pub struct RunningPod {
     /// Its hostname server (None until it runs): `down` stops it by this ([`crate::pods::stop`]).
     #[serde(default)]
     pub server: Option<Process>,
+}
+
+impl RunningPod {
+    /// `status.podIPs`: IPv4 first, as the cluster's families are ordered.
+    pub fn pod_ips(&self) -> serde_json::Value {
+        let mut ips = vec![serde_json::json!({"ip": self.ip.to_string()})];
+        ips.extend(self.ip6.map(|ip6| serde_json::json!({"ip": ip6.to_string()})));
+        serde_json::Value::Array(ips)
+    }
 }
 
 pub fn path(dir: &Path) -> PathBuf {

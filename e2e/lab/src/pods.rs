@@ -4,7 +4,7 @@
 //! node's kubelet, makes and removes them for the Pods bound to the node (`crate::kubelet`).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, TcpListener, TcpStream, UdpSocket};
 use std::path::Path;
 use std::process::Child;
 use std::time::Duration;
@@ -27,17 +27,19 @@ pub struct Server {
     pub child: Child,
 }
 
-/// Creates the pod's namespace `ns` on `node`'s bridge with `ip` and starts the hostname server
-/// answering `name` on `port`; link `bridge_port` is the bridge side.
+/// Creates the pod's namespace `ns` on `node`'s bridge with `ips` (IPv4, and IPv6 when the node has an
+/// IPv6 podCIDR) and starts the hostname server answering `name` on `port`; link `bridge_port` is
+/// the bridge side.
 pub fn start(
     dir: &Path,
     node: &Node,
     ns: &str,
     bridge_port: &str,
-    ip: Ipv4Addr,
+    ips: (Ipv4Addr, Option<Ipv6Addr>),
     name: &str,
     port: u16,
 ) -> Result<Server> {
+    let (ip, ip6) = ips;
     let (Some(gw), Some(prefix)) = (node.bridge_ip(), node.pod_cidr.split('/').nth(1)) else {
         bail!("node {} has no podCIDR yet", node.name);
     };
@@ -46,6 +48,11 @@ pub fn start(
     link::attach(&node.ns, "cbr0", bridge_port)?;
     link::addr(ns, "eth0", &format!("{ip}/{prefix}"))?;
     link::route(ns, "default", Some(&gw.to_string()), None)?;
+    if let (Some(ip6), Some(gw6), Some(prefix6)) = (ip6, node.bridge_ip6(), node.pod_cidr6.split('/').nth(1))
+    {
+        link::addr(ns, "eth0", &format!("{ip6}/{prefix6}"))?;
+        link::route(ns, "default", Some(&gw6.to_string()), None)?;
+    }
     let args = vec![
         "serve-hostname".to_string(),
         "--name".into(),
@@ -81,12 +88,13 @@ pub fn stop(ns: &str, server: Option<Process>, child: Option<Child>) -> Result<(
     Ok(())
 }
 
-/// The pod's server: TCP answers an HTTP request (or any bytes) with the name and closes, except a
+/// The pod's server, on both families (one dual-stack socket each: `[::]` takes IPv4 too, unless the
+/// namespace has no IPv6): TCP answers an HTTP request (or any bytes) with the name and closes, except a
 /// connection opened with `HOLD`, which stays open answering each line with the name (the takeover
 /// step's long-lived connections); UDP echoes the name.
 pub fn serve_hostname(name: &str, port: u16) -> Result<()> {
-    let tcp = TcpListener::bind(("0.0.0.0", port))?;
-    let udp = UdpSocket::bind(("0.0.0.0", port))?;
+    let tcp = TcpListener::bind(("::", port)).or_else(|_| TcpListener::bind(("0.0.0.0", port)))?;
+    let udp = UdpSocket::bind(("::", port)).or_else(|_| UdpSocket::bind(("0.0.0.0", port)))?;
     let uname = name.to_owned();
     std::thread::spawn(move || {
         let mut buf = [0u8; 1500];

@@ -33,6 +33,20 @@ pub const VM_IP: &str = "10.128.15.200";
 pub const EXTERNAL_RANGE: &str = "203.0.113.0/24";
 /// The pods' CIDR node IPAM hands /24s out of; the overlay's proxy config names the same.
 pub const CLUSTER_CIDR: &str = "10.64.0.0/14";
+/// The pods' IPv6 CIDR node IPAM hands /64s out of (the cluster is dual-stack, IPv4 first).
+pub const CLUSTER_CIDR6: &str = "fd00:10:64::/56";
+/// The Services' ranges, IPv4 first: a Service without `ipFamilies` stays IPv4 as before.
+pub const SERVICE_CIDRS: &str = "10.96.0.0/16,fd00:10:96::/108";
+/// The VPC router's IPv6 address on every node link (the nodes' IPv6 gateway). Nodes take
+/// `fd20:128::<index+1>` and the `vm` [`VM_IP6`]: a ULA range of the lab's own, outside the fake's
+/// pools for subnetworks' IPv6 prefixes.
+pub const VPC_IP6: &str = "fd20:128::1";
+pub const VM_IP6: &str = "fd20:128::15:200";
+/// The outside clients' IPv6 (documentation prefix, outside the fake's external IPv6 pool).
+pub const CLIENT_GW6: &str = "2001:db8:c0::1";
+pub const CLIENT_IP6: &str = "2001:db8:c0::10";
+pub const CLIENT2_GW6: &str = "2001:db8:c1::1";
+pub const CLIENT2_IP6: &str = "2001:db8:c1::10";
 /// Where `kubectl proxy` (admin credentials) listens inside the `vpc` namespace: the lab's own API
 /// calls are plain HTTP to it; the components talk TLS to the API server with their own identities.
 pub const API_PROXY: &str = "127.0.0.1:8001";
@@ -47,6 +61,12 @@ pub struct Node {
     /// The podCIDR kube-controller-manager's node IPAM gave the Node (its bridge takes the first host).
     #[serde(default)]
     pub pod_cidr: String,
+    /// The node's IPv6 address on `eth0` (`fd20:128::<index+1>`; empty in a lab made before IPv6).
+    #[serde(default)]
+    pub ip6: String,
+    /// The IPv6 podCIDR of the Node's `spec.podCIDRs` (its bridge takes the first host).
+    #[serde(default)]
+    pub pod_cidr6: String,
 }
 
 impl Node {
@@ -55,6 +75,34 @@ impl Node {
         let net: ipnet::Ipv4Net = self.pod_cidr.parse().ok()?;
         net.hosts().next()
     }
+
+    /// `::1` of the IPv6 pod CIDR: `cbr0`'s IPv6 address, the pods' IPv6 gateway (`::0` is the
+    /// subnet-router anycast address).
+    pub fn bridge_ip6(&self) -> Option<std::net::Ipv6Addr> {
+        self.pod_ip6(1)
+    }
+
+    /// A pod's IPv6 address: as far into the IPv6 podCIDR as `ip` is into the IPv4 one.
+    pub fn pod_ip6_of(&self, ip: std::net::Ipv4Addr) -> Option<std::net::Ipv6Addr> {
+        let net: ipnet::Ipv4Net = self.pod_cidr.parse().ok()?;
+        if !net.contains(&ip) {
+            return None;
+        }
+        self.pod_ip6(u128::from(u32::from(ip) - u32::from(net.network())))
+    }
+
+    /// The IPv6 address `offset` above the IPv6 pod CIDR's network address (a pod takes the offset
+    /// its IPv4 address has in the IPv4 pod CIDR), if the CIDR holds it.
+    pub fn pod_ip6(&self, offset: u128) -> Option<std::net::Ipv6Addr> {
+        let net: ipnet::Ipv6Net = self.pod_cidr6.parse().ok()?;
+        let ip = std::net::Ipv6Addr::from(u128::from(net.network()).checked_add(offset)?);
+        net.contains(&ip).then_some(ip)
+    }
+}
+
+/// The IPv6 address of node `index` (1-based).
+pub fn node_ip6(index: u32) -> String {
+    format!("fd20:128::{}", index + 1)
 }
 
 /// A long-running component (control plane or proxy) with what is needed to start it again.

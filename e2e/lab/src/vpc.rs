@@ -2,12 +2,15 @@
 //! second, reads the fake GCE's `/_fake/state` and programs the namespace like GCE's network would:
 //! - GCE routes (`nextHopInstance` / `nextHopIp`) -> kernel routes (cross-node pod traffic exists only
 //!   once the cloud controller's route controller made them);
-//! - forwarding rules -> the rule's IP routed, without NAT, to the healthy members of its backends
-//!   ([`lb_targets`]: a target pool's instances, or an internal rule's backend service's instance
-//!   groups) (ECMP; health = the backends' HTTP health checks probed on each node every tick, with
+//! - nodes' IPv6 pod ranges -> routes to the nodes' IPv6 addresses (GCE routes a VPC-native node's
+//!   alias range without route objects; the controller's GCE routes are IPv4);
+//! - forwarding rules -> the rule's IP (an IPv6 rule's /96) routed, without NAT, to the healthy
+//!   members of its backends ([`lb_targets`]: a target pool's instances, or a backend service's
+//!   instance groups) (ECMP; health = the backends' HTTP health checks probed on each node every tick, with
 //!   the checks' thresholds ([`lb_health`]); all members when none is healthy, as GCE does);
-//! - firewall rules -> filter rules on traffic from outside (`client`) and from the `vm` toward the
-//!   nodes, internal LB addresses closed to the outside and to other ports ([`firewall`]).
+//! - firewall rules -> filter rules (a table per family) on traffic from outside (`client`) and from
+//!   the `vm` toward the nodes, internal LB addresses closed to the outside and to other ports
+//!   ([`firewall`]).
 //!
 //! It also plays the nodes' kubelets and the scheduler ([`crate::kubelet`]).
 
@@ -20,7 +23,10 @@ use serde_json::Value;
 use svcnet_netns::link;
 
 use crate::kube::Api;
-use crate::state::{self, CLIENT_GW, CLIENT_IP, CLIENT2_GW, CLIENT2_IP, State, VM_IP, VPC_IP};
+use crate::state::{
+    self, CLIENT_GW, CLIENT_GW6, CLIENT_IP, CLIENT_IP6, CLIENT2_GW, CLIENT2_GW6, CLIENT2_IP, CLIENT2_IP6,
+    State, VM_IP, VM_IP6, VPC_IP, VPC_IP6,
+};
 use crate::{firewall, gce, http, kubelet, lb_health, lb_targets, netns};
 
 /// Kernel routes the agent owns carry this protocol number, so stale ones can be found and removed.
@@ -34,21 +40,32 @@ const MAX_NEXTHOP_WEIGHT: u64 = 256;
 pub type WeightedHop = (String, String, u64);
 
 /// Creates the `vpc` namespace, the two outside clients linked to it (`client` over `cl`, `client2`
-/// over `cl2`: two sources for loadBalancerSourceRanges) and the `vm` inside the VPC (over `vm`).
+/// over `cl2`: two sources for loadBalancerSourceRanges) and the `vm` inside the VPC (over `vm`),
+/// each with an IPv4 and an IPv6 address.
 pub fn create(st: &State) -> Result<()> {
     let vpc = st.vpc();
     netns::add(&vpc)?;
     // The control plane's address, whatever node links come and go.
     link::addr(&vpc, "lo", &format!("{VPC_IP}/32"))?;
-    for (ns, vpc_if, gw, ip) in [
-        (st.client(), "cl", CLIENT_GW, CLIENT_IP),
-        (st.client2(), "cl2", CLIENT2_GW, CLIENT2_IP),
+    for (ns, vpc_if, gw, ip, gw6, ip6) in [
+        (st.client(), "cl", CLIENT_GW, CLIENT_IP, CLIENT_GW6, CLIENT_IP6),
+        (
+            st.client2(),
+            "cl2",
+            CLIENT2_GW,
+            CLIENT2_IP,
+            CLIENT2_GW6,
+            CLIENT2_IP6,
+        ),
     ] {
         netns::add(&ns)?;
         link::veth(&vpc, vpc_if, &ns, "eth0")?;
         link::addr(&vpc, vpc_if, &format!("{gw}/24"))?;
         link::addr(&ns, "eth0", &format!("{ip}/24"))?;
         link::route(&ns, "default", Some(gw), None)?;
+        link::addr(&vpc, vpc_if, &format!("{gw6}/64"))?;
+        link::addr(&ns, "eth0", &format!("{ip6}/64"))?;
+        link::route(&ns, "default", Some(gw6), None)?;
     }
     create_vm(st)
 }
@@ -58,7 +75,8 @@ pub fn create(st: &State) -> Result<()> {
 fn create_vm(st: &State) -> Result<()> {
     let (vpc, vm) = (st.vpc(), st.vm());
     netns::add(&vm)?;
-    netns::instance_link(&vpc, "vm", VPC_IP, &vm, VM_IP)
+    netns::instance_link(&vpc, "vm", VPC_IP, &vm, VM_IP)?;
+    netns::instance_link6(&vpc, "vm", VPC_IP6, &vm, VM_IP6)
 }
 
 /// The agent loop (`svcnet-lab agent`), run inside the `vpc` namespace.
@@ -101,7 +119,25 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
             inst.insert(name, (ip, format!("n{}", node.index)));
         }
     }
-    let want = wanted_routes(&gce, &inst, health);
+    let v6_of: BTreeMap<String, String> = st
+        .nodes
+        .iter()
+        .filter(|n| !n.ip6.is_empty())
+        .map(|n| (n.ip.clone(), n.ip6.clone()))
+        .collect();
+    let mut want = wanted_routes(&gce, &inst, health, &v6_of);
+    // A node's IPv6 pods are reached as GCE reaches a VPC-native node's alias range: the network
+    // knows the range is the node's (no GCE route object; the controller's routes are IPv4).
+    for n in st
+        .nodes
+        .iter()
+        .filter(|n| !n.pod_cidr6.is_empty() && !n.ip6.is_empty())
+    {
+        want.insert(
+            n.pod_cidr6.clone(),
+            vec![(n.ip6.clone(), format!("n{}", n.index), 1)],
+        );
+    }
     program_routes(&want)?;
     program_hash_policy(&gce, &inst)?;
     let links: Vec<lb_targets::Hop> = st
@@ -109,33 +145,51 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
         .iter()
         .map(|n| (n.ip.clone(), format!("n{}", n.index)))
         .collect();
-    apply_firewall(&gce, &links, last_fw)
+    apply_firewall(&gce, &links, last_fw, true)
 }
 
-/// Renders the GCE firewall for the router's links to the nodes and restores it when it changed.
-pub(crate) fn apply_firewall(gce: &Value, links: &[lb_targets::Hop], last_fw: &mut String) -> Result<()> {
+/// Renders the GCE firewall for the router's links to the nodes and restores it when it changed: the
+/// IPv4 table, and with `v6` the IPv6 one too (`last_fw` holds both, so either change restores both).
+pub(crate) fn apply_firewall(
+    gce: &Value,
+    links: &[lb_targets::Hop],
+    last_fw: &mut String,
+    v6: bool,
+) -> Result<()> {
     let arr = |k: &str| gce[k].as_array().cloned().unwrap_or_default();
-    let fw = firewall::render(
-        &arr("firewalls"),
-        &arr("instances"),
-        links,
-        &lb_targets::internal_rules(gce),
+    let (fws, insts, internal) = (
+        arr("firewalls"),
+        arr("instances"),
+        lb_targets::internal_rules(gce),
     );
-    if fw != *last_fw {
-        netns::run_stdin(&["iptables-restore"], &fw)?;
-        *last_fw = fw;
+    let fw4 = firewall::render(&fws, &insts, links, &internal);
+    let fw6 = if v6 {
+        firewall::render6(&fws, &insts, links, &internal)
+    } else {
+        String::new()
+    };
+    let both = format!("{fw4}{fw6}");
+    if both != *last_fw {
+        netns::run_stdin(&["iptables-restore"], &fw4)?;
+        if v6 {
+            netns::run_stdin(&["ip6tables-restore"], &fw6)?;
+        }
+        *last_fw = both;
     }
     Ok(())
 }
 
 /// What GCE's network does with packets, as kernel routes: destination -> next hops (IP, dev,
 /// weight). GCE routes go to their instance; a forwarding rule's IP to the healthy members of its
-/// backends (probed here, with the checks' thresholds), weighted by their checks' answers when the
-/// backend service is. `inst` maps instance name -> (IP, link to it).
+/// backends (probed here, over IPv4, with the checks' thresholds), weighted by their checks' answers
+/// when the backend service is; an IPv6 rule's /96 goes to the same members by their IPv6 address
+/// (`v6_of`: node IP -> IPv6; a member without one is left out). `inst` maps instance name -> (IP,
+/// link to it).
 pub(crate) fn wanted_routes(
     gce: &Value,
     inst: &BTreeMap<String, (String, String)>,
     health: &mut lb_health::Checker,
+    v6_of: &BTreeMap<String, String>,
 ) -> BTreeMap<String, Vec<WeightedHop>> {
     let arr = |k: &str| gce[k].as_array().cloned().unwrap_or_default();
     let mut want: BTreeMap<String, Vec<WeightedHop>> = BTreeMap::new();
@@ -166,9 +220,15 @@ pub(crate) fn wanted_routes(
                 health.observe(mip, h, passed)
             })
         });
-        let hops = weigh(&t, hops, &weights);
+        let mut hops = weigh(&t, hops, &weights);
+        if lb_targets::is_ipv6(&t.ip) {
+            hops = hops
+                .into_iter()
+                .filter_map(|(ip, dev, w)| Some((v6_of.get(&ip)?.clone(), dev, w)))
+                .collect();
+        }
         // Rules sharing an IP (TCP and UDP of one internal LB) reach the union of their members.
-        let to = want.entry(format!("{}/32", t.ip)).or_default();
+        let to = want.entry(lb_targets::dest(&t.ip)).or_default();
         for hop in hops {
             if !to.iter().any(|(ip, dev, _)| (ip, dev) == (&hop.0, &hop.1)) {
                 to.push(hop);
@@ -251,31 +311,34 @@ pub(crate) fn header_weight(head: &str) -> Option<u64> {
 /// CLIENT_IP affinity needs).
 pub(crate) fn program_hash_policy(gce: &Value, inst: &BTreeMap<String, (String, String)>) -> Result<()> {
     let weighted = lb_targets::targets(gce, inst).iter().any(|t| t.weighted);
-    let path = "/proc/sys/net/ipv4/fib_multipath_hash_policy";
     let want = if weighted { "1" } else { "0" };
-    if std::fs::read_to_string(path)
-        .map(|v| v.trim() != want)
-        .unwrap_or(true)
-    {
-        std::fs::write(path, want)?;
+    for path in [
+        "/proc/sys/net/ipv4/fib_multipath_hash_policy",
+        "/proc/sys/net/ipv6/fib_multipath_hash_policy",
+    ] {
+        if std::fs::read_to_string(path)
+            .map(|v| v.trim() != want)
+            .unwrap_or(true)
+        {
+            std::fs::write(path, want)?;
+        }
     }
     Ok(())
 }
 
+/// Makes the namespace's routes of [`PROTO`] (both families) exactly `want`.
 pub(crate) fn program_routes(want: &BTreeMap<String, Vec<WeightedHop>>) -> Result<()> {
-    let have = netns::run(&["ip", "-j", "route", "show", "proto", PROTO])?;
-    let have: Vec<Value> = serde_json::from_str(&have).unwrap_or_default();
-    let have: BTreeSet<String> = have
-        .iter()
-        .filter_map(|r| r["dst"].as_str())
-        .map(|d| {
-            if d.contains('/') {
-                d.to_owned()
-            } else {
-                format!("{d}/32")
-            }
-        })
-        .collect();
+    let mut have: BTreeSet<String> = BTreeSet::new();
+    for family in ["-4", "-6"] {
+        let listed = netns::run(&["ip", family, "-j", "route", "show", "proto", PROTO])?;
+        let listed: Vec<Value> = serde_json::from_str(&listed).unwrap_or_default();
+        have.extend(
+            listed
+                .iter()
+                .filter_map(|r| r["dst"].as_str())
+                .map(lb_targets::dest),
+        );
+    }
     for stale in have.iter().filter(|d| !want.contains_key(*d)) {
         let _ = netns::run(&["ip", "route", "del", stale, "proto", PROTO]);
     }

@@ -41,10 +41,13 @@ pub struct Options {
     pub service_cidr: String,
     /// `--service-node-port-range`.
     pub node_port_range: String,
-    /// `--cluster-cidr` nodeipam hands node podCIDRs out of.
+    /// `--cluster-cidr` nodeipam hands node podCIDRs out of: one CIDR, or an IPv4 and an IPv6 one
+    /// separated by a comma (dual-stack: every Node gets a podCIDR of each family).
     pub cluster_cidr: String,
-    /// `--node-cidr-mask-size`.
+    /// `--node-cidr-mask-size` (`--node-cidr-mask-size-ipv4` when `cluster_cidr` is dual-stack).
     pub node_cidr_mask_size: u8,
+    /// `--node-cidr-mask-size-ipv6`, only passed when `cluster_cidr` is dual-stack.
+    pub node_cidr_mask_size_ipv6: u8,
     /// Start kube-controller-manager (false: only etcd + kube-apiserver, a faster start for tests that
     /// need no controllers).
     pub controller_manager: bool,
@@ -70,6 +73,7 @@ impl Default for Options {
             node_port_range: "30000-32767".into(),
             cluster_cidr: "10.64.0.0/14".into(),
             node_cidr_mask_size: 24,
+            node_cidr_mask_size_ipv6: 64,
             controller_manager: true,
             node_lifecycle: false,
             netns: None,
@@ -179,7 +183,7 @@ pub fn controllers(o: &Options) -> Vec<&'static str> {
 /// ServiceAccount (so the bootstrap RBAC roles apply), node IPAM allocating pod CIDRs.
 pub fn controller_manager(l: &Layout, pki: &Pki, o: &Options) -> Vec<String> {
     let kubeconfig = p(&l.path("controller-manager.kubeconfig"));
-    vec![
+    let mut args = vec![
         format!("--kubeconfig={kubeconfig}"),
         format!("--authentication-kubeconfig={kubeconfig}"),
         format!("--authorization-kubeconfig={kubeconfig}"),
@@ -192,13 +196,29 @@ pub fn controller_manager(l: &Layout, pki: &Pki, o: &Options) -> Vec<String> {
         format!("--root-ca-file={}", p(&pki.ca.cert)),
         "--allocate-node-cidrs=true".into(),
         format!("--cluster-cidr={}", o.cluster_cidr),
-        format!("--node-cidr-mask-size={}", o.node_cidr_mask_size),
+    ];
+    args.extend(node_cidr_mask_sizes(o));
+    args.extend([
         format!("--service-cluster-ip-range={}", o.service_cidr),
         "--cloud-provider=external".into(),
         // One instance per cluster: no election to wait for.
         "--leader-elect=false".into(),
         "--profiling=false".into(),
-    ]
+    ]);
+    args
+}
+
+/// kube-controller-manager refuses `--node-cidr-mask-size` for a dual-stack cluster CIDR and wants
+/// one mask per family instead.
+fn node_cidr_mask_sizes(o: &Options) -> Vec<String> {
+    if o.cluster_cidr.contains(',') {
+        vec![
+            format!("--node-cidr-mask-size-ipv4={}", o.node_cidr_mask_size),
+            format!("--node-cidr-mask-size-ipv6={}", o.node_cidr_mask_size_ipv6),
+        ]
+    } else {
+        vec![format!("--node-cidr-mask-size={}", o.node_cidr_mask_size)]
+    }
 }
 
 #[cfg(test)]
@@ -216,5 +236,19 @@ mod tests {
         let c = controllers(&on);
         assert_eq!(c.last(), Some(&NODE_LIFECYCLE));
         assert_eq!(c.len(), CONTROLLERS.len() + 1);
+    }
+
+    #[test]
+    fn dual_stack_cluster_cidr_gets_a_mask_per_family() {
+        let single = Options::default();
+        assert_eq!(node_cidr_mask_sizes(&single), vec!["--node-cidr-mask-size=24"]);
+        let dual = Options {
+            cluster_cidr: "10.64.0.0/14,fd00:10:64::/56".into(),
+            ..Options::default()
+        };
+        assert_eq!(
+            node_cidr_mask_sizes(&dual),
+            vec!["--node-cidr-mask-size-ipv4=24", "--node-cidr-mask-size-ipv6=64"]
+        );
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::state::{CLUSTER_CIDR, PROJECT, State};
-use crate::{gce, http, kube, netns, procs};
+use crate::state::{CLUSTER_CIDR, State};
+use crate::{http, kube, netns, procs};
 
 /// The walkthrough's next section, as a heading.
 pub fn step(title: &str) {
@@ -44,26 +44,12 @@ pub struct Tools {
 
 impl Tools {
     pub fn new(dir: &Path, st: &State) -> Result<Self> {
-        let gdir = dir.join("gcloud");
-        std::fs::create_dir_all(&gdir)?;
-        let token = dir.join("gcloud-token");
-        std::fs::write(&token, "lab-token")?;
-        let env = [
-            ("CLOUDSDK_CONFIG", gdir.display().to_string()),
-            ("CLOUDSDK_CORE_PROJECT", PROJECT.to_string()),
-            (
-                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
-                gce::url("/compute/v1/"),
-            ),
-            ("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", token.display().to_string()),
-            ("CLOUDSDK_CORE_DISABLE_PROMPTS", "1".to_string()),
-            ("CLOUDSDK_CORE_CHECK_GCE_METADATA", "false".to_string()),
-        ];
+        let env = crate::gcloud::env(dir)?;
         Ok(Tools {
             vpc: st.vpc(),
             kubeconfig: dir.join("kubeconfig").display().to_string(),
             kubectl: kube::kubectl(dir, st),
-            gcloud_env: env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            gcloud_env: env,
         })
     }
 

@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use super::render;
+use super::{render, render6};
 use crate::lb_targets::{Hop, InternalRule};
 
 fn nodes() -> Vec<Hop> {
@@ -134,4 +134,69 @@ fn nodes_sharing_one_link_get_each_rule_once() {
         ],
         "{out}"
     );
+}
+
+/// The IPv4 firewall of a dual-stack RBS Service and its `-ipv6` twin, as ingress-gce makes them.
+fn dual_stack_firewalls() -> Vec<serde_json::Value> {
+    vec![
+        json!({"name": "k8s2-x", "sourceRanges": ["0.0.0.0/0"], "destinationRanges": ["203.0.113.9"],
+            "allowed": [{"IPProtocol": "tcp", "ports": ["80"]}]}),
+        json!({"name": "k8s2-x-ipv6", "sourceRanges": ["0::0/0"],
+            "destinationRanges": ["2001:db8:4000::1:0:0"],
+            "allowed": [{"IPProtocol": "tcp", "ports": ["80"]}, {"IPProtocol": "icmp"}]}),
+        // No source ranges: GCE's default source, IPv4 anywhere only.
+        json!({"name": "open-v4", "allowed": [{"IPProtocol": "udp", "ports": ["53"]}]}),
+    ]
+}
+
+#[test]
+fn each_family_gets_only_its_own_ranges() {
+    let instances = vec![json!({"networkInterfaces": [{"networkIP": "10.128.0.2"}]})];
+    let one = vec![("10.128.0.2".to_owned(), "n1".to_owned())];
+    let v4 = render(&dual_stack_firewalls(), &instances, &one, &[]);
+    assert!(
+        v4.contains("-s 0.0.0.0/0 -d 203.0.113.9 -p tcp --dport 80"),
+        "{v4}"
+    );
+    assert!(v4.contains("-p udp --dport 53"), "{v4}");
+    assert!(!v4.contains("k8s2-x-ipv6") && !v4.contains("::"), "{v4}");
+    let v6 = render6(&dual_stack_firewalls(), &instances, &one, &[]);
+    assert!(
+        v6.contains("-A LAB-FW -o n1 -s 0::0/0 -d 2001:db8:4000::1:0:0 -p tcp --dport 80 -m comment --comment \"k8s2-x-ipv6\" -j ACCEPT"),
+        "{v6}"
+    );
+    assert!(!v6.contains("203.0.113.9") && !v6.contains("open-v4"), "{v6}");
+    assert!(!v6.contains("-p icmp"), "IPv4's ICMP has no IPv6 line: {v6}");
+    assert!(v6.ends_with("-A LAB-FW -j DROP\nCOMMIT\n"), "{v6}");
+}
+
+#[test]
+fn ipv6_internal_rule_closes_its_96_in_the_ipv6_table_only() {
+    let instances = vec![json!({"networkInterfaces": [{"networkIP": "10.128.0.2"}]})];
+    let internal = vec![
+        InternalRule {
+            name: "ailb".into(),
+            ip: "10.128.0.5".into(),
+            protocol: Some("tcp".into()),
+            ports: vec!["80".into()],
+        },
+        InternalRule {
+            name: "ailb-ipv6".into(),
+            ip: "fd20:0:1::1:0:0/96".into(),
+            protocol: Some("tcp".into()),
+            ports: vec!["80".into()],
+        },
+    ];
+    let v4 = render(&[], &instances, &nodes(), &internal);
+    assert!(v4.contains("-A LAB-ILB -i cl+ -d 10.128.0.5/32"), "{v4}");
+    assert!(!v4.contains("fd20"), "{v4}");
+    let v6 = render6(&[], &instances, &nodes(), &internal);
+    assert!(v6.contains("-A LAB-ILB -i cl+ -d fd20:0:1::1:0:0/96 "), "{v6}");
+    assert!(
+        v6.contains(
+            "-A LAB-ILB -d fd20:0:1::1:0:0/96 -p tcp --dport 80 -m comment --comment \"ailb-ipv6\" -j RETURN"
+        ),
+        "{v6}"
+    );
+    assert!(!v6.contains("10.128.0.5"), "{v6}");
 }

@@ -47,6 +47,7 @@ fn running_status_reads_as_ready_and_running() {
         netns: "lab-pod-u".into(),
         link: "pu".into(),
         ip: Ipv4Addr::new(10, 64, 0, 2),
+        ip6: Some("fd00:10:64::2".parse().unwrap()),
         port: 9376,
         terminating: false,
         server: None,
@@ -60,6 +61,10 @@ fn running_status_reads_as_ready_and_running() {
     );
     assert_eq!(st["phase"], "Running");
     assert_eq!(st["podIP"], "10.64.0.2");
+    assert_eq!(
+        st["podIPs"],
+        json!([{"ip": "10.64.0.2"}, {"ip": "fd00:10:64::2"}])
+    );
     assert_eq!(st["hostIP"], "10.128.0.2");
     let ready = st["conditions"]
         .as_array()
@@ -70,4 +75,26 @@ fn running_status_reads_as_ready_and_running() {
     assert_eq!(ready["status"], "True");
     assert_eq!(st["containerStatuses"][0]["ready"], true);
     assert_eq!(st["containerStatuses"][0]["restartCount"], 0);
+}
+
+#[test]
+fn pod_ip6_mirrors_the_ipv4_offset_in_the_ipv6_pod_cidr() {
+    let node = Node {
+        pod_cidr: "10.64.1.0/24".into(),
+        pod_cidr6: "fd00:10:64:1::/64".into(),
+        ..Node::default()
+    };
+    assert_eq!(node.bridge_ip6(), Some("fd00:10:64:1::1".parse().unwrap()));
+    assert_eq!(
+        node.pod_ip6_of(Ipv4Addr::new(10, 64, 1, 7)),
+        Some("fd00:10:64:1::7".parse().unwrap())
+    );
+    // Outside the IPv4 pod CIDR, or no IPv6 pod CIDR: none.
+    assert_eq!(node.pod_ip6_of(Ipv4Addr::new(10, 64, 0, 7)), None);
+    assert_eq!(node.pod_ip6_of(Ipv4Addr::new(10, 64, 2, 7)), None);
+    let v4_only = Node {
+        pod_cidr6: String::new(),
+        ..node
+    };
+    assert_eq!(v4_only.pod_ip6_of(Ipv4Addr::new(10, 64, 1, 7)), None);
 }

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{Hop, InternalRule, hops, internal_rules, targets};
+use super::{Hop, InternalRule, dest, hops, internal_rules, is_ipv6, targets};
 
 const P: &str = "https://compute.googleapis.com/compute/v1/projects/p";
 
@@ -115,7 +115,7 @@ fn external_rule_goes_to_its_pool_with_the_legacy_check() {
 }
 
 #[test]
-fn ipv6_rules_are_left_out() {
+fn ipv6_rules_deliver_their_96_to_the_same_members() {
     let mut gce = internal_state();
     gce["forwardingRules"].as_array_mut().unwrap().push(json!({
         "name": "ailb-ipv6", "IPAddress": "fd20:0:1::1:0:0/96", "IPProtocol": "TCP",
@@ -123,10 +123,23 @@ fn ipv6_rules_are_left_out() {
         "backendService": format!("{P}/regions/us-central1/backendServices/ailb")
     }));
     let t = targets(&gce, &inst());
-    assert_eq!(t.len(), 1, "{t:?}");
-    assert_eq!(t[0].ip, "10.128.0.5");
+    assert_eq!(t.len(), 2, "{t:?}");
+    let v6 = t.iter().find(|t| is_ipv6(&t.ip)).unwrap();
+    let v4 = t.iter().find(|t| !is_ipv6(&t.ip)).unwrap();
+    assert_eq!(v6.ip, "fd20:0:1::1:0:0/96");
+    assert_eq!(dest(&v6.ip), "fd20:0:1::1:0:0/96");
+    assert_eq!(dest(&v4.ip), "10.128.0.5/32");
+    assert_eq!(v6.members, v4.members);
+    assert_eq!(v6.checks, v4.checks);
     let names: Vec<String> = internal_rules(&gce).into_iter().map(|r| r.name).collect();
-    assert_eq!(names, ["ailb"]);
+    assert_eq!(names, ["ailb", "ailb-ipv6"]);
+}
+
+#[test]
+fn dest_is_a_cidr_of_the_address_family() {
+    assert_eq!(dest("203.0.113.7"), "203.0.113.7/32");
+    assert_eq!(dest("2001:db8:4000::1:0:0"), "2001:db8:4000::1:0:0/128");
+    assert_eq!(dest("2001:db8:4000::1:0:0/96"), "2001:db8:4000::1:0:0/96");
 }
 
 #[test]

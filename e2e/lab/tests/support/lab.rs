@@ -95,6 +95,16 @@ fn json_in(ns: &str, method: &str, url: &str, body: Option<&Value>) -> Result<Va
     }
 }
 
+/// The VPC route's family and destination for an LB address: `ADDR/32`, or an IPv6 rule's
+/// `ADDR/96` as it is.
+fn route_dest(lb_ip: &str) -> (&'static str, String) {
+    match (lb_ip.contains(':'), lb_ip.contains('/')) {
+        (true, _) => ("-6", lb_ip.to_owned()),
+        (false, true) => ("-4", lb_ip.to_owned()),
+        (false, false) => ("-4", format!("{lb_ip}/32")),
+    }
+}
+
 impl Lab {
     /// `svcnet-lab up --nodes N` in a fresh temp dir; None when namespaces are unavailable (SKIPPED).
     pub fn up(nodes: u32) -> Option<Lab> {
@@ -182,8 +192,14 @@ impl Cluster for Lab {
         "local"
     }
 
-    fn lacks(&self, _: Feature) -> Option<&'static str> {
-        None
+    fn lacks(&self, f: Feature) -> Option<&'static str> {
+        let have_gcloud = || {
+            Command::new("gcloud")
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        (f == Feature::Gcloud && !have_gcloud()).then_some("gcloud is not installed")
     }
 
     /// Through the lab's `kubectl proxy` (admin) in the `vpc` namespace.
@@ -437,12 +453,13 @@ impl Cluster for Lab {
     }
 
     fn lb_route(&self, lb_ip: &str) -> String {
-        link::ip(&self.vpc(), &["route", "show", &format!("{lb_ip}/32")]).unwrap_or_default()
+        let (family, dest) = route_dest(lb_ip);
+        link::ip(&self.vpc(), &[family, "route", "show", &dest]).unwrap_or_default()
     }
 
     fn lb_backends(&self, lb_ip: &str) -> Vec<String> {
         // An `ip` that fails (the router's namespace gone) reads as no backends.
-        let text = link::ip(&self.vpc(), &["route", "show", &format!("{lb_ip}/32")]).unwrap_or_default();
+        let text = self.lb_route(lb_ip);
         let words: Vec<&str> = text.split_whitespace().collect();
         words
             .windows(2)

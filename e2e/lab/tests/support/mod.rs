@@ -33,6 +33,8 @@ pub enum Feature {
     HealthCheckedLb,
     /// Nodes can join and leave.
     NodeLifecycle,
+    /// The real gcloud can be run against the cluster's GCE (an operator's steps).
+    Gcloud,
 }
 
 /// Which proxy serves a node (the takeover step swaps them).
@@ -131,9 +133,11 @@ pub trait Cluster {
     fn compact_etcd(&self) -> i64;
     /// Everything a component (`proxy-<node>`, `cloud-controller`, ...) has logged so far.
     fn log(&self, component: &str) -> String;
-    /// The node IPs the network currently sends `lb_ip` to (the healthy target pool members).
+    /// The node IPs the network currently sends `lb_ip` to (the healthy target pool members); an
+    /// IPv6 rule's `ADDR/96`: the nodes' IPv6 addresses.
     fn lb_backends(&self, lb_ip: &str) -> Vec<String>;
-    /// The network's route for `lb_ip` as `ip route` prints it (next hops with their weights).
+    /// The network's route for `lb_ip` (an address, or an IPv6 rule's `ADDR/96`) as `ip route`
+    /// prints it (next hops with their weights).
     fn lb_route(&self, lb_ip: &str) -> String;
     /// Source addresses of [`From::Client`] and [`From::Client2`].
     fn client_ips(&self) -> (String, String);
