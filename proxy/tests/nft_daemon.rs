@@ -369,6 +369,17 @@ fn external_paths(layout: Layout) {
                 .then_some(())
         },
     );
+    // Counted as upstream's nftables proxier counts it, in both layouts: lb's external policy.
+    let no_local = |policy: &str| {
+        lab.metric(&format!(
+            "kubeproxy_sync_proxy_rules_no_local_endpoints_total{{ip_family=\"IPv4\",traffic_policy=\"{policy}\"}}"
+        ))
+    };
+    wait_for(
+        "lb counted without local endpoints",
+        Duration::from_secs(5),
+        || ((no_local("external"), no_local("internal")) == (1.0, 0.0)).then_some(()),
+    );
 
     // UDP: one flow (fixed source port) moves to the new endpoint once the old one leaves.
     let vip = format!("{}:53", cluster_ip(&dns));
