@@ -493,7 +493,7 @@ fn holds(table: &str, layout: Layout) -> bool {
 }
 
 #[test]
-#[ignore = "a replacement batch can leave a connection without DNAT at its commit, and a NodePort connection sometimes times out after it (docs/nftables-maps.md, The daemon); run with --ignored"]
+#[ignore = "a connection is sometimes refused while a replacement is written, or a NodePort connection times out after it; causes not found (docs/nftables-maps.md, The daemon); run with --ignored"]
 fn nftables_layout_switch_on_a_live_node_has_no_gap_and_no_leftovers() {
     const COUNT: usize = 6000;
     let Some(mut lab) = Lab::start("nftswitch", nft_opts(2, Layout::Upstream)) else {
