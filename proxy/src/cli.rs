@@ -194,6 +194,10 @@ pub struct RunArgs {
     /// Maximum time between two syncs (periodic resync and canary check).
     #[arg(long, default_value = "30s", value_parser = duration_arg)]
     pub iptables_sync_period: Duration,
+    /// How long a Service change's sync waits for the EndpointSlice change that usually follows it,
+    /// so one sync carries both (svcnet; any endpoint change ends the wait at once; 0: no wait).
+    #[arg(long, env = "SVCNET_SERVICE_SYNC_HOLD", default_value = "50ms", value_parser = duration_arg)]
+    pub service_sync_hold: Duration,
     /// /healthz and /livez; empty disables.
     #[arg(long, default_value = "0.0.0.0:10256")]
     pub healthz_bind_address: String,

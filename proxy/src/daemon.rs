@@ -101,6 +101,7 @@ pub async fn run(args: RunSettings) -> Result<()> {
         trigger: runner.trigger(),
         health: Arc::clone(&health),
         metrics: Arc::clone(&metrics),
+        service_hold: args.service_hold,
     };
     let stop = shutdown.token();
     // Only the nftables rules use the ServiceCIDRs, and `--service-cidr` overrides the API's.
@@ -138,6 +139,7 @@ pub async fn run(args: RunSettings) -> Result<()> {
         seq: 0,
     };
     while runner.wait().await {
+        tracing::debug!(reason = ?runner.last_reason, "sync due");
         let ok = ctx.sync_once().await;
         runner.done(ok);
     }

@@ -183,6 +183,8 @@ pub struct RunSettings {
     pub mode: ProxyMode,
     pub min_sync_period: Duration,
     pub sync_period: Duration,
+    /// `--service-sync-hold`.
+    pub service_hold: Duration,
     /// `None`: the server is disabled.
     pub healthz_address: Option<SocketAddr>,
     pub metrics_address: Option<SocketAddr>,
@@ -216,6 +218,7 @@ impl RunSettings {
             mode: args.proxy_mode,
             min_sync_period: args.iptables_min_sync_period,
             sync_period: args.iptables_sync_period,
+            service_hold: args.service_sync_hold,
             healthz_address,
             metrics_address,
             backend: backend(args.iptables_backend),

@@ -10,6 +10,7 @@
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Node, Service};
@@ -73,10 +74,17 @@ pub(crate) struct Sink {
     pub trigger: Trigger,
     pub health: Arc<Health>,
     pub metrics: Arc<Metrics>,
+    /// How long a Service change's sync waits for an EndpointSlice change to run with (see
+    /// [`Trigger::request_held`]); zero: it does not wait.
+    pub service_hold: Duration,
 }
 
 impl Sink {
     fn record(&self, f: impl FnOnce(&mut Changes)) {
+        self.record_held(f, Duration::ZERO);
+    }
+
+    fn record_held(&self, f: impl FnOnce(&mut Changes), hold: Duration) {
         let (svc, eps) = {
             let mut c = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
             f(&mut c);
@@ -95,7 +103,11 @@ impl Sink {
                 .get_or_create(&family_labels(f))
                 .set(unix_now());
         }
-        self.trigger.request();
+        if hold.is_zero() {
+            self.trigger.request();
+        } else {
+            self.trigger.request_held(hold);
+        }
     }
 }
 
@@ -135,7 +147,13 @@ impl Source for Service {
         if !deleted {
             report_errors(sink, "Service", rec.errors());
         }
-        sink.record(|c| c.service_changed(object_key(&rec.meta)));
+        // A deletion runs at once: the Service's slices go later, by garbage collection.
+        let hold = if deleted {
+            Duration::ZERO
+        } else {
+            sink.service_hold
+        };
+        sink.record_held(|c| c.service_changed(object_key(&rec.meta)), hold);
     }
 }
 
@@ -242,8 +260,14 @@ fn spawn<K: Source>(
                 () = stop.cancelled() => break,
             };
             match next {
-                Some(Ok(Event::Apply(o))) => K::changed(&o, &sink, false),
-                Some(Ok(Event::Delete(o))) => K::changed(&o, &sink, true),
+                Some(Ok(Event::Apply(o))) => {
+                    tracing::debug!(kind, name = o.meta().name.as_deref(), "watch: applied");
+                    K::changed(&o, &sink, false);
+                }
+                Some(Ok(Event::Delete(o))) => {
+                    tracing::debug!(kind, name = o.meta().name.as_deref(), "watch: deleted");
+                    K::changed(&o, &sink, true);
+                }
                 // A (re)list finished: the cache was replaced atomically; objects deleted while the
                 // watch was down are gone from it now, so resync.
                 Some(Ok(Event::InitDone)) => {

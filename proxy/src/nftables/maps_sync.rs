@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::kernel::Nft;
+use super::render::NoLocal;
 use super::render::maps::{MapsCache, MapsChange};
 use crate::config::RenderConfig;
 use crate::exec::ToolError;
@@ -34,6 +35,7 @@ struct Held {
     node: NodeFacts,
     cfg: RenderConfig,
     ports: BTreeMap<ServicePortName, Records>,
+    no_local: no_local::NoLocalPorts,
 }
 
 impl MapsSync {
@@ -62,6 +64,7 @@ impl MapsSync {
                     node,
                     cfg,
                     ports: BTreeMap::new(),
+                    no_local: no_local::NoLocalPorts::default(),
                 },
                 true,
             ),
@@ -92,6 +95,14 @@ impl MapsSync {
         );
         Ok(text.len())
     }
+
+    /// The no-local-endpoints metric's counts for what the last successful sync wrote.
+    pub(crate) fn no_local(&self) -> NoLocal {
+        self.cache
+            .as_ref()
+            .map(|h| h.no_local.total())
+            .unwrap_or_default()
+    }
 }
 
 impl Held {
@@ -106,6 +117,7 @@ impl Held {
         for name in gone {
             self.ports.remove(&name);
             self.cache.set_port(&name, None);
+            self.no_local.set(&name, None, &self.node);
         }
         for (name, svc) in &state.services {
             let eps = state.endpoints.get(name);
@@ -122,7 +134,10 @@ impl Held {
             }
             let slice = eps.map_or(&[][..], |e| &e[..]);
             self.cache.set_port(name, Some((svc, slice)));
+            self.no_local.set(name, Some((svc, slice)), &self.node);
             self.ports.insert(name.clone(), (svc.clone(), eps.cloned()));
         }
     }
 }
+
+mod no_local;

@@ -72,7 +72,8 @@ impl NftFamilySync {
         let (node, cfg) = settings.begin(family, &mut self.model, snap).await;
         let full = self.full.due(settings, self.model.state());
 
-        let written = if cfg.nft_layout == NftLayout::Maps {
+        let maps_layout = cfg.nft_layout == NftLayout::Maps;
+        let written = if maps_layout {
             self.maps
                 .sync(
                     &self.nft,
@@ -118,7 +119,7 @@ impl NftFamilySync {
             self.full.done();
             self.failed_fulls = FailedFulls::default();
         }
-        let stats = render_stats(self.applied.no_local(), self.model.state());
+        let stats = render_stats(self.no_local(maps_layout), self.model.state());
         metrics.record_sync(
             family,
             full.map(FullReason::as_str),
@@ -134,6 +135,15 @@ impl NftFamilySync {
             payload_len,
             stats,
         })
+    }
+
+    /// Service ports whose Local policy finds no local endpoint, in what the last sync wrote.
+    fn no_local(&self, maps_layout: bool) -> nft::NoLocal {
+        if maps_layout {
+            self.maps.no_local()
+        } else {
+            self.applied.no_local()
+        }
     }
 
     /// Only what changed, in one batch; committed when the kernel took it.

@@ -8,10 +8,16 @@
 //! events; with a burst of 2 the second is synced right after the first instead of a min interval
 //! later. Under steady churn the bank stays empty, so the sync rate (and CPU) is upstream's.
 //!
+//! A request may also be *held* ([`Trigger::request_held`]): it runs once its hold ends, or at once
+//! when a plain request arrives meanwhile, whichever comes first. A Service change is held briefly
+//! because its EndpointSlice change usually follows (a new Service's first slice, a port change's
+//! rewritten slice): one sync then carries both, instead of a sync for the Service alone and one
+//! more for its endpoints. A hold never adds a run; it only delays one, by at most the hold.
+//!
 //! It only decides *when*; the caller runs the sync and reports the result:
 //! `while runner.wait().await { let ok = sync().await; runner.done(ok); }`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -31,13 +37,49 @@ pub(crate) enum Reason {
 
 /// Cloneable handle that asks for a run.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Trigger(Arc<Notify>);
+pub(crate) struct Trigger(Arc<Shared>);
+
+#[derive(Debug, Default)]
+struct Shared {
+    notify: Notify,
+    pending: Mutex<Pending>,
+}
+
+/// The requests not yet covered by a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Pending {
+    /// A plain request: run as soon as the intervals allow.
+    now: bool,
+    /// The earliest end of the held requests.
+    held_until: Option<Instant>,
+}
 
 impl Trigger {
     /// Requests a run. A request made before `wait` lets a run start is covered by that run;
     /// one made while the run is in progress causes one more run afterwards.
     pub(crate) fn request(&self) {
-        self.0.notify_one();
+        self.update(|p| p.now = true);
+    }
+
+    /// Requests a run that waits up to `hold` for a plain request to run with.
+    pub(crate) fn request_held(&self, hold: Duration) {
+        let until = Instant::now() + hold;
+        self.update(|p| p.held_until = Some(p.held_until.map_or(until, |u| u.min(until))));
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Pending)) {
+        f(&mut self.pending());
+        self.0.notify.notify_one();
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.0.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// When the pending requests want their run: now, or at the end of a hold.
+    fn due(&self) -> Option<Instant> {
+        let p = *self.pending();
+        if p.now { None } else { p.held_until }
     }
 }
 
@@ -99,12 +141,15 @@ impl Runner {
                 tokio::select! {
                     biased;
                     () = self.shutdown.wait() => return false,
-                    () = self.trigger.0.notified() => Reason::Changed,
+                    () = self.trigger.0.notify.notified() => Reason::Changed,
                     () = sleep_opt(retry) => Reason::Retry,
                     () = tokio::time::sleep_until(periodic) => Reason::Periodic,
                 }
             }
         };
+        if reason == Reason::Changed && !self.hold().await {
+            return false;
+        }
         if let Some(last) = self.last_run {
             let saved = (self.bank + (Instant::now() - last)).min(self.bank_cap);
             if saved >= self.min_interval {
@@ -120,9 +165,26 @@ impl Runner {
         // The run about to start covers every request made until now (the caller takes the changes
         // next): a request left stored here would only cause a run with nothing to do, and hold
         // the next real change back by up to `min_interval`.
-        let _ = self.trigger.0.notified().now_or_never();
+        let _ = self.trigger.0.notify.notified().now_or_never();
+        *self.trigger.pending() = Pending::default();
         self.last_reason = Some(reason);
         !self.shutdown.is_triggered()
+    }
+
+    /// Waits while only held requests are pending, until the earliest hold ends or a plain request
+    /// arrives. `false` on shutdown.
+    async fn hold(&self) -> bool {
+        while let Some(until) = self.trigger.due() {
+            if until <= Instant::now() {
+                break;
+            }
+            tokio::select! {
+                () = self.shutdown.wait() => return false,
+                () = self.trigger.0.notify.notified() => {}
+                () = tokio::time::sleep_until(until) => break,
+            }
+        }
+        true
     }
 
     /// Reports the outcome of the run `wait` allowed.

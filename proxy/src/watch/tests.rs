@@ -170,6 +170,7 @@ fn changes_are_queued_for_every_family_health_tracks_including_ipv6_added_later(
         trigger: Trigger::default(),
         health: Arc::clone(&health),
         metrics: Arc::clone(&metrics),
+        service_hold: std::time::Duration::ZERO,
     };
     // The daemon adds IPv6 once the Node is known, after the watches (and their sinks) started.
     health.add_family(Family::V6);

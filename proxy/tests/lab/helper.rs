@@ -92,6 +92,7 @@ fn client() {
         }
     });
     for _ in 0..count {
+        let started = std::time::SystemTime::now();
         let r = if proto == "udp" {
             udp_once(addr, bind)
         } else {
@@ -99,7 +100,14 @@ fn client() {
         };
         match r {
             Ok(reply) => println!("@@ {}", reply.trim()),
-            Err(e) => println!("@@ ERR {} ({e})", classify(&e)),
+            // When it started (Unix ms), to line a failure up with the proxy's log.
+            Err(e) => println!(
+                "@@ ERR {} ({e}) at {}",
+                classify(&e),
+                started
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis())
+            ),
         }
     }
 }

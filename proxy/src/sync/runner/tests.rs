@@ -158,3 +158,117 @@ async fn under_steady_churn_a_burst_adds_no_runs_beyond_the_banked_ones() {
         assert_eq!(runs, 13 + burst, "burst {burst}");
     }
 }
+
+const HOLD: Duration = Duration::from_millis(50);
+
+/// An idle runner with a burst of two, after its first run and a quiet 5 s.
+async fn idle_runner() -> (Runner, Shutdown) {
+    let (r, s) = runner(1, 30);
+    let mut r = r.with_burst(2);
+    assert!(r.wait().await);
+    r.done(true);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    (r, s)
+}
+
+/// Asks for a run `after` from now, from another task (a watch event arriving while the runner waits).
+fn request_later(r: &Runner, after: Duration, held: bool) {
+    let trigger = r.trigger();
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        if held {
+            trigger.request_held(HOLD);
+        } else {
+            trigger.request();
+        }
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_request_alone_runs_when_its_hold_ends() {
+    let (mut r, _s) = idle_runner().await;
+    let t = Instant::now();
+    r.trigger().request_held(HOLD);
+    next_run(&mut r, Reason::Changed, t, HOLD).await;
+    next_run(&mut r, Reason::Periodic, t, HOLD + Duration::from_secs(30)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_service_and_its_slice_arriving_within_the_hold_take_one_run_when_the_slice_arrives() {
+    let (mut r, _s) = idle_runner().await;
+    let t = Instant::now();
+    r.trigger().request_held(HOLD);
+    request_later(&r, Duration::from_millis(8), false);
+    next_run(&mut r, Reason::Changed, t, Duration::from_millis(8)).await;
+    // Both were covered: the next run is the periodic one, not a second run for the slice.
+    let end = Duration::from_millis(8) + Duration::from_secs(30);
+    next_run(&mut r, Reason::Periodic, t, end).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_later_service_does_not_extend_the_first_ones_hold() {
+    let (mut r, _s) = idle_runner().await;
+    let t = Instant::now();
+    r.trigger().request_held(HOLD);
+    request_later(&r, Duration::from_millis(30), true);
+    next_run(&mut r, Reason::Changed, t, HOLD).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slice_arriving_after_the_hold_still_runs_at_once_from_the_bank() {
+    let (mut r, _s) = idle_runner().await;
+    let t = Instant::now();
+    r.trigger().request_held(HOLD);
+    next_run(&mut r, Reason::Changed, t, HOLD).await;
+    // The slice comes 200 ms after the Service: the banked burst runs it without a min interval.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    r.trigger().request();
+    next_run(&mut r, Reason::Changed, t, Duration::from_millis(200)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hold_inside_the_min_interval_adds_nothing_to_it() {
+    let (mut r, _s) = runner(1, 30);
+    let t0 = Instant::now();
+    assert!(r.wait().await);
+    r.done(true);
+    // Without a bank, the min interval decides; a hold that ends inside it delays nothing.
+    r.trigger().request_held(HOLD);
+    next_run(&mut r, Reason::Changed, t0, Duration::from_secs(1)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_ends_a_hold() {
+    let (mut r, s) = idle_runner().await;
+    r.trigger().request_held(HOLD);
+    let stop = s.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        stop.trigger();
+    });
+    assert!(!r.wait().await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_steady_churn_holds_add_no_runs() {
+    // Runs of 0.5 s with a slice change always pending and a Service change every other run:
+    // the same run count as the churn test above with burst 2.
+    let (r, _s) = runner(1, 30);
+    let mut r = r.with_burst(2);
+    assert!(r.wait().await);
+    r.done(true);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let t0 = Instant::now();
+    let mut runs = 0;
+    while Instant::now() - t0 < Duration::from_secs(20) {
+        r.trigger().request();
+        if runs % 2 == 0 {
+            r.trigger().request_held(HOLD);
+        }
+        assert!(r.wait().await);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        r.done(true);
+        runs += 1;
+    }
+    assert_eq!(runs, 15);
+}
