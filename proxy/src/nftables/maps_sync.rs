@@ -4,43 +4,33 @@
 //! node fact or setting that changed) replaces the whole table in one transaction: `add table`,
 //! `delete table`, then the table, so no packet sees it missing. That also takes over a table left
 //! by the other layout or by an earlier run without listing its elements (a listing at 10k
-//! services costs seconds). Written through `nft -f`: svcnet's netlink encoder does not yet know
-//! the layout's concatenated `typeof` sets, `numgen` keys and dynamic map updates.
+//! services costs seconds). Element steps go through svcnet's netlink writer (typed elements
+//! straight to one batch); a replacement, or a port needing a dispatch rule the table lacks (which
+//! replaces the table), through `nft -f`: the netlink encoder does not yet write the layout's rules
+//! and `typeof` set declarations.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::kernel::Nft;
+use super::kernel::{Nft, Writer};
 use super::render::maps::{MapsCache, MapsChange};
 use crate::config::RenderConfig;
 use crate::exec::ToolError;
-use crate::model::{Endpoints, NodeFacts, ProxyState, ServicePort, ServicePortName};
+use crate::model::{NodeFacts, ProxyState, ServicePortName};
 use crate::sync::debug_path;
-
-/// One port's records as last written: compared by pointer, as the upstream layout's partial sync.
-type Records = (Arc<ServicePort>, Option<Endpoints>);
 
 /// What the kernel's maps table was built from.
 #[derive(Debug, Default)]
 pub(crate) struct MapsSync {
     /// None until a full sync succeeded (and again after any failure).
-    cache: Option<Held>,
-}
-
-#[derive(Debug)]
-struct Held {
-    cache: MapsCache,
-    node: NodeFacts,
-    cfg: RenderConfig,
-    ports: BTreeMap<ServicePortName, Records>,
+    cache: Option<MapsCache>,
 }
 
 impl MapsSync {
-    /// Writes the table for `state`: a replacement when `full` or nothing is held for the same node
-    /// and settings, else the element change; returns the bytes written. `debug` (`--write-payloads`):
-    /// the directory and sequence number to write the transaction's text under. On failure nothing is
-    /// held: the next sync replaces.
+    /// Writes the table for `state`: a replacement (`nft -f`) when `full` or nothing is held for the
+    /// same node and settings, else the element change (one netlink batch); returns the writer and
+    /// the bytes written. `debug` (`--write-payloads`): the directory and sequence number to write
+    /// the transaction's text under. On failure nothing is held: the next sync replaces.
     pub(crate) async fn sync(
         &mut self,
         nft: &Nft,
@@ -49,80 +39,79 @@ impl MapsSync {
         cfg: RenderConfig,
         full: bool,
         debug: Option<(&Path, u64)>,
-    ) -> Result<usize, ToolError> {
+    ) -> Result<(Writer, usize), ToolError> {
         let held = match self.cache.take() {
-            Some(h) if !full && h.node == node && h.cfg == cfg => Some(h),
+            Some(c) if !full && *c.node() == node && *c.cfg() == cfg => Some(c),
             _ => None,
         };
-        let (mut held, first) = match held {
-            Some(h) => (h, false),
-            None => (
-                Held {
-                    cache: MapsCache::new(node.clone(), cfg.clone()),
-                    node,
-                    cfg,
-                    ports: BTreeMap::new(),
-                },
-                true,
-            ),
+        let (mut cache, first) = match held {
+            Some(c) => (c, false),
+            None => (MapsCache::new(node, cfg), true),
         };
-        held.update(state);
-        let change = held.cache.take_change(first);
-        let text = match &change {
-            MapsChange::Replace => change.text(&held.cache.table()),
-            MapsChange::Elements { .. } => change.elements_text(held.cfg.family),
-        };
+        update(&mut cache, state);
+        let family = cache.cfg().family;
+        let change = cache.peek_change(first);
         let replaced = change == MapsChange::Replace;
-        if let Some((dir, seq)) = debug
-            && !text.is_empty()
-        {
-            let path = debug_path(dir, seq, held.cfg.family, replaced, "nft");
-            if let Err(err) = std::fs::write(&path, &text) {
-                tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
+        let debug_text = |text: &str| {
+            if let Some((dir, seq)) = debug
+                && !text.is_empty()
+            {
+                let path = debug_path(dir, seq, family, replaced, "nft");
+                if let Err(err) = std::fs::write(&path, text) {
+                    tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
+                }
             }
-        }
-        if !text.is_empty() {
-            nft.apply(&text).await?;
-        }
-        self.cache = Some(held);
+        };
+        let (change, written) = match change {
+            MapsChange::Replace => {
+                let text = cache.replace_text();
+                debug_text(&text);
+                let r = nft.apply(&text).await.map(|()| (Writer::Binary, text.len()));
+                (MapsChange::Replace, r)
+            }
+            elements => {
+                if debug.is_some() {
+                    debug_text(&elements.elements_text(family));
+                }
+                nft.write_maps(elements).await
+            }
+        };
+        let written = written?;
+        cache.commit_change(first, &change);
+        self.cache = Some(cache);
         tracing::debug!(
             replaced,
             elements = change.len(),
+            writer = written.0.label(),
             "nftables maps transaction applied"
         );
-        Ok(text.len())
+        Ok(written)
     }
 }
 
-impl Held {
-    /// Gives the cache every port whose records are not the very ones it was last given.
-    fn update(&mut self, state: &ProxyState) {
-        let gone: Vec<ServicePortName> = self
-            .ports
-            .keys()
-            .filter(|name| !state.services.contains_key(*name))
-            .cloned()
-            .collect();
-        for name in gone {
-            self.ports.remove(&name);
-            self.cache.set_port(&name, None);
-        }
-        for (name, svc) in &state.services {
-            let eps = state.endpoints.get(name);
-            let same = self.ports.get(name).is_some_and(|(s, e)| {
-                Arc::ptr_eq(s, svc)
-                    && match (e, eps) {
-                        (None, None) => true,
-                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                        _ => false,
-                    }
-            });
-            if same {
-                continue;
-            }
-            let slice = eps.map_or(&[][..], |e| &e[..]);
-            self.cache.set_port(name, Some((svc, slice)));
-            self.ports.insert(name.clone(), (svc.clone(), eps.cloned()));
+/// Gives the cache every port whose records are not the very ones it was last given (compared by
+/// pointer, as the upstream layout's partial sync).
+fn update(cache: &mut MapsCache, state: &ProxyState) {
+    let gone: Vec<ServicePortName> = cache
+        .port_names()
+        .filter(|name| !state.services.contains_key(*name))
+        .cloned()
+        .collect();
+    for name in gone {
+        cache.set_port(&name, None);
+    }
+    for (name, svc) in &state.services {
+        let eps = state.endpoints.get(name);
+        let same = cache.records(name).is_some_and(|(s, e)| {
+            Arc::ptr_eq(s, svc)
+                && match (e, eps) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    _ => false,
+                }
+        });
+        if !same {
+            cache.set_port(name, Some((svc.clone(), eps.cloned())));
         }
     }
 }
