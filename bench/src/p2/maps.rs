@@ -2,7 +2,7 @@
 //! state and changes as the other rows. The first load is the whole table in one `nft -f`; each
 //! change renders only the changed port into the layout's per-port cache and writes the element
 //! transaction it yields, through `nft -f` (row `maps`) or, as the daemon does, as one netlink
-//! batch encoded from the typed elements on a socket opened for that change (row `maps-nl`).
+//! batch encoded from the typed elements on a socket kept open across changes (row `maps-nl`).
 //! `render` is that cache update and the text or batch.
 
 use std::time::{Duration, Instant};
@@ -25,6 +25,7 @@ fn sync(
     cache: &mut MapsCache,
     changed: Option<&ServicePortName>,
     netlink: bool,
+    socket: &mut Option<NftSocket>,
 ) -> Result<Sync, BenchError> {
     let t = Instant::now();
     let names: Vec<&ServicePortName> = match changed {
@@ -40,7 +41,7 @@ fn sync(
     }
     let change = cache.take_change(changed.is_none());
     if let (true, MapsChange::Elements { delete, add }) = (netlink, &change) {
-        return netlink_sync(lab, t, delete, add);
+        return netlink_sync(lab, t, delete, add, socket);
     }
     let (text, lines) = match (&change, changed) {
         (MapsChange::Replace, None) => (cache.replace_text(), cache.len()),
@@ -64,30 +65,39 @@ fn sync(
     })
 }
 
-/// One change as the daemon writes it: a netlink socket in the lab's namespace, one batch.
+/// One change as the daemon writes it: one batch on a netlink socket in the lab's namespace, kept
+/// open across changes (closing one after a batch that deleted elements waits in the kernel).
 fn netlink_sync(
     lab: &Lab,
     started: Instant,
     delete: &[svcnet_proxy::nftables::render::maps::MapsElement],
     add: &[svcnet_proxy::nftables::render::maps::MapsElement],
+    socket: &mut Option<NftSocket>,
 ) -> Result<Sync, BenchError> {
     let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
     let bad = |e: String| BenchError::Check(format!("maps netlink write in {}: {e}", lab.ns.name));
-    // Opening the socket counts in `render` (with a thread to enter the namespace, which the daemon
-    // in its own namespace does not need); `restore` is the batch sent and acknowledged.
-    let mut socket = NftSocket::open_in(&path, svcnet_proxy::nftables::kernel::DEFAULT_TIMEOUT)
-        .map_err(|e| bad(e.to_string()))?;
+    // Opening the socket (the first change only) counts in `render`; `restore` is the batch sent
+    // and acknowledged.
+    if socket.is_none() {
+        *socket = Some(
+            NftSocket::open_in(&path, svcnet_proxy::nftables::kernel::DEFAULT_TIMEOUT)
+                .map_err(|e| bad(e.to_string()))?,
+        );
+    }
+    let Some(socket) = socket.as_mut() else {
+        return Err(bad("no socket".into()));
+    };
     let batch =
         encode_elements(Family::V4, delete, add, socket.next_start()).map_err(|e| bad(e.to_string()))?;
     let render = started.elapsed();
     let t = Instant::now();
     socket.apply(&batch).map_err(|e| bad(e.to_string()))?;
-    drop(socket);
+    let restore = t.elapsed();
     Ok(Sync {
         render,
         payload: Duration::ZERO,
         save: Duration::ZERO,
-        restore: t.elapsed(),
+        restore,
         killed: false,
         lines: delete.len() + add.len(),
     })
@@ -108,7 +118,8 @@ pub(super) fn run(
     };
     let mut lab = Lab::start(&format!("p2-{row}"))?;
     let mut cache = MapsCache::new(synth::node(), cfg);
-    let full = sync(&mut lab, &state, &mut cache, None, netlink)?;
+    let mut socket = None;
+    let full = sync(&mut lab, &state, &mut cache, None, netlink, &mut socket)?;
     progress(&format!(
         "P2 {row}: loaded {n} services / {} endpoints in {:.1} s (first load)",
         n * p.endpoints_per_service,
@@ -127,14 +138,26 @@ pub(super) fn run(
         let i = (k * 7919) % n.max(1);
         replace_endpoint(&mut state, i, k);
         let name = synth::service_name(i);
-        out.endpoint_change
-            .push(sync(&mut lab, &state, &mut cache, Some(&name), netlink)?);
+        out.endpoint_change.push(sync(
+            &mut lab,
+            &state,
+            &mut cache,
+            Some(&name),
+            netlink,
+            &mut socket,
+        )?);
     }
     for k in 0..p.changes {
         add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
         let name = synth::service_name(n + k);
-        out.service_added
-            .push(sync(&mut lab, &state, &mut cache, Some(&name), netlink)?);
+        out.service_added.push(sync(
+            &mut lab,
+            &state,
+            &mut cache,
+            Some(&name),
+            netlink,
+            &mut socket,
+        )?);
     }
     progress(&format!("P2 {row}: {} partial syncs done", 2 * p.changes));
     Ok(out)

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use super::netlink;
-use super::render::maps::MapsChange;
 use super::render::naming::TABLE;
 use super::render::{Existing, FullStream, Op, Set, Transaction, family_word, ops_text};
 use super::socket::NftSocket;
@@ -70,28 +69,6 @@ impl Nft {
                 (tx, r)
             }
             Err(WriteError::Kernel(e)) => (tx, Err(e)),
-        }
-    }
-
-    /// The maps layout's element steps as one netlink batch, off the async threads; steps the
-    /// encoder refuses go through `nft -f` instead, with a warning. Returns the change (to keep)
-    /// and which writer took it and how many bytes it wrote.
-    pub async fn write_maps(&self, change: MapsChange) -> (MapsChange, Result<(Writer, usize), ToolError>) {
-        let (family, timeout) = (self.family, self.timeout);
-        let (change, result) = off_thread(move || {
-            let result = write_maps_netlink(family, &change, timeout);
-            (change, result)
-        })
-        .await;
-        match result {
-            Ok(bytes) => (change, Ok((Writer::Netlink, bytes))),
-            Err(WriteError::Encode(e)) => {
-                tracing::warn!(error = %e, "nftables maps: netlink encoder cannot express the steps; using nft -f");
-                let text = change.elements_text(family);
-                let r = self.apply(&text).await.map(|()| (Writer::Binary, text.len()));
-                (change, r)
-            }
-            Err(WriteError::Kernel(e)) => (change, Err(e)),
         }
     }
 
@@ -178,7 +155,7 @@ impl Writer {
     }
 }
 
-enum WriteError {
+pub(super) enum WriteError {
     Encode(netlink::EncodeError),
     Kernel(ToolError),
 }
@@ -254,39 +231,8 @@ fn append_debug(path: &std::path::Path, text: &str) {
     }
 }
 
-fn kernel_error(e: crate::nftables::socket::NetlinkError) -> WriteError {
+pub(super) fn kernel_error(e: crate::nftables::socket::NetlinkError) -> WriteError {
     WriteError::Kernel(ToolError::Netlink(e.to_string()))
-}
-
-/// Element steps of the maps layout as one batch (nothing to send: no batch).
-fn write_maps_netlink(family: Family, change: &MapsChange, timeout: Duration) -> Result<usize, WriteError> {
-    let MapsChange::Elements { delete, add } = change else {
-        return Err(WriteError::Encode(netlink::EncodeError::Element(
-            TABLE.into(),
-            "a replacement is not element steps".into(),
-        )));
-    };
-    if delete.is_empty() && add.is_empty() {
-        return Ok(0);
-    }
-    let mut socket = NftSocket::open(timeout).map_err(kernel_error)?;
-    let batch =
-        netlink::encode_elements(family, delete, add, socket.next_start()).map_err(WriteError::Encode)?;
-    socket.apply(&batch).map_err(|e| match e {
-        crate::nftables::socket::NetlinkError::Refused { index, errno } => {
-            let step = match batch.op_of_message(index) {
-                Some(0) => "an element deletion",
-                Some(_) => "an element addition",
-                None => "the batch as a whole",
-            };
-            WriteError::Kernel(ToolError::Netlink(format!(
-                "{}: {step}",
-                std::io::Error::from_raw_os_error(errno)
-            )))
-        }
-        other => kernel_error(other),
-    })?;
-    Ok(batch.bytes.len())
 }
 
 /// Steps per batch when a full sync streams: as fast as larger batches (the kernel's cost per batch
@@ -329,7 +275,7 @@ fn write_batch(
 
 /// Runs blocking netlink work off the async threads. Such a task cannot be cancelled; a panic in it
 /// is a bug, re-raised here.
-async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+pub(super) async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     match tokio::task::spawn_blocking(f).await {
         Ok(done) => done,
         Err(e) => std::panic::resume_unwind(e.into_panic()),

@@ -5,18 +5,21 @@
 //! `delete table`, then the table, so no packet sees it missing. That also takes over a table left
 //! by the other layout or by an earlier run without listing its elements (a listing at 10k
 //! services costs seconds). Element steps go through svcnet's netlink writer (typed elements
-//! straight to one batch); a replacement, or a port needing a dispatch rule the table lacks (which
+//! straight to one batch, on a socket kept across syncs); a replacement, or a port needing a dispatch rule the table lacks (which
 //! replaces the table), through `nft -f`: the netlink encoder does not yet write the layout's rules
 //! and `typeof` set declarations.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use super::kernel::{Nft, Writer};
+use super::kernel::{Nft, WriteError, Writer, kernel_error, off_thread};
+use super::netlink;
 use super::render::maps::{MapsCache, MapsChange};
+use super::render::naming::TABLE;
+use super::socket::NftSocket;
 use crate::config::RenderConfig;
 use crate::exec::ToolError;
-use crate::model::{NodeFacts, ProxyState, ServicePortName};
+use crate::model::{Family, NodeFacts, ProxyState, ServicePortName};
 use crate::sync::debug_path;
 
 /// What the kernel's maps table was built from.
@@ -24,6 +27,8 @@ use crate::sync::debug_path;
 pub(crate) struct MapsSync {
     /// None until a full sync succeeded (and again after any failure).
     cache: Option<MapsCache>,
+    /// The netlink socket of the element steps, kept open across syncs.
+    socket: Option<NftSocket>,
 }
 
 impl MapsSync {
@@ -73,7 +78,9 @@ impl MapsSync {
                 if debug.is_some() {
                     debug_text(&elements.elements_text(family));
                 }
-                nft.write_maps(elements).await
+                let (socket, change, written) = write_maps(nft, self.socket.take(), elements).await;
+                self.socket = socket;
+                (change, written)
             }
         };
         let written = written?;
@@ -114,4 +121,76 @@ fn update(cache: &mut MapsCache, state: &ProxyState) {
             cache.set_port(name, Some((svc.clone(), eps.cloned())));
         }
     }
+}
+
+/// The maps layout's element steps as one netlink batch, off the async threads, on `socket`
+/// (opened when `None`); steps the encoder refuses go through `nft -f` instead, with a warning.
+/// Returns the socket to keep (none after a kernel error), the change, and which writer took it
+/// and how many bytes it wrote. The socket is kept because closing one after a batch that
+/// deleted elements waits in the kernel (docs/nftables-maps.md).
+async fn write_maps(
+    nft: &Nft,
+    socket: Option<NftSocket>,
+    change: MapsChange,
+) -> (Option<NftSocket>, MapsChange, Result<(Writer, usize), ToolError>) {
+    let (family, timeout) = (nft.family, nft.timeout);
+    let (socket, change, result) = off_thread(move || {
+        let opened = match socket {
+            Some(s) => Ok(s),
+            None => NftSocket::open(timeout).map_err(kernel_error),
+        };
+        match opened {
+            Ok(mut s) => {
+                let result = write_maps_netlink(&mut s, family, &change);
+                let keep = !matches!(result, Err(WriteError::Kernel(_)));
+                (keep.then_some(s), change, result)
+            }
+            Err(e) => (None, change, Err(e)),
+        }
+    })
+    .await;
+    match result {
+        Ok(bytes) => (socket, change, Ok((Writer::Netlink, bytes))),
+        Err(WriteError::Encode(e)) => {
+            tracing::warn!(error = %e, "nftables maps: netlink encoder cannot express the steps; using nft -f");
+            let text = change.elements_text(family);
+            let r = nft.apply(&text).await.map(|()| (Writer::Binary, text.len()));
+            (socket, change, r)
+        }
+        Err(WriteError::Kernel(e)) => (socket, change, Err(e)),
+    }
+}
+
+/// Element steps of the maps layout as one batch (nothing to send: no batch).
+fn write_maps_netlink(
+    socket: &mut NftSocket,
+    family: Family,
+    change: &MapsChange,
+) -> Result<usize, WriteError> {
+    let MapsChange::Elements { delete, add } = change else {
+        return Err(WriteError::Encode(netlink::EncodeError::Element(
+            TABLE.into(),
+            "a replacement is not element steps".into(),
+        )));
+    };
+    if delete.is_empty() && add.is_empty() {
+        return Ok(0);
+    }
+    let batch =
+        netlink::encode_elements(family, delete, add, socket.next_start()).map_err(WriteError::Encode)?;
+    socket.apply(&batch).map_err(|e| match e {
+        crate::nftables::socket::NetlinkError::Refused { index, errno } => {
+            let step = match batch.op_of_message(index) {
+                Some(0) => "an element deletion",
+                Some(_) => "an element addition",
+                None => "the batch as a whole",
+            };
+            WriteError::Kernel(ToolError::Netlink(format!(
+                "{}: {step}",
+                std::io::Error::from_raw_os_error(errno)
+            )))
+        }
+        other => kernel_error(other),
+    })?;
+    Ok(batch.bytes.len())
 }
