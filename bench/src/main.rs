@@ -78,10 +78,11 @@ struct Cli {
     /// ~5 minutes for its first load at 10k x 100k.
     #[arg(long)]
     p2_nft_binary: bool,
-    /// P2: also the nftables mode's maps layout (`--nftables-layout maps`), through `nft -f`.
+    /// P2: also the nftables mode's maps layout (`--nftables-layout maps`): rows `maps` (changes
+    /// through `nft -f`) and `maps-nl` (changes through svcnet's netlink writer, as the daemon).
     #[arg(long)]
     p2_nft_maps: bool,
-    /// P2: only the maps layout's row (implies --p2-nft-maps; skips the iptables and nftnl rows).
+    /// P2: only the maps layout's rows (implies --p2-nft-maps; skips the iptables and nftnl rows).
     #[arg(long)]
     p2_maps_only: bool,
     /// P2: only the nftables mode (skip the iptables layouts).

@@ -42,7 +42,8 @@ pub struct P2Params {
     pub nftables: bool,
     /// Also time the nftables mode through `nft -f` (minutes for the first load at 10k x 100k).
     pub nft_binary: bool,
-    /// Also the nftables mode's maps layout (row `maps`, through `nft -f`).
+    /// Also the nftables mode's maps layout (rows `maps`, changes through `nft -f`, and `maps-nl`,
+    /// changes through svcnet's netlink writer).
     pub nft_maps: bool,
     /// Most steps per batch of the nftables first load: one `nftnl` row each.
     pub nft_batches: Vec<usize>,
@@ -290,7 +291,8 @@ pub fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2, BenchErro
             layouts.push(nftables::run(None, p, progress)?);
         }
         if p.nft_maps {
-            layouts.push(maps::run(p, progress)?);
+            layouts.push(maps::run(p, false, progress)?);
+            layouts.push(maps::run(p, true, progress)?);
         }
     }
     Ok(P2 {

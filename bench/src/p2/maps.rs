@@ -1,13 +1,17 @@
 //! P2's `maps` row: the nftables mode's maps layout (issue 32, docs/nftables-maps.md) on the same
 //! state and changes as the other rows. The first load is the whole table in one `nft -f`; each
 //! change renders only the changed port into the layout's per-port cache and writes the element
-//! transaction it yields, also through `nft -f`. `render` is that cache update and the text.
+//! transaction it yields, through `nft -f` (row `maps`) or, as the daemon does, as one netlink
+//! batch encoded from the typed elements on a socket kept open across changes (row `maps-nl`).
+//! `render` is that cache update and the text or batch.
 
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{NftLayout, RenderConfig};
 use svcnet_proxy::model::{Family, ProxyState, ServicePortName};
+use svcnet_proxy::nftables::netlink::encode_elements;
 use svcnet_proxy::nftables::render::maps::{MapsCache, MapsChange};
+use svcnet_proxy::nftables::socket::NftSocket;
 
 use super::{P2Layout, P2Params, Sync, add_service, replace_endpoint};
 use crate::error::BenchError;
@@ -20,6 +24,8 @@ fn sync(
     state: &ProxyState,
     cache: &mut MapsCache,
     changed: Option<&ServicePortName>,
+    netlink: bool,
+    socket: &mut Option<NftSocket>,
 ) -> Result<Sync, BenchError> {
     let t = Instant::now();
     let names: Vec<&ServicePortName> = match changed {
@@ -27,15 +33,18 @@ fn sync(
         None => state.services.keys().collect(),
     };
     for name in names {
-        let eps = state.endpoints.get(name).map_or(&[][..], |e| &e[..]);
-        cache.set_port(name, state.services.get(name).map(|svc| (&**svc, eps)));
+        let records = state
+            .services
+            .get(name)
+            .map(|svc| (svc.clone(), state.endpoints.get(name).cloned()));
+        cache.set_port(name, records);
     }
     let change = cache.take_change(changed.is_none());
+    if let (true, MapsChange::Elements { delete, add }) = (netlink, &change) {
+        return netlink_sync(lab, t, delete, add, socket);
+    }
     let (text, lines) = match (&change, changed) {
-        (MapsChange::Replace, None) => {
-            let table = cache.table();
-            (table.text(), table.elements.len())
-        }
+        (MapsChange::Replace, None) => (cache.replace_text(), cache.len()),
         (MapsChange::Replace, Some(_)) => {
             return Err(BenchError::Check("a P2 change replaced the maps table".into()));
         }
@@ -56,7 +65,50 @@ fn sync(
     })
 }
 
-pub(super) fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layout, BenchError> {
+/// One change as the daemon writes it: one batch on a netlink socket in the lab's namespace, kept
+/// open across changes (closing one after a batch that deleted elements waits in the kernel).
+fn netlink_sync(
+    lab: &Lab,
+    started: Instant,
+    delete: &[svcnet_proxy::nftables::render::maps::MapsElement],
+    add: &[svcnet_proxy::nftables::render::maps::MapsElement],
+    socket: &mut Option<NftSocket>,
+) -> Result<Sync, BenchError> {
+    let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
+    let bad = |e: String| BenchError::Check(format!("maps netlink write in {}: {e}", lab.ns.name));
+    // Opening the socket (the first change only) counts in `render`; `restore` is the batch sent
+    // and acknowledged.
+    if socket.is_none() {
+        *socket = Some(
+            NftSocket::open_in(&path, svcnet_proxy::nftables::kernel::DEFAULT_TIMEOUT)
+                .map_err(|e| bad(e.to_string()))?,
+        );
+    }
+    let Some(socket) = socket.as_mut() else {
+        return Err(bad("no socket".into()));
+    };
+    let batch =
+        encode_elements(Family::V4, delete, add, socket.next_start()).map_err(|e| bad(e.to_string()))?;
+    let render = started.elapsed();
+    let t = Instant::now();
+    socket.apply(&batch).map_err(|e| bad(e.to_string()))?;
+    let restore = t.elapsed();
+    Ok(Sync {
+        render,
+        payload: Duration::ZERO,
+        save: Duration::ZERO,
+        restore,
+        killed: false,
+        lines: delete.len() + add.len(),
+    })
+}
+
+pub(super) fn run(
+    p: &P2Params,
+    netlink: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<P2Layout, BenchError> {
+    let row = if netlink { "maps-nl" } else { "maps" };
     let n = p.services;
     let all_ips = synth::cluster_ips(n + p.changes, 0x5eed);
     let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
@@ -64,16 +116,17 @@ pub(super) fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layo
         nft_layout: NftLayout::Maps,
         ..RenderConfig::default()
     };
-    let mut lab = Lab::start("p2-maps")?;
+    let mut lab = Lab::start(&format!("p2-{row}"))?;
     let mut cache = MapsCache::new(synth::node(), cfg);
-    let full = sync(&mut lab, &state, &mut cache, None)?;
+    let mut socket = None;
+    let full = sync(&mut lab, &state, &mut cache, None, netlink, &mut socket)?;
     progress(&format!(
-        "P2 maps: loaded {n} services / {} endpoints in {:.1} s (first load)",
+        "P2 {row}: loaded {n} services / {} endpoints in {:.1} s (first load)",
         n * p.endpoints_per_service,
         full.total().as_secs_f64()
     ));
     let mut out = P2Layout {
-        name: "maps".into(),
+        name: row.into(),
         full_lines: full.lines,
         initial_load: full.total(),
         initial_chunks: 1,
@@ -85,15 +138,27 @@ pub(super) fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2Layo
         let i = (k * 7919) % n.max(1);
         replace_endpoint(&mut state, i, k);
         let name = synth::service_name(i);
-        out.endpoint_change
-            .push(sync(&mut lab, &state, &mut cache, Some(&name))?);
+        out.endpoint_change.push(sync(
+            &mut lab,
+            &state,
+            &mut cache,
+            Some(&name),
+            netlink,
+            &mut socket,
+        )?);
     }
     for k in 0..p.changes {
         add_service(&mut state, n + k, all_ips[n + k], p.endpoints_per_service);
         let name = synth::service_name(n + k);
-        out.service_added
-            .push(sync(&mut lab, &state, &mut cache, Some(&name))?);
+        out.service_added.push(sync(
+            &mut lab,
+            &state,
+            &mut cache,
+            Some(&name),
+            netlink,
+            &mut socket,
+        )?);
     }
-    progress(&format!("P2 maps: {} partial syncs done", 2 * p.changes));
+    progress(&format!("P2 {row}: {} partial syncs done", 2 * p.changes));
     Ok(out)
 }

@@ -155,7 +155,7 @@ impl Writer {
     }
 }
 
-enum WriteError {
+pub(super) enum WriteError {
     Encode(netlink::EncodeError),
     Kernel(ToolError),
 }
@@ -231,7 +231,7 @@ fn append_debug(path: &std::path::Path, text: &str) {
     }
 }
 
-fn kernel_error(e: crate::nftables::socket::NetlinkError) -> WriteError {
+pub(super) fn kernel_error(e: crate::nftables::socket::NetlinkError) -> WriteError {
     WriteError::Kernel(ToolError::Netlink(e.to_string()))
 }
 
@@ -275,7 +275,7 @@ fn write_batch(
 
 /// Runs blocking netlink work off the async threads. Such a task cannot be cancelled; a panic in it
 /// is a bug, re-raised here.
-async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+pub(super) async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     match tokio::task::spawn_blocking(f).await {
         Ok(done) => done,
         Err(e) => std::panic::resume_unwind(e.into_panic()),

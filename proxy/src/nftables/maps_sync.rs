@@ -4,45 +4,46 @@
 //! node fact or setting that changed) replaces the whole table in one transaction: `add table`,
 //! `delete table`, then the table, so no packet sees it missing. That also takes over a table left
 //! by the other layout or by an earlier run without listing its elements (a listing at 10k
-//! services costs seconds). Written through `nft -f`: svcnet's netlink encoder does not yet know
-//! the layout's concatenated `typeof` sets, `numgen` keys and dynamic map updates.
+//! services costs seconds). Element steps go through svcnet's netlink writer (typed elements
+//! straight to one batch, on a socket kept across syncs); a replacement, or a port needing a dispatch rule the table lacks (which
+//! replaces the table), through `nft -f`: the netlink encoder does not yet write the layout's rules
+//! and `typeof` set declarations.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::kernel::Nft;
+use super::kernel::{Nft, WriteError, Writer, kernel_error, off_thread};
+use super::netlink;
 use super::render::NoLocal;
 use super::render::maps::{MapsCache, MapsChange};
+use super::render::naming::TABLE;
+use super::socket::NftSocket;
 use crate::config::RenderConfig;
 use crate::exec::ToolError;
-use crate::model::{Endpoints, NodeFacts, ProxyState, ServicePort, ServicePortName};
+use crate::model::{Family, NodeFacts, ProxyState, ServicePortName};
 use crate::sync::debug_path;
-
-/// One port's records as last written: compared by pointer, as the upstream layout's partial sync.
-type Records = (Arc<ServicePort>, Option<Endpoints>);
 
 /// What the kernel's maps table was built from.
 #[derive(Debug, Default)]
 pub(crate) struct MapsSync {
     /// None until a full sync succeeded (and again after any failure).
     cache: Option<Held>,
+    /// The netlink socket of the element steps, kept open across syncs.
+    socket: Option<NftSocket>,
 }
 
+/// The table as written, and the ports the no-local-endpoints metric counts in it.
 #[derive(Debug)]
 struct Held {
     cache: MapsCache,
-    node: NodeFacts,
-    cfg: RenderConfig,
-    ports: BTreeMap<ServicePortName, Records>,
     no_local: no_local::NoLocalPorts,
 }
 
 impl MapsSync {
-    /// Writes the table for `state`: a replacement when `full` or nothing is held for the same node
-    /// and settings, else the element change; returns the bytes written. `debug` (`--write-payloads`):
-    /// the directory and sequence number to write the transaction's text under. On failure nothing is
-    /// held: the next sync replaces.
+    /// Writes the table for `state`: a replacement (`nft -f`) when `full` or nothing is held for the
+    /// same node and settings, else the element change (one netlink batch); returns the writer and
+    /// the bytes written. `debug` (`--write-payloads`): the directory and sequence number to write
+    /// the transaction's text under. On failure nothing is held: the next sync replaces.
     pub(crate) async fn sync(
         &mut self,
         nft: &Nft,
@@ -51,49 +52,62 @@ impl MapsSync {
         cfg: RenderConfig,
         full: bool,
         debug: Option<(&Path, u64)>,
-    ) -> Result<usize, ToolError> {
+    ) -> Result<(Writer, usize), ToolError> {
         let held = match self.cache.take() {
-            Some(h) if !full && h.node == node && h.cfg == cfg => Some(h),
+            Some(h) if !full && *h.cache.node() == node && *h.cache.cfg() == cfg => Some(h),
             _ => None,
         };
         let (mut held, first) = match held {
             Some(h) => (h, false),
             None => (
                 Held {
-                    cache: MapsCache::new(node.clone(), cfg.clone()),
-                    node,
-                    cfg,
-                    ports: BTreeMap::new(),
+                    cache: MapsCache::new(node, cfg),
                     no_local: no_local::NoLocalPorts::default(),
                 },
                 true,
             ),
         };
         held.update(state);
-        let change = held.cache.take_change(first);
-        let text = match &change {
-            MapsChange::Replace => change.text(&held.cache.table()),
-            MapsChange::Elements { .. } => change.elements_text(held.cfg.family),
-        };
+        let cache = &mut held.cache;
+        let family = cache.cfg().family;
+        let change = cache.peek_change(first);
         let replaced = change == MapsChange::Replace;
-        if let Some((dir, seq)) = debug
-            && !text.is_empty()
-        {
-            let path = debug_path(dir, seq, held.cfg.family, replaced, "nft");
-            if let Err(err) = std::fs::write(&path, &text) {
-                tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
+        let debug_text = |text: &str| {
+            if let Some((dir, seq)) = debug
+                && !text.is_empty()
+            {
+                let path = debug_path(dir, seq, family, replaced, "nft");
+                if let Err(err) = std::fs::write(&path, text) {
+                    tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
+                }
             }
-        }
-        if !text.is_empty() {
-            nft.apply(&text).await?;
-        }
+        };
+        let (change, written) = match change {
+            MapsChange::Replace => {
+                let text = cache.replace_text();
+                debug_text(&text);
+                let r = nft.apply(&text).await.map(|()| (Writer::Binary, text.len()));
+                (MapsChange::Replace, r)
+            }
+            elements => {
+                if debug.is_some() {
+                    debug_text(&elements.elements_text(family));
+                }
+                let (socket, change, written) = write_maps(nft, self.socket.take(), elements).await;
+                self.socket = socket;
+                (change, written)
+            }
+        };
+        let written = written?;
+        cache.commit_change(first, &change);
         self.cache = Some(held);
         tracing::debug!(
             replaced,
             elements = change.len(),
+            writer = written.0.label(),
             "nftables maps transaction applied"
         );
-        Ok(text.len())
+        Ok(written)
     }
 
     /// The no-local-endpoints metric's counts for what the last successful sync wrote.
@@ -106,22 +120,22 @@ impl MapsSync {
 }
 
 impl Held {
-    /// Gives the cache every port whose records are not the very ones it was last given.
+    /// Gives the cache (and the metric's count) every port whose records are not the very ones it
+    /// was last given (compared by pointer, as the upstream layout's partial sync).
     fn update(&mut self, state: &ProxyState) {
         let gone: Vec<ServicePortName> = self
-            .ports
-            .keys()
+            .cache
+            .port_names()
             .filter(|name| !state.services.contains_key(*name))
             .cloned()
             .collect();
         for name in gone {
-            self.ports.remove(&name);
             self.cache.set_port(&name, None);
-            self.no_local.set(&name, None, &self.node);
+            self.no_local.set(&name, None, self.cache.node());
         }
         for (name, svc) in &state.services {
             let eps = state.endpoints.get(name);
-            let same = self.ports.get(name).is_some_and(|(s, e)| {
+            let same = self.cache.records(name).is_some_and(|(s, e)| {
                 Arc::ptr_eq(s, svc)
                     && match (e, eps) {
                         (None, None) => true,
@@ -129,15 +143,85 @@ impl Held {
                         _ => false,
                     }
             });
-            if same {
-                continue;
+            if !same {
+                let slice = eps.map_or(&[][..], |e| &e[..]);
+                self.no_local.set(name, Some((svc, slice)), self.cache.node());
+                self.cache.set_port(name, Some((svc.clone(), eps.cloned())));
             }
-            let slice = eps.map_or(&[][..], |e| &e[..]);
-            self.cache.set_port(name, Some((svc, slice)));
-            self.no_local.set(name, Some((svc, slice)), &self.node);
-            self.ports.insert(name.clone(), (svc.clone(), eps.cloned()));
         }
     }
 }
 
 mod no_local;
+
+/// The maps layout's element steps as one netlink batch, off the async threads, on `socket`
+/// (opened when `None`); steps the encoder refuses go through `nft -f` instead, with a warning.
+/// Returns the socket to keep (none after a kernel error), the change, and which writer took it
+/// and how many bytes it wrote. The socket is kept because closing one after a batch that
+/// deleted elements waits in the kernel (docs/nftables-maps.md).
+async fn write_maps(
+    nft: &Nft,
+    socket: Option<NftSocket>,
+    change: MapsChange,
+) -> (Option<NftSocket>, MapsChange, Result<(Writer, usize), ToolError>) {
+    let (family, timeout) = (nft.family, nft.timeout);
+    let (socket, change, result) = off_thread(move || {
+        let opened = match socket {
+            Some(s) => Ok(s),
+            None => NftSocket::open(timeout).map_err(kernel_error),
+        };
+        match opened {
+            Ok(mut s) => {
+                let result = write_maps_netlink(&mut s, family, &change);
+                let keep = !matches!(result, Err(WriteError::Kernel(_)));
+                (keep.then_some(s), change, result)
+            }
+            Err(e) => (None, change, Err(e)),
+        }
+    })
+    .await;
+    match result {
+        Ok(bytes) => (socket, change, Ok((Writer::Netlink, bytes))),
+        Err(WriteError::Encode(e)) => {
+            tracing::warn!(error = %e, "nftables maps: netlink encoder cannot express the steps; using nft -f");
+            let text = change.elements_text(family);
+            let r = nft.apply(&text).await.map(|()| (Writer::Binary, text.len()));
+            (socket, change, r)
+        }
+        Err(WriteError::Kernel(e)) => (socket, change, Err(e)),
+    }
+}
+
+/// Element steps of the maps layout as one batch (nothing to send: no batch).
+fn write_maps_netlink(
+    socket: &mut NftSocket,
+    family: Family,
+    change: &MapsChange,
+) -> Result<usize, WriteError> {
+    let MapsChange::Elements { delete, add } = change else {
+        return Err(WriteError::Encode(netlink::EncodeError::Element(
+            TABLE.into(),
+            "a replacement is not element steps".into(),
+        )));
+    };
+    if delete.is_empty() && add.is_empty() {
+        return Ok(0);
+    }
+    let batch =
+        netlink::encode_elements(family, delete, add, socket.next_start()).map_err(WriteError::Encode)?;
+    socket.apply(&batch).map_err(|e| match e {
+        crate::nftables::socket::NetlinkError::Refused { index, errno } => {
+            let step = match batch.op_of_message(index) {
+                Some(0) => "an element deletion",
+                Some(_) => "an element addition",
+                None => "the batch as a whole",
+            };
+            WriteError::Kernel(ToolError::Netlink(format!(
+                "{}: {step}",
+                std::io::Error::from_raw_os_error(errno)
+            )))
+        }
+        other => kernel_error(other),
+    })?;
+    Ok(batch.bytes.len())
+}

@@ -29,6 +29,7 @@ pub enum NetlinkError {
     Malformed,
 }
 
+#[derive(Debug)]
 pub struct NftSocket {
     fd: OwnedFd,
     seq: u32,

@@ -84,7 +84,6 @@ impl NftFamilySync {
                     settings.payload_dir.as_deref().map(|d| (d, seq)),
                 )
                 .await
-                .map(|bytes| (Writer::Binary, bytes))
         } else {
             let inputs = nft::Inputs::new(self.model.state(), node, cfg);
             match full {

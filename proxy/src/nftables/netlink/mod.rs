@@ -14,6 +14,7 @@ mod encode_expr;
 mod error;
 mod expr;
 mod kind;
+mod maps;
 mod msg;
 mod objects;
 mod set_type;
@@ -28,6 +29,7 @@ use crate::nftables::render::{Op, Set};
 use msg::Writer;
 
 pub use error::EncodeError;
+pub use maps::encode_elements;
 pub use set_type::SetType;
 
 /// NFPROTO_IPV4 / NFPROTO_IPV6.

@@ -2,42 +2,53 @@
 //! its transaction is the element difference of those ports ([`MapsCache::take_change`]). Elements
 //! several ports share (an endpoint's hairpin pair, a cluster IP) are counted, so one port leaving
 //! does not delete what another still needs.
+//!
+//! Per port only its records are held (shared with the caller's state), not its elements: a port's
+//! old elements are rendered again from its old records when it changes, which costs a render of
+//! that port but spares a second copy of every element of the table.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
 
 use super::facts::Facts;
-use super::{InUse, MapsChange, MapsElement, MapsTable, skeleton};
+use super::{InUse, Key, MapsChange, MapsElement, MapsTable, SetName, skeleton};
 use crate::config::RenderConfig;
-use crate::model::{Endpoint, NodeFacts, ServicePort, ServicePortName};
+use crate::model::{Endpoints, NodeFacts, ServicePort, ServicePortName};
+use crate::nftables::render::family_word;
+use crate::nftables::render::naming::TABLE;
 
 /// (set, key) of an element.
-type Id = (String, Vec<String>);
+type Id = (SetName, Key);
+type Value = Option<(IpAddr, u16)>;
 
-/// One port's contribution.
-#[derive(Clone, Debug, Default)]
-struct PortFacts {
-    elements: Vec<MapsElement>,
-    in_use: InUse,
-}
+/// One port's records as last given: its Service port and its endpoints.
+pub type PortRecords = (Arc<ServicePort>, Option<Endpoints>);
 
 /// The table as the sum of its ports, and what changed since the last transaction was taken.
 #[derive(Clone, Debug)]
 pub struct MapsCache {
     node: NodeFacts,
     cfg: RenderConfig,
-    ports: BTreeMap<ServicePortName, PortFacts>,
+    ports: BTreeMap<ServicePortName, PortRecords>,
     /// Each element's value and how many ports hold it.
-    elements: BTreeMap<Id, (Vec<String>, usize)>,
+    elements: BTreeMap<Id, (Value, u32)>,
     /// Each dispatch rule's users.
     in_use: BTreeMap<(super::Group, &'static str, usize), usize>,
     /// The value each element touched since the last transaction had before (None: absent).
-    touched: BTreeMap<Id, Option<Vec<String>>>,
+    touched: BTreeMap<Id, Option<Value>>,
     /// Whether a transaction was taken: before the first (a full load) nothing is tracked, which
     /// spares building and freeing an entry per element (at 600k elements, freeing them left the
     /// allocator slow for the next syncs).
     tracking: bool,
     /// The dispatch rules the kernel's table has (as of the last transaction).
     held_rules: InUse,
+}
+
+fn facts(node: &NodeFacts, cfg: &RenderConfig, (svc, eps): &PortRecords) -> (Vec<MapsElement>, InUse) {
+    let mut f = Facts::new(node, cfg);
+    f.add_port(svc, eps.as_deref().unwrap_or_default());
+    f.finish()
 }
 
 impl MapsCache {
@@ -54,35 +65,51 @@ impl MapsCache {
         }
     }
 
+    pub fn node(&self) -> &NodeFacts {
+        &self.node
+    }
+
+    pub fn cfg(&self) -> &RenderConfig {
+        &self.cfg
+    }
+
+    /// The records a port was last given (what the table holds for it).
+    pub fn records(&self, name: &ServicePortName) -> Option<&PortRecords> {
+        self.ports.get(name)
+    }
+
+    /// The ports the table holds.
+    pub fn port_names(&self) -> impl Iterator<Item = &ServicePortName> {
+        self.ports.keys()
+    }
+
     /// Sets (or, with `None`, removes) one port's Service and endpoints.
-    pub fn set_port(&mut self, name: &ServicePortName, port: Option<(&ServicePort, &[Endpoint])>) {
+    pub fn set_port(&mut self, name: &ServicePortName, port: Option<PortRecords>) {
         if let Some(old) = self.ports.remove(name) {
-            self.account(&old, false);
+            let (elements, in_use) = facts(&self.node, &self.cfg, &old);
+            self.account(&elements, &in_use, false);
         }
-        if let Some((svc, eps)) = port {
-            let mut f = Facts::new(&self.node, &self.cfg);
-            f.add_port(svc, eps);
-            let (elements, in_use) = f.finish();
-            let facts = PortFacts { elements, in_use };
-            self.account(&facts, true);
-            self.ports.insert(name.clone(), facts);
+        if let Some(records) = port {
+            let (elements, in_use) = facts(&self.node, &self.cfg, &records);
+            self.account(&elements, &in_use, true);
+            self.ports.insert(name.clone(), records);
         }
     }
 
-    fn account(&mut self, facts: &PortFacts, add: bool) {
-        for e in &facts.elements {
-            let id = (e.set.clone(), e.key.clone());
+    fn account(&mut self, elements: &[MapsElement], in_use: &InUse, add: bool) {
+        for e in elements {
+            let id = (e.set, e.key);
             if self.tracking && !self.touched.contains_key(&id) {
-                let before = self.elements.get(&id).map(|(v, _)| v.clone());
-                self.touched.insert(id.clone(), before);
+                let before = self.elements.get(&id).map(|(v, _)| *v);
+                self.touched.insert(id, before);
             }
             match (add, self.elements.get_mut(&id)) {
                 (true, Some((value, n))) => {
-                    *value = e.value.clone();
+                    *value = e.value;
                     *n += 1;
                 }
                 (true, None) => {
-                    self.elements.insert(id, (e.value.clone(), 1));
+                    self.elements.insert(id, (e.value, 1));
                 }
                 (false, Some((_, n))) if *n > 1 => *n -= 1,
                 (false, _) => {
@@ -90,7 +117,7 @@ impl MapsCache {
                 }
             }
         }
-        for rule in &facts.in_use {
+        for rule in in_use {
             let n = self.in_use.entry(*rule).or_default();
             if add {
                 *n += 1;
@@ -103,80 +130,145 @@ impl MapsCache {
     /// Dispatch rules some port needs, and those the kernel's table has: a rule nobody needs any
     /// more stays (it matches nothing; removing it would replace the table).
     fn rules(&self) -> InUse {
-        let mut rules: InUse = self
-            .in_use
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(r, _)| *r)
-            .collect();
+        let mut rules = self.needed_rules();
         rules.extend(self.held_rules.iter().copied());
         rules
     }
 
-    /// The whole table (a first load, or a replacement).
-    pub fn table(&self) -> MapsTable {
-        let in_use = self.rules();
-        let (chains, sets) = skeleton::skeleton(&self.node, &self.cfg, &in_use);
-        let mut elements: Vec<MapsElement> = self
-            .elements
+    fn needed_rules(&self) -> InUse {
+        self.in_use
             .iter()
-            .map(|((set, key), (value, _))| MapsElement {
-                set: set.clone(),
-                key: key.clone(),
-                value: value.clone(),
-            })
-            .collect();
-        elements.extend(skeleton::fixed_elements(&self.node, &self.cfg));
-        elements.sort();
+            .filter(|(_, n)| **n > 0)
+            .map(|(r, _)| *r)
+            .collect()
+    }
+
+    /// The dispatch rules the kernel's table has, as of the last transaction taken.
+    pub fn held_rules(&self) -> &InUse {
+        &self.held_rules
+    }
+
+    /// The table's chains and sets, without elements.
+    pub fn skeleton(&self) -> MapsTable {
+        let (chains, sets) = skeleton::skeleton(&self.node, &self.cfg, &self.rules());
         MapsTable {
             family: self.cfg.family,
             chains,
             sets,
-            elements,
+            elements: Vec::new(),
         }
+    }
+
+    /// Every element of the table, the node's fixed ones first, without copying the cache.
+    pub fn elements(&self) -> impl Iterator<Item = MapsElement> + '_ {
+        skeleton::fixed_elements(&self.node, &self.cfg)
+            .into_iter()
+            .chain(self.elements.iter().map(|((set, key), (value, _))| MapsElement {
+                set: *set,
+                key: *key,
+                value: *value,
+            }))
+    }
+
+    /// Elements in the table.
+    pub fn len(&self) -> usize {
+        self.elements.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.elements.is_empty()
+    }
+
+    /// The whole table (a first load, or a replacement), elements sorted.
+    pub fn table(&self) -> MapsTable {
+        let mut t = self.skeleton();
+        t.elements = self.elements().collect();
+        t.elements.sort();
+        t
+    }
+
+    /// The replacement transaction's `nft -f` text (`add table; delete table;` then the table),
+    /// written straight from the cache: the same lines as [`MapsChange::text`] of [`MapsCache::table`].
+    pub fn replace_text(&self) -> String {
+        let fam = family_word(self.cfg.family);
+        let mut out = format!("add table {fam} {TABLE}\ndelete table {fam} {TABLE}\n");
+        out.push_str(&self.skeleton().text());
+        let mut elements: Vec<MapsElement> = skeleton::fixed_elements(&self.node, &self.cfg);
+        elements.sort();
+        let mut fixed = elements.into_iter().peekable();
+        for ((set, key), (value, _)) in &self.elements {
+            let e = MapsElement {
+                set: *set,
+                key: *key,
+                value: *value,
+            };
+            while let Some(f) = fixed.next_if(|f| *f < e) {
+                super::text::write_element(&mut out, fam, &f);
+            }
+            super::text::write_element(&mut out, fam, &e);
+        }
+        for f in fixed {
+            super::text::write_element(&mut out, fam, &f);
+        }
+        out
     }
 
     /// The transaction since the last one: element steps, or a replacement when a port needs a
     /// dispatch rule the kernel's table lacks (then the kernel holds [`MapsCache::table`]).
     /// `first` takes a replacement whatever changed (the first load); so does the first call.
     pub fn take_change(&mut self, first: bool) -> MapsChange {
-        let touched = std::mem::take(&mut self.touched);
-        let untracked = !std::mem::replace(&mut self.tracking, true);
-        let needed = self.rules();
-        if first || untracked || !needed.is_subset(&self.held_rules) {
-            // A replacement keeps the rules the table had (counts come and go), except the first.
-            self.held_rules = match first {
-                true => self
-                    .in_use
-                    .iter()
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(r, _)| *r)
-                    .collect(),
-                false => needed,
-            };
+        let change = self.peek_change(first);
+        self.commit_change(first, &change);
+        change
+    }
+
+    /// What [`MapsCache::take_change`] would give, without taking it: a writer that can add the
+    /// missing dispatch rules itself (netlink) looks at [`MapsCache::new_rules`] instead of
+    /// replacing the table.
+    pub fn peek_change(&self, first: bool) -> MapsChange {
+        if first || !self.tracking || !self.rules().is_subset(&self.held_rules) {
             return MapsChange::Replace;
         }
+        self.element_steps()
+    }
+
+    /// The dispatch rules some port needs that the kernel's table lacks.
+    pub fn new_rules(&self) -> InUse {
+        self.rules().difference(&self.held_rules).copied().collect()
+    }
+
+    /// The element steps since the last transaction, whether or not the skeleton changed.
+    pub fn element_steps(&self) -> MapsChange {
         let (mut delete, mut add) = (Vec::new(), Vec::new());
-        for ((set, key), before) in touched {
-            let now = self.elements.get(&(set.clone(), key.clone())).map(|(v, _)| v);
-            if before.as_ref() == now {
+        for (&(set, key), before) in &self.touched {
+            let now = self.elements.get(&(set, key)).map(|(v, _)| *v);
+            if *before == now {
                 continue;
             }
             if let Some(value) = before {
                 delete.push(MapsElement {
-                    set: set.clone(),
-                    key: key.clone(),
-                    value,
+                    set,
+                    key,
+                    value: *value,
                 });
             }
             if let Some(value) = now {
-                add.push(MapsElement {
-                    set,
-                    key,
-                    value: value.clone(),
-                });
+                add.push(MapsElement { set, key, value });
             }
         }
         MapsChange::Elements { delete, add }
+    }
+
+    /// Records that the kernel now holds the table: after a replacement (`Replace`) the rules it was
+    /// written with; after element steps (which may have come with new dispatch rules) every rule
+    /// needed so far.
+    pub fn commit_change(&mut self, first: bool, change: &MapsChange) {
+        self.touched.clear();
+        let untracked = !std::mem::replace(&mut self.tracking, true);
+        self.held_rules = match (change, first || untracked) {
+            // A replacement keeps the rules the table had (counts come and go), except the first.
+            (MapsChange::Replace, true) => self.needed_rules(),
+            _ => self.rules(),
+        };
     }
 }

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{MapsElement, MapsTable};
+use std::net::IpAddr;
+
+use super::{Key, MapsElement, MapsTable, SetName};
 use crate::model::Family;
 use crate::nftables::render::family_word;
 use crate::nftables::render::naming::TABLE;
@@ -24,23 +26,20 @@ pub enum MapsChange {
     Replace,
 }
 
-type Index<'a> = BTreeMap<(&'a str, &'a [String]), &'a [String]>;
+type Index = BTreeMap<(SetName, Key), Option<(IpAddr, u16)>>;
 
-fn index(t: &MapsTable) -> Index<'_> {
-    t.elements
-        .iter()
-        .map(|e| ((e.set.as_str(), e.key.as_slice()), e.value.as_slice()))
-        .collect()
+fn index(t: &MapsTable) -> Index {
+    t.elements.iter().map(|e| ((e.set, e.key), e.value)).collect()
 }
 
 /// Elements of `from` that `to` lacks or holds with another value.
-fn missing(from: &Index<'_>, to: &Index<'_>) -> Vec<MapsElement> {
+fn missing(from: &Index, to: &Index) -> Vec<MapsElement> {
     from.iter()
         .filter(|(k, v)| to.get(*k) != Some(*v))
         .map(|((set, key), value)| MapsElement {
-            set: set.to_string(),
-            key: key.to_vec(),
-            value: value.to_vec(),
+            set: *set,
+            key: *key,
+            value: *value,
         })
         .collect()
 }
@@ -79,15 +78,10 @@ impl MapsChange {
         let mut out = String::new();
         if let MapsChange::Elements { delete, add } = self {
             for e in delete {
-                let _ = writeln!(
-                    out,
-                    "delete element {fam} {TABLE} {} {{ {} }}",
-                    e.set,
-                    e.key.join(" . ")
-                );
+                let _ = writeln!(out, "delete element {fam} {TABLE} {} {{ {} }}", e.set, e.key);
             }
             for e in add {
-                out.push_str(&super::text::element_line(fam, e));
+                super::text::write_element(&mut out, fam, e);
             }
         }
         out

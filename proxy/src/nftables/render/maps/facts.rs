@@ -65,6 +65,11 @@ fn has_detector(cfg: &RenderConfig) -> bool {
     }
 }
 
+/// A count or slot number as the element holds it (a port has far fewer than 2^32 endpoints).
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 impl<'a> Facts<'a> {
     pub(super) fn new(node: &'a NodeFacts, cfg: &'a RenderConfig) -> Facts<'a> {
         Facts {
@@ -81,28 +86,26 @@ impl<'a> Facts<'a> {
         (self.elements, self.in_use)
     }
 
-    fn add(&mut self, set: &str, key: Vec<String>) {
+    fn add(&mut self, set: SetName, key: Key) {
         self.elements.push(MapsElement {
-            set: set.to_string(),
+            set,
             key,
-            value: Vec::new(),
+            value: None,
         });
     }
 
     /// `key` dispatches to `eps` through `group`: the key in the set of its endpoint count, one map
     /// element per slot.
-    fn slots(&mut self, group: Group, proto: &'static str, key: &[String], eps: &[Endpoint]) {
+    fn slots(&mut self, group: Group, proto: &'static str, key: Key, eps: &[Endpoint]) {
         if eps.is_empty() {
             return;
         }
-        self.add(&group.set(eps.len()), key.to_vec());
+        self.add(SetName::Count(group, count(eps.len())), key);
         for (slot, ep) in eps.iter().enumerate() {
-            let mut k = key.to_vec();
-            k.push(slot.to_string());
             self.elements.push(MapsElement {
-                set: group.map(),
-                key: k,
-                value: vec![ep.ip.to_string(), ep.port.to_string()],
+                set: SetName::Map(group),
+                key: key.with(Part::Slot(count(slot))),
+                value: Some((ep.ip, ep.port)),
             });
         }
         self.in_use.insert((group, proto, eps.len()));
@@ -112,7 +115,7 @@ impl<'a> Facts<'a> {
             } else {
                 Group::Affinity
             };
-            self.add(&g.set(t as usize), key.to_vec());
+            self.add(SetName::Count(g, t), key);
             self.in_use.insert((g, proto, t as usize));
         }
     }
@@ -121,12 +124,13 @@ impl<'a> Facts<'a> {
         let cat = categorize(eps, svc, self.node);
         let p = Plan::new(svc, &cat);
         self.affinity = svc.session_affinity;
-        let port = svc.port.to_string();
-        let key = |ip: &IpAddr| vec![ip.to_string(), p.proto.to_string(), port.clone()];
+        let proto = Part::Proto(svc.name.protocol);
+        let port = Part::Port(svc.port);
+        let key = |ip: &IpAddr| Key::new(&[Part::Addr(*ip), proto, port]);
 
         self.add(
-            super::super::naming::CLUSTER_IPS,
-            vec![svc.cluster_ip.to_string()],
+            SetName::Fixed(super::super::naming::CLUSTER_IPS),
+            Key::new(&[Part::Addr(svc.cluster_ip)]),
         );
         let ck = key(&svc.cluster_ip);
         if p.has_internal {
@@ -135,31 +139,34 @@ impl<'a> Facts<'a> {
             } else {
                 &cat.cluster
             };
-            self.slots(Group::Addr, p.proto, &ck, eps);
+            self.slots(Group::Addr, p.proto, ck, eps);
             if self.masq_cluster {
-                self.add(MASQ_CLUSTER, ck);
+                self.add(SetName::Fixed(MASQ_CLUSTER), ck);
             }
         } else {
-            self.add(p.no_endpoint(false), ck);
+            self.add(SetName::Fixed(p.no_endpoint(false)), ck);
         }
 
         for ip in svc.external_ips.iter().chain(&svc.load_balancer_vips) {
-            self.external(&p, &cat, &key(ip), Group::Addr);
+            self.external(&p, &cat, key(ip), Group::Addr);
         }
         if !svc.load_balancer_vips.is_empty() && svc.source_ranges.is_some() {
             self.firewall(svc, &key);
         }
         if let Some(np) = svc.node_port {
-            self.external(&p, &cat, &[p.proto.to_string(), np.to_string()], Group::Port);
+            self.external(&p, &cat, Key::new(&[proto, Part::Port(np)]), Group::Port);
         }
         for ep in &cat.all_reachable {
-            self.add(HAIRPIN, vec![ep.ip.to_string(), ep.ip.to_string()]);
+            self.add(
+                SetName::Fixed(HAIRPIN),
+                Key::new(&[Part::Addr(ep.ip), Part::Addr(ep.ip)]),
+            );
         }
     }
 
     /// An external key (external IP, LB IP: `Group::Addr`; node port: `Group::Port`): upstream's
     /// external chain as elements.
-    fn external(&mut self, p: &Plan, cat: &Categorized, key: &[String], group: Group) {
+    fn external(&mut self, p: &Plan, cat: &Categorized, key: Key, group: Group) {
         let by_port = group.by_port();
         if p.has_endpoints {
             let (masq, short, origin) = if by_port {
@@ -168,48 +175,46 @@ impl<'a> Facts<'a> {
                 (MASQ_EXTERNAL, Group::AddrShort, LOCAL_ORIGIN)
             };
             if !p.etp_local {
-                self.add(masq, key.to_vec());
+                self.add(SetName::Fixed(masq), key);
                 if p.has_external {
                     self.slots(group, p.proto, key, &cat.cluster);
                 }
             } else {
                 // Pods and the node itself reach every endpoint; the node's traffic is masqueraded.
                 self.slots(short, p.proto, key, &cat.cluster);
-                self.add(origin, key.to_vec());
+                self.add(SetName::Fixed(origin), key);
                 if p.has_external {
                     self.slots(group, p.proto, key, &cat.local);
                 }
             }
         }
         if !p.has_external {
-            self.add(p.no_endpoint(by_port), key.to_vec());
+            self.add(SetName::Fixed(p.no_endpoint(by_port)), key);
         }
     }
 
     /// loadBalancerSourceRanges: each LB IP key is protected; its allowed sources (and the LB IPs
     /// themselves when a range holds a node IP: a node-local VIP loops back with the VIP as source).
     /// No allowed source at all drops everything (svcnet fails closed).
-    fn firewall(&mut self, svc: &ServicePort, key: &dyn Fn(&IpAddr) -> Vec<String>) {
+    fn firewall(&mut self, svc: &ServicePort, key: &dyn Fn(&IpAddr) -> Key) {
         let ranges = svc.source_ranges.as_deref().unwrap_or_default();
-        let mut sources: Vec<String> = ranges
+        let mut sources: Vec<Part> = ranges
             .iter()
             .filter(|c| self.cfg.family.matches(&c.addr()))
-            .map(|c| c.trunc().to_string())
+            .map(|c| Part::Net(c.trunc()))
             .collect();
         let allow_from_node = ranges
             .iter()
             .any(|c| self.node.ips.iter().any(|ip| c.contains(ip)));
         if allow_from_node {
-            sources.extend(svc.load_balancer_vips.iter().map(ToString::to_string));
+            sources.extend(svc.load_balancer_vips.iter().map(|ip| Part::Addr(*ip)));
         }
         for vip in &svc.load_balancer_vips {
             let k = key(vip);
             for src in &sources {
-                let mut allow = k.clone();
-                allow.push(src.clone());
-                self.add(FW_ALLOW, allow);
+                self.add(SetName::Fixed(FW_ALLOW), k.with(*src));
             }
-            self.add(FW_PROTECTED, k);
+            self.add(SetName::Fixed(FW_PROTECTED), k);
         }
     }
 }

@@ -13,6 +13,7 @@
 mod affinity;
 mod cache;
 mod diff;
+mod element;
 mod facts;
 mod skeleton;
 mod text;
@@ -20,8 +21,9 @@ mod text;
 #[cfg(test)]
 mod tests;
 
-pub use cache::MapsCache;
+pub use cache::{MapsCache, PortRecords};
 pub use diff::{MapsChange, change};
+pub use element::{Key, MapsElement, Part, SetName};
 
 use std::collections::BTreeSet;
 
@@ -119,14 +121,6 @@ pub struct MapsSet {
     pub flags: Vec<&'static str>,
 }
 
-/// One element: key parts, and for a map the value parts (both joined with ` . `).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct MapsElement {
-    pub set: String,
-    pub key: Vec<String>,
-    pub value: Vec<String>,
-}
-
 /// The whole table of one family in the maps layout.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MapsTable {
@@ -143,7 +137,7 @@ impl MapsTable {
 
     /// The elements of one set or map.
     pub fn elements_of<'a>(&'a self, set: &'a str) -> impl Iterator<Item = &'a MapsElement> + 'a {
-        self.elements.iter().filter(move |e| e.set == set)
+        self.elements.iter().filter(move |e| e.set == *set)
     }
 }
 
@@ -154,7 +148,7 @@ pub type InUse = BTreeSet<(Group, &'static str, usize)>;
 pub fn port_sets(svc: &ServicePort, eps: &[Endpoint], node: &NodeFacts, cfg: &RenderConfig) -> Vec<String> {
     let mut f = facts::Facts::new(node, cfg);
     f.add_port(svc, eps);
-    let names: BTreeSet<String> = f.finish().0.into_iter().map(|e| e.set).collect();
+    let names: BTreeSet<String> = f.finish().0.into_iter().map(|e| e.set.name()).collect();
     names.into_iter().map(|n| format!("@{n}")).collect()
 }
 

@@ -313,16 +313,16 @@ pub(super) fn fixed_elements(node: &NodeFacts, cfg: &RenderConfig) -> Vec<MapsEl
         .iter()
         .filter(|c| cfg.family.matches(&c.addr()))
         .map(|c| MapsElement {
-            set: SERVICE_CIDRS.into(),
-            key: vec![c.trunc().to_string()],
-            value: vec![],
+            set: SetName::Fixed(SERVICE_CIDRS),
+            key: Key::new(&[Part::Net(c.trunc())]),
+            value: None,
         })
         .collect();
     for ip in nodeport_ips(node, cfg).unwrap_or_default() {
         out.push(MapsElement {
-            set: NODEPORT_IPS.into(),
-            key: vec![ip.to_string()],
-            value: vec![],
+            set: SetName::Fixed(NODEPORT_IPS),
+            key: Key::new(&[Part::Addr(ip)]),
+            value: None,
         });
     }
     out

@@ -23,12 +23,7 @@ fn table(yaml: &str, cfg: &RenderConfig) -> MapsTable {
 
 /// `key [: value]` of each element of `set`, as nft prints them.
 fn elements(t: &MapsTable, set: &str) -> Vec<String> {
-    t.elements_of(set)
-        .map(|e| match e.value.is_empty() {
-            true => e.key.join(" . "),
-            false => format!("{} : {}", e.key.join(" . "), e.value.join(" . ")),
-        })
-        .collect()
+    t.elements_of(set).map(|e| e.text()).collect()
 }
 
 fn svc(name: &str, spec: &str) -> String {
@@ -129,9 +124,9 @@ fn source_ranges_become_allowed_key_and_prefix_pairs() {
     assert_eq!(
         elements(&t, FW_ALLOW),
         [
+            "35.0.0.5 . tcp . 443 . 35.0.0.5",
             "35.0.0.5 . tcp . 443 . 10.140.0.0/20",
-            "35.0.0.5 . tcp . 443 . 192.168.0.0/16",
-            "35.0.0.5 . tcp . 443 . 35.0.0.5"
+            "35.0.0.5 . tcp . 443 . 192.168.0.0/16"
         ]
     );
     assert_eq!(elements(&t, MASQ_EXTERNAL), ["35.0.0.5 . tcp . 443"]);
@@ -212,10 +207,10 @@ fn an_endpoint_replaced_is_four_element_steps() {
     assert_eq!((delete.len(), add.len()), (2, 2), "{c:?}");
     assert_eq!(
         c.text(&after),
-        "delete element ip kube-proxy eps { 172.30.0.41 . tcp . 80 . 0 }\n\
-         delete element ip kube-proxy hairpin { 10.76.1.5 . 10.76.1.5 }\n\
-         add element ip kube-proxy eps { 172.30.0.41 . tcp . 80 . 0 : 10.76.1.9 . 8080 }\n\
-         add element ip kube-proxy hairpin { 10.76.1.9 . 10.76.1.9 }\n"
+        "delete element ip kube-proxy hairpin { 10.76.1.5 . 10.76.1.5 }\n\
+         delete element ip kube-proxy eps { 172.30.0.41 . tcp . 80 . 0 }\n\
+         add element ip kube-proxy hairpin { 10.76.1.9 . 10.76.1.9 }\n\
+         add element ip kube-proxy eps { 172.30.0.41 . tcp . 80 . 0 : 10.76.1.9 . 8080 }\n"
     );
     assert!(change(&after, &after).is_empty());
 }
@@ -274,7 +269,8 @@ fn cache_transactions_track_fresh_renders() {
     ];
     let replaces = [true, false, false, false, true, false];
     let mut cache = MapsCache::new(node(), cfg());
-    let mut held: std::collections::BTreeMap<(String, Vec<String>), Vec<String>> = Default::default();
+    let mut held: std::collections::BTreeMap<(SetName, Key), Option<(std::net::IpAddr, u16)>> =
+        Default::default();
     let mut names = std::collections::BTreeSet::new();
     let mut prev = std::collections::BTreeMap::new();
     for (i, (yaml, replace)) in steps.iter().zip(replaces).enumerate() {
@@ -291,8 +287,7 @@ fn cache_transactions_track_fresh_renders() {
                 .get(&name)
                 .map(|p| (p.clone(), state.endpoints.get(&name).cloned()));
             if prev.get(&name) != now.as_ref() {
-                let eps = state.endpoints.get(&name).map_or(&[][..], |e| &e[..]);
-                cache.set_port(&name, state.services.get(&name).map(|p| (&**p, eps)));
+                cache.set_port(&name, now.clone());
             }
         }
         names = state.services.keys().cloned().collect();
@@ -323,11 +318,7 @@ fn cache_transactions_track_fresh_renders() {
             MapsChange::Elements { delete, add } => {
                 assert!(!replace, "step {i} should replace the table");
                 for e in delete {
-                    assert_eq!(
-                        held.remove(&(e.set.clone(), e.key.clone())),
-                        Some(e.value),
-                        "step {i}"
-                    );
+                    assert_eq!(held.remove(&(e.set, e.key)), Some(e.value), "step {i}");
                 }
                 for e in add {
                     assert_eq!(held.insert((e.set, e.key), e.value), None, "step {i}");
@@ -376,4 +367,30 @@ fn affinity_keys_are_in_the_timeout_set_read_before_the_draw_and_recorded_after(
     let record = rules(AFFINITY_RECORD);
     assert_eq!(record.len(), 1, "{record:#?}");
     assert!(record[0].contains("@sticky-10800 update @affinity {") && record[0].contains("timeout 10800s"));
+}
+
+/// The daemon's replacement text, written straight from the cache, is the text of the cache's table.
+#[test]
+fn replace_text_from_the_cache_is_the_tables_text() {
+    let yaml = svc("a", CLUSTER_IP)
+        + &eps("a", &[("10.76.1.5", "node-1"), ("10.76.2.5", "node-2")], 8080)
+        + &svc(
+            "b",
+            "{type: NodePort, clusterIP: 172.30.0.42, ports: [{port: 81, targetPort: 8080, nodePort: 30081, protocol: TCP}]}",
+        )
+        + &eps("b", &[("10.76.1.6", "node-1")], 8080);
+    let objs = parse_objects(&yaml).expect("yaml");
+    let cfg = RenderConfig {
+        service_cidrs: vec!["172.30.0.0/16".parse().expect("CIDR")],
+        ..cfg()
+    };
+    let state = ProxyState::from_k8s(&objs.services, &objs.slices, cfg.family);
+    let mut cache = MapsCache::new(node(), cfg.clone());
+    for (name, svc) in &state.services {
+        cache.set_port(name, Some((svc.clone(), state.endpoints.get(name).cloned())));
+    }
+    let table = cache.table();
+    assert_eq!(table, render(&state, &node(), &cfg));
+    assert!(table.elements_of("service-cidrs").count() == 1, "{table:?}");
+    assert_eq!(cache.replace_text(), MapsChange::Replace.text(&table));
 }

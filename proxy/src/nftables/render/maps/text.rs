@@ -29,7 +29,7 @@ impl MapsTable {
             }
         }
         for e in &self.elements {
-            out.push_str(&element_line(fam, e));
+            write_element(&mut out, fam, e);
         }
         out
     }
@@ -44,11 +44,11 @@ fn write_set(out: &mut String, fam: &str, s: &MapsSet) {
     out.push_str(" }\n");
 }
 
-pub(super) fn element_line(fam: &str, e: &MapsElement) -> String {
-    let mut l = format!("add element {fam} {TABLE} {} {{ {}", e.set, e.key.join(" . "));
-    if !e.value.is_empty() {
-        let _ = write!(l, " : {}", e.value.join(" . "));
+/// `add element ... { key [: value] }` appended to `out`.
+pub(super) fn write_element(out: &mut String, fam: &str, e: &MapsElement) {
+    let _ = write!(out, "add element {fam} {TABLE} {} {{ {}", e.set, e.key);
+    if let Some((ip, port)) = e.value {
+        let _ = write!(out, " : {ip} . {port}");
     }
-    l.push_str(" }\n");
-    l
+    out.push_str(" }\n");
 }

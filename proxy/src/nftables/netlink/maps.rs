@@ -1,0 +1,187 @@
+//! The maps layout's element steps as one nf_tables batch, encoded from the typed elements
+//! ([`MapsElement`]) without text: deletions first, then additions, each set's elements in
+//! messages of up to [`ELEMENTS_PER_MESSAGE`], laid out as nft 1.0.6 sends `delete element` /
+//! `add element` for the same sets (keys in network order and padded to 4 bytes inside a
+//! concatenation, the `numgen` slot in host order as nft's `typeof numgen` key, the
+//! `@fw-allow` interval as key and key end).
+
+use std::net::IpAddr;
+
+use super::msg::Writer;
+use super::{Batch, EncodeError, Start, kind, nfproto};
+use crate::model::{Family, Protocol};
+use crate::nftables::render::maps::{FW_ALLOW, MapsElement, Part, SetName};
+use crate::nftables::render::naming::TABLE;
+
+const ELEM_LIST_TABLE: u16 = 1;
+const ELEM_LIST_SET: u16 = 2;
+const ELEM_LIST_ELEMENTS: u16 = 3;
+const LIST_ELEM: u16 = 1;
+const ELEM_KEY: u16 = 1;
+const ELEM_DATA: u16 = 2;
+const ELEM_KEY_END: u16 = 10;
+const DATA_VALUE: u16 = 1;
+
+/// Element lists are split so each message's nested attribute stays under netlink's 64 KiB.
+const ELEMENTS_PER_MESSAGE: usize = 256;
+
+fn proto_number(p: Protocol) -> u8 {
+    match p {
+        Protocol::Tcp => 6,
+        Protocol::Udp => 17,
+        Protocol::Sctp => 132,
+    }
+}
+
+fn addr_bytes(out: &mut Vec<u8>, ip: IpAddr) {
+    match ip {
+        IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
+        IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
+    }
+}
+
+/// The last address of a prefix (an interval's end, inclusive, as nft sends a concatenation's
+/// range end).
+fn last_addr(net: &ipnet::IpNet) -> IpAddr {
+    net.broadcast()
+}
+
+/// A key's bytes; `end`: the interval's last key (a prefix part becomes its last address).
+fn key_bytes(e: &MapsElement, end: bool) -> Vec<u8> {
+    let parts = e.key.parts();
+    let concat = parts.len() > 1;
+    let mut out = Vec::with_capacity(parts.len() * 16);
+    for p in parts {
+        match *p {
+            Part::Addr(ip) => addr_bytes(&mut out, ip),
+            Part::Net(net) => addr_bytes(&mut out, if end { last_addr(&net) } else { net.network() }),
+            Part::Proto(proto) => out.push(proto_number(proto)),
+            Part::Port(port) => out.extend_from_slice(&port.to_be_bytes()),
+            Part::Slot(slot) => out.extend_from_slice(&slot.to_ne_bytes()),
+        }
+        if concat {
+            out.resize(out.len().div_ceil(4) * 4, 0);
+        }
+    }
+    out
+}
+
+/// Endpoint address . port: a concatenation, each part padded to 4 bytes.
+fn value_bytes(ip: IpAddr, port: u16) -> Vec<u8> {
+    let mut out = Vec::with_capacity(20);
+    addr_bytes(&mut out, ip);
+    out.extend_from_slice(&port.to_be_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out
+}
+
+/// Whether the set holds intervals (a key and a key end per element).
+fn interval(set: SetName) -> bool {
+    set == SetName::Fixed(FW_ALLOW)
+}
+
+/// Refuses what the layout never writes through element steps (the node's own interval sets):
+/// those change only with a replacement.
+fn check(family: Family, e: &MapsElement) -> Result<(), EncodeError> {
+    let bad = |why: &str| Err(EncodeError::Element(e.set.name(), format!("{}: {why}", e.text())));
+    for p in e.key.parts() {
+        match p {
+            Part::Addr(ip) if !family.matches(ip) => return bad("address of the other family"),
+            Part::Net(n) if !family.matches(&n.addr()) => return bad("prefix of the other family"),
+            Part::Net(_) if !interval(e.set) => return bad("a prefix outside an interval set"),
+            _ => {}
+        }
+    }
+    match e.value {
+        Some((ip, _)) if !family.matches(&ip) => bad("endpoint of the other family"),
+        _ => Ok(()),
+    }
+}
+
+/// Element deletions, then additions, as one batch.
+pub fn encode_elements(
+    family: Family,
+    delete: &[MapsElement],
+    add: &[MapsElement],
+    start: Start,
+) -> Result<Batch, EncodeError> {
+    for e in delete.iter().chain(add) {
+        check(family, e)?;
+    }
+    let mut w = Writer {
+        seq: start.seq,
+        ..Writer::default()
+    };
+    let begin = w.begin(kind::BATCH_BEGIN, kind::F_REQUEST, 0, kind::SUBSYS_NFTABLES);
+    w.end(begin);
+    let first_seq = w.seq;
+    let mut messages = 0;
+    let mut op_of = Vec::new();
+    for (step, list, is_add) in [(0, delete, false), (1, add, true)] {
+        let mut rest = list;
+        while let Some(first) = rest.first() {
+            let same = rest
+                .iter()
+                .take(ELEMENTS_PER_MESSAGE)
+                .take_while(|e| e.set == first.set)
+                .count();
+            let (chunk, tail) = rest.split_at(same);
+            elements_message(&mut w, family, is_add, chunk)?;
+            messages += 1;
+            op_of.push(step);
+            rest = tail;
+        }
+    }
+    let last_seq = w.seq;
+    w.ack_last();
+    let end = w.begin(kind::BATCH_END, kind::F_REQUEST, 0, kind::SUBSYS_NFTABLES);
+    w.end(end);
+    Ok(Batch {
+        bytes: w.buf,
+        first_seq,
+        last_seq,
+        messages,
+        op_of,
+        next_anon: start.anon,
+    })
+}
+
+/// One NEWSETELEM / DELSETELEM message for elements of one set.
+fn elements_message(
+    w: &mut Writer,
+    family: Family,
+    add: bool,
+    chunk: &[MapsElement],
+) -> Result<(), EncodeError> {
+    let Some(first) = chunk.first() else {
+        return Ok(());
+    };
+    let (cmd, flags) = match add {
+        true => (kind::NEWSETELEM, kind::F_CREATE),
+        false => (kind::DELSETELEM, 0),
+    };
+    let m = w.begin(kind::msg(cmd), kind::F_REQUEST | flags, nfproto(family), 0);
+    w.str(ELEM_LIST_TABLE, TABLE)?;
+    w.str(ELEM_LIST_SET, &first.set.name())?;
+    let list = w.nest(ELEM_LIST_ELEMENTS);
+    for e in chunk {
+        let el = w.nest(LIST_ELEM);
+        let k = w.nest(ELEM_KEY);
+        w.attr(DATA_VALUE, &key_bytes(e, false))?;
+        w.nest_end(k)?;
+        if interval(e.set) {
+            let k = w.nest(ELEM_KEY_END);
+            w.attr(DATA_VALUE, &key_bytes(e, true))?;
+            w.nest_end(k)?;
+        }
+        if let (true, Some((ip, port))) = (add, e.value) {
+            let d = w.nest(ELEM_DATA);
+            w.attr(DATA_VALUE, &value_bytes(ip, port))?;
+            w.nest_end(d)?;
+        }
+        w.nest_end(el)?;
+    }
+    w.nest_end(list)?;
+    w.end(m);
+    Ok(())
+}

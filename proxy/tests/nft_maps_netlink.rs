@@ -1,0 +1,212 @@
+//! svcnet's netlink writer for the maps layout's element steps, against `nft -f`: the same states
+//! reached through netlink element batches in one throwaway namespace and loaded whole by `nft -f`
+//! in another list the same (`nft -j list table`, compared by `common::nft_listing`). The states
+//! make every port's elements go through netlink both ways: the first load holds every port, then
+//! half the ports leave (deletions), come back (additions), every endpoint moves to another address
+//! (slot values and hairpin pairs replaced), the other half leaves and comes back. The clusters
+//! carry every kind of element: slot maps of each group, affinity sets, source ranges as prefixes
+//! and as single addresses (`@fw-allow` intervals), UDP and SCTP, IPv4 and IPv6.
+
+mod common;
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use svcnet_proxy::config::{DetectLocal, NftLayout, RenderConfig};
+use svcnet_proxy::model::{Endpoint, Family, NodeFacts, ProxyState, ServicePortName};
+use svcnet_proxy::nftables::netlink::encode_elements;
+use svcnet_proxy::nftables::render::maps::{FW_ALLOW, MapsCache, MapsChange, SetName};
+use svcnet_proxy::nftables::socket::NftSocket;
+
+fn load(ns: &svcnet_netns::Netns, text: &str) {
+    let (ok, _, err) = ns.exec(&["nft", "-f", "-"], text);
+    assert!(ok, "nft -f: {err}");
+}
+
+/// Another address of the same family for an endpoint (last byte flipped).
+fn moved(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(a) => {
+            let mut o = a.octets();
+            o[3] ^= 0x40;
+            IpAddr::from(o)
+        }
+        IpAddr::V6(a) => {
+            let mut o = a.octets();
+            o[15] ^= 0x40;
+            IpAddr::from(o)
+        }
+    }
+}
+
+/// `full` without the ports whose index has parity `odd`, or with every endpoint moved.
+fn variant(full: &ProxyState, drop_parity: Option<usize>, move_eps: bool) -> ProxyState {
+    let mut s = ProxyState::default();
+    for (i, (name, svc)) in full.services.iter().enumerate() {
+        if drop_parity == Some(i % 2) {
+            continue;
+        }
+        s.services.insert(name.clone(), svc.clone());
+        if let Some(eps) = full.endpoints.get(name) {
+            let eps = match move_eps {
+                false => eps.clone(),
+                true => eps
+                    .iter()
+                    .map(|e| Endpoint {
+                        ip: moved(e.ip),
+                        ..e.clone()
+                    })
+                    .collect::<Vec<_>>()
+                    .into(),
+            };
+            s.endpoints.insert(name.clone(), eps);
+        }
+    }
+    s
+}
+
+/// Gives the cache the ports whose records differ from what it holds.
+fn update(cache: &mut MapsCache, state: &ProxyState) {
+    let gone: Vec<ServicePortName> = cache
+        .port_names()
+        .filter(|n| !state.services.contains_key(*n))
+        .cloned()
+        .collect();
+    for n in gone {
+        cache.set_port(&n, None);
+    }
+    for (n, svc) in &state.services {
+        let eps = state.endpoints.get(n).cloned();
+        let same = cache.records(n).is_some_and(|(s, e)| {
+            Arc::ptr_eq(s, svc)
+                && match (e, &eps) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    _ => false,
+                }
+        });
+        if !same {
+            cache.set_port(n, Some((svc.clone(), eps)));
+        }
+    }
+}
+
+/// Runs the steps of the module doc for one cluster and family; returns (netlink batches, elements
+/// they carried, of which `@fw-allow` ones).
+fn run(tag: &str, yaml: &str, node: NodeFacts, cfg: RenderConfig) -> Option<(usize, usize, usize)> {
+    let fam = match cfg.family {
+        Family::V4 => "ip",
+        Family::V6 => "ip6",
+    };
+    let objs = svcnet_proxy::offline::input::parse_objects(yaml).expect("yaml");
+    let full = ProxyState::from_k8s(&objs.services, &objs.slices, cfg.family);
+    assert!(!full.services.is_empty(), "{tag}: no service of this family");
+    let (nl, fresh) = (
+        svcnet_netns::netns_or_skip(&format!("{tag}nl"))?,
+        svcnet_netns::netns_or_skip(&format!("{tag}f"))?,
+    );
+    let path = Path::new("/run/netns").join(nl.name());
+    let mut cache = MapsCache::new(node, cfg);
+    update(&mut cache, &full);
+    assert_eq!(cache.take_change(true), MapsChange::Replace);
+    load(&nl, &cache.replace_text());
+    let steps = [
+        variant(&full, Some(1), false),
+        variant(&full, None, false),
+        variant(&full, None, true),
+        variant(&full, Some(0), true),
+        variant(&full, None, false),
+    ];
+    let (mut batches, mut elements, mut fw) = (0, 0, 0);
+    for (i, state) in steps.iter().enumerate() {
+        update(&mut cache, state);
+        let change = cache.peek_change(false);
+        let MapsChange::Elements { delete, add } = &change else {
+            panic!("{tag} step {i}: the skeleton changed")
+        };
+        assert!(!change.is_empty(), "{tag} step {i}: nothing changed");
+        let mut socket = NftSocket::open_in(&path, Duration::from_secs(10)).expect("netlink socket");
+        let batch = encode_elements(cache.cfg().family, delete, add, socket.next_start()).expect("encode");
+        socket.apply(&batch).unwrap_or_else(|e| {
+            panic!(
+                "{tag} step {i}: {e}\n{}",
+                change.elements_text(cache.cfg().family)
+            )
+        });
+        batches += 1;
+        elements += change.len();
+        fw += delete
+            .iter()
+            .chain(add)
+            .filter(|e| e.set == SetName::Fixed(FW_ALLOW))
+            .count();
+        cache.commit_change(false, &change);
+        load(&fresh, &cache.replace_text());
+        assert_eq!(
+            common::nft_listing(&nl, fam),
+            common::nft_listing(&fresh, fam),
+            "{tag} step {i}: netlink steps and a fresh nft -f load differ"
+        );
+    }
+    Some((batches, elements, fw))
+}
+
+fn golden(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/{name}/input.yaml"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn cfg(family: Family, cluster_cidr: &str) -> RenderConfig {
+    RenderConfig {
+        family,
+        nft_layout: NftLayout::Maps,
+        detect_local: DetectLocal::ClusterCidr(vec![cluster_cidr.parse().expect("CIDR")]),
+        ..RenderConfig::default()
+    }
+}
+
+fn node(name: &str, ip: &str) -> NodeFacts {
+    NodeFacts {
+        name: name.into(),
+        ips: vec![ip.parse().expect("address")],
+        labels: [("topology.kubernetes.io/zone".to_string(), "z1".to_string())].into(),
+        ..Default::default()
+    }
+}
+
+/// The golden `policies` cluster (IPv4: every traffic policy, affinity, source ranges with the node
+/// inside one, external IPs, UDP, SCTP).
+#[test]
+fn netlink_element_steps_list_as_nft_loads_them_ipv4() {
+    let Some((batches, elements, fw)) = run(
+        "mapsnl4",
+        &golden("policies"),
+        node("node-1", "10.140.0.3"),
+        cfg(Family::V4, "10.76.0.0/14"),
+    ) else {
+        return;
+    };
+    println!("IPv4: {batches} batches, {elements} element steps, {fw} of @fw-allow");
+    assert!(fw >= 4, "the source ranges went through netlink: {fw}");
+}
+
+/// IPv6: a LoadBalancer with a source range, ETP Local and affinity, and the dual-stack cluster.
+#[test]
+fn netlink_element_steps_list_as_nft_loads_them_ipv6() {
+    let affinity =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nft_maps/affinity6.yaml"))
+            .expect("affinity6.yaml");
+    let yaml = format!("{affinity}\n---\n{}", golden("dualstack"));
+    let Some((batches, elements, fw)) = run(
+        "mapsnl6",
+        &yaml,
+        node("n1", "fd00:140::4"),
+        cfg(Family::V6, "fd00:10::/64"),
+    ) else {
+        return;
+    };
+    println!("IPv6: {batches} batches, {elements} element steps, {fw} of @fw-allow");
+    assert!(fw >= 2, "the source range went through netlink: {fw}");
+}
