@@ -91,10 +91,10 @@ pub enum Error {
     )]
     NoExternalIpv6Range { object: String, subnetwork: String },
 
-    /// ingress-gce l4ipv6.go's user error (serviceSubnetHasInternalIPv6Range), with the Service
-    /// named first.
+    /// ingress-gce l4ipv6.go's user error (serviceSubnetHasInternalIPv6Range), after the Service
+    /// and the field that asked for IPv6.
     #[error(
-        "{object}: subnet {subnetwork} does not have internal IPv6 ranges, required for an internal IPv6 Service. You can specify an internal IPv6 subnet using the \"networking.gke.io/internal-load-balancer-subnet\" annotation on the Service"
+        "{object}: spec.ipFamilies: subnet {subnetwork} does not have internal IPv6 ranges, required for an internal IPv6 Service. You can specify an internal IPv6 subnet using the \"networking.gke.io/internal-load-balancer-subnet\" annotation on the Service"
     )]
     NoInternalIpv6Range { object: String, subnetwork: String },
 

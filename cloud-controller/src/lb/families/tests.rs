@@ -69,8 +69,9 @@ fn gce_refusing_an_ipv6_address_for_its_subnetwork_becomes_ingress_gces_user_err
     assert_eq!(err.field(), "spec.ipFamilies");
     let msg = err.to_string();
     assert!(
-        msg.starts_with("Service default/web: subnet sub-a does not have internal IPv6 ranges")
-            && msg.contains("networking.gke.io/internal-load-balancer-subnet"),
+        msg.starts_with(
+            "Service default/web: spec.ipFamilies: subnet sub-a does not have internal IPv6 ranges"
+        ) && msg.contains("networking.gke.io/internal-load-balancer-subnet"),
         "{msg}"
     );
     let err = no_external_ipv6_range("Service default/web", "sub-a");
