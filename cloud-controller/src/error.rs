@@ -91,6 +91,13 @@ pub enum Error {
     )]
     NoExternalIpv6Range { object: String, subnetwork: String },
 
+    /// ingress-gce l4ipv6.go's user error (serviceSubnetHasInternalIPv6Range), after the Service
+    /// and the field that asked for IPv6.
+    #[error(
+        "{object}: spec.ipFamilies: subnet {subnetwork} does not have internal IPv6 ranges, required for an internal IPv6 Service. You can specify an internal IPv6 subnet using the \"networking.gke.io/internal-load-balancer-subnet\" annotation on the Service"
+    )]
+    NoInternalIpv6Range { object: String, subnetwork: String },
+
     /// ingress-gce forwarding_rules_ipv6.go: GCE has no Standard-tier IPv6 NetLB.
     #[error(
         "{object}: metadata.annotations[cloud.google.com/network-tier]: network tier Standard is not supported for IPv6 External Load Balancer; use Premium or remove IPv6 from spec.ipFamilies"
@@ -124,6 +131,7 @@ impl Error {
             Error::InvalidPodCidr { .. } => "invalid_pod_cidr",
             Error::Ipv6Unsupported { .. } => "ipv6_unsupported",
             Error::NoExternalIpv6Range { .. } => "no_external_ipv6_range",
+            Error::NoInternalIpv6Range { .. } => "no_internal_ipv6_range",
             Error::Ipv6StandardTier { .. } => "ipv6_standard_tier",
         }
     }
@@ -133,7 +141,9 @@ impl Error {
         match self {
             Error::MixedProtocols { .. } | Error::NoPorts { .. } => "spec.ports",
             Error::NoEligibleNodes { .. } => "nodes",
-            Error::Ipv6Unsupported { .. } | Error::NoExternalIpv6Range { .. } => "spec.ipFamilies",
+            Error::Ipv6Unsupported { .. }
+            | Error::NoExternalIpv6Range { .. }
+            | Error::NoInternalIpv6Range { .. } => "spec.ipFamilies",
             Error::Ipv6StandardTier { .. } => "metadata.annotations[cloud.google.com/network-tier]",
             Error::UnsupportedProtocol { field, .. }
             | Error::InvalidSourceRange { field, .. }

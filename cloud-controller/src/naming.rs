@@ -176,6 +176,22 @@ pub(crate) struct IlbNames {
     /// ETP=Local: the LB name, and `<lb>-hc` for its firewall.
     pub local_health_check: String,
     pub local_health_check_firewall: String,
+    /// The IPv6 objects of a dual-stack or IPv6-only Service: each IPv4 name + `-ipv6`, as
+    /// ingress-gce's ILB suffixes its own names (l4ipv6.go, healthchecksl4.go).
+    pub ipv6: Ipv6Names,
+}
+
+/// Names of the IPv6 half of a backend-service LB (internal or RBS NetLB); the backend service
+/// and health check are shared with the IPv4 half.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ipv6Names {
+    /// The rule, and the address reserved while it is made.
+    pub rule: String,
+    /// The nodes (traffic) firewall.
+    pub firewall: String,
+    /// The health-check firewalls for GCE's IPv6 probers, of the shared check and the Service's own.
+    pub shared_health_check_firewall: String,
+    pub local_health_check_firewall: String,
 }
 
 /// The names both LB kinds give their firewalls and health checks, by role, so code that treats
@@ -219,14 +235,24 @@ impl IlbNames {
     pub(crate) fn new(service_uid: &str, cluster_id: &str, object: &str) -> Result<Self> {
         let lb = load_balancer_name(service_uid);
         let nodes_hc = nodes_health_check_name(cluster_id);
+        let v6 = |name: &str| l4::suffixed(name, l4::IPV6_SUFFIX);
+        let firewall = firewall_name(&lb);
+        let nodes_health_check_firewall = internal_health_check_firewall_name(&nodes_hc);
+        let local_health_check_firewall = internal_health_check_firewall_name(&lb);
         let names = IlbNames {
-            firewall: firewall_name(&lb),
+            ipv6: Ipv6Names {
+                rule: v6(&lb),
+                firewall: v6(&firewall),
+                shared_health_check_firewall: v6(&nodes_health_check_firewall),
+                local_health_check_firewall: v6(&local_health_check_firewall),
+            },
+            firewall,
             legacy_firewall: lb.clone(),
             instance_group: instance_group_name(cluster_id),
-            nodes_health_check_firewall: internal_health_check_firewall_name(&nodes_hc),
+            nodes_health_check_firewall,
             nodes_health_check: nodes_hc,
             local_health_check: lb.clone(),
-            local_health_check_firewall: internal_health_check_firewall_name(&lb),
+            local_health_check_firewall,
             lb,
         };
         validate_gce_name(&names.lb, object, "metadata.uid")?;

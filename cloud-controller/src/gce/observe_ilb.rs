@@ -42,6 +42,22 @@ pub(crate) async fn observe_ilb(
         &mut o.local_health_check_firewall
     })
     .await?;
+    let v6 = &names.ipv6;
+    rd.read(Collection::ForwardingRules, &v6.rule, |o| {
+        &mut o.ipv6_forwarding_rule
+    })
+    .await?;
+    rd.read(Collection::Addresses, &v6.rule, |o| &mut o.ipv6_address)
+        .await?;
+    rd.read(fw, &v6.firewall, |o| &mut o.ipv6_firewall).await?;
+    rd.read(fw, &v6.shared_health_check_firewall, |o| {
+        &mut o.ipv6_nodes_health_check_firewall
+    })
+    .await?;
+    rd.read(fw, &v6.local_health_check_firewall, |o| {
+        &mut o.ipv6_local_health_check_firewall
+    })
+    .await?;
     let mut o = rd.obs;
     let links = backend_lb_tail(gce, policy, rd.links, &names.instance_group, want_ip, &mut o).await?;
     Ok((o, links))

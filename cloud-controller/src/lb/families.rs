@@ -1,7 +1,7 @@
-//! The IP families a LoadBalancer Service asks for (`spec.ipFamilies`), and the kinds that can
-//! serve only IPv4: GCE target pools are IPv4-only, cloud-provider-gcp's internal LB builds IPv4
-//! objects only; svcnet's backend-service NetLBs build ingress-gce's `-ipv6` objects too. An
-//! IPv6-only Service given to an IPv4-only kind is refused with a Warning instead of an IPv4 LB
+//! The IP families a LoadBalancer Service asks for (`spec.ipFamilies`), and the kind that can
+//! serve only IPv4: GCE target pools are IPv4-only; svcnet's backend-service NetLBs and internal
+//! LBs build ingress-gce's `-ipv6` objects too. An IPv6-only Service given to a target pool is
+//! refused with a Warning instead of an IPv4 LB
 //! the proxy would not forward (it programs an IPv6-only Service in the IPv6 family only); a
 //! dual-stack one gets its IPv4 LB.
 
@@ -49,11 +49,12 @@ pub(crate) fn require_ipv4(service: &Service, object: &str, kind: &'static str) 
 }
 
 /// Whether GCE refused an IPv6 address for the subnetwork it names: the subnetwork has no IPv6
-/// range of the address's access type (400 on `resource.subnetwork`, as the fake GCE words it;
-/// real GCE's wording is UNCONFIRMED) or does not exist.
+/// range of the address's access type, EXTERNAL or INTERNAL (400 on `resource.subnetwork`, as the
+/// fake GCE words it; real GCE's wording is UNCONFIRMED) or does not exist.
 pub(crate) fn is_missing_ipv6_range(status: Option<u16>, message: &str) -> bool {
     status == Some(400)
         && (message.contains("does not have an EXTERNAL IPv6 range")
+            || message.contains("does not have an INTERNAL IPv6 range")
             || message.contains("referenced subnetwork resource cannot be found"))
 }
 
@@ -61,6 +62,15 @@ pub(crate) fn is_missing_ipv6_range(status: Option<u16>, message: &str) -> bool 
 /// (l4netlbipv6.go serviceSubnetHasExternalIPv6Range), naming the Service and `spec.ipFamilies`.
 pub(crate) fn no_external_ipv6_range(object: &str, subnetwork: &str) -> Error {
     Error::NoExternalIpv6Range {
+        object: object.to_owned(),
+        subnetwork: subnetwork.to_owned(),
+    }
+}
+
+/// ingress-gce's user error for an internal IPv6 Service whose subnetwork has no internal IPv6
+/// range (l4ipv6.go serviceSubnetHasInternalIPv6Range), naming the Service and `spec.ipFamilies`.
+pub(crate) fn no_internal_ipv6_range(object: &str, subnetwork: &str) -> Error {
+    Error::NoInternalIpv6Range {
         object: object.to_owned(),
         subnetwork: subnetwork.to_owned(),
     }

@@ -3,7 +3,9 @@
 //! groups of the nodes (shared by every internal LB of the cluster), a regional backend service
 //! (INTERNAL scheme) over them, an HTTP health check (the shared node check on 10256 /healthz, or
 //! the Service's own on healthCheckNodePort for ETP=Local) with its firewall, the traffic
-//! firewall, and an INTERNAL forwarding rule in a subnetwork. Never a target pool.
+//! firewall, and an INTERNAL forwarding rule in a subnetwork. Never a target pool. A Service
+//! asking for IPv6 (`spec.ipFamilies`) gets ingress-gce's IPv6 half too ([`ipv6`]); an IPv6-only
+//! one has no IPv4 rule, address or traffic firewall.
 //!
 //! Flow as for external LBs: [`IlbSpec::from_service`] (validate) -> [`desired`] -> `plan_ensure`
 //! against [`IlbObserved`](crate::objects::observed::IlbObserved) -> actions ([`plan`]);
@@ -16,13 +18,14 @@
 //!
 //! Never imports: crate::lb::external, crate::lb::rbs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Service;
 
 use crate::config::Config;
 use crate::error::Result;
 use crate::lb::hosts::LbHost;
+use crate::lb::ipv6::family_source_ranges;
 use crate::lb::spec::{HC_CHECK_INTERVAL_SEC, HC_HEALTHY_THRESHOLD, HC_TIMEOUT_SEC, HC_UNHEALTHY_THRESHOLD};
 use crate::lb::spec::{HealthCheckKind, LbSpec, PROTOCOL_UNSPECIFIED};
 use crate::naming::{self, IlbNames};
@@ -70,7 +73,6 @@ impl IlbSpec {
     pub(crate) fn from_service(service: &Service) -> Result<Self> {
         // TCP and UDP may mix: one L3_DEFAULT rule carries both (as ingress-gce's mixed ILB).
         let base = LbSpec::from_service_mixed(service)?;
-        crate::lb::families::require_ipv4(service, &base.object, "an internal")?;
         let rule_ports = service
             .spec
             .as_ref()
@@ -247,7 +249,12 @@ pub(crate) fn traffic_firewall(d: &DesiredIlb, cfg: &Config, ip: &str) -> Firewa
         name: d.names.firewall.clone(),
         description: naming::firewall_description(&d.spec.base.service_name, ip),
         network: cfg.network_url(),
-        source_ranges: d.spec.base.source_ranges.clone(),
+        // A dual-stack Service's ranges are split by family (ingress-gce IPv4ServiceSourceRanges).
+        source_ranges: if d.spec.base.ipv6 {
+            family_source_ranges(&d.spec.base.source_ranges, false)
+        } else {
+            d.spec.base.source_ranges.clone()
+        },
         destination_ranges: vec![ip.to_owned()],
         target_tags: cfg.node_tags.clone(),
         allowed: if d.spec.base.mixed() {
@@ -261,11 +268,25 @@ pub(crate) fn traffic_firewall(d: &DesiredIlb, cfg: &Config, ip: &str) -> Firewa
     }
 }
 
+/// Upstream forwardingRulesEqual (an empty IP on either side matches any).
+pub(crate) fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
+    let set = |l: &[String]| l.iter().cloned().collect::<BTreeSet<_>>();
+    (have.ip_address.is_empty() || want.ip_address.is_empty() || have.ip_address == want.ip_address)
+        && have.ip_protocol == want.ip_protocol
+        && have.load_balancing_scheme == want.load_balancing_scheme
+        && set(&have.ports) == set(&want.ports)
+        && have.all_ports == want.all_ports
+        && crate::objects::same_link(&have.backend_service, &want.backend_service)
+        && have.allow_global_access == want.allow_global_access
+        && crate::objects::same_link(&have.subnetwork, &want.subnetwork)
+}
+
 pub(crate) fn group_key(zone: &str, name: &str) -> String {
     format!("instanceGroups/{zone}/{name}")
 }
 
 pub(crate) mod delete;
+pub(crate) mod ipv6;
 pub(crate) mod plan;
 
 #[cfg(test)]

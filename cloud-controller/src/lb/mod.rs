@@ -29,6 +29,7 @@ pub(crate) mod external;
 pub(crate) mod families;
 pub(crate) mod hosts;
 pub(crate) mod internal;
+pub(crate) mod ipv6;
 pub(crate) mod ownership;
 pub(crate) mod rbs;
 pub(crate) mod spec;

@@ -52,11 +52,10 @@ pub(crate) const ANN_FIREWALL_RULE_FOR_HC: &str = "service.kubernetes.io/firewal
 pub(crate) const ANN_TCP_FORWARDING_RULE: &str = "service.kubernetes.io/tcp-forwarding-rule";
 pub(crate) const ANN_UDP_FORWARDING_RULE: &str = "service.kubernetes.io/udp-forwarding-rule";
 pub(crate) const ANN_L3_FORWARDING_RULE: &str = "service.kubernetes.io/l3-forwarding-rule";
-pub(crate) const ANN_TCP_FORWARDING_RULE_IPV6: &str = "service.kubernetes.io/tcp-forwarding-rule-ipv6";
-pub(crate) const ANN_UDP_FORWARDING_RULE_IPV6: &str = "service.kubernetes.io/udp-forwarding-rule-ipv6";
-pub(crate) const ANN_L3_FORWARDING_RULE_IPV6: &str = "service.kubernetes.io/l3-forwarding-rule-ipv6";
-pub(crate) const ANN_FIREWALL_RULE_IPV6: &str = "service.kubernetes.io/firewall-rule-ipv6";
-pub(crate) const ANN_FIREWALL_RULE_FOR_HC_IPV6: &str = "service.kubernetes.io/firewall-rule-for-hc-ipv6";
+pub(crate) use crate::lb::ipv6::{
+    ANN_FIREWALL_RULE_FOR_HC_IPV6, ANN_FIREWALL_RULE_IPV6, ANN_L3_FORWARDING_RULE_IPV6,
+    ANN_TCP_FORWARDING_RULE_IPV6, ANN_UDP_FORWARDING_RULE_IPV6, family_source_ranges,
+};
 /// Every key of ingress-gce's set (the IPv6, deny and L3 ones too): a sync removes them all and
 /// writes those of the objects it holds (l4lbcommon.go mergeAnnotations), a delete removes them.
 pub(crate) const STATUS_ANNOTATION_KEYS: [&str; 14] = [
@@ -266,26 +265,6 @@ pub(crate) fn nodes_firewall(d: &DesiredRbs, cfg: &Config, ip: &str) -> Firewall
         },
     }
 }
-
-/// ingress-gce utils/sourceranges.go IPv4ServiceSourceRanges / IPv6ServiceSourceRanges: the
-/// entries of one family, else that family's whole space (even when the other family has
-/// entries).
-pub(crate) fn family_source_ranges(ranges: &[String], v6: bool) -> Vec<String> {
-    let mine: Vec<String> = ranges
-        .iter()
-        .filter(|r| matches!(r.parse::<ipnet::IpNet>(), Ok(ipnet::IpNet::V6(_))) == v6)
-        .cloned()
-        .collect();
-    if !mine.is_empty() {
-        return mine;
-    }
-    let all = if v6 { ALLOW_ALL_IPV6 } else { ALLOW_ALL_IPV4 };
-    vec![all.to_owned()]
-}
-
-/// ingress-gce allowAllIPv4Range / allowAllIPv6Range (sic: `0::0/0`).
-pub(crate) const ALLOW_ALL_IPV4: &str = "0.0.0.0/0";
-pub(crate) const ALLOW_ALL_IPV6: &str = "0::0/0";
 
 pub(crate) mod ipv6;
 pub(crate) mod plan;

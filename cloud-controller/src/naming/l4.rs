@@ -10,7 +10,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::error::Result;
-use crate::naming::{instance_group_name, json_str, load_balancer_name, validate_gce_name};
+use crate::naming::{Ipv6Names, instance_group_name, json_str, load_balancer_name, validate_gce_name};
 
 const PREFIX: &str = "k8s2";
 /// Upstream maximumL4CombinedLength: the budget of `{ns}-{name}` (63 - k8s2, 4 dashes, 8 + 8).
@@ -21,7 +21,7 @@ const HASH_LEN: usize = 8;
 const SHARED_HC_SUFFIX: &str = "l4-shared-hc";
 const HC_FIREWALL_SUFFIX: &str = "-fw";
 /// ingress-gce's `-ipv6` suffix of a dual-stack LB's IPv6 objects (namer and loadbalancers).
-const IPV6_SUFFIX: &str = "-ipv6";
+pub(crate) const IPV6_SUFFIX: &str = "-ipv6";
 
 /// Upstream common.ContentHash: the first `n` bytes of sha256(s), each mod 36 as `0-9a-z`.
 pub(crate) fn content_hash(s: &str, n: usize) -> String {
@@ -204,17 +204,7 @@ pub(crate) struct RbsNames {
     pub instance_group: String,
     /// The IPv6 objects of a dual-stack or IPv6-only Service (ingress-gce l4netlbipv6.go): the
     /// rule `a<uid>-ipv6`, the nodes firewall `…-ipv6`, the health-check firewalls `…-fw-ipv6`.
-    pub ipv6: RbsIpv6Names,
-}
-
-/// Names of the IPv6 half of an RBS NetLB; the backend service and health check are shared with
-/// the IPv4 half.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RbsIpv6Names {
-    pub rule: String,
-    pub firewall: String,
-    pub shared_health_check_firewall: String,
-    pub local_health_check_firewall: String,
+    pub ipv6: Ipv6Names,
 }
 
 impl RbsNames {
@@ -227,7 +217,7 @@ impl RbsNames {
     ) -> Result<Self> {
         let lb = load_balancer_name(service_uid);
         let names = RbsNames {
-            ipv6: RbsIpv6Names {
+            ipv6: Ipv6Names {
                 rule: suffixed(&lb, IPV6_SUFFIX),
                 firewall: namer.ipv6_firewall(namespace, name),
                 shared_health_check_firewall: namer.ipv6_health_check_firewall(namespace, name, true),

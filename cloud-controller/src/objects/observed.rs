@@ -44,6 +44,13 @@ pub(crate) struct IlbObserved {
     pub legacy_firewall: Option<Firewall>,
     pub nodes_health_check_firewall: Option<Firewall>,
     pub local_health_check_firewall: Option<Firewall>,
+    /// The IPv6 half ([`crate::naming::Ipv6Names`]): rule, its reservation, nodes firewall and
+    /// the checks' IPv6 firewalls.
+    pub ipv6_forwarding_rule: Option<ForwardingRule>,
+    pub ipv6_address: Option<Address>,
+    pub ipv6_firewall: Option<Firewall>,
+    pub ipv6_nodes_health_check_firewall: Option<Firewall>,
+    pub ipv6_local_health_check_firewall: Option<Firewall>,
     /// zone -> member instance URLs of the shared instance group there (zones without one absent).
     pub instance_groups: BTreeMap<String, Vec<String>>,
     /// Action target keys ([`Action::target_key`](crate::objects::action::Action::target_key)) GCE refused to delete earlier in this sync

@@ -5,20 +5,24 @@
 //!
 //! Never imports: crate::controllers::lb::external, crate::controllers::lb::rounds::external.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::Service;
 use svcnet_crds::GceResources;
 
 use crate::controllers::lb::ctx::LbCtx;
 use crate::controllers::lb::record;
 use crate::controllers::lb::report::{
-    ServiceEvents, converged, deleted, invalid_service, obj_ref, sync_failed,
+    ServiceEvents, converged_ips, deleted, invalid_service, obj_ref, patch_annotations, sync_failed,
 };
 use crate::controllers::lb::rounds::RealGce;
 use crate::controllers::lb::rounds::internal::{IlbEnsured, IlbInput, delete_ilb_rounds, ensure_ilb_rounds};
 use crate::controllers::{Shared, SyncError};
 use crate::gce::observe::ObservedLb;
+use crate::lb::families::{is_missing_ipv6_range, no_internal_ipv6_range, ordered_ingress_ips};
 use crate::lb::internal::IlbSpec;
 use crate::lb::internal::delete::Teardown;
+use crate::lb::internal::ipv6::{IPV6_STATUS_ANNOTATION_KEYS, ipv6_status_annotations};
 use crate::naming::IlbNames;
 use crate::objects::SCHEME_INTERNAL;
 use crate::objects::observed::IlbObserved;
@@ -57,24 +61,41 @@ pub(crate) async fn ensure_ilb(
         }
     };
     let (o, links) = *obs;
-    let ip = plan.ingress_ip.clone();
+    let ips = ordered_ingress_ips(svc, plan.ingress_ip.as_deref(), plan.ingress_ipv6.as_deref());
+    let want = if spec.base.ipv6 {
+        ipv6_status_annotations(&names, &spec)
+            .into_iter()
+            .map(|(k, v)| (k, Some(v)))
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    patch_annotations(svc, sh, &IPV6_STATUS_ANNOTATION_KEYS, &want).await?;
     let done = announced.then_some((crate::lb::EVENT_ENSURED, "Ensured load balancer"));
-    converged(svc, sh, ip.as_deref(), done).await?;
+    converged_ips(svc, sh, &ips, done).await?;
     let prev = record::current(&sh.client, svc).await;
     let mut st = record::build_status(svc, prev.as_ref(), None, None, None, None);
-    st.ingress_ip = ip;
+    st.ingress_ip = ips.into_iter().next();
     st.gce = Some(gce_resources(&names, &o, &links));
     record::write(&sh.client, svc, st).await;
     Ok(kube::runtime::controller::Action::requeue(sh.tuning.lb_resync))
 }
 
 /// GCE's bare "subnetwork cannot be found" becomes an error naming the Service and the
-/// annotation (or cluster setting) that chose the subnetwork.
+/// annotation (or cluster setting) that chose the subnetwork; its refusal of an IPv6 address in a
+/// subnetwork without an internal IPv6 range becomes ingress-gce's user error.
 fn explain_subnet(e: SyncError, spec: &IlbSpec, cfg: &crate::config::Config) -> SyncError {
     match e {
         SyncError::Gce(g) if crate::lb::internal::is_missing_subnet(g.status, &g.message) => {
             SyncError::Explained {
                 hint: spec.missing_subnet_hint(cfg),
+                source: g,
+            }
+        }
+        SyncError::Gce(g) if spec.base.ipv6 && is_missing_ipv6_range(g.status, &g.message) => {
+            let subnet = spec.subnet.as_deref().unwrap_or(&cfg.subnetwork);
+            SyncError::Explained {
+                hint: no_internal_ipv6_range(&spec.base.object, subnet).to_string(),
                 source: g,
             }
         }
@@ -122,6 +143,9 @@ pub(crate) async fn cleanup_ilb(svc: &Service, ctx: &LbCtx, mode: Teardown) -> R
     let _guard = ctx.shared_hc.lock().await;
     match delete_ilb_rounds(&RealGce::new(sh), &events, &names, mode).await {
         Ok(announced) => {
+            if svc.metadata.deletion_timestamp.is_none() {
+                patch_annotations(svc, sh, &IPV6_STATUS_ANNOTATION_KEYS, &BTreeMap::new()).await?;
+            }
             if announced && mode == Teardown::All {
                 deleted(svc, sh).await;
             }

@@ -6,19 +6,16 @@
 //!
 //! Never imports: crate::controllers::lb::external, crate::controllers::lb::rounds::external, crate::controllers::lb::internal, crate::controllers::lb::rounds::internal.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action as Requeue;
-use kube::{Api, ResourceExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 use svcnet_crds::GceResources;
 
 use crate::controllers::lb::ctx::LbCtx;
 use crate::controllers::lb::record;
 use crate::controllers::lb::report::{
-    ServiceEvents, converged_ips, deleted, invalid_service, obj_ref, patch_ingress, sync_failed,
+    ServiceEvents, converged_ips, deleted, invalid_service, obj_ref, patch_annotations, patch_ingress,
+    sync_failed,
 };
 use crate::controllers::lb::rounds::rbs::{RbsEnsured, RbsInput, delete_rbs_rounds, ensure_rbs_rounds};
 use crate::controllers::lb::rounds::{RbsObservation, RealGce};
@@ -100,7 +97,7 @@ pub(crate) async fn ensure_rbs(svc: &Service, ctx: &LbCtx) -> Result<Requeue, Sy
         .into_iter()
         .map(|(k, v)| (k, Some(v)))
         .collect();
-    patch_annotations(svc, sh, &want).await?;
+    patch_annotations(svc, sh, &STATUS_ANNOTATION_KEYS, &want).await?;
     let done = announced.then_some((crate::lb::EVENT_ENSURED, "Ensured load balancer"));
     converged_ips(svc, sh, &ips, done).await?;
     let prev = record::current(&sh.client, svc).await;
@@ -124,31 +121,6 @@ fn explain_ipv6_subnet(e: SyncError, spec: &LbSpec, cfg: &crate::config::Config)
         }
         e => e,
     }
-}
-
-/// Sets the status annotations to `want` (key -> value, None = absent) and removes every other
-/// key of ingress-gce's set; only when something differs.
-async fn patch_annotations(
-    svc: &Service,
-    sh: &Shared,
-    want: &BTreeMap<&'static str, Option<String>>,
-) -> Result<(), SyncError> {
-    let current = svc.metadata.annotations.clone().unwrap_or_default();
-    let mut changes = serde_json::Map::new();
-    for key in STATUS_ANNOTATION_KEYS {
-        let wanted = want.get(key).cloned().flatten();
-        if current.get(key) != wanted.as_ref() {
-            changes.insert(key.to_owned(), wanted.map_or(Value::Null, Value::String));
-        }
-    }
-    if changes.is_empty() {
-        return Ok(());
-    }
-    let api: Api<Service> = Api::namespaced(sh.client.clone(), &svc.namespace().unwrap_or_default());
-    let body = json!({ "metadata": { "annotations": changes } });
-    api.patch(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&body))
-        .await?;
-    Ok(())
 }
 
 /// The CloudLoadBalancer record's view of an RBS NetLB.

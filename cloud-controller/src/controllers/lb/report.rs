@@ -1,13 +1,14 @@
 //! What a load balancer sync tells Kubernetes besides finalizers: events on the Service, its
 //! `status.loadBalancer.ingress`, and the CloudLoadBalancer record of a failure.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action as Requeue;
 use kube::{Api, Resource, ResourceExt};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::controllers::lb::record;
 use crate::controllers::lb::rounds::{Announce, Note};
@@ -134,4 +135,30 @@ async fn patch_ingress_ips(svc: &Service, sh: &Shared, ips: &[String]) -> Result
     api.patch_status(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&body))
         .await?;
     Ok(true)
+}
+
+/// Sets the status annotations to `want` (key -> value, None = absent) and removes every other
+/// key of `keys` (the kind's share of ingress-gce's set); only when something differs.
+pub(crate) async fn patch_annotations(
+    svc: &Service,
+    sh: &Shared,
+    keys: &[&str],
+    want: &BTreeMap<&'static str, Option<String>>,
+) -> Result<(), SyncError> {
+    let current = svc.metadata.annotations.clone().unwrap_or_default();
+    let mut changes = serde_json::Map::new();
+    for &key in keys {
+        let wanted = want.get(key).cloned().flatten();
+        if current.get(key) != wanted.as_ref() {
+            changes.insert(key.to_owned(), wanted.map_or(Value::Null, Value::String));
+        }
+    }
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let api: Api<Service> = Api::namespaced(sh.client.clone(), &svc.namespace().unwrap_or_default());
+    let body = json!({ "metadata": { "annotations": changes } });
+    api.patch(&svc.name_any(), &PatchParams::default(), &Patch::Merge(&body))
+        .await?;
+    Ok(())
 }

@@ -16,7 +16,7 @@ fn families_default_to_ipv4() {
 }
 
 #[test]
-fn ipv6_only_is_refused_by_target_pool_and_internal_lbs_dual_stack_is_served() {
+fn ipv6_only_is_refused_by_target_pools_and_accepted_by_internal_lbs_dual_stack_is_served() {
     let v6 = Scenario::new().ip_families(&[IPV6]);
     let Err(err) = v6.ensure(&Observed::default()) else {
         panic!("IPv6-only target pool accepted")
@@ -32,10 +32,8 @@ fn ipv6_only_is_refused_by_target_pool_and_internal_lbs_dual_stack_is_served() {
     let ilb = Scenario::new()
         .ip_families(&[IPV6])
         .annotation("networking.gke.io/load-balancer-type", "Internal");
-    let Err(err) = IlbSpec::from_service(&ilb.service) else {
-        panic!("IPv6-only ILB accepted")
-    };
-    assert!(err.to_string().contains("internal load balancer"), "{err}");
+    let spec = IlbSpec::from_service(&ilb.service).expect("IPv6-only ILB accepted");
+    assert!(spec.base.ipv6 && !spec.base.ipv4);
 
     let dual = Scenario::new().ip_families(&[IPV6, IPV4]);
     let plan = dual
@@ -63,6 +61,19 @@ fn gce_refusing_an_ipv6_address_for_its_subnetwork_becomes_ingress_gces_user_err
         Some(503),
         "The subnetwork does not have an EXTERNAL IPv6 range"
     ));
+    assert!(is_missing_ipv6_range(
+        Some(400),
+        "Invalid value for field 'resource.subnetwork': 'x': The subnetwork does not have an INTERNAL IPv6 range (ipv6AccessType INTERNAL)."
+    ));
+    let err = no_internal_ipv6_range("Service default/web", "sub-a");
+    assert_eq!(err.field(), "spec.ipFamilies");
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(
+            "Service default/web: spec.ipFamilies: subnet sub-a does not have internal IPv6 ranges"
+        ) && msg.contains("networking.gke.io/internal-load-balancer-subnet"),
+        "{msg}"
+    );
     let err = no_external_ipv6_range("Service default/web", "sub-a");
     let msg = err.to_string();
     assert!(

@@ -1,4 +1,5 @@
-//! Internal LB teardown plan (upstream ensureInternalLoadBalancerDeleted).
+//! Internal LB teardown plan (upstream ensureInternalLoadBalancerDeleted, with ingress-gce's IPv6
+//! objects).
 
 use crate::lb::internal::group_key;
 use crate::naming::IlbNames;
@@ -36,6 +37,21 @@ pub(crate) fn plan_delete(names: &IlbNames, o: &IlbObserved, mode: Teardown) -> 
             name: names.lb.clone(),
         });
     }
+    // The IPv6 rule and address share the RBS NetLB's `a<uid>-ipv6` names: kept when external.
+    if let Some(fr) = &o.ipv6_forwarding_rule
+        && (!internal_only || fr.load_balancing_scheme == SCHEME_INTERNAL)
+    {
+        actions.push(Action::DeleteForwardingRule {
+            name: names.ipv6.rule.clone(),
+        });
+    }
+    if let Some(a) = &o.ipv6_address
+        && (!internal_only || a.address_type == SCHEME_INTERNAL)
+    {
+        actions.push(Action::DeleteAddress {
+            name: names.ipv6.rule.clone(),
+        });
+    }
     if o.backend_service.is_some() {
         actions.push(Action::DeleteBackendService {
             name: names.lb.clone(),
@@ -51,18 +67,54 @@ pub(crate) fn plan_delete(names: &IlbNames, o: &IlbObserved, mode: Teardown) -> 
             name: names.legacy_firewall.clone(),
         });
     }
-    for (hc, hc_present, fw, fw_present) in [
+    if o.ipv6_firewall.is_some() {
+        actions.push(Action::DeleteFirewall {
+            name: names.ipv6.firewall.clone(),
+        });
+    }
+    plan_delete_checks(names, o, &mut actions);
+    for zone in o.instance_groups.keys() {
+        if !o.kept_in_use.contains(&group_key(zone, &names.instance_group)) {
+            actions.push(Action::DeleteInstanceGroup {
+                zone: zone.clone(),
+                name: names.instance_group.clone(),
+            });
+        }
+    }
+    actions
+}
+
+/// The health checks and their IPv4 and IPv6 firewalls, except a check another LB keeps.
+fn plan_delete_checks(names: &IlbNames, o: &IlbObserved, actions: &mut Vec<Action>) {
+    let v6 = &names.ipv6;
+    for (hc, hc_present, fws) in [
         (
             &names.local_health_check,
             o.local_health_check.is_some(),
-            &names.local_health_check_firewall,
-            o.local_health_check_firewall.is_some(),
+            [
+                (
+                    &names.local_health_check_firewall,
+                    o.local_health_check_firewall.is_some(),
+                ),
+                (
+                    &v6.local_health_check_firewall,
+                    o.ipv6_local_health_check_firewall.is_some(),
+                ),
+            ],
         ),
         (
             &names.nodes_health_check,
             o.nodes_health_check.is_some(),
-            &names.nodes_health_check_firewall,
-            o.nodes_health_check_firewall.is_some(),
+            [
+                (
+                    &names.nodes_health_check_firewall,
+                    o.nodes_health_check_firewall.is_some(),
+                ),
+                (
+                    &v6.shared_health_check_firewall,
+                    o.ipv6_nodes_health_check_firewall.is_some(),
+                ),
+            ],
         ),
     ] {
         if o.kept_in_use.contains(&format!("healthChecks/{hc}")) {
@@ -74,17 +126,10 @@ pub(crate) fn plan_delete(names: &IlbNames, o: &IlbObserved, mode: Teardown) -> 
                 keep_if_in_use: true,
             });
         }
-        if fw_present {
-            actions.push(Action::DeleteFirewall { name: fw.clone() });
+        for (fw, present) in fws {
+            if present {
+                actions.push(Action::DeleteFirewall { name: fw.clone() });
+            }
         }
     }
-    for zone in o.instance_groups.keys() {
-        if !o.kept_in_use.contains(&group_key(zone, &names.instance_group)) {
-            actions.push(Action::DeleteInstanceGroup {
-                zone: zone.clone(),
-                name: names.instance_group.clone(),
-            });
-        }
-    }
-    actions
 }

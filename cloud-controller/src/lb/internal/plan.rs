@@ -1,6 +1,6 @@
 //! Internal LB plan: desired vs observed -> actions in upstream's order (groups, check, address,
-//! [rule delete], backend service, rule, firewalls, old check, release) with upstream's equality
-//! rules.
+//! [rule delete], backend service, rule, firewalls, IPv6 half, old check, release) with
+//! upstream's equality rules.
 
 use std::collections::BTreeSet;
 
@@ -8,24 +8,14 @@ use crate::config::Config;
 use crate::lb::backend_service::{BackendServicePlan, plan_backend_service};
 use crate::lb::drift;
 use crate::lb::hosts::plan_group_members;
-use crate::lb::internal::{DesiredIlb, traffic_firewall};
+use crate::lb::internal::{DesiredIlb, ipv6, traffic_firewall};
+use crate::lb::ipv6::ensure_firewall;
 use crate::naming;
 use crate::objects::action::Action;
 use crate::objects::observed::IlbObserved;
 use crate::objects::{self, Address, Backend, BackendService, ForwardingRule, SCHEME_INTERNAL};
 
-/// Upstream forwardingRulesEqual (an empty IP on either side matches any).
-pub(crate) fn rules_equal(have: &ForwardingRule, want: &ForwardingRule) -> bool {
-    let set = |l: &[String]| l.iter().cloned().collect::<BTreeSet<_>>();
-    (have.ip_address.is_empty() || want.ip_address.is_empty() || have.ip_address == want.ip_address)
-        && have.ip_protocol == want.ip_protocol
-        && have.load_balancing_scheme == want.load_balancing_scheme
-        && set(&have.ports) == set(&want.ports)
-        && have.all_ports == want.all_ports
-        && objects::same_link(&have.backend_service, &want.backend_service)
-        && have.allow_global_access == want.allow_global_access
-        && objects::same_link(&have.subnetwork, &want.subnetwork)
-}
+pub(crate) use crate::lb::internal::rules_equal;
 
 /// Upstream backendSvcEqual (backends compared by group link only).
 pub(crate) fn backend_services_equal(have: &BackendService, want: &BackendService) -> bool {
@@ -49,31 +39,36 @@ pub(crate) use crate::lb::drift::{
 
 /// Desired vs observed -> ordered calls (upstream ensureInternalLoadBalancer's order: instance
 /// groups, health check, address, [rule delete], backend service, rule, firewalls, old health
-/// check, address release). Empty when GCE matches.
+/// check, address release; then ingress-gce's IPv6 half). Empty when GCE matches.
 pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> BackendServicePlan {
     let names = &d.names;
     let mut actions = Vec::new();
     plan_groups(d, o, &mut actions);
     let shared = d.spec.shared_health_check();
     plan_health_check(d, o, shared, &mut actions);
-    let Some(IpPlan {
-        ip,
-        fr_equal,
-        release,
-        want_fr,
-    }) = plan_ip(d, o, &mut actions)
-    else {
-        return BackendServicePlan {
-            actions,
-            replan: true,
-            ingress_ip: None,
-            ingress_ipv6: None,
+    let v4 = if d.spec.base.ipv4 {
+        let Some(p) = plan_ip(d, o, &mut actions) else {
+            return replan(actions);
         };
+        // A rule that differs goes first: the backend service may change under it.
+        if o.forwarding_rule.is_some() && !p.fr_equal {
+            actions.push(Action::DeleteForwardingRule {
+                name: names.lb.clone(),
+            });
+        }
+        Some(p)
+    } else {
+        plan_unwanted_ipv4(d, o, &mut actions);
+        None
     };
-    // A rule that differs goes first: the backend service may change under it.
-    if o.forwarding_rule.is_some() && !fr_equal {
+    // The IPv6 rule too: gone when not wanted, deleted first when its protocol changes.
+    let have_v6 = o.ipv6_forwarding_rule.as_ref();
+    let keep_v6 = have_v6.filter(|r| d.spec.base.ipv6 && r.ip_protocol == d.forwarding_rule.ip_protocol);
+    if !d.spec.base.ipv6 {
+        ipv6::plan_unwanted_ipv6(&names.ipv6, o, &mut actions);
+    } else if have_v6.is_some() && keep_v6.is_none() {
         actions.push(Action::DeleteForwardingRule {
-            name: names.lb.clone(),
+            name: names.ipv6.rule.clone(),
         });
     }
     let old_hc = plan_backend_service(
@@ -82,17 +77,62 @@ pub(crate) fn plan_ensure(d: &DesiredIlb, o: &IlbObserved, cfg: &Config) -> Back
         backend_services_equal,
         &mut actions,
     );
-    if !fr_equal {
-        actions.push(Action::CreateForwardingRule(want_fr));
-    }
-    plan_firewalls(d, o, cfg, &ip, shared, &mut actions);
+    let mut release = None;
+    let ingress_ip = v4.map(|p| {
+        if !p.fr_equal {
+            actions.push(Action::CreateForwardingRule(p.want_fr));
+        }
+        plan_traffic_firewalls(d, o, cfg, &p.ip, &mut actions);
+        release = p.release;
+        p.ip
+    });
+    plan_health_check_firewall(d, o, shared, &mut actions);
+    let ingress_ipv6 = if d.spec.base.ipv6 {
+        let Some(ip) = ipv6::plan_ipv6(d, o, keep_v6, cfg, &mut actions) else {
+            return replan(actions);
+        };
+        Some(ip)
+    } else {
+        None
+    };
     plan_old_check(d, o, shared, old_hc.as_deref(), &mut actions);
     actions.extend(release);
     BackendServicePlan {
         actions,
         replan: false,
-        ingress_ip: Some(ip),
+        ingress_ip,
+        ingress_ipv6,
+    }
+}
+
+fn replan(actions: Vec<Action>) -> BackendServicePlan {
+    BackendServicePlan {
+        actions,
+        replan: true,
+        ingress_ip: None,
         ingress_ipv6: None,
+    }
+}
+
+/// An IPv6-only Service has no IPv4 rule, reservation or traffic firewall (ingress-gce l4.go
+/// deleteIPv4ResourcesOnSync).
+fn plan_unwanted_ipv4(d: &DesiredIlb, o: &IlbObserved, actions: &mut Vec<Action>) {
+    let names = &d.names;
+    if o.forwarding_rule.is_some() {
+        actions.push(Action::DeleteForwardingRule {
+            name: names.lb.clone(),
+        });
+    }
+    if o.address.is_some() {
+        actions.push(release_ours(d));
+    }
+    for (have, name) in [
+        (&o.firewall, &names.firewall),
+        (&o.legacy_firewall, &names.legacy_firewall),
+    ] {
+        if have.is_some() {
+            actions.push(Action::DeleteFirewall { name: name.clone() });
+        }
     }
 }
 
@@ -214,41 +254,35 @@ fn hold_address(
     ip_to_use.map(|ip| (ip.clone(), Some(release_ours(d))))
 }
 
-/// Firewalls: traffic (for the rule's IP), the legacy-named one once the new one exists, the
-/// health check's.
-fn plan_firewalls(
+/// Traffic firewalls: the one for the rule's IP, and the legacy-named one deleted once the new
+/// one exists.
+fn plan_traffic_firewalls(
     d: &DesiredIlb,
     o: &IlbObserved,
     cfg: &Config,
     ip: &str,
-    shared: bool,
     actions: &mut Vec<Action>,
 ) {
-    let want_fw = traffic_firewall(d, cfg, ip);
-    match &o.firewall {
-        None => actions.push(Action::CreateFirewall(want_fw)),
-        Some(have) if drift::firewall_differs(&want_fw, have, None) => {
-            actions.push(Action::PatchFirewall(want_fw))
-        }
-        Some(_) => {}
-    }
+    ensure_firewall(traffic_firewall(d, cfg, ip), o.firewall.as_ref(), actions);
     if o.legacy_firewall.is_some() {
         actions.push(Action::DeleteFirewall {
             name: d.names.legacy_firewall.clone(),
         });
+    }
+}
+
+/// The IPv4 probers' firewall of the check in use; an IPv6-only Service's probes come from the
+/// IPv6 range only ([`ipv6::plan_ipv6`]).
+fn plan_health_check_firewall(d: &DesiredIlb, o: &IlbObserved, shared: bool, actions: &mut Vec<Action>) {
+    if !d.spec.base.ipv4 {
+        return;
     }
     let have_hc_fw = if shared {
         &o.nodes_health_check_firewall
     } else {
         &o.local_health_check_firewall
     };
-    match have_hc_fw {
-        None => actions.push(Action::CreateFirewall(d.health_check_firewall.clone())),
-        Some(have) if drift::firewall_differs(&d.health_check_firewall, have, None) => {
-            actions.push(Action::PatchFirewall(d.health_check_firewall.clone()))
-        }
-        Some(_) => {}
-    }
+    ensure_firewall(d.health_check_firewall.clone(), have_hc_fw.as_ref(), actions);
 }
 
 /// The health check of the other kind (upstream clearPreviousInternalResources): the service's
@@ -269,10 +303,16 @@ fn plan_old_check(
                 keep_if_in_use: true,
             });
         }
-        if o.local_health_check_firewall.is_some() {
-            actions.push(Action::DeleteFirewall {
-                name: names.local_health_check_firewall.clone(),
-            });
+        for (have, name) in [
+            (&o.local_health_check_firewall, &names.local_health_check_firewall),
+            (
+                &o.ipv6_local_health_check_firewall,
+                &names.ipv6.local_health_check_firewall,
+            ),
+        ] {
+            if have.is_some() {
+                actions.push(Action::DeleteFirewall { name: name.clone() });
+            }
         }
     } else if old_hc == Some(names.nodes_health_check.as_str())
         && !o
@@ -285,10 +325,16 @@ fn plan_old_check(
                 keep_if_in_use: true,
             });
         }
-        if o.nodes_health_check_firewall.is_some() {
-            actions.push(Action::DeleteFirewall {
-                name: names.nodes_health_check_firewall.clone(),
-            });
+        for (have, name) in [
+            (&o.nodes_health_check_firewall, &names.nodes_health_check_firewall),
+            (
+                &o.ipv6_nodes_health_check_firewall,
+                &names.ipv6.shared_health_check_firewall,
+            ),
+        ] {
+            if have.is_some() {
+                actions.push(Action::DeleteFirewall { name: name.clone() });
+            }
         }
     }
 }

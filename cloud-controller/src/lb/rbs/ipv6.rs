@@ -4,16 +4,16 @@
 //! (`ipVersion: IPV6`, `ADDR/96`) to the same backend service, the `-ipv6` nodes firewall and the
 //! health-check firewall for GCE's IPv6 probers; and its removal when the Service drops IPv6.
 
-use super::{DesiredRbs, family_source_ranges, nodes_firewall, rules_equal};
+use super::{DesiredRbs, nodes_firewall, rules_equal};
 use crate::config::Config;
-use crate::lb::drift;
+pub(crate) use crate::lb::ipv6::ensure_firewall;
+use crate::lb::ipv6::{self, IP_VERSION_IPV6, NETLB_IPV6_HEALTH_CHECK_RANGE, family_source_ranges};
 use crate::naming::l4::{RbsNames, l4_description};
 use crate::objects::action::Action;
 use crate::objects::observed::RbsObserved;
-use crate::objects::{self, Address, Firewall, ForwardingRule, SCHEME_EXTERNAL, TIER_STANDARD};
+use crate::objects::{Firewall, ForwardingRule, SCHEME_EXTERNAL, TIER_STANDARD};
 
-/// ingress-gce IPVersionIPv6 and the prefix an external IPv6 rule's address carries.
-pub(crate) const IP_VERSION_IPV6: &str = "IPV6";
+/// The prefix an external IPv6 rule's address carries.
 const IPV6_RULE_PREFIX: &str = "/96";
 
 /// The IPv6 rule of a dual-stack or IPv6-only NetLB (ingress-gce l4netlbipv6.go
@@ -53,7 +53,7 @@ pub(crate) fn ipv6_forwarding_rule_for(
 /// same ports as the IPv4 one, to the IPv6 rule's address without its `/96`, from the Service's
 /// IPv6 source ranges only (IPv6ServiceSourceRanges), else from anywhere.
 pub(crate) fn ipv6_nodes_firewall(d: &DesiredRbs, cfg: &Config, ip: &str) -> Firewall {
-    let bare = ip.split_once('/').map_or(ip, |(addr, _)| addr);
+    let bare = ipv6::bare(ip);
     Firewall {
         name: d.names.ipv6.firewall.clone(),
         // The IPv6 allow rule never carries spec.loadBalancerIP (ingress-gce ensureIPv6NodesFirewall).
@@ -63,11 +63,6 @@ pub(crate) fn ipv6_nodes_firewall(d: &DesiredRbs, cfg: &Config, ip: &str) -> Fir
         ..nodes_firewall(d, cfg, bare)
     }
 }
-
-/// GCE's IPv6 health-check probers of external passthrough LBs (ingress-gce healthchecksl4.go
-/// `L4NetLBIPv6HCRange`, picked for XLB by `getIPv6HCFirewallSourceRanges`, shared check or
-/// not); internal LBs' probers use `L4ILBIPv6HCRange`, `2600:2d00:1:b029::/64`.
-pub(crate) const NETLB_IPV6_HEALTH_CHECK_RANGE: &str = "2600:1901:8001::/48";
 
 pub(crate) fn ipv6_health_check_firewall_name(d: &DesiredRbs) -> &String {
     if d.shared_health_check() {
@@ -80,11 +75,11 @@ pub(crate) fn ipv6_health_check_firewall_name(d: &DesiredRbs) -> &String {
 /// The health-check firewall for the IPv6 probers (ingress-gce healthchecksl4.go
 /// ensureIPv6Firewall): as the IPv4 one, under its `-ipv6` name, from the IPv6 probe range.
 pub(crate) fn ipv6_health_check_firewall(d: &DesiredRbs) -> Firewall {
-    Firewall {
-        name: ipv6_health_check_firewall_name(d).clone(),
-        source_ranges: vec![NETLB_IPV6_HEALTH_CHECK_RANGE.to_owned()],
-        ..d.health_check_firewall.clone()
-    }
+    ipv6::health_check_firewall(
+        &d.health_check_firewall,
+        ipv6_health_check_firewall_name(d),
+        NETLB_IPV6_HEALTH_CHECK_RANGE,
+    )
 }
 
 /// The subnetwork the IPv6 address comes from: the `networking.gke.io/load-balancer-subnet`
@@ -93,21 +88,10 @@ pub(crate) fn ipv6_subnetwork_url(d: &DesiredRbs, cfg: &Config) -> String {
     cfg.subnetwork_url(d.spec.subnet.as_deref().unwrap_or(&cfg.subnetwork))
 }
 
-fn release_ipv6(d: &DesiredRbs) -> Action {
-    Action::DeleteAddress {
-        name: d.names.ipv6.rule.clone(),
-    }
-}
-
-fn bare(ip: &str) -> &str {
-    ip.split_once('/').map_or(ip, |(addr, _)| addr)
-}
-
 /// The IPv6 rule, its address and firewalls (ingress-gce ensureIPv6ForwardingRule with the
-/// address manager: the IP of the existing rule, else a new reservation whose IP GCE picks,
-/// released once the rule holds it). Returns the rule's bare IPv6, or None while GCE picks the
-/// IP of a new reservation (execute and plan again). Standard tier is refused before planning
-/// ([`ipv6_forwarding_rule_for`]).
+/// address manager, [`crate::lb::ipv6::plan_rule`]). Returns the rule's bare IPv6, or None while
+/// GCE picks the IP of a new reservation (execute and plan again). Standard tier is refused
+/// before planning ([`ipv6_forwarding_rule_for`]).
 pub(crate) fn plan_ipv6(
     d: &DesiredRbs,
     o: &RbsObserved,
@@ -115,49 +99,19 @@ pub(crate) fn plan_ipv6(
     actions: &mut Vec<Action>,
 ) -> Option<String> {
     let subnet = ipv6_subnetwork_url(d, cfg);
-    let have = o.ipv6_forwarding_rule.as_ref();
-    let have_ip = have
-        .map(|f| bare(&f.ip_address).to_owned())
-        .filter(|ip| !ip.is_empty());
-    let want = ipv6_forwarding_rule_for(d, have_ip.as_deref().unwrap_or(""), &subnet).ok()?;
-    let equal = have.is_some_and(|h| {
-        rules_equal(h, &want) && h.ip_version == IP_VERSION_IPV6 && objects::same_link(&h.subnetwork, &subnet)
-    });
-    let ours = o.ipv6_address.as_ref().and_then(|a| a.address.clone());
-    let (ip, release) = if equal {
-        (
-            have_ip.unwrap_or_default(),
-            o.ipv6_address.is_some().then(|| release_ipv6(d)),
-        )
-    } else if let Some(ip) = ours.filter(|ip| have_ip.as_ref().is_none_or(|h| h == ip)) {
-        (ip, Some(release_ipv6(d)))
-    } else {
-        if o.ipv6_address.is_some() {
-            actions.push(release_ipv6(d));
-        }
-        actions.push(Action::CreateAddress(Address {
-            name: d.names.ipv6.rule.clone(),
-            description: l4_description(&d.spec.service_name, ""),
-            address: have_ip.clone(),
-            network_tier: d.spec.network_tier.clone(),
-            address_type: SCHEME_EXTERNAL.to_owned(),
-            subnetwork: subnet.clone(),
-            ip_version: IP_VERSION_IPV6.to_owned(),
-        }));
-        (have_ip?, Some(release_ipv6(d)))
+    ipv6_forwarding_rule_for(d, "", &subnet).ok()?;
+    let rule = ipv6::RulePlan {
+        name: &d.names.ipv6.rule,
+        subnetwork: &subnet,
+        address_type: SCHEME_EXTERNAL,
+        network_tier: &d.spec.network_tier,
+        address_description: l4_description(&d.spec.service_name, ""),
+        build: |ip: &str| ipv6_forwarding_rule_for(d, ip, &subnet).unwrap_or_default(),
+        equal: rules_equal,
+        have_rule: o.ipv6_forwarding_rule.as_ref(),
+        have_address: o.ipv6_address.as_ref(),
     };
-    if !equal {
-        if have.is_some() {
-            actions.push(Action::DeleteForwardingRule {
-                name: d.names.ipv6.rule.clone(),
-            });
-        }
-        actions.extend(
-            ipv6_forwarding_rule_for(d, &ip, &subnet)
-                .ok()
-                .map(Action::CreateForwardingRule),
-        );
-    }
+    let (ip, release) = ipv6::plan_rule(&rule, actions)?;
     let have_hc_fw = if d.shared_health_check() {
         &o.ipv6_shared_health_check_firewall
     } else {
@@ -177,15 +131,6 @@ pub(crate) fn plan_ipv6(
     }
     actions.extend(release);
     Some(ip)
-}
-
-/// Creates `want`, or patches GCE's copy when it differs.
-pub(crate) fn ensure_firewall(want: Firewall, have: Option<&Firewall>, actions: &mut Vec<Action>) {
-    match have {
-        None => actions.push(Action::CreateFirewall(want)),
-        Some(have) if drift::firewall_differs(&want, have, None) => actions.push(Action::PatchFirewall(want)),
-        Some(_) => {}
-    }
 }
 
 /// A Service no longer asking for IPv6 loses its IPv6 rule, reservation, nodes firewall and its

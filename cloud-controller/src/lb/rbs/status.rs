@@ -33,11 +33,7 @@ pub(crate) fn status_annotations(d: &DesiredRbs) -> BTreeMap<&'static str, Strin
 /// The status annotations of the IPv6 rule and nodes firewall (ingress-gce l4netlbipv6.go), to
 /// merge with [`status_annotations`] when the Service asks for IPv6.
 pub(crate) fn ipv6_status_annotations(d: &DesiredRbs) -> BTreeMap<&'static str, String> {
-    let rule_key = match d.spec.protocol.as_str() {
-        "TCP" => ANN_TCP_FORWARDING_RULE_IPV6,
-        "UDP" => ANN_UDP_FORWARDING_RULE_IPV6,
-        _ => ANN_L3_FORWARDING_RULE_IPV6,
-    };
+    let rule_key = crate::lb::ipv6::rule_annotation_key(&d.spec.protocol);
     BTreeMap::from([
         (rule_key, d.names.ipv6.rule.clone()),
         (ANN_FIREWALL_RULE_IPV6, d.names.ipv6.firewall.clone()),
@@ -47,5 +43,3 @@ pub(crate) fn ipv6_status_annotations(d: &DesiredRbs) -> BTreeMap<&'static str, 
         ),
     ])
 }
-
-pub(crate) const ANN_FIREWALL_RULE_FOR_HC_IPV6: &str = "service.kubernetes.io/firewall-rule-for-hc-ipv6";

@@ -160,6 +160,11 @@ impl MiniGce {
             legacy_firewall: firewall(&names.legacy_firewall),
             nodes_health_check_firewall: firewall(&names.nodes_health_check_firewall),
             local_health_check_firewall: firewall(&names.local_health_check_firewall),
+            ipv6_forwarding_rule: self.forwarding_rules.get(&names.ipv6.rule).cloned(),
+            ipv6_address: self.addresses.get(&names.ipv6.rule).cloned(),
+            ipv6_firewall: firewall(&names.ipv6.firewall),
+            ipv6_nodes_health_check_firewall: firewall(&names.ipv6.shared_health_check_firewall),
+            ipv6_local_health_check_firewall: firewall(&names.ipv6.local_health_check_firewall),
             instance_groups: self.groups_named(&names.instance_group),
             // Learnt from kept deletes during a sync, never read.
             kept_in_use: Default::default(),

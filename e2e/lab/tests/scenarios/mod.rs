@@ -6,6 +6,7 @@ pub mod basics;
 pub mod internal;
 pub mod internal_mixed;
 pub mod ipv6;
+pub mod ipv6_ilb;
 pub mod ipv6_rbs;
 pub mod lifecycle;
 pub mod rbs;
