@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{SVCS, pod_names, svc_path, wait_all_answer};
+use super::families::{bare, gcloud, lb_service, routed_to_every_node, url};
+use super::{pod_names, svc_path, wait_all_answer};
 use crate::support::{self, Cluster, From, wait_for};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -31,12 +32,6 @@ const GROUP: &str = "lab-ipv6";
 const HC: &str = "lab-ipv6";
 const EXT_BS: &str = "lab-ipv6-ext";
 const INT_BS: &str = "lab-ipv6-int";
-
-/// gcloud that must succeed.
-fn gcloud(c: &dyn Cluster, args: &[&str]) -> String {
-    c.gcloud(args)
-        .unwrap_or_else(|e| panic!("gcloud {}: {e}", args.join(" ")))
-}
 
 fn regional<'a>(args: &[&'a str]) -> Vec<&'a str> {
     let mut v = args.to_vec();
@@ -187,19 +182,6 @@ fn rule(c: &dyn Cluster, name: &str, scheme: &str, bs: &str, v6: Option<&str>) -
     fr["IPAddress"].as_str().unwrap().to_owned()
 }
 
-/// The address a client connects to: an IPv6 rule's `ADDR/96` without its length.
-fn bare(ip: &str) -> &str {
-    ip.split('/').next().unwrap_or(ip)
-}
-
-fn url(ip: &str) -> String {
-    if ip.contains(':') {
-        format!("http://[{}]:80/", bare(ip))
-    } else {
-        format!("http://{ip}:80/")
-    }
-}
-
 /// A firewall allowing TCP 80 from `source` to `dest` on the nodes.
 fn firewall(c: &dyn Cluster, name: &str, source: &str, dest: &str) {
     gcloud(
@@ -226,21 +208,7 @@ fn firewall(c: &dyn Cluster, name: &str, source: &str, dest: &str) {
 /// A LoadBalancer Service of the operator's class over the app's pods, with `families`; then its
 /// status as the operator writes it: `ingress` (bare addresses).
 fn operator_service(c: &dyn Cluster, name: &str, families: &[&str], ingress: &[&str]) {
-    let policy = if families.len() == 2 {
-        "RequireDualStack"
-    } else {
-        "SingleStack"
-    };
-    support::api(
-        c,
-        "POST",
-        SVCS,
-        Some(&json!({"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "labels": {"app": APP}},
-            "spec": {"type": "LoadBalancer", "loadBalancerClass": CLASS, "selector": {"app": APP},
-                "ipFamilyPolicy": policy, "ipFamilies": families,
-                "ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}})),
-    );
+    lb_service(c, name, APP, families, Value::Null, Some(CLASS));
     let ingress: Vec<Value> = ingress
         .iter()
         .map(|ip| json!({"ip": bare(ip), "ipMode": "VIP"}))
@@ -269,16 +237,6 @@ fn ipv6_endpoints(c: &dyn Cluster, svc: &str, n: usize) -> BTreeSet<String> {
             .collect();
         (ips.len() == n).then_some(ips)
     })
-}
-
-/// Waits until the VPC sends `ip` (an IPv6 rule's `ADDR/96`, or an IPv4 address) to every node.
-fn routed_to_every_node(c: &dyn Cluster, ip: &str) {
-    let nodes = c.nodes().len();
-    wait_for(
-        &format!("the VPC's route for {ip} over {nodes} nodes"),
-        WAIT,
-        || (c.lb_backends(ip).len() == nodes).then_some(()),
-    );
 }
 
 /// (a) A dual-stack Service behind an EXTERNAL IPv4 and an EXTERNAL IPv6 rule on one backend

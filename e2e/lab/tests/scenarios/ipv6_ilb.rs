@@ -8,88 +8,31 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{SVCS, lb_name, svc_path, wait_all_answer};
-use crate::support::{self, Cluster, From, gce_objects, wait_for};
+use super::families::{controller_ipv6_rule, gcloud, ingress, lb_service, url};
+use super::{lb_name, svc_path, wait_all_answer};
+use crate::support::{self, Cluster, From, wait_for};
 
 const WAIT: Duration = Duration::from_secs(90);
 const APP: &str = "web6i";
 const SUBNET: &str = "lab-ilb6";
 const REGION: &str = "us-central1";
 
-fn gcloud(c: &dyn Cluster, args: &[&str]) -> String {
-    c.gcloud(args)
-        .unwrap_or_else(|e| panic!("gcloud {}: {e}", args.join(" ")))
-}
-
 fn internal_service(c: &dyn Cluster, name: &str, families: &[&str]) {
-    let policy = if families.len() == 2 {
-        "RequireDualStack"
-    } else {
-        "SingleStack"
-    };
-    support::api(
-        c,
-        "POST",
-        SVCS,
-        Some(&json!({"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "labels": {"app": APP}, "annotations": {
-                "networking.gke.io/load-balancer-type": "Internal",
-                "networking.gke.io/internal-load-balancer-subnet": SUBNET}},
-            "spec": {"type": "LoadBalancer", "selector": {"app": APP},
-                "ipFamilyPolicy": policy, "ipFamilies": families,
-                "ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}})),
-    );
-}
-
-/// The Service's ingress IPs once it has `n`.
-fn ingress(c: &dyn Cluster, name: &str, n: usize) -> Vec<String> {
-    wait_for(&format!("{n} ingress IPs for {name}"), WAIT, || {
-        let s = c.api("GET", &svc_path(name), None).ok()?;
-        let ips: Vec<String> = s["status"]["loadBalancer"]["ingress"]
-            .as_array()?
-            .iter()
-            .filter_map(|i| i["ip"].as_str().map(str::to_owned))
-            .collect();
-        (ips.len() == n).then_some(ips)
-    })
-}
-
-fn url(ip: &str) -> String {
-    if ip.contains(':') {
-        format!("http://[{ip}]:80/")
-    } else {
-        format!("http://{ip}:80/")
-    }
-}
-
-fn rule(c: &dyn Cluster, name: &str) -> Option<Value> {
-    gce_objects(c, "forwardingRules")
-        .into_iter()
-        .find(|r| r["name"] == name)
+    let annotations = json!({"networking.gke.io/load-balancer-type": "Internal",
+        "networking.gke.io/internal-load-balancer-subnet": SUBNET});
+    lb_service(c, name, APP, families, annotations, None);
 }
 
 /// Checks the INTERNAL IPv6 rule the controller made for `svc`, that the VM reaches `pods`
 /// through `v6` and the client does not; returns the rule's `/96`.
 fn ipv6_half(c: &dyn Cluster, svc: &str, v6: &str, pods: &BTreeSet<String>) -> String {
-    let lb = lb_name(c, svc);
-    let fr = rule(c, &format!("{lb}-ipv6")).unwrap_or_else(|| panic!("no rule {lb}-ipv6"));
-    assert_eq!(fr["ipVersion"], "IPV6", "{fr}");
-    assert_eq!(fr["loadBalancingScheme"], "INTERNAL", "{fr}");
-    assert_eq!(fr["IPAddress"], format!("{v6}/96"), "{fr}");
-    assert!(
-        fr["subnetwork"]
-            .as_str()
-            .unwrap()
-            .ends_with(&format!("/{SUBNET}")),
-        "{fr}"
-    );
-    let routed = fr["IPAddress"].as_str().unwrap().to_owned();
-    wait_for(&format!("the VPC's route for {routed}"), WAIT, || {
-        (c.lb_backends(&routed).len() == c.nodes().len()).then_some(())
+    let routed = controller_ipv6_rule(c, &lb_name(c, svc), v6, From::Vm, pods, |fr| {
+        assert_eq!(fr["loadBalancingScheme"], "INTERNAL", "{fr}");
+        let subnet = fr["subnetwork"].as_str().unwrap();
+        assert!(subnet.ends_with(&format!("/{SUBNET}")), "{fr}");
     });
-    assert_eq!(&wait_all_answer(c, From::Vm, &url(v6), 2), pods);
     assert_eq!(
         c.get(From::Client, &url(v6)),
         None,

@@ -7,19 +7,15 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{SVCS, lb_name, svc_path, wait_all_answer};
-use crate::support::{self, Cluster, From, gce_objects, wait_for};
+use super::families::{controller_ipv6_rule, gcloud, ingress, lb_service, url};
+use super::{lb_name, svc_path, wait_all_answer};
+use crate::support::{self, Cluster, From, wait_for};
 
 const WAIT: Duration = Duration::from_secs(90);
 const APP: &str = "web6c";
 const RBS: &str = "cloud.google.com/l4-rbs";
-
-fn gcloud(c: &dyn Cluster, args: &[&str]) -> String {
-    c.gcloud(args)
-        .unwrap_or_else(|e| panic!("gcloud {}: {e}", args.join(" ")))
-}
 
 fn subnet_stack(c: &dyn Cluster, stack: &str) {
     let mut args = vec![
@@ -39,64 +35,14 @@ fn subnet_stack(c: &dyn Cluster, stack: &str) {
     gcloud(c, &args);
 }
 
-fn rbs_service(c: &dyn Cluster, name: &str, families: &[&str]) {
-    let policy = if families.len() == 2 {
-        "RequireDualStack"
-    } else {
-        "SingleStack"
-    };
-    support::api(
-        c,
-        "POST",
-        SVCS,
-        Some(&json!({"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "labels": {"app": APP}, "annotations": {RBS: "enabled"}},
-            "spec": {"type": "LoadBalancer", "selector": {"app": APP},
-                "ipFamilyPolicy": policy, "ipFamilies": families,
-                "ports": [{"port": 80, "targetPort": 9376, "protocol": "TCP"}]}})),
-    );
-}
-
-/// The Service's ingress IPs once it has `n`.
-fn ingress(c: &dyn Cluster, name: &str, n: usize) -> Vec<String> {
-    wait_for(&format!("{n} ingress IPs for {name}"), WAIT, || {
-        let s = c.api("GET", &svc_path(name), None).ok()?;
-        let ips: Vec<String> = s["status"]["loadBalancer"]["ingress"]
-            .as_array()?
-            .iter()
-            .filter_map(|i| i["ip"].as_str().map(str::to_owned))
-            .collect();
-        (ips.len() == n).then_some(ips)
-    })
-}
-
-fn url(ip: &str) -> String {
-    if ip.contains(':') {
-        format!("http://[{ip}]:80/")
-    } else {
-        format!("http://{ip}:80/")
-    }
-}
-
-fn rule(c: &dyn Cluster, name: &str) -> Option<Value> {
-    gce_objects(c, "forwardingRules")
-        .into_iter()
-        .find(|r| r["name"] == name)
-}
-
 /// Checks the IPv6 rule the controller made for `svc` and that the client reaches `pods` through
 /// `v6`; returns the rule's `/96`.
 fn ipv6_half(c: &dyn Cluster, svc: &str, v6: &str, pods: &BTreeSet<String>) -> String {
-    let lb = lb_name(c, svc);
-    let fr = rule(c, &format!("{lb}-ipv6")).unwrap_or_else(|| panic!("no rule {lb}-ipv6"));
-    assert_eq!(fr["ipVersion"], "IPV6", "{fr}");
-    assert_eq!(fr["IPAddress"], format!("{v6}/96"), "{fr}");
-    let routed = fr["IPAddress"].as_str().unwrap().to_owned();
-    wait_for(&format!("the VPC's route for {routed}"), WAIT, || {
-        (c.lb_backends(&routed).len() == c.nodes().len()).then_some(())
-    });
-    assert_eq!(&wait_all_answer(c, From::Client, &url(v6), 2), pods);
-    routed
+    controller_ipv6_rule(c, &lb_name(c, svc), v6, From::Client, pods, |_| {})
+}
+
+fn rbs_service(c: &dyn Cluster, name: &str, families: &[&str]) {
+    lb_service(c, name, APP, families, json!({RBS: "enabled"}), None);
 }
 
 pub fn controller_ipv6(c: &dyn Cluster) {

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, dead_code)]
 
 pub mod basics;
+pub mod families;
 pub mod internal;
 pub mod internal_mixed;
 pub mod ipv6;
