@@ -9,6 +9,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod gcloud;
+pub mod ipv6;
 pub mod l4;
 
 use std::path::{Path, PathBuf};
