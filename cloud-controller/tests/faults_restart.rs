@@ -12,24 +12,6 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
-/// Names the fake holds per kind, for the leak check.
-fn inventory(gce: &FakeGce) -> Vec<String> {
-    let mut out = Vec::new();
-    for kind in [
-        "addresses",
-        "firewalls",
-        "httpHealthChecks",
-        "targetPools",
-        "forwardingRules",
-    ] {
-        for n in gce.names(kind) {
-            out.push(format!("{kind}/{n}"));
-        }
-    }
-    out.sort();
-    out
-}
-
 fn expected(lbs: &[String], cid: &str) -> Vec<String> {
     let mut out = Vec::new();
     for lb in lbs {
@@ -105,7 +87,7 @@ async fn faults_and_restarts_converge_without_leaks() {
     eventually(
         "exactly the objects of three LBs",
         Duration::from_secs(120),
-        || async { (inventory(&gce) == expected(&lbs, &cid)).then_some(()) },
+        || async { (inventory(&gce, &TARGET_POOL_KINDS) == expected(&lbs, &cid)).then_some(()) },
     )
     .await;
     for lb in &lbs {
@@ -140,7 +122,7 @@ async fn faults_and_restarts_converge_without_leaks() {
     eventually(
         "only the third LB's objects remain",
         Duration::from_secs(120),
-        || async { (inventory(&gce) == expected(&left, &cid)).then_some(()) },
+        || async { (inventory(&gce, &TARGET_POOL_KINDS) == expected(&left, &cid)).then_some(()) },
     )
     .await;
 
@@ -150,7 +132,7 @@ async fn faults_and_restarts_converge_without_leaks() {
         .await
         .unwrap();
     eventually("no GCE objects left", Duration::from_secs(120), || async {
-        inventory(&gce).is_empty().then_some(())
+        inventory(&gce, &TARGET_POOL_KINDS).is_empty().then_some(())
     })
     .await;
     eprintln!("all torn down after {:.1} s", t0.elapsed().as_secs_f64());

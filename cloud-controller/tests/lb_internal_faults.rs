@@ -12,26 +12,6 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
-fn inventory(gce: &FakeGce) -> Vec<String> {
-    let mut out = Vec::new();
-    for kind in [
-        "addresses",
-        "firewalls",
-        "httpHealthChecks",
-        "healthChecks",
-        "targetPools",
-        "forwardingRules",
-        "backendServices",
-        "instanceGroups",
-    ] {
-        for n in gce.names(kind) {
-            out.push(format!("{kind}/{n}"));
-        }
-    }
-    out.sort();
-    out
-}
-
 fn expected(lbs: &[String], cid: &str) -> Vec<String> {
     let mut out = Vec::new();
     for lb in lbs {
@@ -115,7 +95,7 @@ async fn internal_lbs_converge_under_faults_and_kills_without_leaks() {
     eventually(
         "exactly the objects of two ILBs",
         Duration::from_secs(120),
-        || async { (inventory(&gce) == expected(&lbs, &cid)).then_some(()) },
+        || async { (inventory(&gce, &TARGET_POOL_AND_ILB_KINDS) == expected(&lbs, &cid)).then_some(()) },
     )
     .await;
     let groups = gce.state()["instanceGroups"].clone();
@@ -150,7 +130,9 @@ async fn internal_lbs_converge_under_faults_and_kills_without_leaks() {
         .await;
     }
     eventually("no GCE objects left", Duration::from_secs(120), || async {
-        inventory(&gce).is_empty().then_some(())
+        inventory(&gce, &TARGET_POOL_AND_ILB_KINDS)
+            .is_empty()
+            .then_some(())
     })
     .await;
 }

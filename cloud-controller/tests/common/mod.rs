@@ -543,25 +543,52 @@ pub async fn event_reasons(client: &kube::Client, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The fake's collections a target-pool LB's objects live in.
+pub const TARGET_POOL_KINDS: [&str; 5] = [
+    "addresses",
+    "firewalls",
+    "httpHealthChecks",
+    "targetPools",
+    "forwardingRules",
+];
+
+/// The fake's collections a target-pool or internal LB's objects live in.
+pub const TARGET_POOL_AND_ILB_KINDS: [&str; 8] = [
+    "addresses",
+    "firewalls",
+    "httpHealthChecks",
+    "healthChecks",
+    "targetPools",
+    "forwardingRules",
+    "backendServices",
+    "instanceGroups",
+];
+
+/// `kind/name` of every object the fake holds in the collections `kinds`, sorted.
+pub fn inventory(gce: &FakeGce, kinds: &[&str]) -> Vec<String> {
+    let st = gce.state();
+    let mut out: Vec<String> = kinds
+        .iter()
+        .flat_map(|kind| {
+            st[*kind]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |r| format!("{kind}/{}", r["name"].as_str().unwrap_or("")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// Everything the fake holds that a load balancer named `lb` could own.
 pub fn lb_objects(gce: &FakeGce, lb: &str) -> Vec<String> {
-    let st = gce.state();
-    let mut out = Vec::new();
-    for kind in [
-        "addresses",
-        "firewalls",
-        "httpHealthChecks",
-        "targetPools",
-        "forwardingRules",
-    ] {
-        for r in st[kind].as_array().into_iter().flatten() {
-            let name = r["name"].as_str().unwrap_or("");
-            if name.contains(lb)
+    inventory(gce, &TARGET_POOL_KINDS)
+        .into_iter()
+        .filter(|o| {
+            let (kind, name) = o.split_once('/').unwrap_or_default();
+            name.contains(lb)
                 || (kind == "httpHealthChecks" || kind == "firewalls") && name.starts_with("k8s-")
-            {
-                out.push(format!("{kind}/{name}"));
-            }
-        }
-    }
-    out
+        })
+        .collect()
 }
