@@ -222,8 +222,14 @@ async fn without_the_flag_an_rbs_service_is_left_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
+async fn internal_to_rbs_and_back_then_rbs_to_cluster_ip() {
+    // One control plane for both: each starts and ends with nothing in the fake.
     let rig = Rig::start(&[ZONE], &["--rbs-netlb"]).await;
+    internal_to_rbs_and_back_leaves_nothing_of_the_old_kind(&rig).await;
+    rbs_to_cluster_ip_removes_the_lb_finalizer_annotations_and_status(&rig).await;
+}
+
+async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind(rig: &Rig) {
     let (gce, services) = (&rig.gce, &rig.services);
     let mut svc = lb_service("web", &[80]);
     svc.metadata.annotations = Some([(ILB.to_owned(), "Internal".to_owned())].into());
@@ -291,9 +297,8 @@ async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
     assert_eq!(everything(gce), Vec::<String>::new());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rbs_to_cluster_ip_removes_the_lb_finalizer_annotations_and_status() {
-    let rig = Rig::start(&[ZONE], &["--rbs-netlb"]).await;
+async fn rbs_to_cluster_ip_removes_the_lb_finalizer_annotations_and_status(rig: &Rig) {
+    assert_eq!(everything(&rig.gce), Vec::<String>::new());
     let (gce, services) = (&rig.gce, &rig.services);
     services
         .create(&PostParams::default(), &rbs_service("web", &[80]))
