@@ -37,23 +37,7 @@ async fn faults_and_restarts_converge_without_leaks() {
     for (i, zone) in [ZONE, ZONE, ZONE_C].iter().enumerate() {
         add_node(&client, &gce, &format!("node-{i}"), zone, None).await;
     }
-    let api_only = json!({"pathRegex": "^/compute/v1/"});
-    for (i, extra) in [
-        json!({"fraction": 0.2, "status": 503}),
-        json!({"fraction": 0.1, "status": 429}),
-        json!({"fraction": 0.1, "status": 403, "reason": "rateLimitExceeded"}),
-        json!({"fraction": 0.1, "status": 503, "mode": "operation", "method": "POST"}),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let mut f = api_only.clone();
-        f.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        f["seed"] = json!(i + 7);
-        gce.admin("POST", "faults", Some(&f));
-    }
+    gce.inject_api_faults(7);
 
     let mut ctl = Controller::start(&api_server, &gce, &["--gce-retries", "12"]);
     let t0 = std::time::Instant::now();

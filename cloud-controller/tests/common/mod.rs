@@ -208,6 +208,28 @@ impl FakeGce {
             .cloned()
     }
 
+    /// On the Compute API only: 20% 503, 10% 429, 10% 403 rateLimitExceeded and 10% of POSTs'
+    /// operations ending DONE with a 503, each seeded from `seed`.
+    pub fn inject_api_faults(&self, seed: u64) {
+        let api_only = json!({"pathRegex": "^/compute/v1/"});
+        for (i, extra) in [
+            json!({"fraction": 0.2, "status": 503}),
+            json!({"fraction": 0.1, "status": 429}),
+            json!({"fraction": 0.1, "status": 403, "reason": "rateLimitExceeded"}),
+            json!({"fraction": 0.1, "status": 503, "mode": "operation", "method": "POST"}),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut f = api_only.clone();
+            f.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            f["seed"] = json!(i as u64 + seed);
+            self.admin("POST", "faults", Some(&f));
+        }
+    }
+
     pub fn clear_calls(&self) {
         self.admin("DELETE", "calls", None);
     }
