@@ -12,24 +12,6 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
-/// Names the fake holds per kind, for the leak check.
-fn inventory(gce: &FakeGce) -> Vec<String> {
-    let mut out = Vec::new();
-    for kind in [
-        "addresses",
-        "firewalls",
-        "httpHealthChecks",
-        "targetPools",
-        "forwardingRules",
-    ] {
-        for n in gce.names(kind) {
-            out.push(format!("{kind}/{n}"));
-        }
-    }
-    out.sort();
-    out
-}
-
 fn expected(lbs: &[String], cid: &str) -> Vec<String> {
     let mut out = Vec::new();
     for lb in lbs {
@@ -55,23 +37,7 @@ async fn faults_and_restarts_converge_without_leaks() {
     for (i, zone) in [ZONE, ZONE, ZONE_C].iter().enumerate() {
         add_node(&client, &gce, &format!("node-{i}"), zone, None).await;
     }
-    let api_only = json!({"pathRegex": "^/compute/v1/"});
-    for (i, extra) in [
-        json!({"fraction": 0.2, "status": 503}),
-        json!({"fraction": 0.1, "status": 429}),
-        json!({"fraction": 0.1, "status": 403, "reason": "rateLimitExceeded"}),
-        json!({"fraction": 0.1, "status": 503, "mode": "operation", "method": "POST"}),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let mut f = api_only.clone();
-        f.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        f["seed"] = json!(i + 7);
-        gce.admin("POST", "faults", Some(&f));
-    }
+    gce.inject_api_faults(7);
 
     let mut ctl = Controller::start(&api_server, &gce, &["--gce-retries", "12"]);
     let t0 = std::time::Instant::now();
@@ -105,7 +71,7 @@ async fn faults_and_restarts_converge_without_leaks() {
     eventually(
         "exactly the objects of three LBs",
         Duration::from_secs(120),
-        || async { (inventory(&gce) == expected(&lbs, &cid)).then_some(()) },
+        || async { (inventory(&gce, &TARGET_POOL_KINDS) == expected(&lbs, &cid)).then_some(()) },
     )
     .await;
     for lb in &lbs {
@@ -140,7 +106,7 @@ async fn faults_and_restarts_converge_without_leaks() {
     eventually(
         "only the third LB's objects remain",
         Duration::from_secs(120),
-        || async { (inventory(&gce) == expected(&left, &cid)).then_some(()) },
+        || async { (inventory(&gce, &TARGET_POOL_KINDS) == expected(&left, &cid)).then_some(()) },
     )
     .await;
 
@@ -150,7 +116,7 @@ async fn faults_and_restarts_converge_without_leaks() {
         .await
         .unwrap();
     eventually("no GCE objects left", Duration::from_secs(120), || async {
-        inventory(&gce).is_empty().then_some(())
+        inventory(&gce, &TARGET_POOL_KINDS).is_empty().then_some(())
     })
     .await;
     eprintln!("all torn down after {:.1} s", t0.elapsed().as_secs_f64());

@@ -52,27 +52,6 @@ fn members(gce: &FakeGce, zone: &str, group: &str) -> Vec<String> {
     out
 }
 
-/// Every object an internal or external LB could leave (shared ones included).
-fn leftovers(gce: &FakeGce) -> Vec<String> {
-    let st = gce.state();
-    let mut out = Vec::new();
-    for kind in [
-        "addresses",
-        "firewalls",
-        "httpHealthChecks",
-        "healthChecks",
-        "targetPools",
-        "forwardingRules",
-        "backendServices",
-        "instanceGroups",
-    ] {
-        for r in st[kind].as_array().into_iter().flatten() {
-            out.push(format!("{kind}/{}", r["name"].as_str().unwrap_or("")));
-        }
-    }
-    out
-}
-
 async fn patch_svc(client: &kube::Client, name: &str, patch: Value) {
     let api: Api<Service> = Api::namespaced(client.clone(), "default");
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -427,7 +406,11 @@ async fn internal_lb_created_resynced_updated_and_deleted() {
     // Delete: nothing of the ILB (or the shared objects no one else uses) is left.
     services.delete("db", &DeleteParams::default()).await.unwrap();
     wait_gone(&client, "db").await;
-    assert_eq!(leftovers(&gce), Vec::<String>::new(), "objects left behind");
+    assert_eq!(
+        inventory(&gce, &TARGET_POOL_AND_ILB_KINDS),
+        Vec::<String>::new(),
+        "objects left behind"
+    );
     let reasons = event_reasons(&client, "db").await;
     assert!(reasons.contains(&"DeletedLoadBalancer".to_owned()), "{reasons:?}");
 }
@@ -527,5 +510,9 @@ async fn switching_external_internal_and_shared_groups() {
 
     services.delete("web", &DeleteParams::default()).await.unwrap();
     wait_gone(&client, "web").await;
-    assert_eq!(leftovers(&gce), Vec::<String>::new(), "objects left behind");
+    assert_eq!(
+        inventory(&gce, &TARGET_POOL_AND_ILB_KINDS),
+        Vec::<String>::new(),
+        "objects left behind"
+    );
 }

@@ -10,27 +10,6 @@ use std::time::Duration;
 use common::*;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, PostParams};
-use serde_json::json;
-
-fn inventory(gce: &FakeGce) -> Vec<String> {
-    let mut out = Vec::new();
-    for kind in [
-        "addresses",
-        "firewalls",
-        "httpHealthChecks",
-        "healthChecks",
-        "targetPools",
-        "forwardingRules",
-        "backendServices",
-        "instanceGroups",
-    ] {
-        for n in gce.names(kind) {
-            out.push(format!("{kind}/{n}"));
-        }
-    }
-    out.sort();
-    out
-}
 
 fn expected(lbs: &[String], cid: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -70,23 +49,7 @@ async fn internal_lbs_converge_under_faults_and_kills_without_leaks() {
     for (i, zone) in [ZONE, ZONE, ZONE_C].iter().enumerate() {
         add_node(&client, &gce, &format!("node-{i}"), zone, None).await;
     }
-    let api_only = json!({"pathRegex": "^/compute/v1/"});
-    for (i, extra) in [
-        json!({"fraction": 0.2, "status": 503}),
-        json!({"fraction": 0.1, "status": 429}),
-        json!({"fraction": 0.1, "status": 403, "reason": "rateLimitExceeded"}),
-        json!({"fraction": 0.1, "status": 503, "mode": "operation", "method": "POST"}),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let mut f = api_only.clone();
-        f.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        f["seed"] = json!(i + 11);
-        gce.admin("POST", "faults", Some(&f));
-    }
+    gce.inject_api_faults(11);
     let mut ctl = Controller::start(&api_server, &gce, &["--gce-retries", "12"]);
     let cid = cluster_id(&client).await;
     let services: Api<Service> = Api::namespaced(client.clone(), "default");
@@ -115,7 +78,7 @@ async fn internal_lbs_converge_under_faults_and_kills_without_leaks() {
     eventually(
         "exactly the objects of two ILBs",
         Duration::from_secs(120),
-        || async { (inventory(&gce) == expected(&lbs, &cid)).then_some(()) },
+        || async { (inventory(&gce, &TARGET_POOL_AND_ILB_KINDS) == expected(&lbs, &cid)).then_some(()) },
     )
     .await;
     let groups = gce.state()["instanceGroups"].clone();
@@ -150,7 +113,9 @@ async fn internal_lbs_converge_under_faults_and_kills_without_leaks() {
         .await;
     }
     eventually("no GCE objects left", Duration::from_secs(120), || async {
-        inventory(&gce).is_empty().then_some(())
+        inventory(&gce, &TARGET_POOL_AND_ILB_KINDS)
+            .is_empty()
+            .then_some(())
     })
     .await;
 }

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::gcloud::{Gcloud, have_gcloud};
+use common::gcloud::Describe;
 use common::l4::*;
 use common::*;
 use k8s_openapi::api::core::v1::Service;
@@ -64,8 +64,8 @@ fn is_target_pool(s: &Service) -> bool {
             .any(|k| k.starts_with("service.kubernetes.io/"))
 }
 
-/// The RBS objects of `svc` as gcloud reads them (or as the fake holds them without gcloud).
-fn check_rbs_objects(gce: &FakeGce, svc: &Service, ip: &str) {
+/// The RBS objects of `svc` as `read` describes them.
+fn check_rbs_objects(read: &Describe<'_>, gce: &FakeGce, svc: &Service, ip: &str) {
     let lb = lb_name(svc);
     let a = annotations(svc);
     let backend = a["service.kubernetes.io/backend-service"].clone();
@@ -85,25 +85,14 @@ fn check_rbs_objects(gce: &FakeGce, svc: &Service, ip: &str) {
         gce.names("targetPools").is_empty(),
         "a target pool for an RBS Service"
     );
-    if !have_gcloud("the gcloud read-back of the RBS NetLB") {
-        assert_eq!(gce.names("backendServices"), std::slice::from_ref(&backend));
-        return;
-    }
-    let g = Gcloud::new(gce);
-    let fr = g.value(&["compute", "forwarding-rules", "describe", &lb, "--region", REGION]);
+    assert_eq!(gce.names("backendServices"), std::slice::from_ref(&backend));
+    let fr = read.regional("forwarding-rules", "forwardingRules", &lb);
     assert_eq!(fr["IPAddress"], ip);
     assert_eq!(fr["loadBalancingScheme"], "EXTERNAL");
     assert_eq!(fr["portRange"], "80-80");
     assert_eq!(last(&fr["backendService"]), backend);
     assert!(fr["target"].is_null(), "{fr}");
-    let bs = g.value(&[
-        "compute",
-        "backend-services",
-        "describe",
-        &backend,
-        "--region",
-        REGION,
-    ]);
+    let bs = read.regional("backend-services", "backendServices", &backend);
     assert_eq!(bs["loadBalancingScheme"], "EXTERNAL");
     assert_eq!(bs["protocol"], "TCP");
     assert_eq!(last(&bs["healthChecks"][0]), hc);
@@ -122,10 +111,10 @@ fn check_rbs_objects(gce: &FakeGce, svc: &Service, ip: &str) {
         !groups.is_empty() && groups.iter().all(|g| g.starts_with("k8s-ig--")),
         "{groups:?}"
     );
-    let check = g.value(&["compute", "health-checks", "describe", &hc, "--region", REGION]);
+    let check = read.regional("health-checks", "healthChecks", &hc);
     assert_eq!(check["type"], "HTTP");
     assert_eq!(check["httpHealthCheck"]["port"], 10256);
-    let fw = g.value(&["compute", "firewall-rules", "describe", &backend]);
+    let fw = read.global("firewall-rules", "firewalls", &backend);
     assert_eq!(fw["destinationRanges"], json!([ip]));
     // ingress-gce writes the Service's protocol as it is ("TCP"); GCE reads it back lowercase.
     assert_eq!(
@@ -136,7 +125,7 @@ fn check_rbs_objects(gce: &FakeGce, svc: &Service, ip: &str) {
         Some("tcp")
     );
     assert_eq!(fw["allowed"][0]["ports"], json!(["80"]));
-    let hc_fw = g.value(&["compute", "firewall-rules", "describe", &format!("{hc}-fw")]);
+    let hc_fw = read.global("firewall-rules", "firewalls", &format!("{hc}-fw"));
     assert_eq!(hc_fw["allowed"][0]["ports"], json!(["10256"]));
 }
 
@@ -151,7 +140,10 @@ async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_witho
 
     let svc = wait_svc(services, gce, "web", "an RBS NetLB for web", true, is_rbs).await;
     let ip = ingress_ip(&svc).unwrap();
-    check_rbs_objects(gce, &svc, &ip);
+    // The real gcloud reads the RBS objects here; the switches below rebuild the same objects,
+    // read from the fake's REST API (what gcloud's describe sends).
+    let gcloud = Describe::gcloud_or_rest(gce, "the gcloud read-back of the RBS NetLB");
+    check_rbs_objects(&gcloud, gce, &svc, &ip);
     let rbs_objects = everything(gce);
 
     // RBS -> target pool: the RBS objects go first, every one of them.
@@ -189,7 +181,7 @@ async fn rbs_netlb_is_built_switched_to_a_target_pool_and_back_and_deleted_witho
         .unwrap();
     let svc = wait_svc(services, gce, "web", "web back on RBS", true, is_rbs).await;
     let ip = ingress_ip(&svc).unwrap();
-    check_rbs_objects(gce, &svc, &ip);
+    check_rbs_objects(&Describe::Rest(gce), gce, &svc, &ip);
     for k in ["targetPools", "httpHealthChecks"] {
         assert!(gce.names(k).is_empty(), "{k}: {:?}", gce.names(k));
     }
@@ -230,8 +222,14 @@ async fn without_the_flag_an_rbs_service_is_left_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
+async fn internal_to_rbs_and_back_then_rbs_to_cluster_ip() {
+    // One control plane for both: each starts and ends with nothing in the fake.
     let rig = Rig::start(&[ZONE], &["--rbs-netlb"]).await;
+    internal_to_rbs_and_back_leaves_nothing_of_the_old_kind(&rig).await;
+    rbs_to_cluster_ip_removes_the_lb_finalizer_annotations_and_status(&rig).await;
+}
+
+async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind(rig: &Rig) {
     let (gce, services) = (&rig.gce, &rig.services);
     let mut svc = lb_service("web", &[80]);
     svc.metadata.annotations = Some([(ILB.to_owned(), "Internal".to_owned())].into());
@@ -248,7 +246,7 @@ async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
         .await
         .unwrap();
     let svc = wait_svc(services, gce, "web", "web on RBS", true, is_rbs).await;
-    check_rbs_objects(gce, &svc, &ingress_ip(&svc).unwrap());
+    check_rbs_objects(&Describe::Rest(gce), gce, &svc, &ingress_ip(&svc).unwrap());
     let now = everything(gce);
     let left: Vec<&String> = ilb_objects
         .iter()
@@ -299,9 +297,8 @@ async fn internal_to_rbs_and_back_leaves_nothing_of_the_old_kind() {
     assert_eq!(everything(gce), Vec::<String>::new());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rbs_to_cluster_ip_removes_the_lb_finalizer_annotations_and_status() {
-    let rig = Rig::start(&[ZONE], &["--rbs-netlb"]).await;
+async fn rbs_to_cluster_ip_removes_the_lb_finalizer_annotations_and_status(rig: &Rig) {
+    assert_eq!(everything(&rig.gce), Vec::<String>::new());
     let (gce, services) = (&rig.gce, &rig.services);
     services
         .create(&PostParams::default(), &rbs_service("web", &[80]))

@@ -1,6 +1,6 @@
 //! IPv6 and dual-stack RBS NetLBs end to end (real controller with `--rbs-netlb`, an API server
 //! serving dual-stack Services, the fake GCE; every object read back with the real gcloud when
-//! installed, else from the fake). Expectations follow ingress-gce: the rule from
+//! installed, else from the fake's REST API). Expectations follow ingress-gce: the rule from
 //! pkg/l4/resources/forwarding_rules_ipv6.go `buildExpectedIPv6ForwardingRule` (`a<uid>-ipv6`,
 //! `ipVersion: IPV6`, `ADDR/96`, the subnetwork, EXTERNAL, the IPv4 half's backend service, port
 //! range, Premium tier, a description naming the Service only); the firewalls from
@@ -12,259 +12,49 @@
 
 mod common;
 
-use common::gcloud::{Gcloud, have_gcloud};
+use common::ipv6::{FW_V6, HC_FW_V6, Kind, dual_stack_and_ipv6_only, no_ipv6_range};
 use common::l4::*;
 use common::*;
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const SUBNET_ANN: &str = "networking.gke.io/load-balancer-subnet";
-const V6_SUBNET: &str = "v6-subnet";
+const BACKEND: &str = "service.kubernetes.io/backend-service";
 
-fn v6_subnet(gce: &FakeGce) {
-    let (s, body) = gce.call(
-        "POST",
-        &format!("/compute/v1/projects/{PROJECT}/regions/{REGION}/subnetworks"),
-        Some(&json!({
-            "name": V6_SUBNET, "network": "default", "ipCidrRange": "10.60.0.0/24",
-            "stackType": "IPV4_IPV6", "ipv6AccessType": "EXTERNAL"
-        })),
-    );
-    assert_eq!(s, 200, "{body}");
-}
+const NETLB: Kind = Kind {
+    asks: (RBS, "enabled"),
+    subnet_annotation: SUBNET_ANN,
+    subnet: "v6-subnet",
+    access: "EXTERNAL",
+    backend: |svc| annotations(svc)[BACKEND].clone(),
+    // The IPv4 nodes firewall is named like the backend service.
+    v4_firewall: |svc| annotations(svc)[BACKEND].clone(),
+    probers: "2600:1901:8001::/48",
+    check_half,
+    not_on_ipv6_only: &["service.kubernetes.io/tcp-forwarding-rule"],
+    no_range_note: &[
+        "Service default/nov6",
+        "does not have external IPv6 ranges",
+        SUBNET_ANN,
+    ],
+};
 
-/// An RBS Service on port 80 in `v6-subnet` (annotation `subnet`), with `families`.
-fn service(name: &str, families: &[&str], subnet: Option<&str>) -> Service {
-    let mut ann = json!({ RBS: "enabled" });
-    if let Some(sub) = subnet {
-        ann[SUBNET_ANN] = json!(sub);
-    }
-    let policy = if families.len() == 2 {
-        "RequireDualStack"
-    } else {
-        "SingleStack"
-    };
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": name, "namespace": "default", "annotations": ann},
-        "spec": {"type": "LoadBalancer", "selector": {"app": name}, "ipFamilies": families,
-            "ipFamilyPolicy": policy,
-            "loadBalancerSourceRanges": ["10.0.0.0/8", "2001:db8::/32"],
-            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}
-    }))
-    .unwrap()
-}
-
-fn ingress_ips(svc: &Service) -> Vec<String> {
-    let ingress = svc
-        .status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|l| l.ingress.as_ref());
-    ingress
-        .into_iter()
-        .flatten()
-        .filter_map(|i| i.ip.clone())
-        .collect()
-}
-
-/// The Service once it has `n` ingress IPs and its `-ipv6` rule annotation.
-async fn wait_ips(rig: &Rig, name: &str, n: usize) -> Service {
-    let services = &rig.services;
-    eventually(&format!("{name} with {n} ingress IPs"), WAIT, || async move {
-        let s = services.get(name).await.ok()?;
-        let ok = ingress_ips(&s).len() == n
-            && annotations(&s).contains_key("service.kubernetes.io/tcp-forwarding-rule-ipv6");
-        ok.then_some(s)
-    })
-    .await
-}
-
-/// A regional (`region`) or global object as gcloud describes it, else as the fake holds it.
-fn describe(gce: &FakeGce, what: &str, kind: &str, name: &str, region: bool) -> Value {
-    if have_gcloud("the gcloud read-back of the IPv6 objects") {
-        let mut args = vec!["compute", what, "describe", name];
-        if region {
-            args.extend(["--region", REGION]);
-        }
-        Gcloud::new(gce).value(&args)
-    } else {
-        gce.find(kind, name).unwrap()
-    }
-}
-
-/// Checks the IPv6 rule, nodes firewall and health-check firewall of `svc` against ingress-gce's.
-fn check_ipv6_half(gce: &FakeGce, svc: &Service, v6: &str) {
+/// The RBS NetLB's own fields of the IPv6 rule, nodes firewall and check firewall.
+fn check_half(svc: &Service, fr: &Value, fw: &Value, _hc_fw: &Value) {
     let a = annotations(svc);
-    let rule_name = &a["service.kubernetes.io/tcp-forwarding-rule-ipv6"];
-    assert_eq!(*rule_name, format!("{}-ipv6", lb_name(svc)));
-    let backend = &a["service.kubernetes.io/backend-service"];
-    let fr = describe(gce, "forwarding-rules", "forwardingRules", rule_name, true);
-    assert_eq!(fr["ipVersion"], "IPV6", "{fr}");
-    assert_eq!(fr["IPAddress"], format!("{v6}/96"), "{fr}");
-    assert!(
-        fr["subnetwork"]
-            .as_str()
-            .unwrap()
-            .ends_with(&format!("/{V6_SUBNET}")),
-        "{fr}"
-    );
-    assert!(
-        fr["backendService"]
-            .as_str()
-            .unwrap()
-            .ends_with(&format!("/backendServices/{backend}")),
-        "{fr}"
-    );
-    assert_eq!(fr["loadBalancingScheme"], "EXTERNAL");
-    assert_eq!(fr["portRange"], "80-80");
-    assert_eq!(fr["IPProtocol"], "TCP");
-    assert_eq!(fr["networkTier"], "PREMIUM");
-    let name = svc.metadata.name.clone().unwrap();
-    assert_eq!(
-        fr["description"],
-        format!("{{\"networking.gke.io/service-name\":\"default/{name}\"}}")
-    );
-
-    let fw_name = &a["service.kubernetes.io/firewall-rule-ipv6"];
-    assert_eq!(*fw_name, format!("{backend}-ipv6"));
-    let fw = describe(gce, "firewall-rules", "firewalls", fw_name, false);
-    assert_eq!(fw["sourceRanges"], json!(["2001:db8::/32"]), "{fw}");
-    assert_eq!(fw["destinationRanges"], json!([v6]), "{fw}");
+    assert_eq!(fr["loadBalancingScheme"], "EXTERNAL", "{fr}");
+    assert_eq!(fr["portRange"], "80-80", "{fr}");
+    assert_eq!(fr["networkTier"], "PREMIUM", "{fr}");
+    assert_eq!(a[FW_V6], format!("{}-ipv6", a[BACKEND]));
     assert_eq!(fw["allowed"][0]["ports"], json!(["80"]), "{fw}");
-
-    let hc_fw_name = &a["service.kubernetes.io/firewall-rule-for-hc-ipv6"];
+    let hc_fw_name = &a[HC_FW_V6];
     assert!(hc_fw_name.ends_with("-l4-shared-hc-fw-ipv6"), "{hc_fw_name}");
-    let hc_fw = describe(gce, "firewall-rules", "firewalls", hc_fw_name, false);
-    assert_eq!(hc_fw["sourceRanges"], json!(["2600:1901:8001::/48"]), "{hc_fw}");
-    assert_eq!(hc_fw["allowed"][0]["ports"], json!(["10256"]), "{hc_fw}");
 }
 
+/// One control plane for both scenarios, the Warning first (it expects no rule or address at all).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dual_stack_and_ipv6_only_rbs_netlbs() {
+async fn ipv6_rbs_netlbs_dual_stack_ipv6_only_and_a_subnet_without_an_external_ipv6_range() {
     let rig = Rig::start_dual_stack(&[ZONE], &["--rbs-netlb"]).await;
-    let (gce, services) = (&rig.gce, &rig.services);
-    v6_subnet(gce);
-    let pp = PostParams::default();
-    services
-        .create(&pp, &service("dual", &["IPv4", "IPv6"], Some(V6_SUBNET)))
-        .await
-        .unwrap();
-    services
-        .create(&pp, &service("six", &["IPv6"], Some(V6_SUBNET)))
-        .await
-        .unwrap();
-    services
-        .create(&pp, &service("sixfirst", &["IPv6", "IPv4"], Some(V6_SUBNET)))
-        .await
-        .unwrap();
-
-    // Dual stack, IPv4 primary: [v4, v6]; both halves, source ranges split by family.
-    let dual = wait_ips(&rig, "dual", 2).await;
-    let ips = ingress_ips(&dual);
-    assert!(!ips[0].contains(':') && ips[1].contains(':'), "{ips:?}");
-    check_ipv6_half(gce, &dual, &ips[1]);
-    let backend = annotations(&dual)["service.kubernetes.io/backend-service"].clone();
-    let v4_fw = describe(gce, "firewall-rules", "firewalls", &backend, false);
-    assert_eq!(v4_fw["sourceRanges"], json!(["10.0.0.0/8"]), "{v4_fw}");
-    assert_eq!(v4_fw["destinationRanges"], json!([ips[0]]), "{v4_fw}");
-
-    // IPv6 primary: [v6, v4].
-    let first = wait_ips(&rig, "sixfirst", 2).await;
-    let ips6 = ingress_ips(&first);
-    assert!(ips6[0].contains(':') && !ips6[1].contains(':'), "{ips6:?}");
-    check_ipv6_half(gce, &first, &ips6[0]);
-
-    // IPv6 only: one IPv6 ingress IP, no IPv4 rule, address or nodes firewall.
-    let six = wait_ips(&rig, "six", 1).await;
-    let ip6 = ingress_ips(&six)[0].clone();
-    assert!(ip6.contains(':'), "{ip6}");
-    check_ipv6_half(gce, &six, &ip6);
-    let six_backend = annotations(&six)["service.kubernetes.io/backend-service"].clone();
-    assert!(gce.find("forwardingRules", &lb_name(&six)).is_none());
-    assert!(gce.find("firewalls", &six_backend).is_none());
-    assert!(!annotations(&six).contains_key("service.kubernetes.io/tcp-forwarding-rule"));
-    // Every reservation was released once its rule held the IP.
-    assert_eq!(gce.names("addresses"), Vec::<String>::new());
-
-    // A sync of converged dual-stack and IPv6-only LBs changes nothing in GCE.
-    gce.clear_calls();
-    for name in ["dual", "six"] {
-        let touch = json!({"metadata": {"annotations": {"svcnet.test/touch": "1"}}});
-        services
-            .patch(name, &PatchParams::default(), &Patch::Merge(&touch))
-            .await
-            .unwrap();
-    }
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    assert_eq!(gce.mutating_calls(), Vec::<String>::new());
-    assert!(gce.calls().0 > 0, "the touched Services were not synced");
-
-    // Dual stack -> IPv4 only: the IPv6 rule and nodes firewall go, the IPv4 half stays.
-    let v6_rule = &format!("{}-ipv6", lb_name(&dual));
-    let to_v4 = json!({"spec": {"ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]}});
-    services
-        .patch("dual", &PatchParams::default(), &Patch::Merge(&to_v4))
-        .await
-        .unwrap();
-    let dual = eventually("dual without its IPv6 half", WAIT, || async move {
-        let s = services.get("dual").await.ok()?;
-        let gone = gce.find("forwardingRules", v6_rule).is_none() && ingress_ips(&s).len() == 1;
-        gone.then_some(s)
-    })
-    .await;
-    assert_eq!(ingress_ips(&dual), [ips[0].clone()]);
-    assert!(gce.find("firewalls", &format!("{backend}-ipv6")).is_none());
-    assert!(gce.find("forwardingRules", &lb_name(&dual)).is_some());
-    let left: Vec<String> = annotations(&dual)
-        .into_keys()
-        .filter(|k| k.ends_with("-ipv6"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
-
-    delete_and_wait(services, &["dual", "six", "sixfirst"]).await;
-    assert_eq!(everything(gce), Vec::<String>::new());
-    if have_gcloud("the gcloud check that nothing is left") {
-        let g = Gcloud::new(gce);
-        assert_eq!(g.value(&["compute", "forwarding-rules", "list"]), json!([]));
-        assert_eq!(g.value(&["compute", "firewall-rules", "list"]), json!([]));
-        assert_eq!(g.value(&["compute", "addresses", "list"]), json!([]));
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subnet_without_an_external_ipv6_range_is_a_warning_naming_the_service_and_field() {
-    let rig = Rig::start_dual_stack(&[ZONE], &["--rbs-netlb"]).await;
-    let (gce, services) = (&rig.gce, &rig.services);
-    // No subnet annotation: the cluster's subnetwork, which has no IPv6 range.
-    services
-        .create(&PostParams::default(), &service("nov6", &["IPv6"], None))
-        .await
-        .unwrap();
-    let client = &rig.client;
-    let note = eventually("a Warning about the IPv6 range", WAIT, || async move {
-        warnings(client, "nov6")
-            .await
-            .into_iter()
-            // Not the API server's own Warnings about the Service (its ClusterIP repair names "IPv6").
-            .find(|n| n.contains("IPv6 ranges"))
-    })
-    .await;
-    assert!(
-        note.contains("Service default/nov6")
-            && note.contains("does not have external IPv6 ranges")
-            && note.contains(SUBNET_ANN),
-        "{note}"
-    );
-    let svc = services.get("nov6").await.unwrap();
-    assert!(ingress_ips(&svc).is_empty());
-    assert!(
-        gce.names("forwardingRules").is_empty(),
-        "{:?}",
-        gce.names("forwardingRules")
-    );
-    assert!(gce.names("addresses").is_empty(), "{:?}", gce.names("addresses"));
-    delete_and_wait(services, &["nov6"]).await;
-    assert_eq!(everything(gce), Vec::<String>::new());
+    no_ipv6_range(&rig, &NETLB).await;
+    dual_stack_and_ipv6_only(&rig, &NETLB).await;
 }

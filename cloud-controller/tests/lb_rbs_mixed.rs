@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::gcloud::{Gcloud, have_gcloud};
+use common::gcloud::Describe;
 use common::l4::*;
 use common::*;
 use k8s_openapi::api::core::v1::Service;
@@ -35,22 +35,6 @@ fn mixed_service(name: &str, annotations: Value) -> Service {
 
 fn annotation(svc: &Service, key: &str) -> Option<String> {
     svc.metadata.annotations.as_ref()?.get(key).cloned()
-}
-
-/// The backend service as gcloud (else the fake) reads it.
-fn backend_service(gce: &FakeGce, name: &str) -> Value {
-    if have_gcloud("the gcloud read-back of the weighted backend service") {
-        Gcloud::new(gce).value(&[
-            "compute",
-            "backend-services",
-            "describe",
-            name,
-            "--region",
-            REGION,
-        ])
-    } else {
-        gce.find("backendServices", name).unwrap()
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,18 +69,9 @@ async fn mixed_weighted_rbs_netlb_and_a_mixed_target_pool_service() {
         assert_eq!(annotation(&svc, &format!("service.kubernetes.io/{key}")), None);
     }
     let backend = annotation(&svc, "service.kubernetes.io/backend-service").unwrap();
-    let (fr, fw) = if have_gcloud("the gcloud read-back of the L3 rule") {
-        let g = Gcloud::new(gce);
-        (
-            g.value(&["compute", "forwarding-rules", "describe", &lb, "--region", REGION]),
-            g.value(&["compute", "firewall-rules", "describe", &backend]),
-        )
-    } else {
-        (
-            gce.find("forwardingRules", &lb).unwrap(),
-            gce.find("firewalls", &backend).unwrap(),
-        )
-    };
+    let read = Describe::gcloud_or_rest(gce, "the gcloud read-back of the L3 NetLB");
+    let fr = read.regional("forwarding-rules", "forwardingRules", &lb);
+    let fw = read.global("firewall-rules", "firewalls", &backend);
     assert_eq!(fr["IPProtocol"], "L3_DEFAULT", "{fr}");
     assert_eq!(fr["allPorts"], true, "{fr}");
     assert!(fr["portRange"].is_null(), "{fr}");
@@ -119,7 +94,7 @@ async fn mixed_weighted_rbs_netlb_and_a_mixed_target_pool_service() {
             ("udp".to_owned(), json!(["53"]))
         ])
     );
-    let bs = backend_service(gce, &backend);
+    let bs = read.regional("backend-services", "backendServices", &backend);
     assert_eq!(bs["protocol"], "UNSPECIFIED", "{bs}");
     assert_eq!(bs["localityLbPolicy"], "WEIGHTED_MAGLEV", "{bs}");
 

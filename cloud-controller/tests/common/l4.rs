@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams};
 
-use super::{ApiServer, Controller, FakeGce, WAIT, add_node, eventually, lb_service};
+use super::{ApiServer, Controller, FakeGce, WAIT, add_node, eventually, inventory, lb_service};
 
 pub const RBS: &str = "cloud.google.com/l4-rbs";
 
@@ -23,12 +23,9 @@ pub const COLLECTIONS: [&str; 9] = [
     "instanceGroups",
 ];
 
-/// `kind/name` of every object the fake holds.
+/// `kind/name` of every object the fake holds, sorted.
 pub fn everything(gce: &FakeGce) -> Vec<String> {
-    COLLECTIONS
-        .iter()
-        .flat_map(|k| gce.names(k).into_iter().map(move |n| format!("{k}/{n}")))
-        .collect()
+    inventory(gce, &COLLECTIONS)
 }
 
 pub fn annotations(svc: &Service) -> BTreeMap<String, String> {

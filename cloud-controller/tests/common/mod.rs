@@ -9,6 +9,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod gcloud;
+pub mod ipv6;
 pub mod l4;
 
 use std::path::{Path, PathBuf};
@@ -205,6 +206,28 @@ impl FakeGce {
             .flatten()
             .find(|r| r["name"] == name)
             .cloned()
+    }
+
+    /// On the Compute API only: 20% 503, 10% 429, 10% 403 rateLimitExceeded and 10% of POSTs'
+    /// operations ending DONE with a 503, each seeded from `seed`.
+    pub fn inject_api_faults(&self, seed: u64) {
+        let api_only = json!({"pathRegex": "^/compute/v1/"});
+        for (i, extra) in [
+            json!({"fraction": 0.2, "status": 503}),
+            json!({"fraction": 0.1, "status": 429}),
+            json!({"fraction": 0.1, "status": 403, "reason": "rateLimitExceeded"}),
+            json!({"fraction": 0.1, "status": 503, "mode": "operation", "method": "POST"}),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut f = api_only.clone();
+            f.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            f["seed"] = json!(i as u64 + seed);
+            self.admin("POST", "faults", Some(&f));
+        }
     }
 
     pub fn clear_calls(&self) {
@@ -542,25 +565,52 @@ pub async fn event_reasons(client: &kube::Client, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The fake's collections a target-pool LB's objects live in.
+pub const TARGET_POOL_KINDS: [&str; 5] = [
+    "addresses",
+    "firewalls",
+    "httpHealthChecks",
+    "targetPools",
+    "forwardingRules",
+];
+
+/// The fake's collections a target-pool or internal LB's objects live in.
+pub const TARGET_POOL_AND_ILB_KINDS: [&str; 8] = [
+    "addresses",
+    "firewalls",
+    "httpHealthChecks",
+    "healthChecks",
+    "targetPools",
+    "forwardingRules",
+    "backendServices",
+    "instanceGroups",
+];
+
+/// `kind/name` of every object the fake holds in the collections `kinds`, sorted.
+pub fn inventory(gce: &FakeGce, kinds: &[&str]) -> Vec<String> {
+    let st = gce.state();
+    let mut out: Vec<String> = kinds
+        .iter()
+        .flat_map(|kind| {
+            st[*kind]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |r| format!("{kind}/{}", r["name"].as_str().unwrap_or("")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// Everything the fake holds that a load balancer named `lb` could own.
 pub fn lb_objects(gce: &FakeGce, lb: &str) -> Vec<String> {
-    let st = gce.state();
-    let mut out = Vec::new();
-    for kind in [
-        "addresses",
-        "firewalls",
-        "httpHealthChecks",
-        "targetPools",
-        "forwardingRules",
-    ] {
-        for r in st[kind].as_array().into_iter().flatten() {
-            let name = r["name"].as_str().unwrap_or("");
-            if name.contains(lb)
+    inventory(gce, &TARGET_POOL_KINDS)
+        .into_iter()
+        .filter(|o| {
+            let (kind, name) = o.split_once('/').unwrap_or_default();
+            name.contains(lb)
                 || (kind == "httpHealthChecks" || kind == "firewalls") && name.starts_with("k8s-")
-            {
-                out.push(format!("{kind}/{name}"));
-            }
-        }
-    }
-    out
+        })
+        .collect()
 }
