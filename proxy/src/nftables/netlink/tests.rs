@@ -8,7 +8,7 @@ use crate::nftables::render::{Element, Op, Rule, Set};
 
 fn exprs(text: &str, family: Family) -> Vec<Expr> {
     let mut id = 0;
-    compile(text, family, &mut id)
+    compile(text, family, &mut id, &[])
         .unwrap_or_else(|e| panic!("{e}"))
         .exprs
 }
@@ -100,8 +100,13 @@ fn concatenations_use_nfts_registers() {
 #[test]
 fn address_sets_become_intervals_as_nft_sends_them() {
     let mut id = 0;
-    let c = compile("ip saddr != { 1.2.3.0/24 , 5.6.7.8 } drop", Family::V4, &mut id)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let c = compile(
+        "ip saddr != { 1.2.3.0/24 , 5.6.7.8 } drop",
+        Family::V4,
+        &mut id,
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let keys: Vec<(Vec<u8>, bool)> = c.sets[0]
         .elements
         .iter()
@@ -134,6 +139,7 @@ fn overlapping_and_adjacent_ranges_merge() {
         "ip saddr != { 10.0.0.0/8,10.1.0.0/16,11.0.0.0/8 } drop",
         Family::V4,
         &mut id,
+        &[],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let keys: Vec<Vec<u8>> = c.sets[0].elements.iter().map(|e| e.key.clone()).collect();
