@@ -149,12 +149,12 @@ fn overlapping_and_adjacent_ranges_merge() {
 #[test]
 fn an_unknown_rule_form_is_an_error_naming_the_rule() {
     let mut id = 0;
-    let err = compile("ip daddr 10.0.0.1 counter drop", Family::V4, &mut id)
+    let err = compile("ip daddr 10.0.0.1 counter drop", Family::V4, &mut id, &[])
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("counter") && err.contains("10.0.0.1"), "{err}");
-    let err = compile("ip6 saddr fd00::1 drop", Family::V4, &mut id)
+    let err = compile("ip6 saddr fd00::1 drop", Family::V4, &mut id, &[])
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
