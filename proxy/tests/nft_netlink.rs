@@ -363,7 +363,7 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
     ]);
     let path = Path::new("/run/netns").join(by_netlink.name());
     let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
-    let (mut rules, mut elements) = (0, 0);
+    let (mut rules, mut elements, tables) = (0, 0, cases.len());
     for (what, mut argv) in cases {
         argv.extend(["--nftables-layout".to_string(), "maps".to_string()]);
         let (family, state, node, cfg) = inputs(&what, argv);
@@ -405,5 +405,5 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
         rules += table.chains.iter().map(|c| c.rules.len()).sum::<usize>();
         elements += table.elements.len();
     }
-    println!("maps layout: netlink and nft -f agree on {rules} rules and {elements} elements");
+    println!("maps layout: netlink and nft -f agree on {tables} tables, {rules} rules, {elements} elements");
 }
