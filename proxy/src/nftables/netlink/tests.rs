@@ -273,7 +273,12 @@ fn anonymous_sets_get_names_of_their_own_and_batches_never_reuse_one() {
     assert_eq!(count(&second.bytes, b"__map000000000000002b\0"), 2);
 }
 
-fn maps_set(name: &str, is_map: bool, decl: &str, flags: Vec<&'static str>) -> crate::nftables::render::maps::MapsSet {
+fn maps_set(
+    name: &str,
+    is_map: bool,
+    decl: &str,
+    flags: Vec<&'static str>,
+) -> crate::nftables::render::maps::MapsSet {
     crate::nftables::render::maps::MapsSet {
         name: name.into(),
         is_map,
@@ -301,7 +306,10 @@ fn maps_declarations_carry_what_nft_sends() {
         vec![],
     );
     let d = Decl::parse(&eps, Family::V4).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!((d.flags, d.key_type, d.key_len, d.data), (0x8, 0x1cc344, 16, Some((0x1cd, 8))));
+    assert_eq!(
+        (d.flags, d.key_type, d.key_len, d.data),
+        (0x8, 0x1cc344, 16, Some((0x1cd, 8)))
+    );
     assert_eq!(
         d.udata,
         hex(concat!(
@@ -329,7 +337,12 @@ fn maps_declarations_carry_what_nft_sends() {
             "0c00000001040c0000000114000407000000010c00040b000000010402000000060400000000"
         ))
     );
-    let svcs = maps_set("svcs-2", false, "type ipv4_addr . inet_proto . inet_service", vec![]);
+    let svcs = maps_set(
+        "svcs-2",
+        false,
+        "type ipv4_addr . inet_proto . inet_service",
+        vec![],
+    );
     let d = Decl::parse(&svcs, Family::V4).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((d.flags, d.key_type, d.key_len), (0, 0x730d, 12));
     assert_eq!(d.udata, hex("000400000000030800040d0000000100"));
@@ -340,7 +353,10 @@ fn maps_declarations_carry_what_nft_sends() {
         vec!["interval"],
     );
     let d = Decl::parse(&fw, Family::V4).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!((d.flags, d.key_type, d.concat_fields), (0x84, 0x1cc347, vec![4, 1, 2, 4]));
+    assert_eq!(
+        (d.flags, d.key_type, d.concat_fields),
+        (0x84, 0x1cc347, vec![4, 1, 2, 4])
+    );
     let cidrs = maps_set("service-cidrs", false, "type ipv4_addr", vec!["interval"]);
     let d = Decl::parse(&cidrs, Family::V4).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((d.flags, d.key_len, d.udata), (0x4, 4, hex("000402000000")));

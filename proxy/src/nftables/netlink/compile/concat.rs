@@ -129,7 +129,7 @@ impl Parser<'_> {
             .strip_prefix('@')
             .ok_or_else(|| format!("{set:?}: only named sets are supported"))?
             .to_string();
-        let interval = self.intervals.iter().any(|s| *s == set);
+        let interval = self.intervals.contains(&set);
         self.load_key(&parts, 0, interval);
         self.push(Expr::Lookup {
             set,
