@@ -12,15 +12,17 @@ use std::time::Duration;
 use clap::Parser;
 use svcnet_netns::Netns;
 use svcnet_proxy::cli::{Cli, Command};
-use svcnet_proxy::model::Family;
+use svcnet_proxy::config::RenderConfig;
+use svcnet_proxy::model::{Family, NodeFacts, ProxyState};
 use svcnet_proxy::nftables::netlink;
 use svcnet_proxy::nftables::render::{self as nft, Existing};
 use svcnet_proxy::nftables::socket::NftSocket;
 use svcnet_proxy::offline::input::load;
 use svcnet_proxy::settings::RuleSettings;
 
-/// (what, family, ruleset) for every case.
-fn cases() -> Vec<(String, Family, nft::Inputs)> {
+/// (what, render argv) for every case: upstream's nftables cases, the edge cluster both families,
+/// every golden cluster.
+fn argvs() -> Vec<(String, Vec<String>)> {
     let mut argvs: Vec<(String, Vec<String>)> = Vec::new();
     for (dir, flags) in common::upstream_nft_cases() {
         let mut argv = vec!["-f".to_string(), dir.join("input.yaml").display().to_string()];
@@ -53,22 +55,33 @@ fn cases() -> Vec<(String, Family, nft::Inputs)> {
         argvs.push((format!("{} {}", input.display(), words.join(" ")), argv));
     }
     argvs
+}
+
+/// One case's inputs, as `svcnet-proxy render` reads them.
+fn inputs(what: &str, argv: Vec<String>) -> (Family, ProxyState, NodeFacts, RenderConfig) {
+    let full: Vec<String> = ["svcnet-proxy", "render"]
+        .into_iter()
+        .map(str::to_string)
+        .chain(argv)
+        .collect();
+    let cli = Cli::try_parse_from(&full).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let Command::Render(args) = cli.command else {
+        panic!("not a render command")
+    };
+    let family = if args.ipv6 { Family::V6 } else { Family::V4 };
+    let rules =
+        RuleSettings::from_args(&args.rules, args.proxy_mode).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (_, node, state, cfg) =
+        load(&args.file, &rules, args.caps, family).unwrap_or_else(|e| panic!("{what}: {e:#}"));
+    (family, state, node, cfg)
+}
+
+/// (what, family, ruleset) for every case.
+fn cases() -> Vec<(String, Family, nft::Inputs)> {
+    argvs()
         .into_iter()
         .map(|(what, argv)| {
-            let full: Vec<String> = ["svcnet-proxy", "render"]
-                .into_iter()
-                .map(str::to_string)
-                .chain(argv)
-                .collect();
-            let cli = Cli::try_parse_from(&full).unwrap_or_else(|e| panic!("{what}: {e}"));
-            let Command::Render(args) = cli.command else {
-                panic!("not a render command")
-            };
-            let family = if args.ipv6 { Family::V6 } else { Family::V4 };
-            let rules = RuleSettings::from_args(&args.rules, args.proxy_mode)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let (_, node, state, cfg) =
-                load(&args.file, &rules, args.caps, family).unwrap_or_else(|e| panic!("{what}: {e:#}"));
+            let (family, state, node, cfg) = inputs(&what, argv);
             (what, family, nft::Inputs::new(&state, node, cfg))
         })
         .collect()
@@ -285,4 +298,112 @@ fn a_streamed_full_sync_over_an_existing_table_ends_as_a_fresh_load() {
     }
     assert!(pairs >= 10, "only {pairs} pairs");
     println!("{pairs} streamed full syncs over another state end as fresh loads");
+}
+
+/// A listing without its `elements = { ... }` blocks: an interval concatenation (pipapo) lists its
+/// elements in an order of its own, which depends on how they were grouped into messages. The
+/// elements are compared by the debug listing's sorted `element` lines and by `nft -j`'s.
+fn without_elements(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("elements = {") {
+            inside = true;
+        }
+        if !inside {
+            out.push(line);
+        }
+        if inside && line.trim_end().ends_with('}') {
+            inside = false;
+        }
+    }
+    out.join("\n")
+}
+
+/// The maps layout's whole table (`--nftables-layout maps`) as svcnet's one netlink batch (table,
+/// chains, `type`/`typeof` declarations, the skeleton's rules, every element encoded from its typed
+/// value) against the same replacement's `nft -f` text: for every case above plus node ports on
+/// every local address (`fib daddr type local`), IPv6 with affinity and source ranges, the kernel
+/// holds the same table (`nft list`, `nft --debug=netlink list`, `nft -j list`). Each case replaces
+/// the previous one's table of its family, as the daemon's full sync does.
+#[test]
+fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
+    use svcnet_proxy::nftables::render::maps::{self, MapsChange};
+    let (Some(by_nft), Some(by_netlink)) = (
+        svcnet_netns::netns_or_skip("nftnlM"),
+        svcnet_netns::netns_or_skip("nftnlN"),
+    ) else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let arg = |words: &str, file: &str| -> (String, Vec<String>) {
+        let mut argv = vec!["-f".to_string(), dir.join(file).display().to_string()];
+        argv.extend(words.split_whitespace().map(str::to_string));
+        (format!("{file} {words}"), argv)
+    };
+    // Not the edge cluster: its `0.0.0.0/0` source range overlaps the `@fw-allow` element the
+    // layout adds for the LB IP itself, which nft -f (and the kernel) refuse: a layout bug of its own.
+    let mut cases: Vec<_> = argvs()
+        .into_iter()
+        .filter(|(w, _)| !w.starts_with("edge"))
+        .collect();
+    cases.extend([
+        arg(
+            "--proxy-mode nftables --cluster-cidr 10.76.0.0/14 --node-name node-1 --nodeport-addresses 0.0.0.0/0",
+            "golden/policies/input.yaml",
+        ),
+        arg(
+            "--proxy-mode nftables --cluster-cidr fd00:10::/64 --node-name n1 --node-ip fd00:140::4 --ipv6",
+            "nft_maps/affinity6.yaml",
+        ),
+        arg(
+            "--proxy-mode nftables --cluster-cidr fd00:10::/64 --node-name n1 --ipv6 --nodeport-addresses ::/0",
+            "golden/dualstack/input.yaml",
+        ),
+    ]);
+    let path = Path::new("/run/netns").join(by_netlink.name());
+    let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
+    let (mut rules, mut elements, tables) = (0, 0, cases.len());
+    for (what, mut argv) in cases {
+        argv.extend(["--nftables-layout".to_string(), "maps".to_string()]);
+        let (family, state, node, cfg) = inputs(&what, argv);
+        let table = maps::render(&state, &node, &cfg);
+        let (ok, _, err) = by_nft.exec(&["nft", "-f", "-"], &MapsChange::Replace.text(&table));
+        assert!(ok, "{what}: nft -f: {err}");
+        let skeleton = maps::MapsTable {
+            elements: Vec::new(),
+            ..table.clone()
+        };
+        let batch =
+            netlink::encode_replacement(&skeleton, table.elements.iter().copied(), socket.next_start())
+                .unwrap_or_else(|e| panic!("{what}: encode: {e}"));
+        socket.apply(&batch).unwrap_or_else(|e| {
+            let step = match &e {
+                svcnet_proxy::nftables::socket::NetlinkError::Refused { index, .. } => {
+                    netlink::replacement_step(&batch, *index)
+                }
+                _ => "",
+            };
+            panic!("{what}: netlink: {e} ({step})")
+        });
+        for debug in [false, true] {
+            let (a, b) = (
+                without_elements(&list(&by_nft, family, debug)),
+                without_elements(&list(&by_netlink, family, debug)),
+            );
+            assert!(
+                a == b,
+                "{what}: the kernel's tables differ (debug listing: {debug})\n{}",
+                diff(&a, &b)
+            );
+        }
+        assert_eq!(
+            common::nft_listing(&by_nft, fam(family)),
+            common::nft_listing(&by_netlink, fam(family)),
+            "{what}: nft -j list differs"
+        );
+        rules += table.chains.iter().map(|c| c.rules.len()).sum::<usize>();
+        elements += table.elements.len();
+    }
+    println!("maps layout: netlink and nft -f agree on {tables} tables, {rules} rules, {elements} elements");
 }

@@ -1,15 +1,16 @@
-//! P2's `maps` row: the nftables mode's maps layout (issue 32, docs/nftables-maps.md) on the same
-//! state and changes as the other rows. The first load is the whole table in one `nft -f`; each
-//! change renders only the changed port into the layout's per-port cache and writes the element
-//! transaction it yields, through `nft -f` (row `maps`) or, as the daemon does, as one netlink
-//! batch encoded from the typed elements on a socket kept open across changes (row `maps-nl`).
-//! `render` is that cache update and the text or batch.
+//! P2's `maps` rows: the nftables mode's maps layout (issue 32, docs/nftables-maps.md) on the same
+//! state and changes as the other rows. Row `maps` writes through `nft -f`: the first load as the
+//! whole table's text, each change (only the changed port rendered into the layout's per-port
+//! cache) as its element transaction. Row `maps-nl` writes as the daemon does, through svcnet's
+//! netlink writer on a socket kept open across changes: the first load as one batch holding the
+//! whole table, each change as one batch of typed elements. `render` is the cache update and the
+//! text or batch; `restore` the write until `nft` exits or the kernel acknowledges.
 
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{NftLayout, RenderConfig};
 use svcnet_proxy::model::{Family, ProxyState, ServicePortName};
-use svcnet_proxy::nftables::netlink::encode_elements;
+use svcnet_proxy::nftables::netlink::{Batch, EncodeError, Start, encode_elements, encode_replacement};
 use svcnet_proxy::nftables::render::maps::{MapsCache, MapsChange};
 use svcnet_proxy::nftables::socket::NftSocket;
 
@@ -40,8 +41,19 @@ fn sync(
         cache.set_port(name, records);
     }
     let change = cache.take_change(changed.is_none());
-    if let (true, MapsChange::Elements { delete, add }) = (netlink, &change) {
-        return netlink_sync(lab, t, delete, add, socket);
+    match (netlink, &change, changed) {
+        (true, MapsChange::Elements { delete, add }, _) => {
+            let lines = delete.len() + add.len();
+            return netlink_sync(lab, t, socket, lines, |start| {
+                encode_elements(Family::V4, delete, add, start)
+            });
+        }
+        (true, MapsChange::Replace, None) => {
+            return netlink_sync(lab, t, socket, cache.len(), |start| {
+                encode_replacement(&cache.skeleton(), cache.elements(), start)
+            });
+        }
+        _ => {}
     }
     let (text, lines) = match (&change, changed) {
         (MapsChange::Replace, None) => (cache.replace_text(), cache.len()),
@@ -65,14 +77,15 @@ fn sync(
     })
 }
 
-/// One change as the daemon writes it: one batch on a netlink socket in the lab's namespace, kept
-/// open across changes (closing one after a batch that deleted elements waits in the kernel).
+/// One write as the daemon makes it: one batch (`encode`) on a netlink socket in the lab's
+/// namespace, kept open across changes (closing one after a batch that deleted elements waits in
+/// the kernel).
 fn netlink_sync(
     lab: &Lab,
     started: Instant,
-    delete: &[svcnet_proxy::nftables::render::maps::MapsElement],
-    add: &[svcnet_proxy::nftables::render::maps::MapsElement],
     socket: &mut Option<NftSocket>,
+    lines: usize,
+    encode: impl FnOnce(Start) -> Result<Batch, EncodeError>,
 ) -> Result<Sync, BenchError> {
     let path = std::path::Path::new("/run/netns").join(&lab.ns.name);
     let bad = |e: String| BenchError::Check(format!("maps netlink write in {}: {e}", lab.ns.name));
@@ -87,8 +100,7 @@ fn netlink_sync(
     let Some(socket) = socket.as_mut() else {
         return Err(bad("no socket".into()));
     };
-    let batch =
-        encode_elements(Family::V4, delete, add, socket.next_start()).map_err(|e| bad(e.to_string()))?;
+    let batch = encode(socket.next_start()).map_err(|e| bad(e.to_string()))?;
     let render = started.elapsed();
     let t = Instant::now();
     socket.apply(&batch).map_err(|e| bad(e.to_string()))?;
@@ -99,7 +111,7 @@ fn netlink_sync(
         save: Duration::ZERO,
         restore,
         killed: false,
-        lines: delete.len() + add.len(),
+        lines,
     })
 }
 

@@ -4,10 +4,9 @@
 //! node fact or setting that changed) replaces the whole table in one transaction: `add table`,
 //! `delete table`, then the table, so no packet sees it missing. That also takes over a table left
 //! by the other layout or by an earlier run without listing its elements (a listing at 10k
-//! services costs seconds). Element steps go through svcnet's netlink writer (typed elements
-//! straight to one batch, on a socket kept across syncs); a replacement, or a port needing a dispatch rule the table lacks (which
-//! replaces the table), through `nft -f`: the netlink encoder does not yet write the layout's rules
-//! and `typeof` set declarations.
+//! services costs seconds). Both go through svcnet's netlink writer, each one batch on a socket
+//! kept across syncs: element steps as typed elements, a replacement (also when a port needs a
+//! dispatch rule the table lacks) as the whole table; `nft -f` takes what the encoder refuses.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -40,8 +39,8 @@ struct Held {
 }
 
 impl MapsSync {
-    /// Writes the table for `state`: a replacement (`nft -f`) when `full` or nothing is held for the
-    /// same node and settings, else the element change (one netlink batch); returns the writer and
+    /// Writes the table for `state`: a replacement when `full` or nothing is held for the same node
+    /// and settings, else the element change (each one netlink batch); returns the writer and
     /// the bytes written. `debug` (`--write-payloads`): the directory and sequence number to write
     /// the transaction's text under. On failure nothing is held: the next sync replaces.
     pub(crate) async fn sync(
@@ -68,38 +67,35 @@ impl MapsSync {
             ),
         };
         held.update(state);
-        let cache = &mut held.cache;
-        let family = cache.cfg().family;
-        let change = cache.peek_change(first);
+        let family = held.cache.cfg().family;
+        let change = held.cache.peek_change(first);
         let replaced = change == MapsChange::Replace;
-        let debug_text = |text: &str| {
-            if let Some((dir, seq)) = debug
-                && !text.is_empty()
-            {
+        if let Some((dir, seq)) = debug {
+            let text = match &change {
+                MapsChange::Replace => held.cache.replace_text(),
+                elements => elements.elements_text(family),
+            };
+            if !text.is_empty() {
                 let path = debug_path(dir, seq, family, replaced, "nft");
                 if let Err(err) = std::fs::write(&path, text) {
                     tracing::warn!(%err, path = %path.display(), "writing debug transaction failed");
                 }
             }
-        };
+        }
         let (change, written) = match change {
             MapsChange::Replace => {
-                let text = cache.replace_text();
-                debug_text(&text);
-                let r = nft.apply(&text).await.map(|()| (Writer::Binary, text.len()));
-                (MapsChange::Replace, r)
+                let (socket, back, written) = write_replacement(nft, self.socket.take(), held).await;
+                (self.socket, held) = (socket, back);
+                (MapsChange::Replace, written)
             }
             elements => {
-                if debug.is_some() {
-                    debug_text(&elements.elements_text(family));
-                }
                 let (socket, change, written) = write_maps(nft, self.socket.take(), elements).await;
                 self.socket = socket;
                 (change, written)
             }
         };
         let written = written?;
-        cache.commit_change(first, &change);
+        held.cache.commit_change(first, &change);
         self.cache = Some(held);
         tracing::debug!(
             replaced,
@@ -154,6 +150,60 @@ impl Held {
 
 mod no_local;
 
+/// `socket`, or a new one.
+fn socket_or_open(socket: Option<NftSocket>, timeout: std::time::Duration) -> Result<NftSocket, WriteError> {
+    match socket {
+        Some(s) => Ok(s),
+        None => NftSocket::open(timeout).map_err(kernel_error),
+    }
+}
+
+/// The replacement of the whole table (`add table; delete table;` then the table) as one netlink
+/// batch encoded from the cache, off the async threads; a table the encoder refuses goes through
+/// `nft -f` instead, with a warning. Returns the socket to keep, the table, the writer and bytes.
+async fn write_replacement(
+    nft: &Nft,
+    socket: Option<NftSocket>,
+    held: Held,
+) -> (Option<NftSocket>, Held, Result<(Writer, usize), ToolError>) {
+    let timeout = nft.timeout;
+    let (socket, held, result) = off_thread(move || {
+        let mut s = match socket_or_open(socket, timeout) {
+            Ok(s) => s,
+            Err(e) => return (None, held, Err(e)),
+        };
+        let result =
+            netlink::encode_replacement(&held.cache.skeleton(), held.cache.elements(), s.next_start())
+                .map_err(WriteError::Encode)
+                .and_then(|batch| {
+                    s.apply(&batch).map_err(|e| match e {
+                        crate::nftables::socket::NetlinkError::Refused { index, errno } => {
+                            WriteError::Kernel(ToolError::Netlink(format!(
+                                "{}: {}",
+                                std::io::Error::from_raw_os_error(errno),
+                                netlink::replacement_step(&batch, index)
+                            )))
+                        }
+                        other => kernel_error(other),
+                    })?;
+                    Ok(batch.bytes.len())
+                });
+        let keep = !matches!(result, Err(WriteError::Kernel(_)));
+        (keep.then_some(s), held, result)
+    })
+    .await;
+    match result {
+        Ok(bytes) => (socket, held, Ok((Writer::Netlink, bytes))),
+        Err(WriteError::Encode(e)) => {
+            tracing::warn!(error = %e, "nftables maps: netlink encoder cannot express the table; using nft -f");
+            let text = held.cache.replace_text();
+            let r = nft.apply(&text).await.map(|()| (Writer::Binary, text.len()));
+            (socket, held, r)
+        }
+        Err(WriteError::Kernel(e)) => (socket, held, Err(e)),
+    }
+}
+
 /// The maps layout's element steps as one netlink batch, off the async threads, on `socket`
 /// (opened when `None`); steps the encoder refuses go through `nft -f` instead, with a warning.
 /// Returns the socket to keep (none after a kernel error), the change, and which writer took it
@@ -165,19 +215,13 @@ async fn write_maps(
     change: MapsChange,
 ) -> (Option<NftSocket>, MapsChange, Result<(Writer, usize), ToolError>) {
     let (family, timeout) = (nft.family, nft.timeout);
-    let (socket, change, result) = off_thread(move || {
-        let opened = match socket {
-            Some(s) => Ok(s),
-            None => NftSocket::open(timeout).map_err(kernel_error),
-        };
-        match opened {
-            Ok(mut s) => {
-                let result = write_maps_netlink(&mut s, family, &change);
-                let keep = !matches!(result, Err(WriteError::Kernel(_)));
-                (keep.then_some(s), change, result)
-            }
-            Err(e) => (None, change, Err(e)),
+    let (socket, change, result) = off_thread(move || match socket_or_open(socket, timeout) {
+        Ok(mut s) => {
+            let result = write_maps_netlink(&mut s, family, &change);
+            let keep = !matches!(result, Err(WriteError::Kernel(_)));
+            (keep.then_some(s), change, result)
         }
+        Err(e) => (None, change, Err(e)),
     })
     .await;
     match result {

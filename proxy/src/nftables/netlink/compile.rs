@@ -7,13 +7,22 @@
 
 mod actions;
 mod address;
+mod concat;
+
+pub(super) use concat::{KeyPart, key_part};
 
 use super::EncodeError;
 use super::expr::*;
 use crate::model::Family;
 
-/// Compiles one rule's text; `next_id` numbers the anonymous sets of the batch.
-pub(super) fn compile(text: &str, family: Family, next_id: &mut u32) -> Result<Compiled, EncodeError> {
+/// Compiles one rule's text; `next_id` numbers the anonymous sets of the batch; `intervals` names
+/// the table's interval sets (nft converts a concatenated key's byte order for those).
+pub(super) fn compile(
+    text: &str,
+    family: Family,
+    next_id: &mut u32,
+    intervals: &[String],
+) -> Result<Compiled, EncodeError> {
     let tokens = tokenize(text);
     let mut p = Parser {
         tokens,
@@ -21,6 +30,7 @@ pub(super) fn compile(text: &str, family: Family, next_id: &mut u32) -> Result<C
         family,
         out: Compiled::default(),
         next_id,
+        intervals,
     };
     p.rule().map_err(|why| EncodeError::Rule(text.to_string(), why))?;
     Ok(p.out)
@@ -54,13 +64,7 @@ struct Parser<'a> {
     family: Family,
     out: Compiled,
     next_id: &'a mut u32,
-}
-
-/// One part of a lookup key.
-#[derive(Clone, Copy)]
-struct Component {
-    expr: fn(u32, Family) -> Expr,
-    len: u32,
+    intervals: &'a [String],
 }
 
 fn payload_addr(field_offset_v4: u32, field_offset_v6: u32) -> impl Fn(u32, Family) -> Expr {
@@ -150,7 +154,7 @@ impl Parser<'_> {
         while let Some(t) = self.peek().map(str::to_string) {
             self.pos += 1;
             match t.as_str() {
-                "ct" => self.ct_state()?,
+                "ct" => self.ct()?,
                 "ip" | "ip6" => {
                     if t != self.family_word() {
                         return Err(format!("{t} match in a {} table", self.family_word()));
@@ -193,6 +197,7 @@ impl Parser<'_> {
                     }
                     self.push(Expr::Masq { flags });
                 }
+                "dnat" if matches!(self.peek(), Some("ip" | "ip6")) => self.dnat_map()?,
                 "dnat" => self.dnat()?,
                 other => return Err(format!("unsupported word {other:?}")),
             }
@@ -228,6 +233,16 @@ impl Parser<'_> {
     }
 
     fn meta(&mut self) -> Result<(), String> {
+        if self.peek() == Some("mark") {
+            // `meta mark set meta mark or M`: nft's long form of `mark set mark or M`.
+            self.pos += 1;
+            let word = |i: usize| self.tokens.get(self.pos + i).map(String::as_str);
+            if word(0) != Some("set") || word(1) != Some("meta") {
+                return Err(format!("unsupported meta mark {:?}", word(0)));
+            }
+            self.tokens.remove(self.pos + 1);
+            return self.mark();
+        }
         if self.peek() == Some("l4proto") && self.tokens.get(self.pos + 1).map(String::as_str) == Some(".") {
             self.pos -= 1;
             return self.concat_lookup();

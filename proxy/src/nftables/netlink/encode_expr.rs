@@ -28,6 +28,8 @@ pub(super) fn write(w: &mut Writer, e: &Expr) -> Result<(), EncodeError> {
         | Expr::Meta { .. }
         | Expr::MetaSet { .. }
         | Expr::CtState
+        | Expr::Ct { .. }
+        | Expr::Hton { .. }
         | Expr::Cmp { .. }
         | Expr::Bitwise { .. }
         | Expr::Lookup { .. } => matches(w, e)?,
@@ -41,7 +43,8 @@ fn name(e: &Expr) -> &'static str {
     match e {
         Expr::Payload { .. } => "payload",
         Expr::Meta { .. } | Expr::MetaSet { .. } => "meta",
-        Expr::CtState => "ct",
+        Expr::CtState | Expr::Ct { .. } => "ct",
+        Expr::Hton { .. } => "byteorder",
         Expr::Cmp { .. } => "cmp",
         Expr::Bitwise { .. } => "bitwise",
         Expr::Lookup { .. } => "lookup",
@@ -96,6 +99,20 @@ fn matches(w: &mut Writer, e: &Expr) -> Result<(), EncodeError> {
         Expr::CtState => {
             w.u32_be(2, 0)?; // NFT_CT_STATE
             w.u32_be(1, REG_1)?;
+        }
+        Expr::Ct { key, dreg, original } => {
+            w.u32_be(2, *key)?;
+            w.u32_be(1, *dreg)?;
+            if *original {
+                w.attr(3, &[0])?; // IP_CT_DIR_ORIGINAL
+            }
+        }
+        Expr::Hton { reg, len, size } => {
+            w.u32_be(1, *reg)?;
+            w.u32_be(2, *reg)?;
+            w.u32_be(3, 1)?; // NFT_BYTEORDER_HTON
+            w.u32_be(4, *len)?;
+            w.u32_be(5, *size)?;
         }
         Expr::Cmp { op, data } => {
             w.u32_be(1, REG_1)?;
@@ -154,23 +171,39 @@ fn actions(w: &mut Writer, e: &Expr) -> Result<(), EncodeError> {
             w.u32_be(2, FIB_RESULT_ADDRTYPE)?;
             w.u32_be(1, REG_1)?;
         }
-        Expr::Numgen { modulus } => {
-            w.u32_be(1, REG_1)?;
+        Expr::Numgen { modulus, dreg } => {
+            w.u32_be(1, *dreg)?;
             w.u32_be(2, *modulus)?;
             w.u32_be(3, NUMGEN_RANDOM)?;
             w.u32_be(4, 0)?;
         }
-        Expr::Dynset { set } => {
+        Expr::Dynset {
+            set,
+            data,
+            timeout_ms,
+        } => {
             w.u32_be(4, REG_1)?;
+            if let Some(d) = data {
+                w.u32_be(5, *d)?;
+            }
             w.u32_be(3, DYNSET_UPDATE)?;
+            if let Some(t) = timeout_ms {
+                w.attr(6, &t.to_be_bytes())?;
+            }
             w.str(1, set)?;
         }
-        Expr::Dnat { family } => {
+        Expr::Dnat {
+            family,
+            proto_reg,
+            flags,
+        } => {
             w.u32_be(1, NAT_DNAT)?;
             w.u32_be(2, *family)?;
             w.u32_be(3, REG_1)?;
-            w.u32_be(5, 2)?;
-            w.u32_be(7, NAT_PROTO_SPECIFIED)?;
+            w.u32_be(5, *proto_reg)?;
+            if *flags {
+                w.u32_be(7, NAT_PROTO_SPECIFIED)?;
+            }
         }
         Expr::Masq { flags } => {
             w.u32_be(1, *flags)?;

@@ -8,6 +8,14 @@ pub(super) const TRANSPORT: u32 = 2;
 pub(super) const META_MARK: u32 = 3;
 pub(super) const META_IIFNAME: u32 = 6;
 pub(super) const META_L4PROTO: u32 = 16;
+/// Conntrack keys.
+pub(super) const CT_STATUS: u32 = 2;
+pub(super) const CT_PROTOCOL: u32 = 10;
+pub(super) const CT_PROTO_DST: u32 = 12;
+pub(super) const CT_DST_IP: u32 = 20;
+pub(super) const CT_DST_IP6: u32 = 22;
+/// `ct status dnat` bit (IPS_DST_NAT).
+pub(super) const CT_STATUS_DNAT: u32 = 0x20;
 /// Comparison operators.
 pub(super) const EQ: u32 = 0;
 pub(super) const NEQ: u32 = 1;
@@ -119,12 +127,34 @@ pub(super) enum Expr {
     },
     Numgen {
         modulus: u32,
+        dreg: u32,
     },
+    /// `update @set { key [timeout T] [: data] }`: key from register 1, data from `data`.
     Dynset {
         set: String,
+        data: Option<u32>,
+        timeout_ms: Option<u64>,
     },
+    /// DNAT to the address in register 1 and the port in `proto_reg`; `flags`: nft's
+    /// NF_NAT_RANGE_PROTO_SPECIFIED, which it sends for a literal target only.
     Dnat {
         family: u32,
+        proto_reg: u32,
+        flags: bool,
+    },
+    /// A conntrack field (`ct status`, `ct original protocol`); `original`: of the original
+    /// direction.
+    Ct {
+        key: u32,
+        dreg: u32,
+        original: bool,
+    },
+    /// Host to network order of `len` bytes in `reg` (nft's key conversion in interval
+    /// concatenations).
+    Hton {
+        reg: u32,
+        len: u32,
+        size: u32,
     },
     Masq {
         flags: u32,

@@ -9,8 +9,11 @@ use std::net::IpAddr;
 
 use super::msg::Writer;
 use super::{Batch, EncodeError, Start, kind, nfproto};
+
+const ELEM_FLAGS: u16 = 3;
+const ELEM_INTERVAL_END: u32 = 1;
 use crate::model::{Family, Protocol};
-use crate::nftables::render::maps::{FW_ALLOW, MapsElement, Part, SetName};
+use crate::nftables::render::maps::{FW_ALLOW, MapsElement, Part, SERVICE_CIDRS, SetName};
 use crate::nftables::render::naming::TABLE;
 
 const ELEM_LIST_TABLE: u16 = 1;
@@ -66,6 +69,45 @@ fn key_bytes(e: &MapsElement, end: bool) -> Vec<u8> {
     out
 }
 
+/// A prefix of a plain interval set as nft sends it: its first address, then the address after its
+/// last, flagged as the interval's end (a prefix reaching the top of the address space would need
+/// nft's open-interval user data: refused, so the table goes through `nft -f`). Before the first
+/// (`first`), an interval end at address zero unless the prefix starts there, as nft sends.
+fn plain_range(w: &mut Writer, net: &ipnet::IpNet, first: bool) -> Result<(), EncodeError> {
+    let after = match net.broadcast() {
+        IpAddr::V4(a) => u32::from(a)
+            .checked_add(1)
+            .map(|n| IpAddr::from(std::net::Ipv4Addr::from(n))),
+        IpAddr::V6(a) => u128::from(a)
+            .checked_add(1)
+            .map(|n| IpAddr::from(std::net::Ipv6Addr::from(n))),
+    };
+    let Some(after) = after else {
+        return Err(EncodeError::Element(
+            SERVICE_CIDRS.into(),
+            format!("{net}: reaches the last address"),
+        ));
+    };
+    let zero = match net {
+        ipnet::IpNet::V4(_) => IpAddr::from([0u8; 4]),
+        ipnet::IpNet::V6(_) => IpAddr::from([0u8; 16]),
+    };
+    let lead = (first && net.network() != zero).then_some((zero, true));
+    for (ip, end) in lead.into_iter().chain([(net.network(), false), (after, true)]) {
+        let el = w.nest(LIST_ELEM);
+        if end {
+            w.u32_be(ELEM_FLAGS, ELEM_INTERVAL_END)?;
+        }
+        let k = w.nest(ELEM_KEY);
+        let mut key = Vec::with_capacity(16);
+        addr_bytes(&mut key, ip);
+        w.attr(DATA_VALUE, &key)?;
+        w.nest_end(k)?;
+        w.nest_end(el)?;
+    }
+    Ok(())
+}
+
 /// Endpoint address . port: a concatenation, each part padded to 4 bytes.
 fn value_bytes(ip: IpAddr, port: u16) -> Vec<u8> {
     let mut out = Vec::with_capacity(20);
@@ -80,14 +122,20 @@ fn interval(set: SetName) -> bool {
     set == SetName::Fixed(FW_ALLOW)
 }
 
-/// Refuses what the layout never writes through element steps (the node's own interval sets):
-/// those change only with a replacement.
-fn check(family: Family, e: &MapsElement) -> Result<(), EncodeError> {
+/// Whether the set holds plain address intervals (a start and an end-flagged element per prefix).
+fn plain_interval(set: SetName) -> bool {
+    set == SetName::Fixed(SERVICE_CIDRS)
+}
+
+/// Refuses what the layout never writes through element steps (the node's own interval sets,
+/// allowed in a whole table: `full`): those change only with a replacement.
+pub(super) fn check(family: Family, e: &MapsElement, full: bool) -> Result<(), EncodeError> {
     let bad = |why: &str| Err(EncodeError::Element(e.set.name(), format!("{}: {why}", e.text())));
     for p in e.key.parts() {
         match p {
             Part::Addr(ip) if !family.matches(ip) => return bad("address of the other family"),
             Part::Net(n) if !family.matches(&n.addr()) => return bad("prefix of the other family"),
+            Part::Net(_) if full && plain_interval(e.set) && e.key.parts().len() == 1 => {}
             Part::Net(_) if !interval(e.set) => return bad("a prefix outside an interval set"),
             _ => {}
         }
@@ -106,15 +154,9 @@ pub fn encode_elements(
     start: Start,
 ) -> Result<Batch, EncodeError> {
     for e in delete.iter().chain(add) {
-        check(family, e)?;
+        check(family, e, false)?;
     }
-    let mut w = Writer {
-        seq: start.seq,
-        ..Writer::default()
-    };
-    let begin = w.begin(kind::BATCH_BEGIN, kind::F_REQUEST, 0, kind::SUBSYS_NFTABLES);
-    w.end(begin);
-    let first_seq = w.seq;
+    let (mut w, first_seq) = super::batch_begin(start.seq);
     let mut messages = 0;
     let mut op_of = Vec::new();
     for (step, list, is_add) in [(0, delete, false), (1, add, true)] {
@@ -132,22 +174,11 @@ pub fn encode_elements(
             rest = tail;
         }
     }
-    let last_seq = w.seq;
-    w.ack_last();
-    let end = w.begin(kind::BATCH_END, kind::F_REQUEST, 0, kind::SUBSYS_NFTABLES);
-    w.end(end);
-    Ok(Batch {
-        bytes: w.buf,
-        first_seq,
-        last_seq,
-        messages,
-        op_of,
-        next_anon: start.anon,
-    })
+    Ok(super::batch_end(w, first_seq, messages, op_of, start.anon))
 }
 
 /// One NEWSETELEM / DELSETELEM message for elements of one set.
-fn elements_message(
+pub(super) fn elements_message(
     w: &mut Writer,
     family: Family,
     add: bool,
@@ -164,7 +195,11 @@ fn elements_message(
     w.str(ELEM_LIST_TABLE, TABLE)?;
     w.str(ELEM_LIST_SET, &first.set.name())?;
     let list = w.nest(ELEM_LIST_ELEMENTS);
-    for e in chunk {
+    for (i, e) in chunk.iter().enumerate() {
+        if let (true, [Part::Net(net)]) = (plain_interval(e.set), e.key.parts()) {
+            plain_range(w, net, i == 0)?;
+            continue;
+        }
         let el = w.nest(LIST_ELEM);
         let k = w.nest(ELEM_KEY);
         w.attr(DATA_VALUE, &key_bytes(e, false))?;

@@ -10,11 +10,13 @@
 //! 44k services was quadratic in both (docs/BENCHMARKS.md).
 
 mod compile;
+mod decl;
 mod encode_expr;
 mod error;
 mod expr;
 mod kind;
 mod maps;
+mod maps_table;
 mod msg;
 mod objects;
 mod set_type;
@@ -30,6 +32,7 @@ use msg::Writer;
 
 pub use error::EncodeError;
 pub use maps::encode_elements;
+pub use maps_table::{encode_replacement, replacement_step};
 pub use set_type::SetType;
 
 /// NFPROTO_IPV4 / NFPROTO_IPV6.
@@ -86,13 +89,7 @@ pub fn encode<'a>(
     })) {
         types.insert(s.name.clone(), SetType::parse(s)?);
     }
-    let mut w = Writer {
-        seq: start.seq,
-        ..Writer::default()
-    };
-    let begin = w.begin(kind::BATCH_BEGIN, kind::F_REQUEST, 0, kind::SUBSYS_NFTABLES);
-    w.end(begin);
-    let first_seq = w.seq;
+    let (mut w, first_seq) = batch_begin(start.seq);
     let mut enc = objects::Encoder {
         w: &mut w,
         family,
@@ -102,6 +99,7 @@ pub fn encode<'a>(
         messages: 0,
         op_of: Vec::new(),
         op_index: 0,
+        intervals: Vec::new(),
     };
     let mut i = 0;
     while i < ops.len() {
@@ -111,17 +109,34 @@ pub fn encode<'a>(
     let messages = enc.messages;
     let next_anon = start.anon.wrapping_add(u64::from(enc.next_set_id));
     let op_of = std::mem::take(&mut enc.op_of);
+    Ok(batch_end(w, first_seq, messages, op_of, next_anon))
+}
+
+/// A writer holding a batch's begin message, and the sequence number the messages follow.
+fn batch_begin(seq: u32) -> (Writer, u32) {
+    let mut w = Writer {
+        seq,
+        ..Writer::default()
+    };
+    let begin = w.begin(kind::BATCH_BEGIN, kind::F_REQUEST, 0, kind::SUBSYS_NFTABLES);
+    w.end(begin);
+    let first_seq = w.seq;
+    (w, first_seq)
+}
+
+/// The batch end after the messages of `w`, and the batch.
+fn batch_end(mut w: Writer, first_seq: u32, messages: usize, op_of: Vec<usize>, next_anon: u64) -> Batch {
     let last_seq = w.seq;
     // Errors always come back; success only where asked: once, for the whole batch.
     w.ack_last();
     let end = w.begin(kind::BATCH_END, kind::F_REQUEST, 0, kind::SUBSYS_NFTABLES);
     w.end(end);
-    Ok(Batch {
+    Batch {
         bytes: w.buf,
         first_seq,
         last_seq,
         messages,
         op_of,
         next_anon,
-    })
+    }
 }

@@ -33,60 +33,70 @@ pub(super) struct Encoder<'a> {
     /// The op of each message written, in order.
     pub op_of: Vec<usize>,
     pub op_index: usize,
+    /// The table's interval sets that rules look concatenated keys up in.
+    pub intervals: Vec<String>,
 }
 
 /// Attribute numbers.
-mod attr {
-    pub(super) const TABLE_NAME: u16 = 1;
-    pub(super) const TABLE_FLAGS: u16 = 2;
-    pub(super) const TABLE_USERDATA: u16 = 6;
-    pub(super) const CHAIN_TABLE: u16 = 1;
-    pub(super) const CHAIN_HOOK: u16 = 4;
-    pub(super) const CHAIN_NAME: u16 = 3;
-    pub(super) const CHAIN_TYPE: u16 = 7;
-    pub(super) const CHAIN_USERDATA: u16 = 12;
-    pub(super) const HOOK_NUM: u16 = 1;
-    pub(super) const HOOK_PRIORITY: u16 = 2;
-    pub(super) const RULE_TABLE: u16 = 1;
-    pub(super) const RULE_CHAIN: u16 = 2;
-    pub(super) const RULE_EXPRESSIONS: u16 = 4;
-    pub(super) const RULE_USERDATA: u16 = 7;
-    pub(super) const SET_TABLE: u16 = 1;
-    pub(super) const SET_NAME: u16 = 2;
-    pub(super) const SET_FLAGS: u16 = 3;
-    pub(super) const SET_KEY_TYPE: u16 = 4;
-    pub(super) const SET_KEY_LEN: u16 = 5;
-    pub(super) const SET_DATA_TYPE: u16 = 6;
-    pub(super) const SET_DATA_LEN: u16 = 7;
-    pub(super) const SET_DESC: u16 = 9;
-    pub(super) const SET_DESC_SIZE: u16 = 1;
-    pub(super) const SET_ID: u16 = 10;
-    pub(super) const SET_TIMEOUT: u16 = 11;
-    pub(super) const SET_USERDATA: u16 = 13;
-    pub(super) const ELEM_LIST_TABLE: u16 = 1;
-    pub(super) const ELEM_LIST_SET: u16 = 2;
-    pub(super) const ELEM_LIST_ELEMENTS: u16 = 3;
-    pub(super) const ELEM_LIST_SET_ID: u16 = 4;
-    pub(super) const LIST_ELEM: u16 = 1;
-    pub(super) const ELEM_KEY: u16 = 1;
-    pub(super) const ELEM_DATA: u16 = 2;
-    pub(super) const ELEM_FLAGS: u16 = 3;
-    pub(super) const ELEM_USERDATA: u16 = 6;
-    pub(super) const DATA_VALUE: u16 = 1;
-    pub(super) const DATA_VERDICT: u16 = 2;
-    pub(super) const VERDICT_CODE: u16 = 1;
-    pub(super) const VERDICT_CHAIN: u16 = 2;
+pub(super) mod attr {
+    pub(in crate::nftables::netlink) const TABLE_NAME: u16 = 1;
+    pub(in crate::nftables::netlink) const TABLE_FLAGS: u16 = 2;
+    pub(in crate::nftables::netlink) const TABLE_USERDATA: u16 = 6;
+    pub(in crate::nftables::netlink) const CHAIN_TABLE: u16 = 1;
+    pub(in crate::nftables::netlink) const CHAIN_HOOK: u16 = 4;
+    pub(in crate::nftables::netlink) const CHAIN_NAME: u16 = 3;
+    pub(in crate::nftables::netlink) const CHAIN_TYPE: u16 = 7;
+    pub(in crate::nftables::netlink) const CHAIN_USERDATA: u16 = 12;
+    pub(in crate::nftables::netlink) const HOOK_NUM: u16 = 1;
+    pub(in crate::nftables::netlink) const HOOK_PRIORITY: u16 = 2;
+    pub(in crate::nftables::netlink) const RULE_TABLE: u16 = 1;
+    pub(in crate::nftables::netlink) const RULE_CHAIN: u16 = 2;
+    pub(in crate::nftables::netlink) const RULE_EXPRESSIONS: u16 = 4;
+    pub(in crate::nftables::netlink) const RULE_USERDATA: u16 = 7;
+    pub(in crate::nftables::netlink) const SET_TABLE: u16 = 1;
+    pub(in crate::nftables::netlink) const SET_NAME: u16 = 2;
+    pub(in crate::nftables::netlink) const SET_FLAGS: u16 = 3;
+    pub(in crate::nftables::netlink) const SET_KEY_TYPE: u16 = 4;
+    pub(in crate::nftables::netlink) const SET_KEY_LEN: u16 = 5;
+    pub(in crate::nftables::netlink) const SET_DATA_TYPE: u16 = 6;
+    pub(in crate::nftables::netlink) const SET_DATA_LEN: u16 = 7;
+    pub(in crate::nftables::netlink) const SET_DESC: u16 = 9;
+    pub(in crate::nftables::netlink) const SET_DESC_SIZE: u16 = 1;
+    pub(in crate::nftables::netlink) const SET_DESC_CONCAT: u16 = 2;
+    pub(in crate::nftables::netlink) const SET_FIELD_LEN: u16 = 1;
+    pub(in crate::nftables::netlink) const SET_ID: u16 = 10;
+    pub(in crate::nftables::netlink) const SET_TIMEOUT: u16 = 11;
+    pub(in crate::nftables::netlink) const SET_USERDATA: u16 = 13;
+    pub(in crate::nftables::netlink) const ELEM_LIST_TABLE: u16 = 1;
+    pub(in crate::nftables::netlink) const ELEM_LIST_SET: u16 = 2;
+    pub(in crate::nftables::netlink) const ELEM_LIST_ELEMENTS: u16 = 3;
+    pub(in crate::nftables::netlink) const ELEM_LIST_SET_ID: u16 = 4;
+    pub(in crate::nftables::netlink) const LIST_ELEM: u16 = 1;
+    pub(in crate::nftables::netlink) const ELEM_KEY: u16 = 1;
+    pub(in crate::nftables::netlink) const ELEM_DATA: u16 = 2;
+    pub(in crate::nftables::netlink) const ELEM_FLAGS: u16 = 3;
+    pub(in crate::nftables::netlink) const ELEM_USERDATA: u16 = 6;
+    pub(in crate::nftables::netlink) const DATA_VALUE: u16 = 1;
+    pub(in crate::nftables::netlink) const DATA_VERDICT: u16 = 2;
+    pub(in crate::nftables::netlink) const VERDICT_CODE: u16 = 1;
+    pub(in crate::nftables::netlink) const VERDICT_CHAIN: u16 = 2;
 }
 
 /// Element lists are split so each message's nested attribute stays under netlink's 64 KiB.
 const ELEMENTS_PER_MESSAGE: usize = 256;
 
 impl Encoder<'_> {
-    fn begin(&mut self, cmd: u16, flags: u16) -> usize {
+    pub(super) fn begin(&mut self, cmd: u16, flags: u16) -> usize {
         self.messages += 1;
         self.op_of.push(self.op_index);
         self.w
             .begin(kind::msg(cmd), kind::F_REQUEST | flags, nfproto(self.family), 0)
+    }
+
+    /// Counts a message the caller writes itself (its header included) as one of the current op.
+    pub(super) fn begin_counted(&mut self) {
+        self.messages += 1;
+        self.op_of.push(self.op_index);
     }
 
     /// Encodes the first op (and the element ops of the same kind and set right after it, in one
@@ -286,8 +296,9 @@ impl Encoder<'_> {
         self.w.nest_end(n)
     }
 
-    fn rule(&mut self, chain: &str, rule: &Rule) -> Result<(), EncodeError> {
-        let Compiled { sets, mut exprs } = compile::compile(&rule.text, self.family, &mut self.next_set_id)?;
+    pub(super) fn rule(&mut self, chain: &str, rule: &Rule) -> Result<(), EncodeError> {
+        let Compiled { sets, mut exprs } =
+            compile::compile(&rule.text, self.family, &mut self.next_set_id, &self.intervals)?;
         for s in &sets {
             self.anon_set(s)?;
         }

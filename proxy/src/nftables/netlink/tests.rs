@@ -8,7 +8,7 @@ use crate::nftables::render::{Element, Op, Rule, Set};
 
 fn exprs(text: &str, family: Family) -> Vec<Expr> {
     let mut id = 0;
-    compile(text, family, &mut id)
+    compile(text, family, &mut id, &[])
         .unwrap_or_else(|e| panic!("{e}"))
         .exprs
 }
@@ -100,8 +100,13 @@ fn concatenations_use_nfts_registers() {
 #[test]
 fn address_sets_become_intervals_as_nft_sends_them() {
     let mut id = 0;
-    let c = compile("ip saddr != { 1.2.3.0/24 , 5.6.7.8 } drop", Family::V4, &mut id)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let c = compile(
+        "ip saddr != { 1.2.3.0/24 , 5.6.7.8 } drop",
+        Family::V4,
+        &mut id,
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let keys: Vec<(Vec<u8>, bool)> = c.sets[0]
         .elements
         .iter()
@@ -134,6 +139,7 @@ fn overlapping_and_adjacent_ranges_merge() {
         "ip saddr != { 10.0.0.0/8,10.1.0.0/16,11.0.0.0/8 } drop",
         Family::V4,
         &mut id,
+        &[],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let keys: Vec<Vec<u8>> = c.sets[0].elements.iter().map(|e| e.key.clone()).collect();
@@ -143,12 +149,12 @@ fn overlapping_and_adjacent_ranges_merge() {
 #[test]
 fn an_unknown_rule_form_is_an_error_naming_the_rule() {
     let mut id = 0;
-    let err = compile("ip daddr 10.0.0.1 counter drop", Family::V4, &mut id)
+    let err = compile("ip daddr 10.0.0.1 counter drop", Family::V4, &mut id, &[])
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("counter") && err.contains("10.0.0.1"), "{err}");
-    let err = compile("ip6 saddr fd00::1 drop", Family::V4, &mut id)
+    let err = compile("ip6 saddr fd00::1 drop", Family::V4, &mut id, &[])
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
@@ -265,4 +271,95 @@ fn anonymous_sets_get_names_of_their_own_and_batches_never_reuse_one() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(count(&second.bytes, b"__map000000000000002a\0"), 0);
     assert_eq!(count(&second.bytes, b"__map000000000000002b\0"), 2);
+}
+
+fn maps_set(
+    name: &str,
+    is_map: bool,
+    decl: &str,
+    flags: Vec<&'static str>,
+) -> crate::nftables::render::maps::MapsSet {
+    crate::nftables::render::maps::MapsSet {
+        name: name.into(),
+        is_map,
+        decl: decl.into(),
+        flags,
+    }
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or_default())
+        .collect()
+}
+
+/// The NEWSET attributes nft 1.0.6 sent for the same declarations (`nft --debug=mnl -f`, kernel
+/// 6.18), byte for byte.
+#[test]
+fn maps_declarations_carry_what_nft_sends() {
+    use super::decl::Decl;
+    let eps = maps_set(
+        "eps",
+        true,
+        "typeof ip daddr . meta l4proto . th dport . numgen random mod 2 : ip daddr . th dport",
+        vec![],
+    );
+    let d = Decl::parse(&eps, Family::V4).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (d.flags, d.key_type, d.key_len, d.data),
+        (0x8, 0x1cc344, 16, Some((0x1cd, 8)))
+    );
+    assert_eq!(
+        d.udata,
+        hex(concat!(
+            "000400000000010400000000036000040d00000001580014000407000000010c00040c00000001040c00",
+            "0000010e00040900000001060004100000000214000407000000010c00040b000000010402000000031a",
+            "0004170000000112000401000000010402000000020400000000043400040d000000012c001400040700",
+            "0000010c00040c00000001040c0000000114000407000000010c00040b00000001040200000006040000",
+            "0000"
+        ))
+    );
+    let affinity = maps_set(
+        "affinity",
+        true,
+        "typeof ip saddr . ip daddr . meta l4proto . th dport : ip daddr . th dport",
+        vec!["dynamic", "timeout"],
+    );
+    let d = Decl::parse(&affinity, Family::V4).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((d.flags, d.key_type, d.key_len), (0x38, 0x1c730d, 16));
+    assert_eq!(
+        d.udata,
+        hex(concat!(
+            "000400000000010400000000035a00040d00000001520014000407000000010c00040c00000001040b00",
+            "00000114000407000000010c00040c00000001040c000000020e00040900000001060004100000000314",
+            "000407000000010c00040b000000010402000000043400040d000000012c0014000407000000010c0004",
+            "0c00000001040c0000000114000407000000010c00040b000000010402000000060400000000"
+        ))
+    );
+    let svcs = maps_set(
+        "svcs-2",
+        false,
+        "type ipv4_addr . inet_proto . inet_service",
+        vec![],
+    );
+    let d = Decl::parse(&svcs, Family::V4).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((d.flags, d.key_type, d.key_len), (0, 0x730d, 12));
+    assert_eq!(d.udata, hex("000400000000030800040d0000000100"));
+    let fw = maps_set(
+        "fw-allow",
+        false,
+        "type ipv4_addr . inet_proto . inet_service . ipv4_addr",
+        vec!["interval"],
+    );
+    let d = Decl::parse(&fw, Family::V4).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (d.flags, d.key_type, d.concat_fields),
+        (0x84, 0x1cc347, vec![4, 1, 2, 4])
+    );
+    let cidrs = maps_set("service-cidrs", false, "type ipv4_addr", vec!["interval"]);
+    let d = Decl::parse(&cidrs, Family::V4).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((d.flags, d.key_len, d.udata), (0x4, 4, hex("000402000000")));
+    let bad = maps_set("x", false, "typeof ct original protocol", vec![]);
+    assert!(Decl::parse(&bad, Family::V4).is_err());
 }

@@ -85,7 +85,7 @@ impl Parser<'_> {
             udata: numgen_map_udata(),
             elements,
         });
-        self.push(Expr::Numgen { modulus });
+        self.push(Expr::Numgen { modulus, dreg: 1 });
         self.push(Expr::Lookup {
             set: "__map%d".into(),
             anon: Some(id),
@@ -103,6 +103,11 @@ impl Parser<'_> {
             .ok_or_else(|| format!("update {set:?}: not a set"))?
             .to_string();
         self.expect("{")?;
+        let plain = self.tokens.get(self.pos + 1).map(String::as_str) == Some("saddr")
+            && self.tokens.get(self.pos + 2).map(String::as_str) == Some("}");
+        if !plain {
+            return self.update_map(set);
+        }
         let fam = self.next()?;
         if fam != self.family_word() {
             return Err(format!("{fam} key in a {} table", self.family_word()));
@@ -110,7 +115,11 @@ impl Parser<'_> {
         self.expect("saddr")?;
         self.expect("}")?;
         self.push(saddr(1, self.family));
-        self.push(Expr::Dynset { set });
+        self.push(Expr::Dynset {
+            set,
+            data: None,
+            timeout_ms: None,
+        });
         Ok(())
     }
 
@@ -137,6 +146,8 @@ impl Parser<'_> {
         });
         self.push(Expr::Dnat {
             family: super::super::nfproto(self.family) as u32,
+            proto_reg: 2,
+            flags: true,
         });
         Ok(())
     }

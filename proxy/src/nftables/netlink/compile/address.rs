@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use super::super::expr::*;
-use super::{Component, Parser, daddr, l4proto, register, saddr, th_dport};
+use super::{Parser, daddr, saddr};
 use crate::model::Family;
 
 impl Parser<'_> {
@@ -147,58 +147,6 @@ impl Parser<'_> {
             anon: Some(id),
             dreg: None,
             invert,
-        });
-        Ok(())
-    }
-
-    /// `ip daddr . meta l4proto . th dport vmap @map` (and shorter concatenations).
-    pub(super) fn concat_lookup(&mut self) -> Result<(), String> {
-        let mut parts = Vec::new();
-        loop {
-            let a = self.next()?;
-            let b = self.next()?;
-            let part = match (a.as_str(), b.as_str()) {
-                ("ip" | "ip6", "daddr") if a == self.family_word() => Component {
-                    expr: daddr,
-                    len: self.addr_len(),
-                },
-                ("ip" | "ip6", "saddr") if a == self.family_word() => Component {
-                    expr: saddr,
-                    len: self.addr_len(),
-                },
-                ("meta", "l4proto") => Component {
-                    expr: l4proto,
-                    len: 1,
-                },
-                ("th", "dport") => Component {
-                    expr: th_dport,
-                    len: 2,
-                },
-                _ => return Err(format!("unsupported key part {a} {b}")),
-            };
-            parts.push(part);
-            if self.peek() == Some(".") {
-                self.pos += 1;
-            } else {
-                break;
-            }
-        }
-        self.expect("vmap")?;
-        let map = self.next()?;
-        let map = map
-            .strip_prefix('@')
-            .ok_or_else(|| format!("vmap {map:?}: only named maps are supported"))?;
-        let mut unit = 0;
-        for p in &parts {
-            let e = (p.expr)(register(unit), self.family);
-            self.push(e);
-            unit += p.len.div_ceil(4);
-        }
-        self.push(Expr::Lookup {
-            set: map.to_string(),
-            anon: None,
-            dreg: Some(0),
-            invert: false,
         });
         Ok(())
     }

@@ -1,0 +1,132 @@
+//! The maps layout's whole table as one nf_tables batch: `add table; delete table;` then the table,
+//! its chains, sets and maps (declared as [`super::decl`] reads them), the skeleton's rules (its
+//! few rule texts compiled as for the upstream layout) and every element encoded from its typed
+//! value. One batch is one transaction: no packet sees the table missing or half written.
+
+use std::collections::BTreeMap;
+
+use super::decl::Decl;
+use super::maps::{check, elements_message};
+use super::objects::{Encoder, attr};
+use super::{Batch, EncodeError, Start, kind};
+use crate::nftables::render::Op;
+use crate::nftables::render::maps::{MapsElement, MapsTable};
+use crate::nftables::render::naming::TABLE;
+
+/// Element lists are split so each message's nested attribute stays under netlink's 64 KiB.
+const ELEMENTS_PER_MESSAGE: usize = 256;
+
+/// The steps of a replacement, as [`Batch::op_of_message`] gives them.
+const STEPS: [&str; 5] = ["the table", "a chain", "a set or map", "a rule", "an element"];
+
+/// The step of a replacement that message `index` of its batch belongs to.
+pub fn replacement_step(batch: &Batch, index: usize) -> &'static str {
+    batch
+        .op_of_message(index)
+        .and_then(|i| STEPS.get(i).copied())
+        .unwrap_or("the batch as a whole")
+}
+
+/// The replacement of the table by `skeleton` (its chains, rules and sets) holding `elements`
+/// (grouped by set, as [`crate::nftables::render::maps::MapsCache::elements`] yields them).
+pub fn encode_replacement(
+    skeleton: &MapsTable,
+    elements: impl IntoIterator<Item = MapsElement>,
+    start: Start,
+) -> Result<Batch, EncodeError> {
+    let family = skeleton.family;
+    let decls = skeleton
+        .sets
+        .iter()
+        .map(|s| Decl::parse(s, family).map(|d| (s.name.as_str(), d)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let intervals = skeleton
+        .sets
+        .iter()
+        .filter(|s| s.flags.contains(&"interval"))
+        .map(|s| s.name.clone())
+        .collect();
+    let (mut w, first_seq) = super::batch_begin(start.seq);
+    let types = BTreeMap::new();
+    let mut enc = Encoder {
+        w: &mut w,
+        family,
+        types: &types,
+        next_set_id: 0,
+        anon_base: start.anon,
+        messages: 0,
+        op_of: Vec::new(),
+        op_index: 0,
+        intervals,
+    };
+    for op in [Op::AddTable, Op::DeleteTable, Op::AddTable] {
+        enc.ops(std::slice::from_ref(&op))?;
+    }
+    enc.op_index = 1;
+    for c in &skeleton.chains {
+        let op = Op::AddChain(crate::nftables::render::Chain {
+            rules: Vec::new(),
+            ..c.clone()
+        });
+        enc.ops(std::slice::from_ref(&op))?;
+    }
+    enc.op_index = 2;
+    for (name, d) in &decls {
+        set_message(&mut enc, name, d)?;
+    }
+    enc.op_index = 3;
+    for c in &skeleton.chains {
+        for r in &c.rules {
+            enc.rule(&c.name, r)?;
+        }
+    }
+    enc.op_index = 4;
+    let mut chunk: Vec<MapsElement> = Vec::with_capacity(ELEMENTS_PER_MESSAGE);
+    for e in elements {
+        check(family, &e, true)?;
+        if chunk.len() == ELEMENTS_PER_MESSAGE || chunk.first().is_some_and(|f| f.set != e.set) {
+            enc.begin_counted();
+            elements_message(enc.w, family, true, &chunk)?;
+            chunk.clear();
+        }
+        chunk.push(e);
+    }
+    if !chunk.is_empty() {
+        enc.begin_counted();
+        elements_message(enc.w, family, true, &chunk)?;
+    }
+    let (messages, op_of) = (enc.messages, std::mem::take(&mut enc.op_of));
+    let next_anon = start.anon.wrapping_add(u64::from(enc.next_set_id));
+    Ok(super::batch_end(w, first_seq, messages, op_of, next_anon))
+}
+
+/// One NEWSET message.
+fn set_message(enc: &mut Encoder<'_>, name: &str, d: &Decl) -> Result<(), EncodeError> {
+    enc.next_set_id += 1;
+    let m = enc.begin(kind::NEWSET, kind::F_CREATE);
+    let w = &mut *enc.w;
+    w.str(attr::SET_TABLE, TABLE)?;
+    w.str(attr::SET_NAME, name)?;
+    w.u32_be(attr::SET_FLAGS, d.flags)?;
+    w.u32_be(attr::SET_KEY_TYPE, d.key_type)?;
+    w.u32_be(attr::SET_KEY_LEN, d.key_len)?;
+    if let Some((ty, len)) = d.data {
+        w.u32_be(attr::SET_DATA_TYPE, ty)?;
+        w.u32_be(attr::SET_DATA_LEN, len)?;
+    }
+    w.u32_be(attr::SET_ID, enc.next_set_id)?;
+    if !d.concat_fields.is_empty() {
+        let desc = w.nest(attr::SET_DESC);
+        let list = w.nest(attr::SET_DESC_CONCAT);
+        for len in &d.concat_fields {
+            let f = w.nest(attr::LIST_ELEM);
+            w.u32_be(attr::SET_FIELD_LEN, *len)?;
+            w.nest_end(f)?;
+        }
+        w.nest_end(list)?;
+        w.nest_end(desc)?;
+    }
+    w.attr(attr::SET_USERDATA, &d.udata)?;
+    w.end(m);
+    Ok(())
+}
