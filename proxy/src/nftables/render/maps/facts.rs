@@ -5,6 +5,8 @@
 
 use std::net::IpAddr;
 
+use ipnet::IpNet;
+
 use super::*;
 use crate::config::{DetectLocal, RenderConfig};
 use crate::model::{Categorized, Endpoint, NodeFacts, ServicePort, categorize};
@@ -209,6 +211,7 @@ impl<'a> Facts<'a> {
         if allow_from_node {
             sources.extend(svc.load_balancer_vips.iter().map(|ip| Part::Addr(*ip)));
         }
+        let sources = uncovered(sources);
         for vip in &svc.load_balancer_vips {
             let k = key(vip);
             for src in &sources {
@@ -217,4 +220,24 @@ impl<'a> Facts<'a> {
             self.add(SetName::Fixed(FW_PROTECTED), k);
         }
     }
+}
+
+/// The sources no other source covers. `@fw-allow` is an interval set, which refuses overlapping
+/// elements of one key (`0.0.0.0/0` beside the LB IP itself, or nested user ranges) and with them the
+/// whole transaction; a covered source allows nothing the covering one does not.
+fn uncovered(mut sources: Vec<Part>) -> Vec<Part> {
+    let net = |p: &Part| match p {
+        Part::Net(n) => Some(*n),
+        Part::Addr(a) => Some(IpNet::from(*a)),
+        _ => None,
+    };
+    sources.sort_by_key(|p| net(p).map(|n| n.prefix_len()));
+    let mut kept: Vec<Part> = Vec::with_capacity(sources.len());
+    for s in sources {
+        let Some(n) = net(&s) else { continue };
+        if !kept.iter().filter_map(net).any(|k| k.contains(&n)) {
+            kept.push(s);
+        }
+    }
+    kept
 }

@@ -133,6 +133,39 @@ fn source_ranges_become_allowed_key_and_prefix_pairs() {
     assert_eq!(elements(&t, NP_MASQ), ["tcp . 30443"]);
 }
 
+/// An interval set refuses overlapping elements of one key, and with them the whole table: a range
+/// inside another (or the LB IP inside `0.0.0.0/0`) adds nothing the wider one does not allow.
+#[test]
+fn covered_source_ranges_are_left_out() {
+    let yaml = format!(
+        "{}status: {{loadBalancer: {{ingress: [{{ip: 35.0.0.5}}]}}}}\n{}",
+        svc(
+            "c",
+            "{clusterIP: 172.30.0.43, type: LoadBalancer, loadBalancerSourceRanges: [10.1.0.0/16, 12.0.0.1/32, 10.0.0.0/8, 12.0.0.2/31], ports: [{port: 443, nodePort: 30443, protocol: TCP}]}"
+        ),
+        eps("c", &[("10.76.1.7", "node-1")], 443)
+    );
+    let t = table(&yaml, &cfg());
+    // The node (10.140.0.2) is in 10.0.0.0/8, so the VIP is a source too; 10.1.0.0/16 is covered.
+    assert_eq!(
+        elements(&t, FW_ALLOW),
+        [
+            "35.0.0.5 . tcp . 443 . 35.0.0.5",
+            "35.0.0.5 . tcp . 443 . 10.0.0.0/8",
+            "35.0.0.5 . tcp . 443 . 12.0.0.1/32",
+            "35.0.0.5 . tcp . 443 . 12.0.0.2/31"
+        ]
+    );
+    let all = table(
+        &yaml.replace(
+            "[10.1.0.0/16, 12.0.0.1/32, 10.0.0.0/8, 12.0.0.2/31]",
+            "[0.0.0.0/0]",
+        ),
+        &cfg(),
+    );
+    assert_eq!(elements(&all, FW_ALLOW), ["35.0.0.5 . tcp . 443 . 0.0.0.0/0"]);
+}
+
 /// The point of the layout: an endpoint replaced, or a Service added with an endpoint count already
 /// in use, changes elements only; the chains, rules and sets stay exactly as they were.
 #[test]
