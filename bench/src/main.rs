@@ -210,8 +210,18 @@ fn tool_version(program: &str) -> String {
         .unwrap_or_else(|| format!("{program} (version unknown)"))
 }
 
+/// The most endpoints P2 builds (services x endpoints per service). P2 holds each endpoint several
+/// times over (state, cache, batch): 10M filled the 24 GiB machine and stalled it.
+const P2_MAX_ENDPOINTS: usize = 2_000_000;
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    let (p2_services, p2_per_service) = (cli.p2_services.unwrap_or(10_000), cli.p2_endpoints.unwrap_or(10));
+    anyhow::ensure!(
+        p2_services.saturating_mul(p2_per_service) <= P2_MAX_ENDPOINTS,
+        "--p2-services {p2_services} x --p2-endpoints {p2_per_service} (endpoints per Service) is over P2's \
+         {P2_MAX_ENDPOINTS} endpoints; the largest documented size is 44000 x 6"
+    );
     match cli.command {
         Some(Cmd::Agent { listen }) => return Ok(svcnet_bench::agent::serve(listen)?),
         Some(Cmd::LoadApi {

@@ -208,3 +208,39 @@ fn check_upstream_anchor(stdout: &str) {
         assert!(!u.contains(&format!("    {name}: ")), "{name} failed:\n{u}");
     }
 }
+
+/// `--p2-endpoints` is per Service: a total passed in its place (10k x 100k) is refused at once
+/// instead of filling the machine's memory (a bench that starts anyway is killed after 10 s).
+#[test]
+fn a_p2_size_past_the_limit_is_refused_before_anything_runs() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_svcnet-bench"))
+        .args([
+            "--only",
+            "p2",
+            "--p2-services",
+            "10000",
+            "--p2-endpoints",
+            "100000",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run svcnet-bench");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait svcnet-bench").is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("svcnet-bench started a P2 of 1,000,000,000 endpoints instead of refusing it");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("wait svcnet-bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--p2-services 10000 x --p2-endpoints 100000"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing may run first");
+}
