@@ -39,7 +39,7 @@ fn tick(gce: &str, dev: &str, health: &mut lb_health::Checker, last_fw: &mut Str
     // connections split by the weights, else by addresses only.
     vpc::program_hash_policy(&state, &inst)?;
     let links: Vec<Hop> = inst.into_values().collect();
-    vpc::apply_firewall(&state, &links, last_fw, true)
+    vpc::apply_firewall(&state, &links, last_fw)
 }
 
 /// Instance IP -> its NIC's IPv6 address, for the instances that have one (dual-stack nodes).
