@@ -73,13 +73,24 @@ fn address(type_: &str, address: &str) -> NodeAddress {
     }
 }
 
-/// The instance's addresses, kubelet's Hostname, and the `--node-ip` one first.
+/// The instance's addresses as cloud-provider-gcp orders them (IPv4 internal and external, then the
+/// NIC's IPv6 as an InternalIP), kubelet's Hostname, and the `--node-ip` ones first: one address, or a
+/// dual-stack pair (KEP-3705), each of which must be an address of the instance.
 fn node_addresses(node: &Node, facts: &InstanceFacts, object: &str) -> Result<Vec<NodeAddress>> {
+    let is_v6 = |ip: &&String| ip.contains(':');
     let mut addresses: Vec<NodeAddress> = facts
         .internal_ips
         .iter()
+        .filter(|ip| !is_v6(ip))
         .map(|ip| address("InternalIP", ip))
         .chain(facts.external_ips.iter().map(|ip| address("ExternalIP", ip)))
+        .chain(
+            facts
+                .internal_ips
+                .iter()
+                .filter(is_v6)
+                .map(|ip| address("InternalIP", ip)),
+        )
         .collect();
     // The cloud reports no hostname: keep the one kubelet published (as upstream does).
     let existing = node
@@ -88,24 +99,43 @@ fn node_addresses(node: &Node, facts: &InstanceFacts, object: &str) -> Result<Ve
         .and_then(|s| s.addresses.clone())
         .unwrap_or_default();
     addresses.extend(existing.into_iter().filter(|a| a.type_ == "Hostname"));
-    // kubelet --node-ip must be an address the cloud knows, and goes first.
-    if let Some(ip) = node
+    let Some(provided) = node
         .metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(PROVIDED_NODE_IP_ANNOTATION))
-    {
-        let Some(pos) = addresses.iter().position(|a| &a.address == ip) else {
-            return Err(Error::InvalidNodeAddress {
-                object: object.to_owned(),
-                field: format!("metadata.annotations[{PROVIDED_NODE_IP_ANNOTATION}]"),
-                message: format!("{ip:?} is not an address of instance {}", facts.name),
-            });
+    else {
+        return Ok(addresses);
+    };
+    let bad = |message: String| Error::InvalidNodeAddress {
+        object: object.to_owned(),
+        field: format!("metadata.annotations[{PROVIDED_NODE_IP_ANNOTATION}]"),
+        message,
+    };
+    let wanted: Vec<&str> = provided.split(',').map(str::trim).collect();
+    if wanted.len() > 2 {
+        return Err(bad(format!("{provided:?} names more than two addresses")));
+    }
+    // The last one first, so that each goes in front of those after it.
+    for ip in wanted.iter().rev() {
+        let Some(pos) = addresses.iter().position(|a| same_ip(&a.address, ip)) else {
+            return Err(bad(format!(
+                "{ip:?} is not an address of instance {}",
+                facts.name
+            )));
         };
         let a = addresses.remove(pos);
         addresses.insert(0, a);
     }
     Ok(addresses)
+}
+
+/// Whether two address strings name one IP (an IPv6 address has many spellings).
+fn same_ip(a: &str, b: &str) -> bool {
+    match (a.parse::<std::net::IpAddr>(), b.parse::<std::net::IpAddr>()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 pub(crate) fn plan_node_init(node: &Node, facts: &InstanceFacts) -> Result<NodeInit> {

@@ -6,17 +6,29 @@
 CLUSTER=svcnet-e2e
 SUBNET=172.18.0.0/16
 GATEWAY=172.18.0.1
+# The kind network's IPv6 half (kind's own default ULA subnet): the nodes are dual-stack instances.
+SUBNET6=fc00:f853:ccd:e793::/64
+GATEWAY6=fc00:f853:ccd:e793::1
 BRIDGE=svcnet-kind0
 GCE_PORT=8085
 PROJECT=svcnet-kind
 ZONE=us-central1-b
 NODE_TAG=svcnet-kind-node
 POD_SUBNET=10.244.0.0/16
+# kind's dual-stack defaults: a /64 of the pods' /56 per node, the Services' IPv6 /112.
+POD_SUBNET6=fd00:10:244::/56
+SERVICE_SUBNET=10.96.0.0/16,fd00:10:96::/112
 # The client outside the VPC (link cl0 of the engine's namespace) and the VM inside it (link vm), as the
 # lab has them (e2e/lab/src/state.rs): the GCE network's firewall filters what they send to the nodes.
 CLIENT_GW=192.0.2.1
 CLIENT_IP=192.0.2.10
 VM_IP=10.128.15.200
+# Their IPv6 addresses, the lab's (e2e/lab/src/state.rs).
+CLIENT_GW6=2001:db8:c0::1
+CLIENT_IP6=2001:db8:c0::10
+VM_IP6=fd20:128::15:200
+# The fake's pool of EXTERNAL IPv6 /64s for dual-stack subnetworks (IPv6 LB addresses come from it).
+EXTERNAL_IPV6_RANGE=2001:db8:4000::/48
 # The fake's subnet, where internal LBs get their addresses.
 INTERNAL_RANGE=10.128.0.0/20
 # The zone's region: regional backend services, health checks and forwarding rules.
@@ -80,9 +92,10 @@ node_image() {
   fi
 }
 
-# kind_config IMAGE: one control plane and two workers, kubeadm's kube-proxy (iptables mode; the run
-# switches the cluster to svcnet-proxy as an operator would), kubelets with --cloud-provider=external (and no
-# kind:// providerID: svcnet's node controller sets gce://...).
+# kind_config IMAGE: one control plane and two workers, dual stack (IPv4 first: kind gives each kubelet
+# --node-ip=IPv4,IPv6, which the cloud controller honours as the instance has both), kubeadm's kube-proxy
+# (iptables mode; the run switches the cluster to svcnet-proxy as an operator would), kubelets with
+# --cloud-provider=external (and no kind:// providerID: svcnet's node controller sets gce://...).
 kind_config() {
   local cni=false local_image=false
   case "$1" in svcnet-kind/node:*) cni=true local_image=true ;; esac
@@ -91,7 +104,9 @@ kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4
 networking:
   kubeProxyMode: iptables
-  podSubnet: $POD_SUBNET
+  ipFamily: dual
+  podSubnet: $POD_SUBNET,$POD_SUBNET6
+  serviceSubnet: $SERVICE_SUBNET
   # The image made here has no kindnetd; its svcnet-cni unit does that job (testing/kind/svcnet-cni.sh).
   disableDefaultCNI: $cni
 nodes:
@@ -145,7 +160,7 @@ YAML
 # fake_gce_up: svcnet-fake-gce on the kind network's gateway, so pods on the nodes reach it.
 fake_gce_up() {
   in_ns setsid "$BIN/svcnet-fake-gce" --listen "$GATEWAY:$GCE_PORT" --project "$PROJECT" --zones "$ZONE" \
-    --internal-range "$INTERNAL_RANGE" --op-latency-ms 100 >"$WORK/fake-gce.log" 2>&1 </dev/null &
+    --internal-range "$INTERNAL_RANGE" --external-ipv6-range "$EXTERNAL_IPV6_RANGE" --op-latency-ms 100 >"$WORK/fake-gce.log" 2>&1 </dev/null &
   local _
   for _ in $(seq 1 100); do
     gce GET /_fake/state >/dev/null 2>&1 && return 0
@@ -155,13 +170,15 @@ fake_gce_up() {
   return 1
 }
 
-# register_instances: every kind node becomes a GCE instance of the fake (name, IP, zone, tag), as the VMs
-# of a GCE cluster are.
+# register_instances: every kind node becomes a GCE instance of the fake (name, IPv4 and internal IPv6,
+# zone, tag), as the dual-stack VMs of a GCE cluster are.
 register_instances() {
-  local n ip i=1
+  local n ip ip6 i=1
   for n in $(in_ns "$KIND" get nodes --name "$CLUSTER"); do
     ip=$(D inspect -f "{{(index .NetworkSettings.Networks \"kind\").IPAddress}}" "$n")
-    gce POST /_fake/instances "{\"name\":\"$n\",\"zone\":\"$ZONE\",\"networkIP\":\"$ip\",\"natIP\":\"198.51.100.$i\",\"tags\":[\"$NODE_TAG\"],\"machineType\":\"e2-medium\",\"status\":\"RUNNING\"}" >/dev/null
+    ip6=$(D inspect -f "{{(index .NetworkSettings.Networks \"kind\").GlobalIPv6Address}}" "$n")
+    [ -n "$ip6" ] || { echo "node $n has no IPv6 address on the kind network"; return 1; }
+    gce POST /_fake/instances "{\"name\":\"$n\",\"zone\":\"$ZONE\",\"networkIP\":\"$ip\",\"ipv6Address\":\"$ip6\",\"natIP\":\"198.51.100.$i\",\"tags\":[\"$NODE_TAG\"],\"machineType\":\"e2-medium\",\"status\":\"RUNNING\"}" >/dev/null
     i=$((i + 1))
   done
 }
@@ -171,6 +188,7 @@ cluster_up() {
   # The engine's data root keeps networks between runs: a fixed subnet each time (the overlay's gateway).
   D network rm kind >/dev/null 2>&1 || true
   D network create --driver bridge --subnet "$SUBNET" --gateway "$GATEWAY" \
+    --ipv6 --subnet "$SUBNET6" --gateway "$GATEWAY6" \
     -o "com.docker.network.bridge.name=$BRIDGE" -o com.docker.network.bridge.enable_ip_masquerade=false \
     -o com.docker.network.driver.mtu=1500 kind >/dev/null
   fake_gce_up
@@ -182,7 +200,7 @@ cluster_up() {
   # The lab's GCE network, in the engine's namespace: LB IPs routed to the healthy pool members over the
   # kind bridge, GCE routes to their instances (e2e/lab: svcnet-lab gce-network).
   # The engine's namespace routes like GCE's VPC: between the nodes' pod CIDRs (GCE routes) and to LB IPs.
-  in_ns sysctl -qw net.ipv4.ip_forward=1
+  in_ns sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
   in_ns setsid "$BIN/svcnet-lab" gce-network --gce "http://$GATEWAY:$GCE_PORT" --dev "$BRIDGE" \
     >"$WORK/gce-network.log" 2>&1 </dev/null &
   vpc_hosts_up
@@ -190,8 +208,8 @@ cluster_up() {
 
 # vpc_hosts_up: the outside client and the VM, each a container of the engine with no network of its own
 # but a veth to the engine's namespace (so `dockerd.sh stop` removes them with everything else): the
-# client on 192.0.2.0/24 behind cl0, the VM a /32 of the VPC whose only neighbour and gateway is the
-# router, as GCE links an instance (the lab's instance link).
+# client on 192.0.2.0/24 and 2001:db8:c0::/64 behind cl0, the VM a /32 (and a /128) of the VPC whose only
+# neighbour and gateway is the router, as GCE links an instance (the lab's instance link).
 vpc_hosts_up() {
   local pid
   D run -d --name e2e-client --network none "$WORKLOAD" pause >/dev/null
@@ -199,15 +217,25 @@ vpc_hosts_up() {
   pid=$(D inspect -f '{{.State.Pid}}' e2e-client)
   in_ns ip link add cl0 type veth peer name eth0 netns "$pid"
   in_ns ip addr add "$CLIENT_GW/24" dev cl0
+  in_ns ip addr add "$CLIENT_GW6/64" dev cl0 nodad
   in_ns ip link set cl0 up
-  nsenter -t "$pid" -n sh -ec "ip link set lo up; ip addr add $CLIENT_IP/24 dev eth0; ip link set eth0 up
-    ip route add default via $CLIENT_GW"
+  # The engine turns IPv6 off in containers without an IPv6 network.
+  nsenter -t "$pid" -n sh -ec "sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.eth0.disable_ipv6=0
+    ip link set lo up; ip addr add $CLIENT_IP/24 dev eth0
+    ip addr add $CLIENT_IP6/64 dev eth0 nodad; ip link set eth0 up
+    ip route add default via $CLIENT_GW; ip -6 route add default via $CLIENT_GW6"
   pid=$(D inspect -f '{{.State.Pid}}' e2e-vm)
   in_ns ip link add vm type veth peer name eth0 netns "$pid"
   in_ns ip link set vm up
   in_ns ip route add "$VM_IP/32" dev vm
-  nsenter -t "$pid" -n sh -ec "ip link set lo up; ip addr add $VM_IP/32 dev eth0; ip link set eth0 up
-    ip route add $GATEWAY/32 dev eth0; ip route add default via $GATEWAY"
+  # IPv6 neighbours answer only for their link's own addresses: the router is fe80::1 on the VM's link.
+  in_ns ip addr add fe80::1/64 dev vm nodad
+  in_ns ip -6 route add "$VM_IP6/128" dev vm
+  nsenter -t "$pid" -n sh -ec "sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.eth0.disable_ipv6=0
+    ip link set lo up; ip addr add $VM_IP/32 dev eth0
+    ip addr add $VM_IP6/128 dev eth0 nodad; ip link set eth0 up
+    ip route add $GATEWAY/32 dev eth0; ip route add default via $GATEWAY
+    ip -6 route add default via fe80::1 dev eth0"
 }
 
 # from HOST CMD...: CMD (a program of this machine) in the network namespace of e2e-HOST (client, vm).

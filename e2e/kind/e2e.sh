@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make e2e`: svcnet on kind with the fake GCE (e2e/kind/README.md). Builds what is missing (kind, the node
 # image, svcnet's images, the workload image; each cached per machine), starts a container engine in a
-# network namespace of its own, creates a 3-node kind cluster with kubeadm's kube-proxy and external cloud
+# network namespace of its own, creates a dual-stack 3-node kind cluster with kubeadm's kube-proxy and external cloud
 # provider kubelets, installs svcnet's cloud controller, switches the cluster from kube-proxy to svcnet-proxy
 # under traffic as an operator does (docs/proxy-daemon.md: kube-proxy deleted, then `kubectl apply -k
 # manifests/overlays/kind`), and runs named, timed steps against it. Tears everything down on every path
@@ -24,6 +24,8 @@ WORK=$(mktemp -d /tmp/svcnet-kind-e2e.XXXXXX)
 . "$here/steps.sh"
 # shellcheck source=e2e/kind/rbs.sh
 . "$here/rbs.sh"
+# shellcheck source=e2e/kind/ipv6.sh
+. "$here/ipv6.sh"
 
 passed=0
 failed=0
@@ -76,10 +78,10 @@ step "build: kind, the control plane and node binaries (testing/k8s), svcnet's b
 step "container engine in its own network namespace" engine_up
 echo "engine: namespace $NS"
 step "images: kind node, svcnet (make images), workload" images_all
-step "kind cluster: 1 control plane + 2 workers, kubeadm's kube-proxy, --cloud-provider=external; fake GCE instances" cluster_up
+step "kind cluster: 1 control plane + 2 workers, dual stack, kubeadm's kube-proxy, --cloud-provider=external; fake GCE instances" cluster_up
 step "kind load docker-image: svcnet-proxy, svcnet-cloud-controller, the workload" load_images
 step "the cloud controller alone (the overlay without svcnet-proxy): the cluster before the switch" install_controller
-step "nodes initialized by the controller (providerID, addresses, taint gone) and their GCE routes" nodes_initialized
+step "nodes initialized by the controller (providerID, IPv4 and IPv6 addresses, taint gone) and their GCE routes" nodes_initialized
 step "kube-proxy and svcnet-cloud-controller Ready by their probes; CoreDNS Ready" workloads_ready
 step "walkthrough (under kube-proxy): create deployment, scale 2, expose LoadBalancer, EXTERNAL-IP, both pods via the LB IP" walkthrough
 step "switch to svcnet as an operator (kube-proxy deleted, kubectl apply -k) under a 20 ms client loop (LB IP, ClusterIP): 0 failed" switch_to_svcnet
@@ -92,6 +94,8 @@ step "RBS NetLB (cloud.google.com/l4-rbs): the outside client reaches both pods;
 step "RBS NetLB switched to a target pool and back, then deleted: the gcloud lists show no object leaked" rbs_switch
 step "mixed protocols (class l4-regional-external): TCP 80 and UDP 53 through one L3_DEFAULT rule; deleted, nothing left" mixed_rbs
 step "weighted LB (pods-per-node, ETP Local): 1000 connections from the client split 1:3 like the pods per node" weighted
+step "dual-stack RBS NetLB (RequireDualStack): both pods from the outside client through the IPv4 and the IPv6 ingress IP; both halves read back with gcloud" rbs_dual_stack
+step "IPv6-only RBS NetLB: both pods over IPv6, no IPv4 rule; both IPv6 Services deleted, the gcloud lists show nothing left" rbs_ipv6_only
 step "kubectl logs of both workloads" logs_readable
 step "metrics scraped from the pods' ports" metrics_scraped
 step "kubectl rollout restart daemonset/svcnet-proxy under a 20 ms client loop (LB IP, ClusterIP): 0 failed" rollout_restart

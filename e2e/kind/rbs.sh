@@ -12,6 +12,18 @@ GCE_LISTS=("forwarding-rules:forwarding-rules list" "target-pools:target-pools l
   "health-checks:health-checks list --regions $REGION" "http-health-checks:http-health-checks list"
   "firewall-rules:firewall-rules list" "addresses:addresses list" "instance-groups:instance-groups unmanaged list")
 
+# py_checks ARGS... <<'PY': the Python program on stdin run with ARGS, with `report(checks)` defined: a list
+# of (name, ok) pairs, each failed one printed, exit status 1 when any failed.
+py_checks() {
+  python3 -c "import sys
+def report(checks):
+    bad = [name for name, ok in checks if not ok]
+    for name in bad:
+        print('NOT as expected:', name)
+    sys.exit(1 if bad else 0)
+$(cat)" "$@"
+}
+
 # lb_name SVC: the GCE name of the Service's LB, "a" + its UID without dashes, cut to 32.
 lb_name() {
   local uid
@@ -128,6 +140,26 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# describe_named DIR SVC FILE=COLLECTION=KEY[=regional]...: the Service (DIR/svc.json) and the GCE objects
+# its annotations service.kubernetes.io/KEY name, described by the real gcloud into DIR/FILE.json, in
+# parallel, as the lists: each gcloud start costs a second or more of CPU.
+describe_named() {
+  local d=$1 svc=$2 i=0 pids=() p spec file coll key scope name
+  shift 2
+  mkdir -p "$d"
+  K get svc "$svc" -o json >"$d/svc.json"
+  for spec in "$@"; do
+    IFS='=' read -r file coll key scope <<<"$spec"
+    name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["annotations"][sys.argv[2]])' \
+      "$d/svc.json" "service.kubernetes.io/$key") || { echo "no annotation $key on $svc"; return 1; }
+    GC_CONFIG=$WORK/gcloud.$i gc compute "$coll" describe "$name" ${scope:+--region "$REGION"} --format=json \
+      >"$d/$file.json" &
+    pids+=("$!")
+    i=$((i + 1))
+  done
+  for p in "${pids[@]}"; do wait "$p" || return 1; done
+}
+
 # rbs_read_back SVC RULE_KEY RULE_PROTOCOL BS_PROTOCOL: the RBS objects the Service's annotations name,
 # read back with the real gcloud: the EXTERNAL rule (the ingress IP, RULE_PROTOCOL, the backend service,
 # no target pool), the regional EXTERNAL backend service (BS_PROTOCOL) over instance groups whose members
@@ -135,27 +167,8 @@ PY
 # proxies' 10256), the firewall (the Service's ports per protocol, the node tag) and the check's firewall.
 rbs_read_back() {
   local svc=$1 d=$WORK/readback g
-  mkdir -p "$d"
-  K get svc "$svc" -o json >"$d/svc.json"
-  ann() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["annotations"][sys.argv[2]])' \
-    "$d/svc.json" "service.kubernetes.io/$1"; }
-  # In parallel, as the lists: each gcloud start costs a second or more of CPU.
-  local pids=() p
-  GC_CONFIG=$WORK/gcloud.0 gc compute forwarding-rules describe "$(ann "$2")" --region "$REGION" --format=json \
-    >"$d/fr.json" &
-  pids+=("$!")
-  GC_CONFIG=$WORK/gcloud.1 gc compute backend-services describe "$(ann backend-service)" --region "$REGION" \
-    --format=json >"$d/bs.json" &
-  pids+=("$!")
-  GC_CONFIG=$WORK/gcloud.2 gc compute health-checks describe "$(ann healthcheck)" --region "$REGION" --format=json \
-    >"$d/hc.json" &
-  pids+=("$!")
-  GC_CONFIG=$WORK/gcloud.3 gc compute firewall-rules describe "$(ann firewall-rule)" --format=json >"$d/fw.json" &
-  pids+=("$!")
-  GC_CONFIG=$WORK/gcloud.4 gc compute firewall-rules describe "$(ann firewall-rule-for-hc)" --format=json \
-    >"$d/fwhc.json" &
-  pids+=("$!")
-  for p in "${pids[@]}"; do wait "$p" || return 1; done
+  describe_named "$d" "$svc" "fr=forwarding-rules=$2=regional" "bs=backend-services=backend-service=regional" \
+    "hc=health-checks=healthcheck=regional" fw=firewall-rules=firewall-rule fwhc=firewall-rules=firewall-rule-for-hc
   : >"$d/members"
   for g in $(python3 -c 'import json,sys; print(" ".join(b["group"] for b in json.load(open(sys.argv[1]))["backends"]))' \
     "$d/bs.json"); do
@@ -163,7 +176,7 @@ rbs_read_back() {
       --format='value(instance.basename())' >>"$d/members"
   done
   in_ns "$KIND" get nodes --name "$CLUSTER" >"$d/nodes"
-  python3 - "$d" "$3" "$4" "$NODE_TAG" <<'PY'
+  py_checks "$d" "$3" "$4" "$NODE_TAG" <<'PY'
 import json, sys
 d, rule_proto, bs_proto, tag = sys.argv[1:]
 load = lambda n: json.load(open(f"{d}/{n}.json"))
@@ -199,15 +212,16 @@ checks = [
 print(f"gcloud: rule {fr['name']} {fr.get('IPProtocol')} {ip} -> backend service {bs['name']} "
       f"({bs.get('protocol')}, {bs.get('localityLbPolicy', 'no locality policy')}) over {members}; "
       f"check {hc['name']}; firewalls {fw['name']}, {fwhc['name']}")
-bad = [name for name, ok in checks if not ok]
-for name in bad:
-    print("NOT as expected:", name)
-sys.exit(1 if bad else 0)
+report(checks)
 PY
 }
 
-# client_20 IP: 20 HTTP requests from the outside client to IP, one answer a line.
-client_20() { local _; for _ in $(seq 1 20); do from client curl -s --max-time 2 "http://$1/" || true; echo; done; }
+# client_20 IP: 20 HTTP requests from the outside client to IP (IPv4 or IPv6), one answer a line.
+client_20() {
+  local _ host=$1
+  [[ $host != *:* ]] || host="[$host]"
+  for _ in $(seq 1 20); do from client curl -s --max-time 2 "http://$host/" || true; echo; done
+}
 
 rbs_service() {
   K apply -f - <<YAML
@@ -274,12 +288,16 @@ rbs_switch() {
   gcloud_is "$WORK/lists.base" "those before the Service"
 }
 
-# no_rule_for IP: the fake holds no forwarding rule for IP and the GCE network no route to it.
+# no_rule_for IP: the fake holds no forwarding rule for IP (an IPv6 one's is IP/96) and the GCE network no
+# route to it.
 no_rule_for() {
+  local dest=$1/32
+  [[ $1 != *:* ]] || dest=$1/96
   gce GET /_fake/state | python3 -c '
 import json, sys
-sys.exit(1 if [f for f in json.load(sys.stdin).get("forwardingRules", []) if f.get("IPAddress") == sys.argv[1]] else 0)' "$1" &&
-    [ -z "$(in_ns ip route show proto 99 "$1/32")" ]
+ips = {sys.argv[1], sys.argv[2]}
+sys.exit(1 if [f for f in json.load(sys.stdin).get("forwardingRules", []) if f.get("IPAddress") in ips] else 0)' "$1" "$dest" &&
+    [ -z "$(in_ns ip route show proto 99 "$dest")" ]
 }
 
 # tcp_from HOST IP PORT: one raw TCP connection from HOST, what the server wrote (agnhost serve-hostname

@@ -79,6 +79,7 @@ nodes_initialized() {
     retry 120 node_ok "$n" || { echo "node $n not initialized"; return 1; }
   done
   retry 60 routes_ok || { echo "GCE routes do not match the podCIDRs"; return 1; }
+  pod_routes6
   K get nodes -o wide
 }
 

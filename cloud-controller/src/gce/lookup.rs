@@ -62,6 +62,20 @@ pub(crate) async fn instance_facts(
                 external.push(ip.to_owned());
             }
         }
+        // cloud-provider-gcp's getIPV6AddressFromInterface: the internal IPv6, else an EXTERNAL one.
+        let ipv6 = nic["ipv6Address"].as_str().or_else(|| {
+            (nic["ipv6AccessType"] == "EXTERNAL")
+                .then(|| nic["ipv6AccessConfigs"].as_array())
+                .flatten()
+                .and_then(|acs| {
+                    acs.iter()
+                        .filter_map(|ac| ac["externalIpv6"].as_str())
+                        .next_back()
+                })
+        });
+        if let Some(ip) = ipv6.filter(|ip| !ip.is_empty()) {
+            internal.push(ip.to_owned());
+        }
     }
     Ok(Some(InstanceFacts {
         project: gce.project.clone(),

@@ -120,6 +120,57 @@ fn provided_node_ip_must_exist_and_goes_first() {
 }
 
 #[test]
+fn dual_stack_instance_and_dual_provided_node_ips() {
+    let mut f = facts();
+    f.internal_ips.push("fd20:0:0:1::5".into());
+    let mut n = uninitialised();
+    let order = |init: &NodeInit| {
+        init.addresses
+            .iter()
+            .map(|a| format!("{} {}", a.type_, a.address))
+            .collect::<Vec<_>>()
+    };
+    // cloud-provider-gcp's order: IPv4 internal, external, then the NIC's IPv6 as an InternalIP.
+    assert_eq!(
+        order(&plan_node_init(&n, &f).unwrap()),
+        [
+            "InternalIP 10.128.0.5",
+            "ExternalIP 34.1.2.3",
+            "InternalIP fd20:0:0:1::5",
+            "Hostname node-1"
+        ]
+    );
+    let provided = |n: &mut Node, v: &str| {
+        n.metadata.annotations = Some([(PROVIDED_NODE_IP_ANNOTATION.to_string(), v.to_string())].into());
+    };
+    // kubelet --node-ip=IPv4,IPv6 (KEP-3705): both first, in that order; spelling does not matter.
+    provided(&mut n, "10.128.0.5,FD20::1:0:0:0:5");
+    assert_eq!(
+        order(&plan_node_init(&n, &f).unwrap())[..3],
+        [
+            "InternalIP 10.128.0.5",
+            "InternalIP fd20:0:0:1::5",
+            "ExternalIP 34.1.2.3"
+        ]
+    );
+    provided(&mut n, "fd20:0:0:1::5,10.128.0.5");
+    assert_eq!(
+        order(&plan_node_init(&n, &f).unwrap())[..2],
+        ["InternalIP fd20:0:0:1::5", "InternalIP 10.128.0.5"]
+    );
+    // An IPv6 the instance does not have (an IPv4-only instance) leaves the node uninitialized.
+    provided(&mut n, "10.128.0.5,fd20:0:0:1::5");
+    let e = plan_node_init(&n, &facts()).unwrap_err();
+    assert_eq!(e.metric_label(), "invalid_node_address");
+    assert!(e.to_string().contains("fd20:0:0:1::5"), "{e}");
+    provided(&mut n, "10.128.0.5,fd20:0:0:1::5,34.1.2.3");
+    assert_eq!(
+        plan_node_init(&n, &f).unwrap_err().metric_label(),
+        "invalid_node_address"
+    );
+}
+
+#[test]
 fn initialised_node_needs_nothing() {
     assert!(!needs_initialization(&node("node-2", "us-central1-a")));
 }

@@ -248,6 +248,25 @@ fn admin_instances_reset_and_state_file_survive_restart() {
             i["networkInterfaces"][0]["accessConfigs"][0]["natIP"],
             "198.51.100.5"
         );
+        assert_eq!(i["networkInterfaces"][0]["stackType"], "IPV4_ONLY", "{i}");
+        assert!(i["networkInterfaces"][0].get("ipv6Address").is_none(), "{i}");
+        // A dual-stack instance; registering it again without the field keeps the address.
+        for body in [
+            json!({"name": "n2", "zone": ZONE_B, "networkIP": "10.0.0.6", "ipv6Address": "FD20:0:0:1::6"}),
+            json!({"name": "n2", "zone": ZONE_B}),
+        ] {
+            let nic = fake.admin("POST", "instances", Some(&body))["networkInterfaces"][0].clone();
+            assert_eq!(nic["ipv6Address"], "fd20:0:0:1::6", "{nic}");
+            assert_eq!(nic["stackType"], "IPV4_IPV6", "{nic}");
+            assert_eq!(nic["ipv6AccessType"], "INTERNAL", "{nic}");
+        }
+        let (s, body) = fake.call(
+            "POST",
+            "/_fake/instances",
+            Some(&json!({"name": "n3", "zone": ZONE_B, "ipv6Address": "10.0.0.7"})),
+        );
+        assert_eq!(s, 400, "an IPv4 ipv6Address is refused: {body}");
+        fake.call("DELETE", &format!("/_fake/instances/{ZONE_B}/n2"), None);
         assert!(
             i["machineType"]
                 .as_str()

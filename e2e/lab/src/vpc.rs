@@ -145,17 +145,12 @@ fn tick(st: &State, last_fw: &mut String, health: &mut lb_health::Checker) -> Re
         .iter()
         .map(|n| (n.ip.clone(), format!("n{}", n.index)))
         .collect();
-    apply_firewall(&gce, &links, last_fw, true)
+    apply_firewall(&gce, &links, last_fw)
 }
 
-/// Renders the GCE firewall for the router's links to the nodes and restores it when it changed: the
-/// IPv4 table, and with `v6` the IPv6 one too (`last_fw` holds both, so either change restores both).
-pub(crate) fn apply_firewall(
-    gce: &Value,
-    links: &[lb_targets::Hop],
-    last_fw: &mut String,
-    v6: bool,
-) -> Result<()> {
+/// Renders the GCE firewall for the router's links to the nodes, both families, and restores it when
+/// it changed (`last_fw` holds both tables, so either change restores both).
+pub(crate) fn apply_firewall(gce: &Value, links: &[lb_targets::Hop], last_fw: &mut String) -> Result<()> {
     let arr = |k: &str| gce[k].as_array().cloned().unwrap_or_default();
     let (fws, insts, internal) = (
         arr("firewalls"),
@@ -163,17 +158,11 @@ pub(crate) fn apply_firewall(
         lb_targets::internal_rules(gce),
     );
     let fw4 = firewall::render(&fws, &insts, links, &internal);
-    let fw6 = if v6 {
-        firewall::render6(&fws, &insts, links, &internal)
-    } else {
-        String::new()
-    };
+    let fw6 = firewall::render6(&fws, &insts, links, &internal);
     let both = format!("{fw4}{fw6}");
     if both != *last_fw {
         netns::run_stdin(&["iptables-restore"], &fw4)?;
-        if v6 {
-            netns::run_stdin(&["ip6tables-restore"], &fw6)?;
-        }
+        netns::run_stdin(&["ip6tables-restore"], &fw6)?;
         *last_fw = both;
     }
     Ok(())

@@ -28,6 +28,54 @@ pub struct InstanceSpec {
     pub status: Option<String>,
     #[serde(default)]
     pub network: Option<String>,
+    /// The NIC's internal IPv6 address (a dual-stack instance: `stackType` IPV4_IPV6, access type
+    /// INTERNAL), as GCE shows it in `networkInterfaces[].ipv6Address`.
+    #[serde(default)]
+    pub ipv6_address: Option<String>,
+}
+
+/// The NIC's IPv6 address: the one given (IPv6 only), else the registered instance's.
+fn ipv6_address(spec: &InstanceSpec, cur_nic: &Value) -> Result<Option<String>, ApiError> {
+    Ok(match (&spec.ipv6_address, cur_nic["ipv6Address"].as_str()) {
+        (Some(ip), _) => match validate::ip("ipv6Address", ip)? {
+            std::net::IpAddr::V6(v6) => Some(v6.to_string()),
+            std::net::IpAddr::V4(_) => {
+                return Err(ApiError::invalid_field(
+                    "ipv6Address",
+                    ip,
+                    "Must be a valid IPv6 address.",
+                ));
+            }
+        },
+        (None, cur) => cur.map(str::to_string),
+    })
+}
+
+/// The instance's one NIC: IPv4-only, or dual-stack with an internal IPv6 address.
+fn nic(net: &str, network_ip: &str, nat_ip: Option<String>, ipv6: Option<String>) -> Value {
+    let mut nic = json!({
+        "kind": "compute#networkInterface",
+        "name": "nic0",
+        "network": net,
+        "networkIP": network_ip,
+        "stackType": "IPV4_ONLY",
+    });
+    if let Some(v6) = ipv6 {
+        nic["stackType"] = json!("IPV4_IPV6");
+        nic["ipv6AccessType"] = json!("INTERNAL");
+        nic["ipv6Address"] = json!(v6);
+        nic["internalIpv6PrefixLength"] = json!(96);
+    }
+    if let Some(nat) = nat_ip {
+        nic["accessConfigs"] = json!([{
+            "kind": "compute#accessConfig",
+            "type": "ONE_TO_ONE_NAT",
+            "name": "External NAT",
+            "natIP": nat,
+            "networkTier": "PREMIUM",
+        }]);
+    }
+    nic
 }
 
 /// Builds the GCE instance object (without id/selfLink/creationTimestamp, stamped by the caller).
@@ -76,22 +124,8 @@ pub fn from_spec(ctx: &Ctx<'_>, spec: &InstanceSpec) -> Result<Value, ApiError> 
         (Some(ip), _) => Some(validate::ip("natIP", ip)?.to_string()),
         (None, cur) => cur.map(str::to_string),
     };
-    let mut nic = json!({
-        "kind": "compute#networkInterface",
-        "name": "nic0",
-        "network": net,
-        "networkIP": network_ip,
-        "stackType": "IPV4_ONLY",
-    });
-    if let Some(nat) = nat_ip {
-        nic["accessConfigs"] = json!([{
-            "kind": "compute#accessConfig",
-            "type": "ONE_TO_ONE_NAT",
-            "name": "External NAT",
-            "natIP": nat,
-            "networkTier": "PREMIUM",
-        }]);
-    }
+    let ipv6 = ipv6_address(spec, &cur_nic)?;
+    let nic = nic(&net, &network_ip, nat_ip, ipv6);
     let machine = spec.machine_type.clone().unwrap_or_else(|| "e2-medium".into());
     let machine_link = if machine.contains('/') {
         machine
