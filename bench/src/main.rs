@@ -56,6 +56,11 @@ struct Cli {
     /// (quick: 1,50).
     #[arg(long, value_delimiter = ',')]
     p1_endpoints: Option<Vec<usize>>,
+    /// P1: the nftables maps layout at the largest size with this many distinct endpoint counts
+    /// (one dispatch rule each; the probe has the largest), against the same probe at the
+    /// smallest size; default 19,500 (quick: 5). The 1-endpoint maps rows run at every size.
+    #[arg(long, value_delimiter = ',')]
+    p1_maps_counts: Option<Vec<usize>>,
     /// P1 measured rounds over all namespaces; default 30 (quick: 2).
     #[arg(long)]
     rounds: Option<usize>,
@@ -289,6 +294,11 @@ fn main() -> anyhow::Result<()> {
                 .clone()
                 .unwrap_or(if q { vec![1, 50] } else { vec![1, 1000] }),
             nftables: true,
+            maps: true,
+            maps_counts: cli
+                .p1_maps_counts
+                .clone()
+                .unwrap_or(if q { vec![5] } else { vec![19, 500] }),
         };
         let r = p1::run(&params, &mut progress)?;
         print!("{}", report::p1(&r));
@@ -296,6 +306,7 @@ fn main() -> anyhow::Result<()> {
             .cases
             .iter()
             .filter(|c| c.chunks == 1 && c.services >= 1000 && c.endpoints == 1)
+            .filter(|c| c.layout != p1::Rules::Maps)
         {
             p3_rows.push(P3Row {
                 what: format!(

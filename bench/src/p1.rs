@@ -1,8 +1,8 @@
-//! P1: new-connection cost through the real kernel rules, flat vs tree vs the nftables mode, at
-//! several service counts.
+//! P1: new-connection cost through the real kernel rules, flat vs tree vs the nftables mode (its
+//! upstream and maps layouts), at several service counts.
 //!
 //! Every size gets one namespace per layout, loaded with the full payload (jumps included); the
-//! nftables mode's table is loaded as the daemon writes it (netlink batches). The
+//! nftables mode's tables are loaded as the daemon writes them (netlink batches, [`maps`]). The
 //! probed service is the last rule of the flat KUBE-SERVICES list (upstream's worst case) and, among
 //! all services, one with the longest dispatch walk in the tree, so both layouts are measured at
 //! their worst. Probes run in interleaved rounds over all namespaces so background load on the
@@ -23,6 +23,8 @@ use crate::stats;
 use crate::synth::{self, ENDPOINT_PORT, SERVICE_PORT};
 use crate::walk::Walker;
 
+mod maps;
+
 #[derive(Clone, Debug)]
 pub struct P1Params {
     pub sizes: Vec<usize>,
@@ -38,21 +40,31 @@ pub struct P1Params {
     pub endpoint_sizes: Vec<usize>,
     /// Also the nftables mode's table at every size.
     pub nftables: bool,
+    /// Also the nftables maps layout's table at every size.
+    pub maps: bool,
+    /// Maps layout at the largest size with this many distinct endpoint counts (the probe has the
+    /// largest), against the same probe at the smallest size; counts of 2 or less are skipped.
+    pub maps_counts: Vec<usize>,
 }
 
-/// Which rules a case loads: an iptables layout, or the nftables mode's table.
+/// Which rules a case loads: an iptables layout, or one of the nftables mode's tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rules {
     Iptables(Layout),
+    /// The upstream layout (`--nftables-layout upstream`).
     Nftables,
+    /// The maps layout (`--nftables-layout maps`).
+    Maps,
 }
 
 #[derive(Debug)]
 pub struct P1Case {
     pub layout: Rules,
     pub services: usize,
-    /// Endpoints of the probed service (all others have one).
+    /// Endpoints of the probed service (all others have one, but in a maps spread case).
     pub endpoints: usize,
+    /// Distinct endpoint counts among the services (the maps layout's dispatch rules per scope).
+    pub counts: usize,
     /// Dispatch rules the probe connection is compared against (static count).
     pub walked: usize,
     pub payload_lines: usize,
@@ -149,6 +161,7 @@ fn load(n: usize, ips: &[Ipv4Addr], rules: Rules, eps: usize, p: &P1Params) -> R
     match rules {
         Rules::Iptables(layout) => load_iptables(n, ips, layout, eps, p),
         Rules::Nftables => load_nftables(n, ips, eps),
+        Rules::Maps => maps::load(n, ips, eps, false),
     }
 }
 
@@ -179,6 +192,7 @@ fn load_nftables(n: usize, ips: &[Ipv4Addr], eps: usize) -> Result<Loaded, Bench
             layout: Rules::Nftables,
             services: n,
             endpoints: eps,
+            counts: maps::distinct_counts(&state),
             walked: 1,
             payload_lines: tx.ops.len(),
             render: render_time,
@@ -241,6 +255,7 @@ fn load_iptables(
             layout: Rules::Iptables(layout),
             services: n,
             endpoints: eps,
+            counts: maps::distinct_counts(&state),
             walked,
             payload_lines: parts.iter().map(|t| t.lines().count()).sum(),
             render: render_time,
@@ -263,39 +278,59 @@ pub fn rules_name(r: Rules) -> &'static str {
     match r {
         Rules::Iptables(l) => layout_name(l),
         Rules::Nftables => "nft",
+        Rules::Maps => "maps",
     }
+}
+
+/// The cases to load: (services, rules, probe endpoints, maps spread), grouped by size.
+fn cases(p: &P1Params) -> Vec<(usize, Rules, usize, bool)> {
+    let sizes: Vec<usize> = p.sizes.iter().copied().filter(|n| *n > 0).collect();
+    let mut todo = Vec::new();
+    for &n in &sizes {
+        todo.extend([
+            (n, Rules::Iptables(Layout::Flat), 1, false),
+            (n, Rules::Iptables(Layout::Tree), 1, false),
+        ]);
+        if p.nftables {
+            todo.push((n, Rules::Nftables, 1, false));
+        }
+        if p.maps {
+            todo.push((n, Rules::Maps, 1, false));
+        }
+    }
+    let (Some(&base), Some(&top)) = (sizes.iter().min(), sizes.iter().max()) else {
+        return todo;
+    };
+    todo.extend(
+        p.endpoint_sizes
+            .iter()
+            .filter(|e| **e > 1)
+            .map(|e| (base, Rules::Iptables(Layout::Tree), *e, false)),
+    );
+    if p.maps {
+        // The same probe (the same endpoints) at the smallest size is the spread case's base.
+        let counts = p.maps_counts.iter().filter(|d| **d > 2);
+        todo.extend(counts.clone().map(|d| (base, Rules::Maps, *d, false)));
+        todo.extend(counts.map(|d| (top, Rules::Maps, *d, true)));
+    }
+    todo
 }
 
 pub fn run(p: &P1Params, progress: &mut dyn FnMut(&str)) -> Result<P1, BenchError> {
     let mut loaded: Vec<Loaded> = Vec::new();
-    let base = p.sizes.iter().copied().filter(|n| *n > 0).min();
-    let mut todo: Vec<(usize, Rules, usize)> = Vec::new();
-    for &n in p.sizes.iter().filter(|n| **n > 0) {
-        todo.extend([
-            (n, Rules::Iptables(Layout::Flat), 1),
-            (n, Rules::Iptables(Layout::Tree), 1),
-        ]);
-        if p.nftables {
-            todo.push((n, Rules::Nftables, 1));
-        }
-    }
-    if let Some(b) = base {
-        todo.extend(
-            p.endpoint_sizes
-                .iter()
-                .filter(|e| **e > 1)
-                .map(|e| (b, Rules::Iptables(Layout::Tree), *e)),
-        );
-    }
     let mut ips = Vec::new();
-    for (n, layout, eps) in todo {
+    for (n, layout, eps, spread) in cases(p) {
         if ips.len() != n {
             ips = probe_ips(n);
         }
-        let l = load(n, &ips, layout, eps, p)?;
+        let l = match spread {
+            true => maps::load(n, &ips, eps, true)?,
+            false => load(n, &ips, layout, eps, p)?,
+        };
         progress(&format!(
-            "P1 loaded {} x {n} (probe with {eps} endpoints): {} lines, restore {:.0} ms in {} call(s)",
+            "P1 loaded {} x {n} (probe with {eps} endpoints, {} distinct counts): {} lines, restore {:.0} ms in {} call(s)",
             rules_name(layout),
+            l.case.counts,
             l.case.payload_lines,
             stats::ms(l.case.restore),
             l.case.chunks

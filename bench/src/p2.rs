@@ -28,7 +28,7 @@ use crate::lab::Lab;
 use crate::p1::layout_name;
 use crate::synth::{self, ENDPOINT_PORT};
 
-mod maps;
+pub(crate) mod maps;
 mod nftables;
 
 #[derive(Clone, Debug)]

@@ -9,7 +9,8 @@ use crate::p1::{P1, P1Case, Rules, rules_name};
 use crate::p2::{P2, Sync};
 use crate::stats::{median, ms, percentile, ratio};
 
-/// First-packet cost of the nftables mode at the largest size over the smallest (issue 18).
+/// First-packet cost of the nftables mode at the largest size over the smallest (issue 18; the
+/// maps layout's too, issue 32).
 const P1_NFT_GROWTH_TARGET: f64 = 1.1;
 
 /// Targets from the benchmarks issue.
@@ -55,10 +56,20 @@ pub fn p1(r: &P1) -> String {
     );
     let _ = writeln!(
         s,
-        "    with the same layout at {base} services, or for many endpoints with the 1-endpoint service)"
+        "    with the same layout at {base} services, or for many endpoints with the 1-endpoint service; nft: one verdict-map"
     );
+    let _ = writeln!(
+        s,
+        "    lookup; maps: the services rules up to the probe's, one per distinct endpoint count ('counts'), its many-endpoint"
+    );
+    let _ = writeln!(s, "    rows against the same probe at {base} services)");
     let flat = p1_growth(&mut s, r, top, base);
-    for c in r.cases.iter().filter(|c| c.endpoints > 1) {
+    maps_spread(&mut s, r, top, base);
+    for c in r
+        .cases
+        .iter()
+        .filter(|c| c.endpoints > 1 && c.layout != Rules::Maps)
+    {
         let g = vs_one_endpoint(r, c);
         let _ = writeln!(
             s,
@@ -78,6 +89,50 @@ pub fn p1(r: &P1) -> String {
         x(flat)
     );
     s
+}
+
+/// The maps layout's spread cases: the probe's walk over many distinct endpoint counts at `top`
+/// against the same probe at `base` (the cost the layout's distinct-count risk adds).
+fn maps_spread(s: &mut String, r: &P1, top: usize, base: usize) {
+    for c in r
+        .cases
+        .iter()
+        .filter(|c| c.layout == Rules::Maps && c.services == top && c.endpoints > 1)
+    {
+        let (g, g10) = match r.case_eps(Rules::Maps, base, c.endpoints) {
+            Some(b) => (
+                ratio(c.median_us(), b.median_us()),
+                ratio(
+                    percentile(&c.samples_us, 10.0).unwrap_or(f64::NAN),
+                    percentile(&b.samples_us, 10.0).unwrap_or(f64::NAN),
+                ),
+            ),
+            None => (f64::NAN, f64::NAN),
+        };
+        let _ = writeln!(
+            s,
+            "    maps, {} distinct endpoint counts (probe walks {} rules): maps@{top} / maps@{base}, {}-endpoint probe: {} (target <= {P1_NFT_GROWTH_TARGET}x) {}; at p10: {}",
+            c.counts,
+            c.walked,
+            c.endpoints,
+            x(g),
+            verdict(g <= P1_NFT_GROWTH_TARGET),
+            x(g10)
+        );
+    }
+}
+
+/// What a case's "vs smallest" compares with: 1-endpoint cases and maps probes with the same
+/// layout and probe at `base` services, other many-endpoint cases with the 1-endpoint service.
+fn vs_smallest(r: &P1, c: &P1Case, base: usize) -> f64 {
+    match (c.endpoints, c.layout) {
+        (1, _) => r.growth(c.layout, c.services, base),
+        (e, Rules::Maps) => match r.case_eps(Rules::Maps, base, e) {
+            Some(b) => ratio(c.median_us(), b.median_us()),
+            None => f64::NAN,
+        },
+        _ => vs_one_endpoint(r, c),
+    }
 }
 
 /// A case's median over the 1-endpoint service's of the same layout and size (NaN without one).
@@ -100,7 +155,7 @@ fn p1_table(s: &mut String, r: &P1, base: usize) {
     );
     let _ = writeln!(
         s,
-        "    {:<6} {:>9} {:>10} {:>13} {:>10} {:>9} {:>9} {:>12} {:>8}",
+        "    {:<6} {:>9} {:>10} {:>13} {:>10} {:>9} {:>9} {:>12} {:>8} {:>7}",
         "layout",
         "services",
         "endpoints",
@@ -109,17 +164,14 @@ fn p1_table(s: &mut String, r: &P1, base: usize) {
         "p10 us",
         "p90 us",
         "vs smallest",
-        "samples"
+        "samples",
+        "counts"
     );
     for c in &r.cases {
-        let vs = if c.endpoints == 1 {
-            r.growth(c.layout, c.services, base)
-        } else {
-            vs_one_endpoint(r, c)
-        };
+        let vs = vs_smallest(r, c, base);
         let _ = writeln!(
             s,
-            "    {:<6} {:>9} {:>10} {:>13} {:>10.1} {:>9.1} {:>9.1} {:>12} {:>8}",
+            "    {:<6} {:>9} {:>10} {:>13} {:>10.1} {:>9.1} {:>9.1} {:>12} {:>8} {:>7}",
             rules_name(c.layout),
             c.services,
             c.endpoints,
@@ -128,7 +180,8 @@ fn p1_table(s: &mut String, r: &P1, base: usize) {
             percentile(&c.samples_us, 10.0).unwrap_or(f64::NAN),
             percentile(&c.samples_us, 90.0).unwrap_or(f64::NAN),
             x(vs),
-            c.samples_us.len()
+            c.samples_us.len(),
+            c.counts
         );
     }
 }
@@ -159,15 +212,19 @@ fn p1_growth(s: &mut String, r: &P1, top: usize, base: usize) -> f64 {
         x(r.growth_at(Rules::Iptables(Layout::Flat), top, base, 10.0)),
         x(vs)
     );
-    if r.case(Rules::Nftables, top).is_some() {
-        // Issue 18's goal: verdict maps make the first packet's cost independent of the services.
-        let nft = r.growth(Rules::Nftables, top, base);
+    // Issue 18's and 32's goal: map lookups make the first packet's cost independent of the services.
+    for layout in [Rules::Nftables, Rules::Maps] {
+        if r.case(layout, top).is_none() {
+            continue;
+        }
+        let g = r.growth(layout, top, base);
+        let name = rules_name(layout);
         let _ = writeln!(
             s,
-            "    nft@{top} / nft@{base}: {} (target <= {P1_NFT_GROWTH_TARGET}x) {}; at p10: {}",
-            x(nft),
-            verdict(nft <= P1_NFT_GROWTH_TARGET),
-            x(r.growth_at(Rules::Nftables, top, base, 10.0))
+            "    {name}@{top} / {name}@{base}: {} (target <= {P1_NFT_GROWTH_TARGET}x) {}; at p10: {}",
+            x(g),
+            verdict(g <= P1_NFT_GROWTH_TARGET),
+            x(r.growth_at(layout, top, base, 10.0))
         );
     }
     flat

@@ -48,6 +48,30 @@ fn quick_run_prints_every_part_and_leaves_no_namespace() {
     assert!(tree_walk < 40, "tree walk {tree_walk}");
     // The nftables mode's probe is one verdict-map lookup at any size, and it connected.
     assert_eq!(field(&row("nft", "300"), 3), "1");
+    // The maps layout's probe walks its marks and one dispatch rule per distinct endpoint count
+    // up to its own (the largest): the spread case (5 counts) 4 more than the 1-endpoint service,
+    // the same 5-endpoint probe among 1-endpoint services (2 counts) 1 more; each connected.
+    let maps = |n: &str, eps: &str| {
+        stdout
+            .lines()
+            .find(|l| field(l, 0) == "maps" && field(l, 1) == n && field(l, 2) == eps)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no maps {n} x {eps} row:
+{stdout}"
+                )
+            })
+            .to_string()
+    };
+    let walk = |l: &str| field(l, 3).parse::<usize>().unwrap();
+    let (one, spread, base) = (maps("300", "1"), maps("300", "5"), maps("10", "5"));
+    assert_eq!(walk(&spread), walk(&one) + 4, "{one}\n{spread}");
+    assert_eq!(walk(&base), walk(&one) + 1, "{one}\n{base}");
+    assert_eq!(field(&spread, 9), "5", "{spread}");
+    assert!(
+        stdout.contains("maps, 5 distinct endpoint counts (probe walks "),
+        "{stdout}"
+    );
     // P2: a partial sync writes a small fraction of the full payload.
     let partial = stdout
         .lines()

@@ -20,7 +20,7 @@ use crate::lab::Lab;
 use crate::synth;
 
 /// Renders `changed` ports (all, on the first load) and writes the transaction.
-fn sync(
+pub(crate) fn sync(
     lab: &mut Lab,
     state: &ProxyState,
     cache: &mut MapsCache,

@@ -9,6 +9,7 @@ fn case(layout: Layout, services: usize, us: f64) -> P1Case {
         layout: crate::p1::Rules::Iptables(layout),
         services,
         endpoints: 1,
+        counts: 1,
         walked: services,
         payload_lines: 0,
         render: Duration::ZERO,
@@ -49,6 +50,43 @@ fn p1_ratios_and_verdicts() {
         cases: vec![case(Layout::Tree, 10, 10.0), case(Layout::Tree, 100, 14.0)],
     };
     assert!(p1(&slow).contains("1.40x (target <= 1.3x) MISSED"));
+}
+
+#[test]
+fn p1_maps_growth_and_spread_compare_with_the_same_probe_at_the_smallest_size() {
+    let maps = |services: usize, endpoints: usize, counts: usize, walked: usize, us: f64| P1Case {
+        layout: crate::p1::Rules::Maps,
+        endpoints,
+        counts,
+        walked,
+        ..case(Layout::Tree, services, us)
+    };
+    let r = P1 {
+        cases: vec![
+            maps(10, 1, 1, 3, 10.0),
+            maps(100, 1, 1, 3, 10.5),
+            maps(10, 500, 2, 4, 12.0),
+            maps(100, 500, 500, 502, 24.0),
+        ],
+    };
+    let text = p1(&r);
+    assert!(
+        text.contains("maps@100 / maps@10: 1.05x (target <= 1.1x) MET"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "maps, 500 distinct endpoint counts (probe walks 502 rules): maps@100 / maps@10, 500-endpoint probe: 2.00x (target <= 1.1x) MISSED"
+        ),
+        "{text}"
+    );
+    // The spread row's "vs smallest" is against the same probe at 10 services, not the 1-endpoint one.
+    let row = text
+        .lines()
+        .find(|l| l.contains("maps") && l.contains(" 502 "))
+        .unwrap_or_default();
+    assert!(row.contains("2.00x") && row.ends_with(" 500"), "{row}");
+    assert!(!text.contains("stretch: 500-endpoint"), "{text}");
 }
 
 fn sync(lines: usize, total_ms: u64) -> Sync {
