@@ -347,6 +347,7 @@ fn external_paths(layout: Layout) {
     );
     assert!(r.iter().all(|r| !r.starts_with("ERR")), "{r:?}");
     assert_eq!(answered_by(&r).len(), 1, "{r:?}");
+    affinity_follows_endpoints(&lab, layout, &sticky, &answered_by(&r));
     // Source ranges: allowed source answered, the other dropped.
     let ok = request(&lab.client, "udp", "203.0.113.11:80", 2, Some(CLIENT_IP));
     assert!(ok.iter().all(|r| r.starts_with("pod1")), "{ok:?}");
@@ -396,6 +397,68 @@ fn external_paths(layout: Layout) {
                 .then_some(())
         },
     );
+}
+
+/// A ClientIP client stays with its endpoint across a replacement of the table (in the maps layout
+/// a new endpoint count replaces it; the remembered entry must be carried over), and moves once
+/// that endpoint leaves the Service, although its pod still answers: upstream's affinity sets go
+/// with their endpoint. `stuck`: the one pod pod3 was sent to so far.
+fn affinity_follows_endpoints(
+    lab: &Lab,
+    layout: Layout,
+    sticky: &serde_json::Value,
+    stuck: &std::collections::BTreeSet<String>,
+) {
+    let pod_ip = |pod: &str| {
+        let n: u8 = pod.trim_start_matches("pod").parse().expect("podN");
+        format!("10.244.1.{}", 9 + n)
+    };
+    let stuck = stuck.iter().next().expect("one pod").clone();
+    let other = if stuck == "pod1" { "pod2" } else { "pod1" };
+    let addr = format!("{}:80", cluster_ip(sticky));
+    let client = &lab.pod("pod3").ns;
+    // Three endpoints: a count no other Service has (the maps layout replaces its table).
+    let three = lab.api().service("three", web_spec());
+    let eps = [local("10.244.1.10"), local("10.244.1.11"), local("10.244.1.12")];
+    lab.api().slice("three", TCP, &eps);
+    let three_addr = format!("{}:80", cluster_ip(&three));
+    wait_for("the three-endpoint Service live", Duration::from_secs(20), || {
+        request(client, "tcp", &three_addr, 1, None)[0]
+            .starts_with("pod")
+            .then_some(())
+    });
+    if layout == Layout::Maps {
+        assert!(table(lab).contains("svcs-3 {"), "a table with the new count");
+        let entries = lab
+            .node
+            .ok(&["nft", "list", "map", "ip", "kube-proxy", "affinity"]);
+        let entry = format!("10.244.1.12 . {} . tcp . 80 ", cluster_ip(sticky));
+        assert!(
+            entries
+                .lines()
+                .any(|l| l.contains(&entry) && l.contains(&format!(": {} . 8080", pod_ip(&stuck)))),
+            "the client's entry is carried into the replaced table: {entries}"
+        );
+    }
+    let r = request(client, "tcp", &addr, 10, None);
+    assert_eq!(
+        answered_by(&r),
+        [stuck.clone()].into(),
+        "after the replacement: {r:?}"
+    );
+    // The endpoint leaves; pod3 takes its place (the same count: element steps in the maps layout).
+    lab.api()
+        .update_slice("sticky", TCP, &[local(&pod_ip(other)), local("10.244.1.12")]);
+    let r = wait_for(
+        "the client sent away from the gone endpoint",
+        Duration::from_secs(20),
+        || {
+            let r = request(client, "tcp", &addr, 10, None);
+            let by = answered_by(&r);
+            (r.iter().all(|r| !r.starts_with("ERR")) && !by.contains(&stuck)).then_some(r)
+        },
+    );
+    assert_eq!(answered_by(&r).len(), 1, "and sticks to its new one: {r:?}");
 }
 
 #[test]

@@ -50,7 +50,7 @@ fn sync(
         }
         (true, MapsChange::Replace, None) => {
             return netlink_sync(lab, t, socket, cache.len(), |start| {
-                encode_replacement(&cache.skeleton(), cache.elements(), start)
+                encode_replacement(&cache.skeleton(), cache.elements(), &[], start)
             });
         }
         _ => {}

@@ -16,14 +16,15 @@ use crate::model::{Family, Protocol};
 use crate::nftables::render::maps::{FW_ALLOW, MapsElement, Part, SERVICE_CIDRS, SetName};
 use crate::nftables::render::naming::TABLE;
 
-const ELEM_LIST_TABLE: u16 = 1;
-const ELEM_LIST_SET: u16 = 2;
-const ELEM_LIST_ELEMENTS: u16 = 3;
-const LIST_ELEM: u16 = 1;
-const ELEM_KEY: u16 = 1;
-const ELEM_DATA: u16 = 2;
+pub(super) const ELEM_LIST_TABLE: u16 = 1;
+pub(super) const ELEM_LIST_SET: u16 = 2;
+pub(super) const ELEM_LIST_ELEMENTS: u16 = 3;
+pub(super) const LIST_ELEM: u16 = 1;
+pub(super) const ELEM_KEY: u16 = 1;
+pub(super) const ELEM_DATA: u16 = 2;
+const ELEM_TIMEOUT: u16 = 4;
 const ELEM_KEY_END: u16 = 10;
-const DATA_VALUE: u16 = 1;
+pub(super) const DATA_VALUE: u16 = 1;
 
 /// Element lists are split so each message's nested attribute stays under netlink's 64 KiB.
 const ELEMENTS_PER_MESSAGE: usize = 256;
@@ -214,6 +215,45 @@ pub(super) fn elements_message(
             w.attr(DATA_VALUE, &value_bytes(ip, port))?;
             w.nest_end(d)?;
         }
+        w.nest_end(el)?;
+    }
+    w.nest_end(list)?;
+    w.end(m);
+    Ok(())
+}
+
+/// One NEWSETELEM message for entries of one dynamic map, each with the milliseconds it has left
+/// (affinity entries carried into a replacement of the table).
+pub(super) fn timed_elements_message(
+    w: &mut Writer,
+    family: Family,
+    chunk: &[(MapsElement, u64)],
+) -> Result<(), EncodeError> {
+    let Some((first, _)) = chunk.first() else {
+        return Ok(());
+    };
+    let m = w.begin(
+        kind::msg(kind::NEWSETELEM),
+        kind::F_REQUEST | kind::F_CREATE,
+        nfproto(family),
+        0,
+    );
+    w.str(ELEM_LIST_TABLE, TABLE)?;
+    w.str(ELEM_LIST_SET, &first.set.name())?;
+    let list = w.nest(ELEM_LIST_ELEMENTS);
+    for (e, ms) in chunk {
+        check(family, e, false)?;
+        let el = w.nest(LIST_ELEM);
+        let k = w.nest(ELEM_KEY);
+        w.attr(DATA_VALUE, &key_bytes(e, false))?;
+        w.nest_end(k)?;
+        if let Some((ip, port)) = e.value {
+            let d = w.nest(ELEM_DATA);
+            w.attr(DATA_VALUE, &value_bytes(ip, port))?;
+            w.nest_end(d)?;
+        }
+        // A zero timeout would mean the map's default (none: never expires).
+        w.attr(ELEM_TIMEOUT, &(*ms).max(1).to_be_bytes())?;
         w.nest_end(el)?;
     }
     w.nest_end(list)?;

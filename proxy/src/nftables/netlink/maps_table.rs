@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::decl::Decl;
-use super::maps::{check, elements_message};
+use super::maps::{check, elements_message, timed_elements_message};
 use super::objects::{Encoder, attr};
 use super::{Batch, EncodeError, Start, kind};
 use crate::nftables::render::Op;
@@ -28,10 +28,12 @@ pub fn replacement_step(batch: &Batch, index: usize) -> &'static str {
 }
 
 /// The replacement of the table by `skeleton` (its chains, rules and sets) holding `elements`
-/// (grouped by set, as [`crate::nftables::render::maps::MapsCache::elements`] yields them).
+/// (grouped by set, as [`crate::nftables::render::maps::MapsCache::elements`] yields them) and
+/// `timed`: entries of dynamic maps with the milliseconds each has left.
 pub fn encode_replacement(
     skeleton: &MapsTable,
     elements: impl IntoIterator<Item = MapsElement>,
+    timed: &[(MapsElement, u64)],
     start: Start,
 ) -> Result<Batch, EncodeError> {
     let family = skeleton.family;
@@ -95,9 +97,27 @@ pub fn encode_replacement(
         enc.begin_counted();
         elements_message(enc.w, family, true, &chunk)?;
     }
+    timed_messages(&mut enc, timed)?;
     let (messages, op_of) = (enc.messages, std::mem::take(&mut enc.op_of));
     let next_anon = start.anon.wrapping_add(u64::from(enc.next_set_id));
     Ok(super::batch_end(w, first_seq, messages, op_of, next_anon))
+}
+
+/// The timed entries, each set's in messages of up to [`ELEMENTS_PER_MESSAGE`].
+fn timed_messages(enc: &mut Encoder<'_>, timed: &[(MapsElement, u64)]) -> Result<(), EncodeError> {
+    let mut rest = timed;
+    while let Some((first, _)) = rest.first() {
+        let same = rest
+            .iter()
+            .take(ELEMENTS_PER_MESSAGE)
+            .take_while(|(e, _)| e.set == first.set)
+            .count();
+        let (chunk, tail) = rest.split_at(same);
+        enc.begin_counted();
+        timed_elements_message(enc.w, enc.family, chunk)?;
+        rest = tail;
+    }
+    Ok(())
 }
 
 /// One NEWSET message.

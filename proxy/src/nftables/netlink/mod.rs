@@ -19,6 +19,7 @@ mod maps;
 mod maps_table;
 mod msg;
 mod objects;
+pub mod read;
 mod set_type;
 
 #[cfg(test)]
