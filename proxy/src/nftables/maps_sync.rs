@@ -84,9 +84,10 @@ impl MapsSync {
         }
         let (change, written) = match change {
             MapsChange::Replace => {
-                let (socket, back, written) = write_replacement(nft, self.socket.take(), held).await;
+                let (socket, back, change, written) =
+                    grow::grow_or_replace(nft, self.socket.take(), held, first).await;
                 (self.socket, held) = (socket, back);
-                (MapsChange::Replace, written)
+                (change, written)
             }
             elements => {
                 let (socket, change, written) = write_maps(nft, self.socket.take(), elements).await;
@@ -106,7 +107,7 @@ impl MapsSync {
         held.cache.commit_change(first, &change);
         self.cache = Some(held);
         tracing::debug!(
-            replaced,
+            replaced = change == MapsChange::Replace,
             elements = change.len(),
             writer = written.0.label(),
             "nftables maps transaction applied"
@@ -157,6 +158,7 @@ impl Held {
 }
 
 mod affinity;
+mod grow;
 mod no_local;
 
 /// `socket`, or a new one.

@@ -9,7 +9,8 @@ use rustix::net::{
     AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType, netlink, recv, send, socket_with, sockopt,
 };
 
-use crate::nftables::netlink::{Batch, Start};
+use crate::model::Family;
+use crate::nftables::netlink::{Batch, Start, read};
 
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
@@ -170,6 +171,16 @@ impl NftSocket {
                 data = data.get(len.div_ceil(4) * 4..).unwrap_or(&[]);
             }
         }
+    }
+
+    /// The handles of `chain`'s rules in svcnet's table, in the chain's order.
+    pub fn rule_handles(&mut self, family: Family, chain: &str) -> Result<Vec<u64>, NetlinkError> {
+        let request = read::get_rules(family, chain, self.next_dump_seq())
+            .map_err(|e| NetlinkError::Io(std::io::Error::other(e.to_string())))?;
+        self.dump(&request)?
+            .iter()
+            .map(|m| read::rule_handle(m).ok_or(NetlinkError::Malformed))
+            .collect()
     }
 
     /// The sequence number the next dump request must carry.

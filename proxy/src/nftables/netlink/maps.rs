@@ -16,15 +16,14 @@ use crate::model::{Family, Protocol};
 use crate::nftables::render::maps::{FW_ALLOW, MapsElement, Part, SERVICE_CIDRS, SetName};
 use crate::nftables::render::naming::TABLE;
 
-pub(super) const ELEM_LIST_TABLE: u16 = 1;
-pub(super) const ELEM_LIST_SET: u16 = 2;
-pub(super) const ELEM_LIST_ELEMENTS: u16 = 3;
-pub(super) const LIST_ELEM: u16 = 1;
-pub(super) const ELEM_KEY: u16 = 1;
-pub(super) const ELEM_DATA: u16 = 2;
-const ELEM_TIMEOUT: u16 = 4;
+const ELEM_LIST_TABLE: u16 = 1;
+const ELEM_LIST_SET: u16 = 2;
+const ELEM_LIST_ELEMENTS: u16 = 3;
+const LIST_ELEM: u16 = 1;
+const ELEM_KEY: u16 = 1;
+const ELEM_DATA: u16 = 2;
 const ELEM_KEY_END: u16 = 10;
-pub(super) const DATA_VALUE: u16 = 1;
+const DATA_VALUE: u16 = 1;
 
 /// Element lists are split so each message's nested attribute stays under netlink's 64 KiB.
 const ELEMENTS_PER_MESSAGE: usize = 256;
@@ -154,11 +153,22 @@ pub fn encode_elements(
     add: &[MapsElement],
     start: Start,
 ) -> Result<Batch, EncodeError> {
+    let (mut w, first_seq) = super::batch_begin(start.seq);
+    let op_of = element_steps(&mut w, family, delete, add)?;
+    Ok(super::batch_end(w, first_seq, op_of.len(), op_of, start.anon))
+}
+
+/// The messages of element deletions, then additions, into `w`; returns each message's step (0:
+/// a deletion, 1: an addition).
+pub(super) fn element_steps(
+    w: &mut Writer,
+    family: Family,
+    delete: &[MapsElement],
+    add: &[MapsElement],
+) -> Result<Vec<usize>, EncodeError> {
     for e in delete.iter().chain(add) {
         check(family, e, false)?;
     }
-    let (mut w, first_seq) = super::batch_begin(start.seq);
-    let mut messages = 0;
     let mut op_of = Vec::new();
     for (step, list, is_add) in [(0, delete, false), (1, add, true)] {
         let mut rest = list;
@@ -169,13 +179,12 @@ pub fn encode_elements(
                 .take_while(|e| e.set == first.set)
                 .count();
             let (chunk, tail) = rest.split_at(same);
-            elements_message(&mut w, family, is_add, chunk)?;
-            messages += 1;
+            elements_message(w, family, is_add, chunk)?;
             op_of.push(step);
             rest = tail;
         }
     }
-    Ok(super::batch_end(w, first_seq, messages, op_of, start.anon))
+    Ok(op_of)
 }
 
 /// One NEWSETELEM / DELSETELEM message for elements of one set.
@@ -253,7 +262,7 @@ pub(super) fn timed_elements_message(
             w.nest_end(d)?;
         }
         // A zero timeout would mean the map's default (none: never expires).
-        w.attr(ELEM_TIMEOUT, &(*ms).max(1).to_be_bytes())?;
+        w.attr(super::attr::ELEM_TIMEOUT, &(*ms).max(1).to_be_bytes())?;
         w.nest_end(el)?;
     }
     w.nest_end(list)?;

@@ -1,19 +1,19 @@
-//! Reading a set's elements back from the kernel: the GETSETELEM dump request, and the elements of
-//! its answers (key and data bytes, time left before expiry). Only what the packet path writes is
-//! ever read back (the maps layout's dynamic affinity maps); everything else svcnet wrote it knows.
-//! Attribute numbers from `linux/netfilter/nf_tables.h`.
+//! Reading back from the kernel what svcnet cannot know itself: the elements the packet path wrote
+//! (the maps layout's dynamic affinity maps: GETSETELEM, key and data bytes, time left before
+//! expiry) and the handles the kernel gave a chain's rules (GETRULE: where a new rule goes).
 
-use super::maps::{
-    DATA_VALUE, ELEM_DATA, ELEM_KEY, ELEM_LIST_ELEMENTS, ELEM_LIST_SET, ELEM_LIST_TABLE, LIST_ELEM,
+use super::attr::{
+    DATA_VALUE, ELEM_DATA, ELEM_EXPIRATION, ELEM_KEY, ELEM_LIST_ELEMENTS, ELEM_LIST_SET, ELEM_LIST_TABLE,
+    LIST_ELEM, RULE_CHAIN, RULE_HANDLE, RULE_TABLE,
 };
 use super::msg::{NLA_F_NESTED, Writer};
 use super::{EncodeError, kind, nfproto};
 use crate::model::Family;
 use crate::nftables::render::naming::TABLE;
 
+const GETRULE: u16 = 7;
 const GETSETELEM: u16 = 13;
 const F_DUMP: u16 = 0x300;
-const ELEM_EXPIRATION: u16 = 5;
 const NLMSG_HDRLEN: usize = 16;
 const NFGENMSG_LEN: usize = 4;
 
@@ -42,6 +42,26 @@ pub fn get_elements(family: Family, set: &str, seq: u32) -> Result<Vec<u8>, Enco
     w.str(ELEM_LIST_SET, set)?;
     w.end(m);
     Ok(w.buf)
+}
+
+/// The dump request for the rules of `chain` in svcnet's table, with sequence number `seq`.
+pub fn get_rules(family: Family, chain: &str, seq: u32) -> Result<Vec<u8>, EncodeError> {
+    let mut w = Writer {
+        seq: seq.wrapping_sub(1),
+        ..Writer::default()
+    };
+    let m = w.begin(kind::msg(GETRULE), kind::F_REQUEST | F_DUMP, nfproto(family), 0);
+    w.str(RULE_TABLE, TABLE)?;
+    w.str(RULE_CHAIN, chain)?;
+    w.end(m);
+    Ok(w.buf)
+}
+
+/// The handle of the rule an answer message describes; `None` when it is malformed.
+pub fn rule_handle(message: &[u8]) -> Option<u64> {
+    let body = message.get(NLMSG_HDRLEN + NFGENMSG_LEN..)?;
+    let (_, v) = attrs(body)?.into_iter().find(|(t, _)| *t == RULE_HANDLE)?;
+    Some(u64::from_be_bytes(v.try_into().ok()?))
 }
 
 /// Attributes of `data` as (type without flags, payload); `None` when one overruns the buffer.

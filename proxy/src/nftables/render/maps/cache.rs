@@ -150,7 +150,16 @@ impl MapsCache {
 
     /// The table's chains and sets, without elements.
     pub fn skeleton(&self) -> MapsTable {
-        let (chains, sets) = skeleton::skeleton(&self.node, &self.cfg, &self.rules());
+        self.skeleton_of(&self.rules())
+    }
+
+    /// The chains and sets the kernel's table has, as of the last transaction taken.
+    pub fn held_skeleton(&self) -> MapsTable {
+        self.skeleton_of(&self.held_rules)
+    }
+
+    fn skeleton_of(&self, rules: &InUse) -> MapsTable {
+        let (chains, sets) = skeleton::skeleton(&self.node, &self.cfg, rules);
         MapsTable {
             family: self.cfg.family,
             chains,
