@@ -87,7 +87,31 @@ pub struct P2Layout {
     pub initial_chunks: usize,
     pub endpoint_change: Vec<Sync>,
     pub service_added: Vec<Sync>,
+    /// A Service with an endpoint count no port has (the maps layout's rows only).
+    pub new_count: Vec<Sync>,
     pub full: Option<Sync>,
+}
+
+impl P2Layout {
+    /// A row after its first load, before any change.
+    pub(crate) fn loaded(
+        name: &str,
+        full_lines: usize,
+        initial_load: Duration,
+        initial_chunks: usize,
+        full: Option<Sync>,
+    ) -> P2Layout {
+        P2Layout {
+            name: name.into(),
+            full_lines,
+            initial_load,
+            initial_chunks,
+            endpoint_change: vec![],
+            service_added: vec![],
+            new_count: vec![],
+            full,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -231,15 +255,7 @@ fn run_layout(layout: Layout, p: &P2Params, progress: &mut dyn FnMut(&str)) -> R
         initial_load.as_secs_f64(),
         parts.len()
     ));
-    let mut out = P2Layout {
-        name: layout_name(layout).to_string(),
-        full_lines: 0,
-        initial_load,
-        initial_chunks: parts.len(),
-        endpoint_change: vec![],
-        service_added: vec![],
-        full: None,
-    };
+    let mut out = P2Layout::loaded(layout_name(layout), 0, initial_load, parts.len(), None);
     for k in 0..p.changes {
         // Spread the changed services over the name space (first, middle, last ...).
         let i = (k * 7919) % n.max(1);

@@ -282,7 +282,7 @@ fn nftables_maps_external_paths_local_policy_affinity_source_ranges_and_udp_conn
 }
 
 fn external_paths(layout: Layout) {
-    let Some(lab) = Lab::start(&layout.tag("nftext"), nft_opts(3, layout)) else {
+    let Some(mut lab) = Lab::start(&layout.tag("nftext"), nft_opts(3, layout)) else {
         return;
     };
     let api = lab.api();
@@ -347,6 +347,7 @@ fn external_paths(layout: Layout) {
     );
     assert!(r.iter().all(|r| !r.starts_with("ERR")), "{r:?}");
     assert_eq!(answered_by(&r).len(), 1, "{r:?}");
+    affinity_follows_endpoints(&mut lab, layout, &sticky, &answered_by(&r));
     // Source ranges: allowed source answered, the other dropped.
     let ok = request(&lab.client, "udp", "203.0.113.11:80", 2, Some(CLIENT_IP));
     assert!(ok.iter().all(|r| r.starts_with("pod1")), "{ok:?}");
@@ -396,6 +397,92 @@ fn external_paths(layout: Layout) {
                 .then_some(())
         },
     );
+}
+
+/// A ClientIP client stays with its endpoint while the table gains a dispatch rule (a new endpoint
+/// count: grown in place in the maps layout) and across a restart of the proxy (whose first sync
+/// replaces the table: the remembered entry must be carried over), and moves once that endpoint
+/// leaves the Service, although its pod still answers: upstream's affinity sets go with their
+/// endpoint. `stuck`: the one pod pod3 was sent to so far.
+fn affinity_follows_endpoints(
+    lab: &mut Lab,
+    layout: Layout,
+    sticky: &serde_json::Value,
+    stuck: &std::collections::BTreeSet<String>,
+) {
+    let pod_ip = |pod: &str| {
+        let n: u8 = pod.trim_start_matches("pod").parse().expect("podN");
+        format!("10.244.1.{}", 9 + n)
+    };
+    let stuck = stuck.iter().next().expect("one pod").clone();
+    let other = if stuck == "pod1" { "pod2" } else { "pod1" };
+    let addr = format!("{}:80", cluster_ip(sticky));
+    let entry = format!("10.244.1.12 . {} . tcp . 80 ", cluster_ip(sticky));
+    let remembered = |lab: &Lab| {
+        let entries = lab
+            .node
+            .ok(&["nft", "list", "map", "ip", "kube-proxy", "affinity"]);
+        entries
+            .lines()
+            .any(|l| l.contains(&entry) && l.contains(&format!(": {} . 8080", pod_ip(&stuck))))
+    };
+    // Three endpoints: a count no other Service has.
+    let three = lab.api().service("three", web_spec());
+    let eps = [local("10.244.1.10"), local("10.244.1.11"), local("10.244.1.12")];
+    lab.api().slice("three", TCP, &eps);
+    let three_addr = format!("{}:80", cluster_ip(&three));
+    wait_for("the three-endpoint Service live", Duration::from_secs(20), || {
+        request(&lab.pod("pod3").ns, "tcp", &three_addr, 1, None)[0]
+            .starts_with("pod")
+            .then_some(())
+    });
+    if layout == Layout::Maps {
+        assert!(table(lab).contains("svcs-3 {"), "a table with the new count");
+        let log = lab.log("proxy.log");
+        assert!(
+            log.contains("dispatch rules added in place") && !log.contains("replacing the table"),
+            "the rule added in place: {log}"
+        );
+        assert!(remembered(lab), "the entry kept by the growth");
+    }
+    // A restarted proxy's first sync replaces the table.
+    let restart = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    lab.stop_proxy();
+    lab.start_proxy();
+    wait_for(
+        "the restarted proxy's first sync",
+        Duration::from_secs(20),
+        || {
+            let synced = lab.metric("kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"}");
+            (synced >= restart).then_some(())
+        },
+    );
+    if layout == Layout::Maps {
+        assert!(remembered(lab), "the entry carried into the replaced table");
+    }
+    let client = &lab.pod("pod3").ns;
+    let r = request(client, "tcp", &addr, 10, None);
+    assert_eq!(
+        answered_by(&r),
+        [stuck.clone()].into(),
+        "after the restart: {r:?}"
+    );
+    // The endpoint leaves; pod3 takes its place (the same count: element steps in the maps layout).
+    lab.api()
+        .update_slice("sticky", TCP, &[local(&pod_ip(other)), local("10.244.1.12")]);
+    let r = wait_for(
+        "the client sent away from the gone endpoint",
+        Duration::from_secs(20),
+        || {
+            let r = request(client, "tcp", &addr, 10, None);
+            let by = answered_by(&r);
+            (r.iter().all(|r| !r.starts_with("ERR")) && !by.contains(&stuck)).then_some(r)
+        },
+    );
+    assert_eq!(answered_by(&r).len(), 1, "and sticks to its new one: {r:?}");
 }
 
 #[test]

@@ -9,6 +9,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use svcnet_proxy::config::{DetectLocal, NftLayout, RenderConfig};
 use svcnet_proxy::model::{Endpoint, Family, NodeFacts, ProxyState, ServicePortName};
-use svcnet_proxy::nftables::netlink::encode_elements;
+use svcnet_proxy::nftables::netlink::{self, encode_elements};
 use svcnet_proxy::nftables::render::maps::{FW_ALLOW, MapsCache, MapsChange, SetName};
 use svcnet_proxy::nftables::socket::NftSocket;
 
@@ -150,7 +151,100 @@ fn run(tag: &str, yaml: &str, node: NodeFacts, cfg: RenderConfig) -> Option<(usi
             "{tag} step {i}: netlink steps and a fresh nft -f load differ"
         );
     }
+    grow(tag, fam, &nl, &fresh, &mut cache, &full);
     Some((batches, elements, fw))
+}
+
+/// `full` with its first port's endpoints replaced by 17 (an endpoint count no port has).
+fn with_new_count(full: &ProxyState) -> ProxyState {
+    let mut s = full.clone();
+    let (name, eps) = full
+        .endpoints
+        .iter()
+        .find(|(_, e)| !e.is_empty())
+        .expect("a port with endpoints");
+    let many: Vec<Endpoint> = (0..17u8)
+        .map(|k| {
+            let ip = match eps[0].ip {
+                IpAddr::V4(a) => {
+                    let mut o = a.octets();
+                    o[3] = 200 + k;
+                    IpAddr::from(o)
+                }
+                IpAddr::V6(a) => {
+                    let mut o = a.octets();
+                    o[15] = 200 + k;
+                    IpAddr::from(o)
+                }
+            };
+            Endpoint { ip, ..eps[0].clone() }
+        })
+        .collect();
+    s.endpoints.insert(name.clone(), many.into());
+    s
+}
+
+/// A port needing a dispatch rule the table lacks: the table grown in place (new set and rules
+/// placed by the kernel's handles, element steps in the same batch) lists as a fresh load; so does
+/// the element step back.
+fn grow(
+    tag: &str,
+    fam: &str,
+    nl: &svcnet_netns::Netns,
+    fresh: &svcnet_netns::Netns,
+    cache: &mut MapsCache,
+    full: &ProxyState,
+) {
+    let path = Path::new("/run/netns").join(nl.name());
+    update(cache, &with_new_count(full));
+    assert_eq!(
+        cache.peek_change(false),
+        MapsChange::Replace,
+        "{tag}: a new count needs rules"
+    );
+    let (held, grown) = (cache.held_skeleton(), cache.skeleton());
+    let chains = netlink::grown_chains(&held, &grown);
+    assert!(chains.contains(&"services"), "{tag}: {chains:?}");
+    let mut socket = NftSocket::open_in(&path, Duration::from_secs(10)).expect("netlink socket");
+    let handles: BTreeMap<String, Vec<u64>> = chains
+        .iter()
+        .map(|c| {
+            (
+                c.to_string(),
+                socket.rule_handles(cache.cfg().family, c).expect("handles"),
+            )
+        })
+        .collect();
+    let steps = cache.element_steps();
+    let MapsChange::Elements { delete, add } = &steps else {
+        panic!("{tag}: element steps")
+    };
+    let mut apply_and_compare = |cache: &mut MapsCache,
+                                 encode: &dyn Fn(netlink::Start) -> netlink::Batch,
+                                 change: &MapsChange,
+                                 what: &str| {
+        let batch = encode(socket.next_start());
+        socket
+            .apply(&batch)
+            .unwrap_or_else(|e| panic!("{tag}: {what}: {e}"));
+        cache.commit_change(false, change);
+        load(fresh, &cache.replace_text());
+        assert_eq!(
+            common::nft_listing(nl, fam),
+            common::nft_listing(fresh, fam),
+            "{tag}: {what}: netlink and a fresh nft -f load differ"
+        );
+    };
+    let growth = |start| netlink::encode_growth(&held, &grown, &handles, delete, add, start).expect("encode");
+    apply_and_compare(cache, &growth, &steps, "the growth");
+    update(cache, full);
+    let back = cache.peek_change(false);
+    let MapsChange::Elements { delete, add } = &back else {
+        panic!("{tag}: the rule for 17 stays: element steps back")
+    };
+    let family = cache.cfg().family;
+    let steps_back = |start| encode_elements(family, delete, add, start).expect("encode");
+    apply_and_compare(cache, &steps_back, &back, "the steps back");
 }
 
 fn golden(name: &str) -> String {

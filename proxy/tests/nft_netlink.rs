@@ -370,9 +370,13 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
             elements: Vec::new(),
             ..table.clone()
         };
-        let batch =
-            netlink::encode_replacement(&skeleton, table.elements.iter().copied(), socket.next_start())
-                .unwrap_or_else(|e| panic!("{what}: encode: {e}"));
+        let batch = netlink::encode_replacement(
+            &skeleton,
+            table.elements.iter().copied(),
+            &[],
+            socket.next_start(),
+        )
+        .unwrap_or_else(|e| panic!("{what}: encode: {e}"));
         socket.apply(&batch).unwrap_or_else(|e| {
             let step = match &e {
                 svcnet_proxy::nftables::socket::NetlinkError::Refused { index, .. } => {

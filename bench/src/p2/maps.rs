@@ -4,13 +4,15 @@
 //! cache) as its element transaction. Row `maps-nl` writes as the daemon does, through svcnet's
 //! netlink writer on a socket kept open across changes: the first load as one batch holding the
 //! whole table, each change as one batch of typed elements. `render` is the cache update and the
-//! text or batch; `restore` the write until `nft` exits or the kernel acknowledges.
+//! text or batch; `restore` the write until `nft` exits or the kernel acknowledges. A Service
+//! with an endpoint count no port has needs new dispatch rules: `maps-nl` grows the table in place
+//! as the daemon does, `maps` replaces it.
 
 use std::time::{Duration, Instant};
 
 use svcnet_proxy::config::{NftLayout, RenderConfig};
 use svcnet_proxy::model::{Family, ProxyState, ServicePortName};
-use svcnet_proxy::nftables::netlink::{Batch, EncodeError, Start, encode_elements, encode_replacement};
+use svcnet_proxy::nftables::netlink::{self, Batch, EncodeError, Start, encode_elements, encode_replacement};
 use svcnet_proxy::nftables::render::maps::{MapsCache, MapsChange};
 use svcnet_proxy::nftables::socket::NftSocket;
 
@@ -50,7 +52,7 @@ pub(crate) fn sync(
         }
         (true, MapsChange::Replace, None) => {
             return netlink_sync(lab, t, socket, cache.len(), |start| {
-                encode_replacement(&cache.skeleton(), cache.elements(), start)
+                encode_replacement(&cache.skeleton(), cache.elements(), &[], start)
             });
         }
         _ => {}
@@ -115,6 +117,60 @@ fn netlink_sync(
     })
 }
 
+/// A Service whose endpoint count no port has: the daemon grows the table in place (new sets and
+/// rules placed by the handles read back from the kernel, with the port's elements, one batch);
+/// through `nft -f` the table is replaced.
+fn new_count(
+    lab: &mut Lab,
+    cache: &mut MapsCache,
+    name: &ServicePortName,
+    records: svcnet_proxy::nftables::render::maps::PortRecords,
+    netlink: bool,
+    socket: &mut Option<NftSocket>,
+) -> Result<Sync, BenchError> {
+    let t = Instant::now();
+    cache.set_port(name, Some(records));
+    if cache.peek_change(false) != MapsChange::Replace {
+        return Err(BenchError::Check(
+            "a new endpoint count needed no new rule".into(),
+        ));
+    }
+    if !netlink {
+        let text = cache.replace_text();
+        cache.commit_change(false, &MapsChange::Replace);
+        let render = t.elapsed();
+        let restore = lab.agent.restore("nft", &text)?;
+        return Ok(Sync {
+            render,
+            payload: Duration::ZERO,
+            save: Duration::ZERO,
+            restore,
+            killed: false,
+            lines: cache.len(),
+        });
+    }
+    let (held, grown) = (cache.held_skeleton(), cache.skeleton());
+    let mut handles = std::collections::BTreeMap::new();
+    let s = socket
+        .as_mut()
+        .ok_or_else(|| BenchError::Check("no netlink socket before a growth".into()))?;
+    for chain in netlink::grown_chains(&held, &grown) {
+        let h = s
+            .rule_handles(Family::V4, chain)
+            .map_err(|e| BenchError::Check(format!("rule handles of {chain}: {e}")))?;
+        handles.insert(chain.to_string(), h);
+    }
+    let steps = cache.element_steps();
+    let MapsChange::Elements { delete, add } = &steps else {
+        return Err(BenchError::Check("no element steps".into()));
+    };
+    let out = netlink_sync(lab, t, socket, steps.len(), |start| {
+        netlink::encode_growth(&held, &grown, &handles, delete, add, start)
+    })?;
+    cache.commit_change(false, &steps);
+    Ok(out)
+}
+
 pub(super) fn run(
     p: &P2Params,
     netlink: bool,
@@ -122,7 +178,7 @@ pub(super) fn run(
 ) -> Result<P2Layout, BenchError> {
     let row = if netlink { "maps-nl" } else { "maps" };
     let n = p.services;
-    let all_ips = synth::cluster_ips(n + p.changes, 0x5eed);
+    let all_ips = synth::cluster_ips(n + 2 * p.changes, 0x5eed);
     let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
     let cfg = RenderConfig {
         nft_layout: NftLayout::Maps,
@@ -137,15 +193,7 @@ pub(super) fn run(
         n * p.endpoints_per_service,
         full.total().as_secs_f64()
     ));
-    let mut out = P2Layout {
-        name: row.into(),
-        full_lines: full.lines,
-        initial_load: full.total(),
-        initial_chunks: 1,
-        endpoint_change: vec![],
-        service_added: vec![],
-        full: Some(full),
-    };
+    let mut out = P2Layout::loaded(row, full.lines, full.total(), 1, Some(full));
     for k in 0..p.changes {
         let i = (k * 7919) % n.max(1);
         replace_endpoint(&mut state, i, k);
@@ -171,6 +219,20 @@ pub(super) fn run(
             &mut socket,
         )?);
     }
-    progress(&format!("P2 {row}: {} partial syncs done", 2 * p.changes));
+    for k in 0..p.changes {
+        let i = n + p.changes + k;
+        add_service(&mut state, i, all_ips[i], p.endpoints_per_service + 1 + k);
+        let name = synth::service_name(i);
+        let records = (state.services[&name].clone(), state.endpoints.get(&name).cloned());
+        out.new_count.push(new_count(
+            &mut lab,
+            &mut cache,
+            &name,
+            records,
+            netlink,
+            &mut socket,
+        )?);
+    }
+    progress(&format!("P2 {row}: {} partial syncs done", 3 * p.changes));
     Ok(out)
 }

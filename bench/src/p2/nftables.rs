@@ -125,15 +125,7 @@ pub(super) fn run(
         n * p.endpoints_per_service,
         full.total().as_secs_f64()
     ));
-    let mut out = P2Layout {
-        name: name.clone(),
-        full_lines: full.lines,
-        initial_load: full.total(),
-        initial_chunks: 1,
-        endpoint_change: vec![],
-        service_added: vec![],
-        full: Some(full),
-    };
+    let mut out = P2Layout::loaded(&name, full.lines, full.total(), 1, Some(full));
     let mut partial = |state: &ProxyState| nft_sync(&mut writer, &mut lab, state, false, &cfg, &mut applied);
     for k in 0..p.changes {
         let i = (k * 7919) % n.max(1);

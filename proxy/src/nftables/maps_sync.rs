@@ -84,9 +84,10 @@ impl MapsSync {
         }
         let (change, written) = match change {
             MapsChange::Replace => {
-                let (socket, back, written) = write_replacement(nft, self.socket.take(), held).await;
+                let (socket, back, change, written) =
+                    grow::grow_or_replace(nft, self.socket.take(), held, first).await;
                 (self.socket, held) = (socket, back);
-                (MapsChange::Replace, written)
+                (change, written)
             }
             elements => {
                 let (socket, change, written) = write_maps(nft, self.socket.take(), elements).await;
@@ -95,10 +96,18 @@ impl MapsSync {
             }
         };
         let written = written?;
+        let stale = affinity::stale(&change, &held.cache);
+        if !stale.is_empty() {
+            let (socket, purged) = purge_affinity(nft, self.socket.take(), stale).await;
+            self.socket = socket;
+            // The rules are written: a failure here leaves only entries naming gone endpoints,
+            // which the next sync (a replacement, after this failure) does not carry over.
+            purged?;
+        }
         held.cache.commit_change(first, &change);
         self.cache = Some(held);
         tracing::debug!(
-            replaced,
+            replaced = change == MapsChange::Replace,
             elements = change.len(),
             writer = written.0.label(),
             "nftables maps transaction applied"
@@ -148,6 +157,8 @@ impl Held {
     }
 }
 
+mod affinity;
+mod grow;
 mod no_local;
 
 /// `socket`, or a new one.
@@ -172,22 +183,33 @@ async fn write_replacement(
             Ok(s) => s,
             Err(e) => return (None, held, Err(e)),
         };
-        let result =
-            netlink::encode_replacement(&held.cache.skeleton(), held.cache.elements(), s.next_start())
-                .map_err(WriteError::Encode)
-                .and_then(|batch| {
-                    s.apply(&batch).map_err(|e| match e {
-                        crate::nftables::socket::NetlinkError::Refused { index, errno } => {
-                            WriteError::Kernel(ToolError::Netlink(format!(
-                                "{}: {}",
-                                std::io::Error::from_raw_os_error(errno),
-                                netlink::replacement_step(&batch, index)
-                            )))
-                        }
-                        other => kernel_error(other),
-                    })?;
-                    Ok(batch.bytes.len())
-                });
+        let timed = match affinity::read(&mut s, held.cache.cfg().family) {
+            Ok(entries) => affinity::carried(&held.cache, &entries),
+            Err(err) => {
+                tracing::warn!(%err, "nftables maps: affinity entries not carried into the replacement");
+                Vec::new()
+            }
+        };
+        let result = netlink::encode_replacement(
+            &held.cache.skeleton(),
+            held.cache.elements(),
+            &timed,
+            s.next_start(),
+        )
+        .map_err(WriteError::Encode)
+        .and_then(|batch| {
+            s.apply(&batch).map_err(|e| match e {
+                crate::nftables::socket::NetlinkError::Refused { index, errno } => {
+                    WriteError::Kernel(ToolError::Netlink(format!(
+                        "{}: {}",
+                        std::io::Error::from_raw_os_error(errno),
+                        netlink::replacement_step(&batch, index)
+                    )))
+                }
+                other => kernel_error(other),
+            })?;
+            Ok(batch.bytes.len())
+        });
         let keep = !matches!(result, Err(WriteError::Kernel(_)));
         (keep.then_some(s), held, result)
     })
@@ -234,6 +256,30 @@ async fn write_maps(
         }
         Err(WriteError::Kernel(e)) => (socket, change, Err(e)),
     }
+}
+
+/// Deletes the affinity entries `stale` names, off the async threads, on `socket` (opened when
+/// `None`); returns the socket to keep (none after a kernel error).
+async fn purge_affinity(
+    nft: &Nft,
+    socket: Option<NftSocket>,
+    stale: affinity::Stale,
+) -> (Option<NftSocket>, Result<usize, ToolError>) {
+    let (family, timeout) = (nft.family, nft.timeout);
+    off_thread(move || {
+        let mut s = match socket.map_or_else(|| NftSocket::open(timeout), Ok) {
+            Ok(s) => s,
+            Err(e) => return (None, Err(ToolError::Netlink(e.to_string()))),
+        };
+        match affinity::purge(&mut s, family, &stale) {
+            Ok(n) => {
+                tracing::debug!(deleted = n, "nftables maps: stale affinity entries deleted");
+                (Some(s), Ok(n))
+            }
+            Err(e) => (None, Err(ToolError::Netlink(e.to_string()))),
+        }
+    })
+    .await
 }
 
 /// Element steps of the maps layout as one batch (nothing to send: no batch).

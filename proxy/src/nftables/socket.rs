@@ -9,9 +9,11 @@ use rustix::net::{
     AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType, netlink, recv, send, socket_with, sockopt,
 };
 
-use crate::nftables::netlink::{Batch, Start};
+use crate::model::Family;
+use crate::nftables::netlink::{Batch, Start, read};
 
 const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
 const NLMSG_HDRLEN: usize = 16;
 /// Answers are small (errors echo only the header with NETLINK_CAP_ACK); a big buffer lets many
 /// errors of one batch arrive in one read.
@@ -133,13 +135,84 @@ impl NftSocket {
     }
 }
 
-/// (sequence number, errno) of each NLMSG_ERROR in a datagram (errno 0 is an acknowledgement).
+impl NftSocket {
+    /// Sends a dump request (built with [`NftSocket::next_dump_seq`]) and returns the messages of
+    /// its answer, up to the kernel's end of dump. A refusal (e.g. ENOENT: no such set) is
+    /// [`NetlinkError::Refused`] with index 0.
+    pub fn dump(&mut self, request: &[u8]) -> Result<Vec<Vec<u8>>, NetlinkError> {
+        let seq = self.next_dump_seq();
+        self.seq = seq.wrapping_add(1);
+        send(&self.fd, request, SendFlags::empty()).map_err(std::io::Error::from)?;
+        let mut buf = vec![0u8; RECV_BUFFER];
+        let mut out = Vec::new();
+        loop {
+            let n = self.recv_into(&mut buf)?;
+            let mut data = buf.get(..n).ok_or(NetlinkError::Malformed)?;
+            while data.len() >= NLMSG_HDRLEN {
+                let len = u32::from_ne_bytes([data[0], data[1], data[2], data[3]]) as usize;
+                if len < NLMSG_HDRLEN || len > data.len() {
+                    return Err(NetlinkError::Malformed);
+                }
+                let ty = u16::from_ne_bytes([data[4], data[5]]);
+                let msg_seq = u32::from_ne_bytes([data[8], data[9], data[10], data[11]]);
+                if msg_seq == seq {
+                    match ty {
+                        NLMSG_DONE => return Ok(out),
+                        NLMSG_ERROR => {
+                            let (_, errno) =
+                                *answers(&data[..len])?.first().ok_or(NetlinkError::Malformed)?;
+                            if errno != 0 {
+                                return Err(NetlinkError::Refused { index: 0, errno });
+                            }
+                        }
+                        _ => out.push(data[..len].to_vec()),
+                    }
+                }
+                data = data.get(len.div_ceil(4) * 4..).unwrap_or(&[]);
+            }
+        }
+    }
+
+    /// The handles of `chain`'s rules in svcnet's table, in the chain's order.
+    pub fn rule_handles(&mut self, family: Family, chain: &str) -> Result<Vec<u64>, NetlinkError> {
+        let request = read::get_rules(family, chain, self.next_dump_seq())
+            .map_err(|e| NetlinkError::Io(std::io::Error::other(e.to_string())))?;
+        self.dump(&request)?
+            .iter()
+            .map(|m| read::rule_handle(m).ok_or(NetlinkError::Malformed))
+            .collect()
+    }
+
+    /// The sequence number the next dump request must carry.
+    pub fn next_dump_seq(&self) -> u32 {
+        self.seq
+    }
+
+    fn recv_into(&self, buf: &mut [u8]) -> Result<usize, NetlinkError> {
+        loop {
+            match recv(&self.fd, &mut *buf, RecvFlags::empty()) {
+                Ok((n, _)) => return Ok(n),
+                Err(e) if e == rustix::io::Errno::AGAIN => {
+                    let timeout = sockopt::socket_timeout(&self.fd, sockopt::Timeout::Recv)
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default();
+                    return Err(NetlinkError::Timeout(timeout));
+                }
+                Err(e) if e == rustix::io::Errno::INTR => continue,
+                Err(e) => return Err(NetlinkError::Io(e.into())),
+            }
+        }
+    }
+}
+
 /// A random number: std seeds every `RandomState` from the operating system's random source.
 fn random_u64() -> u64 {
     use std::hash::BuildHasher;
     std::hash::RandomState::new().hash_one(std::process::id())
 }
 
+/// (sequence number, errno) of each NLMSG_ERROR in a datagram (errno 0 is an acknowledgement).
 fn answers(mut data: &[u8]) -> Result<Vec<(u32, i32)>, NetlinkError> {
     let mut out = Vec::new();
     while data.len() >= NLMSG_HDRLEN {

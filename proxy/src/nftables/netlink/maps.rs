@@ -153,11 +153,22 @@ pub fn encode_elements(
     add: &[MapsElement],
     start: Start,
 ) -> Result<Batch, EncodeError> {
+    let (mut w, first_seq) = super::batch_begin(start.seq);
+    let op_of = element_steps(&mut w, family, delete, add)?;
+    Ok(super::batch_end(w, first_seq, op_of.len(), op_of, start.anon))
+}
+
+/// The messages of element deletions, then additions, into `w`; returns each message's step (0:
+/// a deletion, 1: an addition).
+pub(super) fn element_steps(
+    w: &mut Writer,
+    family: Family,
+    delete: &[MapsElement],
+    add: &[MapsElement],
+) -> Result<Vec<usize>, EncodeError> {
     for e in delete.iter().chain(add) {
         check(family, e, false)?;
     }
-    let (mut w, first_seq) = super::batch_begin(start.seq);
-    let mut messages = 0;
     let mut op_of = Vec::new();
     for (step, list, is_add) in [(0, delete, false), (1, add, true)] {
         let mut rest = list;
@@ -168,13 +179,12 @@ pub fn encode_elements(
                 .take_while(|e| e.set == first.set)
                 .count();
             let (chunk, tail) = rest.split_at(same);
-            elements_message(&mut w, family, is_add, chunk)?;
-            messages += 1;
+            elements_message(w, family, is_add, chunk)?;
             op_of.push(step);
             rest = tail;
         }
     }
-    Ok(super::batch_end(w, first_seq, messages, op_of, start.anon))
+    Ok(op_of)
 }
 
 /// One NEWSETELEM / DELSETELEM message for elements of one set.
@@ -214,6 +224,45 @@ pub(super) fn elements_message(
             w.attr(DATA_VALUE, &value_bytes(ip, port))?;
             w.nest_end(d)?;
         }
+        w.nest_end(el)?;
+    }
+    w.nest_end(list)?;
+    w.end(m);
+    Ok(())
+}
+
+/// One NEWSETELEM message for entries of one dynamic map, each with the milliseconds it has left
+/// (affinity entries carried into a replacement of the table).
+pub(super) fn timed_elements_message(
+    w: &mut Writer,
+    family: Family,
+    chunk: &[(MapsElement, u64)],
+) -> Result<(), EncodeError> {
+    let Some((first, _)) = chunk.first() else {
+        return Ok(());
+    };
+    let m = w.begin(
+        kind::msg(kind::NEWSETELEM),
+        kind::F_REQUEST | kind::F_CREATE,
+        nfproto(family),
+        0,
+    );
+    w.str(ELEM_LIST_TABLE, TABLE)?;
+    w.str(ELEM_LIST_SET, &first.set.name())?;
+    let list = w.nest(ELEM_LIST_ELEMENTS);
+    for (e, ms) in chunk {
+        check(family, e, false)?;
+        let el = w.nest(LIST_ELEM);
+        let k = w.nest(ELEM_KEY);
+        w.attr(DATA_VALUE, &key_bytes(e, false))?;
+        w.nest_end(k)?;
+        if let Some((ip, port)) = e.value {
+            let d = w.nest(ELEM_DATA);
+            w.attr(DATA_VALUE, &value_bytes(ip, port))?;
+            w.nest_end(d)?;
+        }
+        // A zero timeout would mean the map's default (none: never expires).
+        w.attr(super::attr::ELEM_TIMEOUT, &(*ms).max(1).to_be_bytes())?;
         w.nest_end(el)?;
     }
     w.nest_end(list)?;

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use super::attr;
 use super::decl::Decl;
-use super::maps::{check, elements_message};
-use super::objects::{Encoder, attr};
+use super::maps::{check, elements_message, timed_elements_message};
+use super::objects::Encoder;
 use super::{Batch, EncodeError, Start, kind};
 use crate::nftables::render::Op;
 use crate::nftables::render::maps::{MapsElement, MapsTable};
@@ -28,10 +29,12 @@ pub fn replacement_step(batch: &Batch, index: usize) -> &'static str {
 }
 
 /// The replacement of the table by `skeleton` (its chains, rules and sets) holding `elements`
-/// (grouped by set, as [`crate::nftables::render::maps::MapsCache::elements`] yields them).
+/// (grouped by set, as [`crate::nftables::render::maps::MapsCache::elements`] yields them) and
+/// `timed`: entries of dynamic maps with the milliseconds each has left.
 pub fn encode_replacement(
     skeleton: &MapsTable,
     elements: impl IntoIterator<Item = MapsElement>,
+    timed: &[(MapsElement, u64)],
     start: Start,
 ) -> Result<Batch, EncodeError> {
     let family = skeleton.family;
@@ -40,25 +43,10 @@ pub fn encode_replacement(
         .iter()
         .map(|s| Decl::parse(s, family).map(|d| (s.name.as_str(), d)))
         .collect::<Result<Vec<_>, _>>()?;
-    let intervals = skeleton
-        .sets
-        .iter()
-        .filter(|s| s.flags.contains(&"interval"))
-        .map(|s| s.name.clone())
-        .collect();
+    let intervals = interval_sets(skeleton);
     let (mut w, first_seq) = super::batch_begin(start.seq);
     let types = BTreeMap::new();
-    let mut enc = Encoder {
-        w: &mut w,
-        family,
-        types: &types,
-        next_set_id: 0,
-        anon_base: start.anon,
-        messages: 0,
-        op_of: Vec::new(),
-        op_index: 0,
-        intervals,
-    };
+    let mut enc = Encoder::new(&mut w, family, &types, start.anon, intervals);
     for op in [Op::AddTable, Op::DeleteTable, Op::AddTable] {
         enc.ops(std::slice::from_ref(&op))?;
     }
@@ -95,13 +83,40 @@ pub fn encode_replacement(
         enc.begin_counted();
         elements_message(enc.w, family, true, &chunk)?;
     }
+    timed_messages(&mut enc, timed)?;
     let (messages, op_of) = (enc.messages, std::mem::take(&mut enc.op_of));
     let next_anon = start.anon.wrapping_add(u64::from(enc.next_set_id));
     Ok(super::batch_end(w, first_seq, messages, op_of, next_anon))
 }
 
+/// The timed entries, each set's in messages of up to [`ELEMENTS_PER_MESSAGE`].
+fn timed_messages(enc: &mut Encoder<'_>, timed: &[(MapsElement, u64)]) -> Result<(), EncodeError> {
+    let mut rest = timed;
+    while let Some((first, _)) = rest.first() {
+        let same = rest
+            .iter()
+            .take(ELEMENTS_PER_MESSAGE)
+            .take_while(|(e, _)| e.set == first.set)
+            .count();
+        let (chunk, tail) = rest.split_at(same);
+        enc.begin_counted();
+        timed_elements_message(enc.w, enc.family, chunk)?;
+        rest = tail;
+    }
+    Ok(())
+}
+
+/// The table's interval sets (rules that look a concatenated key up in one compile differently).
+pub(super) fn interval_sets(t: &MapsTable) -> Vec<String> {
+    t.sets
+        .iter()
+        .filter(|s| s.flags.contains(&"interval"))
+        .map(|s| s.name.clone())
+        .collect()
+}
+
 /// One NEWSET message.
-fn set_message(enc: &mut Encoder<'_>, name: &str, d: &Decl) -> Result<(), EncodeError> {
+pub(super) fn set_message(enc: &mut Encoder<'_>, name: &str, d: &Decl) -> Result<(), EncodeError> {
     enc.next_set_id += 1;
     let m = enc.begin(kind::NEWSET, kind::F_CREATE);
     let w = &mut *enc.w;

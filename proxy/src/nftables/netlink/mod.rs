@@ -9,6 +9,7 @@
 //! elements name it by batch id only, sparing a walk over the table's sets: the first load of
 //! 44k services was quadratic in both (docs/BENCHMARKS.md).
 
+mod attr;
 mod compile;
 mod decl;
 mod encode_expr;
@@ -16,9 +17,11 @@ mod error;
 mod expr;
 mod kind;
 mod maps;
+mod maps_grow;
 mod maps_table;
 mod msg;
 mod objects;
+pub mod read;
 mod set_type;
 
 #[cfg(test)]
@@ -32,6 +35,7 @@ use msg::Writer;
 
 pub use error::EncodeError;
 pub use maps::encode_elements;
+pub use maps_grow::{Placement, encode_growth, grown_chains, growth_step, placements};
 pub use maps_table::{encode_replacement, replacement_step};
 pub use set_type::SetType;
 
@@ -90,17 +94,7 @@ pub fn encode<'a>(
         types.insert(s.name.clone(), SetType::parse(s)?);
     }
     let (mut w, first_seq) = batch_begin(start.seq);
-    let mut enc = objects::Encoder {
-        w: &mut w,
-        family,
-        types: &types,
-        next_set_id: 0,
-        anon_base: start.anon,
-        messages: 0,
-        op_of: Vec::new(),
-        op_index: 0,
-        intervals: Vec::new(),
-    };
+    let mut enc = objects::Encoder::new(&mut w, family, &types, start.anon, Vec::new());
     let mut i = 0;
     while i < ops.len() {
         enc.op_index = i;

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::attr;
 use super::compile;
 use super::expr::{self, AnonSet, Compiled, Expr, Verdict};
 use super::msg::{Udata, Writer};
@@ -37,55 +38,31 @@ pub(super) struct Encoder<'a> {
     pub intervals: Vec<String>,
 }
 
-/// Attribute numbers.
-pub(super) mod attr {
-    pub(in crate::nftables::netlink) const TABLE_NAME: u16 = 1;
-    pub(in crate::nftables::netlink) const TABLE_FLAGS: u16 = 2;
-    pub(in crate::nftables::netlink) const TABLE_USERDATA: u16 = 6;
-    pub(in crate::nftables::netlink) const CHAIN_TABLE: u16 = 1;
-    pub(in crate::nftables::netlink) const CHAIN_HOOK: u16 = 4;
-    pub(in crate::nftables::netlink) const CHAIN_NAME: u16 = 3;
-    pub(in crate::nftables::netlink) const CHAIN_TYPE: u16 = 7;
-    pub(in crate::nftables::netlink) const CHAIN_USERDATA: u16 = 12;
-    pub(in crate::nftables::netlink) const HOOK_NUM: u16 = 1;
-    pub(in crate::nftables::netlink) const HOOK_PRIORITY: u16 = 2;
-    pub(in crate::nftables::netlink) const RULE_TABLE: u16 = 1;
-    pub(in crate::nftables::netlink) const RULE_CHAIN: u16 = 2;
-    pub(in crate::nftables::netlink) const RULE_EXPRESSIONS: u16 = 4;
-    pub(in crate::nftables::netlink) const RULE_USERDATA: u16 = 7;
-    pub(in crate::nftables::netlink) const SET_TABLE: u16 = 1;
-    pub(in crate::nftables::netlink) const SET_NAME: u16 = 2;
-    pub(in crate::nftables::netlink) const SET_FLAGS: u16 = 3;
-    pub(in crate::nftables::netlink) const SET_KEY_TYPE: u16 = 4;
-    pub(in crate::nftables::netlink) const SET_KEY_LEN: u16 = 5;
-    pub(in crate::nftables::netlink) const SET_DATA_TYPE: u16 = 6;
-    pub(in crate::nftables::netlink) const SET_DATA_LEN: u16 = 7;
-    pub(in crate::nftables::netlink) const SET_DESC: u16 = 9;
-    pub(in crate::nftables::netlink) const SET_DESC_SIZE: u16 = 1;
-    pub(in crate::nftables::netlink) const SET_DESC_CONCAT: u16 = 2;
-    pub(in crate::nftables::netlink) const SET_FIELD_LEN: u16 = 1;
-    pub(in crate::nftables::netlink) const SET_ID: u16 = 10;
-    pub(in crate::nftables::netlink) const SET_TIMEOUT: u16 = 11;
-    pub(in crate::nftables::netlink) const SET_USERDATA: u16 = 13;
-    pub(in crate::nftables::netlink) const ELEM_LIST_TABLE: u16 = 1;
-    pub(in crate::nftables::netlink) const ELEM_LIST_SET: u16 = 2;
-    pub(in crate::nftables::netlink) const ELEM_LIST_ELEMENTS: u16 = 3;
-    pub(in crate::nftables::netlink) const ELEM_LIST_SET_ID: u16 = 4;
-    pub(in crate::nftables::netlink) const LIST_ELEM: u16 = 1;
-    pub(in crate::nftables::netlink) const ELEM_KEY: u16 = 1;
-    pub(in crate::nftables::netlink) const ELEM_DATA: u16 = 2;
-    pub(in crate::nftables::netlink) const ELEM_FLAGS: u16 = 3;
-    pub(in crate::nftables::netlink) const ELEM_USERDATA: u16 = 6;
-    pub(in crate::nftables::netlink) const DATA_VALUE: u16 = 1;
-    pub(in crate::nftables::netlink) const DATA_VERDICT: u16 = 2;
-    pub(in crate::nftables::netlink) const VERDICT_CODE: u16 = 1;
-    pub(in crate::nftables::netlink) const VERDICT_CHAIN: u16 = 2;
-}
-
 /// Element lists are split so each message's nested attribute stays under netlink's 64 KiB.
 const ELEMENTS_PER_MESSAGE: usize = 256;
 
-impl Encoder<'_> {
+impl<'a> Encoder<'a> {
+    /// An encoder writing into `w`; `types`: the sets elements may name (see [`super::encode`]).
+    pub(super) fn new(
+        w: &'a mut Writer,
+        family: Family,
+        types: &'a BTreeMap<String, SetType>,
+        anon_base: u64,
+        intervals: Vec<String>,
+    ) -> Encoder<'a> {
+        Encoder {
+            w,
+            family,
+            types,
+            next_set_id: 0,
+            anon_base,
+            messages: 0,
+            op_of: Vec::new(),
+            op_index: 0,
+            intervals,
+        }
+    }
+
     pub(super) fn begin(&mut self, cmd: u16, flags: u16) -> usize {
         self.messages += 1;
         self.op_of.push(self.op_index);
@@ -297,6 +274,16 @@ impl Encoder<'_> {
     }
 
     pub(super) fn rule(&mut self, chain: &str, rule: &Rule) -> Result<(), EncodeError> {
+        self.rule_at(chain, rule, None)
+    }
+
+    /// A rule at the end of `chain`, or (`before`) in front of the rule with that handle.
+    pub(super) fn rule_at(
+        &mut self,
+        chain: &str,
+        rule: &Rule,
+        before: Option<u64>,
+    ) -> Result<(), EncodeError> {
         let Compiled { sets, mut exprs } =
             compile::compile(&rule.text, self.family, &mut self.next_set_id, &self.intervals)?;
         for s in &sets {
@@ -310,9 +297,16 @@ impl Encoder<'_> {
                 *set = self.anon_name(set, *id);
             }
         }
-        let m = self.begin(kind::NEWRULE, kind::F_CREATE | kind::F_APPEND);
+        let flags = match before {
+            None => kind::F_CREATE | kind::F_APPEND,
+            Some(_) => kind::F_CREATE,
+        };
+        let m = self.begin(kind::NEWRULE, flags);
         self.w.str(attr::RULE_TABLE, TABLE)?;
         self.w.str(attr::RULE_CHAIN, chain)?;
+        if let Some(handle) = before {
+            self.w.attr(attr::RULE_POSITION, &handle.to_be_bytes())?;
+        }
         let list = self.w.nest(attr::RULE_EXPRESSIONS);
         for e in &exprs {
             self.expr(e)?;

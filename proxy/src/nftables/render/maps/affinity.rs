@@ -2,8 +2,8 @@
 //! client's last new connection to that key was sent to, read before the random choice and written
 //! after the DNAT (a filter rule per timeout and protocol in use: `update` takes a constant timeout).
 //! Keyed by destination key, not by Service: a client remembered for a cluster IP is not remembered
-//! for the Service's external IPs (upstream remembers per Service port); and entries naming a removed
-//! endpoint stay until they expire unless the writer deletes them (docs/nftables-maps.md).
+//! for the Service's external IPs (upstream remembers per Service port). Entries naming a removed
+//! endpoint are the daemon's to delete (`nftables/maps_sync/affinity.rs`): only it can read them.
 
 use super::*;
 use crate::nftables::render::Rule;

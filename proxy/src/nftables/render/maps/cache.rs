@@ -7,7 +7,7 @@
 //! old elements are rendered again from its old records when it changes, which costs a render of
 //! that port but spares a second copy of every element of the table.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -150,7 +150,16 @@ impl MapsCache {
 
     /// The table's chains and sets, without elements.
     pub fn skeleton(&self) -> MapsTable {
-        let (chains, sets) = skeleton::skeleton(&self.node, &self.cfg, &self.rules());
+        self.skeleton_of(&self.rules())
+    }
+
+    /// The chains and sets the kernel's table has, as of the last transaction taken.
+    pub fn held_skeleton(&self) -> MapsTable {
+        self.skeleton_of(&self.held_rules)
+    }
+
+    fn skeleton_of(&self, rules: &InUse) -> MapsTable {
+        let (chains, sets) = skeleton::skeleton(&self.node, &self.cfg, rules);
         MapsTable {
             family: self.cfg.family,
             chains,
@@ -168,6 +177,33 @@ impl MapsCache {
                 key: *key,
                 value: *value,
             }))
+    }
+
+    /// The endpoints `key` dispatches to through the slot maps of `groups` (slots are dense from 0).
+    pub fn endpoints_of(&self, groups: &[super::Group], key: Key) -> BTreeSet<(IpAddr, u16)> {
+        let mut out = BTreeSet::new();
+        for g in groups {
+            for slot in 0.. {
+                let id = (SetName::Map(*g), key.with(super::Part::Slot(slot)));
+                match self.elements.get(&id) {
+                    Some((Some(ep), _)) => out.insert(*ep),
+                    _ => break,
+                };
+            }
+        }
+        out
+    }
+
+    /// Whether `key` is in one of `group`'s sets (`sticky-<T>`: ClientIP affinity) for a timeout
+    /// the table has rules for.
+    pub fn in_count_set(&self, group: super::Group, key: Key) -> bool {
+        self.rules()
+            .iter()
+            .filter(|(g, _, _)| *g == group)
+            .any(|(_, _, t)| {
+                let t = u32::try_from(*t).unwrap_or(u32::MAX);
+                self.elements.contains_key(&(SetName::Count(group, t), key))
+            })
     }
 
     /// Elements in the table.
