@@ -16,6 +16,7 @@ mod diff;
 mod element;
 mod facts;
 mod skeleton;
+mod store;
 mod text;
 
 #[cfg(test)]
