@@ -99,16 +99,13 @@ impl MapsCache {
         for e in elements {
             let id = (e.set, e.key);
             if self.tracking && !self.touched.contains_key(&id) {
-                let before = self.elements.get(e.set, &e.key).map(|(v, _)| *v);
+                let before = self.elements.get(e.set, &e.key).map(|(v, _)| v);
                 self.touched.insert(id, before);
             }
-            match (add, self.elements.get_mut(e.set, &e.key)) {
-                (true, Some((value, n))) => {
-                    *value = e.value;
-                    *n += 1;
-                }
-                (true, None) => self.elements.insert(e.set, &e.key, (e.value, 1)),
-                (false, Some((_, n))) if *n > 1 => *n -= 1,
+            match (add, self.elements.get(e.set, &e.key)) {
+                (true, Some((_, n))) => self.elements.put(e.set, &e.key, (e.value, n.saturating_add(1))),
+                (true, None) => self.elements.put(e.set, &e.key, (e.value, 1)),
+                (false, Some((value, n))) if n > 1 => self.elements.put(e.set, &e.key, (value, n - 1)),
                 (false, _) => self.elements.remove(e.set, &e.key),
             }
         }
@@ -156,13 +153,11 @@ impl MapsCache {
 
     /// Every element of the table, the node's fixed ones first, without copying the cache.
     pub fn elements(&self) -> impl Iterator<Item = MapsElement> + '_ {
-        skeleton::fixed_elements(&self.node, &self.cfg)
-            .into_iter()
-            .chain(self.elements.iter().map(|(set, key, (value, _))| MapsElement {
-                set,
-                key,
-                value: *value,
-            }))
+        skeleton::fixed_elements(&self.node, &self.cfg).into_iter().chain(
+            self.elements
+                .iter()
+                .map(|(set, key, (value, _))| MapsElement { set, key, value }),
+        )
     }
 
     /// Elements in the table.
@@ -192,11 +187,7 @@ impl MapsCache {
         elements.sort();
         let mut fixed = elements.into_iter().peekable();
         for (set, key, (value, _)) in self.elements.iter() {
-            let e = MapsElement {
-                set,
-                key,
-                value: *value,
-            };
+            let e = MapsElement { set, key, value };
             while let Some(f) = fixed.next_if(|f| *f < e) {
                 super::text::write_element(&mut out, fam, &f);
             }
@@ -236,7 +227,7 @@ impl MapsCache {
     pub fn element_steps(&self) -> MapsChange {
         let (mut delete, mut add) = (Vec::new(), Vec::new());
         for (&(set, key), before) in &self.touched {
-            let now = self.elements.get(set, &key).map(|(v, _)| *v);
+            let now = self.elements.get(set, &key).map(|(v, _)| v);
             if *before == now {
                 continue;
             }

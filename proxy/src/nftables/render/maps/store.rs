@@ -1,8 +1,9 @@
 //! The cache's elements held compactly: per set, each key packed into a few bytes that sort as the
 //! key does ([`Key`]'s order: its length, then each part's kind and value), so iterating gives the
-//! same order as the typed elements would. An IPv4 table's keys fit 16 bytes; a key that does not
-//! (IPv6, or `@fw-allow`'s four parts) moves its set to 73-byte keys. At 100k endpoints this holds
-//! the table in a fifth of the memory of a map keyed by the typed (set, key) pair (84-byte keys).
+//! same order as the typed elements would, and its count and value packed beside it. An IPv4
+//! table's keys fit 16 bytes and their entries 11; a key or value that does not (IPv6, or
+//! `@fw-allow`'s four parts) moves its set to 73 and 23 bytes. A map keyed by the typed (set,
+//! key) pair holds 84-byte keys and 24-byte entries (docs/nftables-maps.md has the figures).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -114,61 +115,99 @@ fn unpack(bytes: &[u8]) -> Option<Key> {
     Some(key)
 }
 
+/// An entry packed: the count (native order), then the value's family (0: none) and bytes.
+fn pack_entry((value, n): Entry) -> ([u8; LARGE_ENTRY], usize) {
+    let mut b = [0; LARGE_ENTRY];
+    b[..4].copy_from_slice(&n.to_ne_bytes());
+    let len = match value {
+        None => 5,
+        Some((IpAddr::V4(a), port)) => {
+            b[4] = 1;
+            b[5..9].copy_from_slice(&a.octets());
+            b[9..11].copy_from_slice(&port.to_be_bytes());
+            11
+        }
+        Some((IpAddr::V6(a), port)) => {
+            b[4] = 2;
+            b[5..21].copy_from_slice(&a.octets());
+            b[21..23].copy_from_slice(&port.to_be_bytes());
+            23
+        }
+    };
+    (b, len)
+}
+
+/// The entry of packed bytes (bytes [`pack_entry`] never writes read as a count of zero).
+fn unpack_entry(b: &[u8]) -> Entry {
+    let word = |r: std::ops::Range<usize>| b.get(r).unwrap_or_default();
+    let n = word(0..4).try_into().map_or(0, u32::from_ne_bytes);
+    let port = |r| word(r).try_into().map_or(0, u16::from_be_bytes);
+    let value = match b.get(4) {
+        Some(1) => <[u8; 4]>::try_from(word(5..9))
+            .ok()
+            .map(|a| (IpAddr::from(a), port(9..11))),
+        Some(2) => <[u8; 16]>::try_from(word(5..21))
+            .ok()
+            .map(|a| (IpAddr::from(a), port(21..23))),
+        _ => None,
+    };
+    (value, n)
+}
+
+/// An IPv4 element's entry: count, family, address and port.
+const SMALL_ENTRY: usize = 11;
+const LARGE_ENTRY: usize = 23;
+
 /// One set's elements, by packed key.
 #[derive(Clone, Debug)]
 enum Keys {
-    Small(BTreeMap<[u8; SMALL], Entry>),
-    Large(BTreeMap<[u8; LARGE], Entry>),
+    Small(BTreeMap<[u8; SMALL], [u8; SMALL_ENTRY]>),
+    Large(BTreeMap<[u8; LARGE], [u8; LARGE_ENTRY]>),
 }
 
-fn small(p: &Packed) -> Option<[u8; SMALL]> {
-    (p.len <= SMALL).then(|| {
-        let mut b = [0; SMALL];
-        b.copy_from_slice(&p.bytes[..SMALL]);
-        b
+fn head<const N: usize>(b: &[u8], len: usize) -> Option<[u8; N]> {
+    (len <= N).then(|| {
+        let mut out = [0; N];
+        out.copy_from_slice(&b[..N]);
+        out
     })
 }
 
+fn widen<const N: usize, const W: usize>(b: [u8; N]) -> [u8; W] {
+    let mut out = [0; W];
+    out[..N].copy_from_slice(&b);
+    out
+}
+
 impl Keys {
-    fn get(&self, p: &Packed) -> Option<&Entry> {
-        match self {
-            Keys::Small(m) => small(p).and_then(|k| m.get(&k)),
-            Keys::Large(m) => m.get(&p.bytes),
+    fn get(&self, p: &Packed) -> Option<Entry> {
+        let entry = match self {
+            Keys::Small(m) => m.get(&head(&p.bytes, p.len)?).map(|e| &e[..]),
+            Keys::Large(m) => m.get(&p.bytes).map(|e| &e[..]),
+        };
+        entry.map(unpack_entry)
+    }
+
+    /// Inserts or replaces, moving the set to large keys when the key or entry does not fit;
+    /// true when the key is new.
+    fn put(&mut self, p: &Packed, entry: Entry) -> bool {
+        let (e, elen) = pack_entry(entry);
+        let small = head::<SMALL>(&p.bytes, p.len).zip(head::<SMALL_ENTRY>(&e, elen));
+        if let (Keys::Small(m), None) = (&mut *self, small) {
+            let all = std::mem::take(m).into_iter();
+            *self = Keys::Large(all.map(|(k, v)| (widen(k), widen(v))).collect());
+        }
+        match (self, small) {
+            (Keys::Small(m), Some((k, v))) => m.insert(k, v).is_none(),
+            (Keys::Small(_), None) => false,
+            (Keys::Large(m), _) => m.insert(p.bytes, e).is_none(),
         }
     }
 
-    fn get_mut(&mut self, p: &Packed) -> Option<&mut Entry> {
+    fn remove(&mut self, p: &Packed) -> bool {
         match self {
-            Keys::Small(m) => small(p).and_then(|k| m.get_mut(&k)),
-            Keys::Large(m) => m.get_mut(&p.bytes),
-        }
-    }
-
-    /// Inserts a new key, moving the set to large keys when it does not fit.
-    fn insert(&mut self, p: &Packed, entry: Entry) {
-        if let (Keys::Small(m), None) = (&mut *self, small(p)) {
-            let widened = std::mem::take(m).into_iter().map(|(k, v)| {
-                let mut b = [0; LARGE];
-                b[..SMALL].copy_from_slice(&k);
-                (b, v)
-            });
-            *self = Keys::Large(widened.collect());
-        }
-        match (self, small(p)) {
-            (Keys::Small(m), Some(k)) => {
-                m.insert(k, entry);
-            }
-            (Keys::Small(_), None) => {}
-            (Keys::Large(m), _) => {
-                m.insert(p.bytes, entry);
-            }
-        }
-    }
-
-    fn remove(&mut self, p: &Packed) -> Option<Entry> {
-        match self {
-            Keys::Small(m) => small(p).and_then(|k| m.remove(&k)),
-            Keys::Large(m) => m.remove(&p.bytes),
+            Keys::Small(m) => head(&p.bytes, p.len).is_some_and(|k| m.remove(&k).is_some()),
+            Keys::Large(m) => m.remove(&p.bytes).is_some(),
         }
     }
 
@@ -179,10 +218,10 @@ impl Keys {
         }
     }
 
-    fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &Entry)> + '_> {
+    fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match self {
-            Keys::Small(m) => Box::new(m.iter().map(|(k, v)| (&k[..], v))),
-            Keys::Large(m) => Box::new(m.iter().map(|(k, v)| (&k[..], v))),
+            Keys::Small(m) => Box::new(m.iter().map(|(k, v)| (&k[..], &v[..]))),
+            Keys::Large(m) => Box::new(m.iter().map(|(k, v)| (&k[..], &v[..]))),
         }
     }
 }
@@ -195,26 +234,23 @@ pub(super) struct Store {
 }
 
 impl Store {
-    pub(super) fn get(&self, set: SetName, key: &Key) -> Option<&Entry> {
+    pub(super) fn get(&self, set: SetName, key: &Key) -> Option<Entry> {
         self.sets.get(&set)?.get(&pack(key))
     }
 
-    pub(super) fn get_mut(&mut self, set: SetName, key: &Key) -> Option<&mut Entry> {
-        self.sets.get_mut(&set)?.get_mut(&pack(key))
-    }
-
-    /// Inserts an element not held yet.
-    pub(super) fn insert(&mut self, set: SetName, key: &Key, entry: Entry) {
+    /// Inserts an element, or replaces its entry.
+    pub(super) fn put(&mut self, set: SetName, key: &Key, entry: Entry) {
         let keys = self.sets.entry(set).or_insert(Keys::Small(BTreeMap::new()));
-        keys.insert(&pack(key), entry);
-        self.len += 1;
+        if keys.put(&pack(key), entry) {
+            self.len += 1;
+        }
     }
 
     pub(super) fn remove(&mut self, set: SetName, key: &Key) {
         let Some(keys) = self.sets.get_mut(&set) else {
             return;
         };
-        if keys.remove(&pack(key)).is_some() {
+        if keys.remove(&pack(key)) {
             self.len -= 1;
         }
         if keys.is_empty() {
@@ -227,10 +263,10 @@ impl Store {
     }
 
     /// Every element in order (a key that does not unpack cannot be: [`pack`] wrote it).
-    pub(super) fn iter(&self) -> impl Iterator<Item = (SetName, Key, &Entry)> + '_ {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (SetName, Key, Entry)> + '_ {
         self.sets.iter().flat_map(|(set, keys)| {
             keys.iter()
-                .filter_map(move |(bytes, entry)| unpack(bytes).map(|key| (*set, key, entry)))
+                .filter_map(move |(k, e)| unpack(k).map(|key| (*set, key, unpack_entry(e))))
         })
     }
 }

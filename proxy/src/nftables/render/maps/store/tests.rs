@@ -62,30 +62,35 @@ proptest! {
         let mut store = Store::default();
         let mut typed: BTreeMap<(SetName, Key), Entry> = BTreeMap::new();
         for (add, set, key, n) in ops {
-            let entry: Entry = (Some((IpAddr::from([10, 9, 0, 1]), n as u16)), n);
-            match (add, typed.contains_key(&(set, key))) {
-                (true, false) => store.insert(set, &key, entry),
-                (true, true) => *store.get_mut(set, &key).expect("held") = entry,
-                (false, _) => store.remove(set, &key),
+            let value = match n % 3 {
+                0 => None,
+                1 => Some((IpAddr::from([10, 9, 0, 1]), n as u16)),
+                _ => Some((IpAddr::from([0xfd; 16]), n as u16)),
+            };
+            let entry: Entry = (value, n);
+            if add {
+                store.put(set, &key, entry);
+            } else {
+                store.remove(set, &key);
             }
             if add {
                 typed.insert((set, key), entry);
             } else {
                 typed.remove(&(set, key));
             }
-            prop_assert_eq!(store.get(set, &key), typed.get(&(set, key)));
+            prop_assert_eq!(store.get(set, &key), typed.get(&(set, key)).copied());
         }
-        let held: Vec<_> = store.iter().map(|(s, k, e)| ((s, k), *e)).collect();
+        let held: Vec<_> = store.iter().map(|(s, k, e)| ((s, k), e)).collect();
         let want: Vec<_> = typed.into_iter().collect();
         prop_assert_eq!(store.len(), want.len());
         prop_assert_eq!(held, want);
     }
 }
 
-/// An IPv4 slot map's key (address . protocol . port . slot) fits the small width: the case that
-/// holds most of a table's elements.
+/// An IPv4 slot map's element (address . protocol . port . slot : address . port) fits the small
+/// width: the case that holds most of a table's elements.
 #[test]
-fn an_ipv4_slot_key_is_small() {
+fn an_ipv4_slot_element_is_small() {
     let key = Key::new(&[
         Part::Addr(IpAddr::from([10, 0, 0, 1])),
         Part::Proto(Protocol::Tcp),
@@ -93,4 +98,8 @@ fn an_ipv4_slot_key_is_small() {
         Part::Slot(3),
     ]);
     assert!(pack(&key).len <= super::SMALL);
+    let entry = (Some((IpAddr::from([10, 1, 0, 1]), 8080)), u32::MAX);
+    let (bytes, len) = super::pack_entry(entry);
+    assert!(len <= super::SMALL_ENTRY);
+    assert_eq!(super::unpack_entry(&bytes[..len]), entry);
 }
