@@ -12,6 +12,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::facts::Facts;
+use super::store::{Store, Value};
 use super::{InUse, Key, MapsChange, MapsElement, MapsTable, SetName, skeleton};
 use crate::config::RenderConfig;
 use crate::model::{Endpoints, NodeFacts, ServicePort, ServicePortName};
@@ -20,7 +21,6 @@ use crate::nftables::render::naming::TABLE;
 
 /// (set, key) of an element.
 type Id = (SetName, Key);
-type Value = Option<(IpAddr, u16)>;
 
 /// One port's records as last given: its Service port and its endpoints.
 pub type PortRecords = (Arc<ServicePort>, Option<Endpoints>);
@@ -32,7 +32,7 @@ pub struct MapsCache {
     cfg: RenderConfig,
     ports: BTreeMap<ServicePortName, PortRecords>,
     /// Each element's value and how many ports hold it.
-    elements: BTreeMap<Id, (Value, u32)>,
+    elements: Store,
     /// Each dispatch rule's users.
     in_use: BTreeMap<(super::Group, &'static str, usize), usize>,
     /// The value each element touched since the last transaction had before (None: absent).
@@ -57,7 +57,7 @@ impl MapsCache {
             node,
             cfg,
             ports: BTreeMap::new(),
-            elements: BTreeMap::new(),
+            elements: Store::default(),
             in_use: BTreeMap::new(),
             touched: BTreeMap::new(),
             tracking: false,
@@ -100,21 +100,14 @@ impl MapsCache {
         for e in elements {
             let id = (e.set, e.key);
             if self.tracking && !self.touched.contains_key(&id) {
-                let before = self.elements.get(&id).map(|(v, _)| *v);
+                let before = self.elements.get(e.set, &e.key).map(|(v, _)| v);
                 self.touched.insert(id, before);
             }
-            match (add, self.elements.get_mut(&id)) {
-                (true, Some((value, n))) => {
-                    *value = e.value;
-                    *n += 1;
-                }
-                (true, None) => {
-                    self.elements.insert(id, (e.value, 1));
-                }
-                (false, Some((_, n))) if *n > 1 => *n -= 1,
-                (false, _) => {
-                    self.elements.remove(&id);
-                }
+            match (add, self.elements.get(e.set, &e.key)) {
+                (true, Some((_, n))) => self.elements.put(e.set, &e.key, (e.value, n.saturating_add(1))),
+                (true, None) => self.elements.put(e.set, &e.key, (e.value, 1)),
+                (false, Some((value, n))) if n > 1 => self.elements.put(e.set, &e.key, (value, n - 1)),
+                (false, _) => self.elements.remove(e.set, &e.key),
             }
         }
         for rule in in_use {
@@ -170,13 +163,11 @@ impl MapsCache {
 
     /// Every element of the table, the node's fixed ones first, without copying the cache.
     pub fn elements(&self) -> impl Iterator<Item = MapsElement> + '_ {
-        skeleton::fixed_elements(&self.node, &self.cfg)
-            .into_iter()
-            .chain(self.elements.iter().map(|((set, key), (value, _))| MapsElement {
-                set: *set,
-                key: *key,
-                value: *value,
-            }))
+        skeleton::fixed_elements(&self.node, &self.cfg).into_iter().chain(
+            self.elements
+                .iter()
+                .map(|(set, key, (value, _))| MapsElement { set, key, value }),
+        )
     }
 
     /// The endpoints `key` dispatches to through the slot maps of `groups` (slots are dense from 0).
@@ -184,9 +175,11 @@ impl MapsCache {
         let mut out = BTreeSet::new();
         for g in groups {
             for slot in 0.. {
-                let id = (SetName::Map(*g), key.with(super::Part::Slot(slot)));
-                match self.elements.get(&id) {
-                    Some((Some(ep), _)) => out.insert(*ep),
+                match self
+                    .elements
+                    .get(SetName::Map(*g), &key.with(super::Part::Slot(slot)))
+                {
+                    Some((Some(ep), _)) => out.insert(ep),
                     _ => break,
                 };
             }
@@ -202,7 +195,7 @@ impl MapsCache {
             .filter(|(g, _, _)| *g == group)
             .any(|(_, _, t)| {
                 let t = u32::try_from(*t).unwrap_or(u32::MAX);
-                self.elements.contains_key(&(SetName::Count(group, t), key))
+                self.elements.get(SetName::Count(group, t), &key).is_some()
             })
     }
 
@@ -212,7 +205,7 @@ impl MapsCache {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.elements.is_empty()
+        self.elements.len() == 0
     }
 
     /// The whole table (a first load, or a replacement), elements sorted.
@@ -232,12 +225,8 @@ impl MapsCache {
         let mut elements: Vec<MapsElement> = skeleton::fixed_elements(&self.node, &self.cfg);
         elements.sort();
         let mut fixed = elements.into_iter().peekable();
-        for ((set, key), (value, _)) in &self.elements {
-            let e = MapsElement {
-                set: *set,
-                key: *key,
-                value: *value,
-            };
+        for (set, key, (value, _)) in self.elements.iter() {
+            let e = MapsElement { set, key, value };
             while let Some(f) = fixed.next_if(|f| *f < e) {
                 super::text::write_element(&mut out, fam, &f);
             }
@@ -277,7 +266,7 @@ impl MapsCache {
     pub fn element_steps(&self) -> MapsChange {
         let (mut delete, mut add) = (Vec::new(), Vec::new());
         for (&(set, key), before) in &self.touched {
-            let now = self.elements.get(&(set, key)).map(|(v, _)| *v);
+            let now = self.elements.get(set, &key).map(|(v, _)| v);
             if *before == now {
                 continue;
             }

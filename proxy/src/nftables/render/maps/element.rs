@@ -77,7 +77,7 @@ impl fmt::Display for Part {
 
 /// The most parts a key has (`@fw-allow`: address . protocol . port . source; slot maps: address .
 /// protocol . port . slot).
-const MAX_PARTS: usize = 4;
+pub(super) const MAX_PARTS: usize = 4;
 
 /// A key of up to [`MAX_PARTS`] parts, held inline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

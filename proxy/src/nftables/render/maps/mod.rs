@@ -7,7 +7,8 @@
 //! [`facts`] turns each service port into elements and records which (protocol, endpoint count)
 //! pairs are in use; [`skeleton`] writes the chains for those pairs; [`text`] prints `nft -f` input;
 //! [`diff`] is the transaction from one table to the next (element steps only while the skeleton
-//! stays); [`cache`] keeps the table per service port, so a sync renders only the ports that changed.
+//! stays); [`cache`] keeps the table per service port, so a sync renders only the ports that changed,
+//! its elements packed by [`store`].
 //! Element text holds addresses, protocols, ports and slot numbers only: no API names.
 
 mod affinity;
@@ -16,6 +17,7 @@ mod diff;
 mod element;
 mod facts;
 mod skeleton;
+mod store;
 mod text;
 
 #[cfg(test)]
