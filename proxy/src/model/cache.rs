@@ -24,7 +24,7 @@ pub struct ModelCache {
     generation: u64,
     /// By the address of the shared record; holding the `Arc` keeps the address from being reused.
     services: HashMap<usize, Seen<ServiceRecord>>,
-    /// This family's slices, by address.
+    /// Every family's slices, by address.
     slices: HashMap<usize, Seen<SliceRecord>>,
     /// By (namespace, service name) of the slices: the set of slices, sorted by address.
     groups: HashMap<(String, String), Vec<Arc<SliceRecord>>>,
@@ -146,9 +146,10 @@ impl ModelCache {
             Changed::Ports(BTreeSet::new())
         };
         self.generation += 1;
-        let mut any = self.update_services(services);
-        any |= self.update_slices(slices);
-        if !any && self.generation > 1 {
+        let mut errors = self.update_services(services);
+        errors |= self.update_slices(slices);
+        // The errors are the records' own: they change only when a record with errors comes or goes.
+        if !errors && self.generation > 1 {
             return;
         }
         let family = self.family;
@@ -156,11 +157,15 @@ impl ModelCache {
             .services
             .values()
             .flat_map(|s| s.record.ports(family).errors.iter());
-        let slice_errors = self.slices.values().flat_map(|s| s.record.errors.iter());
+        let slice_errors = self
+            .slices
+            .values()
+            .filter(|s| s.record.family == Some(family))
+            .flat_map(|s| s.record.errors.iter());
         self.state.errors = service_errors.chain(slice_errors).cloned().collect();
     }
 
-    /// True when a Service record came or went.
+    /// True when a Service record with errors came or went.
     fn update_services(&mut self, services: &[Arc<ServiceRecord>]) -> bool {
         let new = mark(&mut self.services, services, self.generation);
         let gone = sweep(&mut self.services, self.generation);
@@ -177,15 +182,20 @@ impl ModelCache {
                 self.changed.insert(&p.name);
             }
         }
-        !new.is_empty() || !gone.is_empty()
+        let family = self.family;
+        new.iter()
+            .chain(&gone)
+            .any(|r| !r.ports(family).errors.is_empty())
     }
 
-    /// True when a slice of this family came or went.
+    /// True when a slice of this family with errors came or went. Every family's slices are kept
+    /// (by address): telling a known one's family apart would read every record at every update.
     fn update_slices(&mut self, slices: &[Arc<SliceRecord>]) -> bool {
         let family = self.family;
-        let ours = slices.iter().filter(|s| s.family == Some(family));
-        let new = mark(&mut self.slices, ours, self.generation);
-        let gone = sweep(&mut self.slices, self.generation);
+        let mut new = mark(&mut self.slices, slices, self.generation);
+        let mut gone = sweep(&mut self.slices, self.generation);
+        new.retain(|s| s.family == Some(family));
+        gone.retain(|s| s.family == Some(family));
         let mut dirty: HashSet<(String, String)> = HashSet::new();
         for s in &gone {
             let key = group_key(s);
@@ -202,7 +212,7 @@ impl ModelCache {
         for key in dirty {
             self.merge_group(key, &gone);
         }
-        !new.is_empty() || !gone.is_empty()
+        new.iter().chain(&gone).any(|s| !s.errors.is_empty())
     }
 
     /// Merges the slices of one Service again: its old ports' endpoints go (the group before this
