@@ -44,9 +44,15 @@ pub const FIGURES: &[Figure] = &[
     ("endpoint replaced -> live p90 (ms)", |r| {
         percentile(&r.replace_ms, 90.0).into()
     }),
+    ("  its slice PUT answered p50 (ms)", |r| {
+        median(&r.replace_put_ms).into()
+    }),
     ("Service added -> live p50 (ms)", |r| median(&r.add_ms).into()),
     ("Service added -> live p90 (ms)", |r| {
         percentile(&r.add_ms, 90.0).into()
+    }),
+    ("  its Service POST answered p50 (ms)", |r| {
+        median(&r.add_post_ms).into()
     }),
     ("first packet (connect) p50 (us)", |r| {
         median(&r.connect_us).into()

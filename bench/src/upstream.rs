@@ -132,6 +132,10 @@ pub struct URow {
     pub hwm_end_kb: u64,
     pub replace_ms: Vec<f64>,
     pub add_ms: Vec<f64>,
+    /// When the API server answered the slice PUT of each replace, and the Service POST of each
+    /// add (ms from the write).
+    pub replace_put_ms: Vec<f64>,
+    pub add_post_ms: Vec<f64>,
     pub connect_us: Vec<f64>,
     /// CPU seconds (user + system, the proxy and its reaped children) per 1000 churn changes.
     pub cpu_per_1000: Option<f64>,

@@ -218,6 +218,7 @@ impl Context {
         };
         self.metrics.service_changes_pending.set(0);
         self.metrics.endpoint_changes_pending.set(0);
+        let started = Instant::now();
         let snap = Snapshot {
             services: self.stores.services.state(),
             slices: self.stores.slices.state(),
@@ -225,6 +226,10 @@ impl Context {
             service_cidrs: self.stores.service_cidrs(),
         };
         self.health.set_node(snap.node.as_ref());
+        tracing::debug!(
+            snapshot_us = started.elapsed().as_micros() as u64,
+            "sync snapshot"
+        );
         let mut ok = true;
         let mut synced = Vec::new();
         for fam in &mut self.families {
@@ -259,8 +264,14 @@ impl Context {
                 .filter(|f| synced.contains(&f.family()))
                 .map(Syncer::state)
                 .collect();
+            let health_started = Instant::now();
             let want = desired(&refs, &self.settings.rules.node_name);
             self.service_health.sync(&want).await;
+            tracing::debug!(
+                health_us = health_started.elapsed().as_micros() as u64,
+                total_us = started.elapsed().as_micros() as u64,
+                "sync of all families done"
+            );
         }
         ok
     }

@@ -54,8 +54,8 @@ impl Run<'_> {
         (1 + self.round * (self.p.changes + 1) + k) * 97 % self.p.services.max(1)
     }
 
-    /// One endpoint replaced; returns API write -> live in ms.
-    fn replace(&mut self, k: usize) -> Result<f64, BenchError> {
+    /// One endpoint replaced; returns the agent's reply (see `ops::replace`).
+    fn replace(&mut self, k: usize) -> Result<String, BenchError> {
         let req = format!(
             "replace {} {} {} {} {}",
             self.sh.api,
@@ -64,7 +64,7 @@ impl Run<'_> {
             wire::PROBE_IP,
             self.limit_ms()
         );
-        Ok(field(&self.call(&req)?, 1)? / 1e6)
+        self.call(&req)
     }
 
     fn pid(&self) -> u32 {
@@ -150,8 +150,11 @@ pub(super) fn one(
 fn latency(run: &mut Run<'_>, row: &mut URow) -> Result<(), BenchError> {
     let gap = run.p.gap;
     for k in 0..run.p.changes {
-        let ms = run.replace(k)?;
+        let reply = run.replace(k)?;
+        let ms = field(&reply, 1)? / 1e6;
         row.replace_ms.push(ms);
+        row.replace_put_ms.push(field(&reply, 0)? / 1e6);
+        timeline("replace", k, &reply, 3);
         if ms > TOO_SLOW_MS {
             return Err(BenchError::Check(format!(
                 "an endpoint change took {:.0} s to go live: the other changes and the churn are not timed",
@@ -174,6 +177,8 @@ fn latency(run: &mut Run<'_>, row: &mut URow) -> Result<(), BenchError> {
         );
         let reply = run.call(&req)?;
         row.add_ms.push(field(&reply, 1)? / 1e6);
+        row.add_post_ms.push(field(&reply, 4)? / 1e6);
+        timeline("add", k, &reply, 5);
         vips.extend(reply.split_whitespace().nth(3).map(str::to_owned));
         std::thread::sleep(gap);
     }
@@ -185,6 +190,22 @@ fn latency(run: &mut Run<'_>, row: &mut URow) -> Result<(), BenchError> {
         row.connect_us.extend(times);
     }
     Ok(())
+}
+
+/// With `SVCNET_BENCH_KEEP`, one stderr line per timed change: when it started (UTC, as the kept
+/// proxy logs print time) and the agent's reply, to place the change in the proxy's log.
+fn timeline(kind: &str, k: usize, reply: &str, start_field: usize) {
+    if std::env::var_os("SVCNET_BENCH_KEEP").is_none() {
+        return;
+    }
+    let start = field(reply, start_field).unwrap_or(0.0) / 1e6;
+    let secs_of_day = start % 86_400.0;
+    let (h, m, s) = (
+        (secs_of_day / 3600.0).floor(),
+        (secs_of_day % 3600.0 / 60.0).floor(),
+        secs_of_day % 60.0,
+    );
+    eprintln!("  {kind} {k} at {h:02}:{m:02}:{s:09.6}Z: agent reply {reply}");
 }
 
 /// CPU over the churn: from before the first change to the moment one more change (the barrier,

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 
-pub use cache::ModelCache;
+pub use cache::{Changed, ModelCache};
 pub use endpoints::{endpoints_from_slices, merge_slices, parse_slice};
 pub use error::ModelError;
 pub use intern::Interner;

@@ -19,7 +19,7 @@ use super::render::naming::TABLE;
 use super::socket::NftSocket;
 use crate::config::RenderConfig;
 use crate::exec::ToolError;
-use crate::model::{Family, NodeFacts, ProxyState, ServicePortName};
+use crate::model::{Changed, Family, ModelCache, NodeFacts, ProxyState, ServicePortName};
 use crate::sync::debug_path;
 
 /// What the kernel's maps table was built from.
@@ -39,14 +39,14 @@ struct Held {
 }
 
 impl MapsSync {
-    /// Writes the table for `state`: a replacement when `full` or nothing is held for the same node
+    /// Writes the table for the model's state: a replacement when `full` or nothing is held for the same node
     /// and settings, else the element change (each one netlink batch); returns the writer and
     /// the bytes written. `debug` (`--write-payloads`): the directory and sequence number to write
     /// the transaction's text under. On failure nothing is held: the next sync replaces.
     pub(crate) async fn sync(
         &mut self,
         nft: &Nft,
-        state: &ProxyState,
+        model: &ModelCache,
         node: NodeFacts,
         cfg: RenderConfig,
         full: bool,
@@ -66,9 +66,12 @@ impl MapsSync {
                 true,
             ),
         };
-        held.update(state);
+        let started = std::time::Instant::now();
+        held.update(model.state(), if first { &Changed::All } else { model.changed() });
+        let update_us = started.elapsed().as_micros() as u64;
         let family = held.cache.cfg().family;
         let change = held.cache.peek_change(first);
+        let render_us = started.elapsed().as_micros() as u64 - update_us;
         let replaced = change == MapsChange::Replace;
         if let Some((dir, seq)) = debug {
             let text = match &change {
@@ -96,6 +99,7 @@ impl MapsSync {
             }
         };
         let written = written?;
+        let write_us = started.elapsed().as_micros() as u64 - update_us - render_us;
         let stale = affinity::stale(&change, &held.cache);
         if !stale.is_empty() {
             let (socket, purged) = purge_affinity(nft, self.socket.take(), stale).await;
@@ -107,6 +111,10 @@ impl MapsSync {
         held.cache.commit_change(first, &change);
         self.cache = Some(held);
         tracing::debug!(
+            update_us,
+            render_us,
+            write_us,
+            commit_us = started.elapsed().as_micros() as u64 - update_us - render_us - write_us,
             replaced = change == MapsChange::Replace,
             elements = change.len(),
             writer = written.0.label(),
@@ -126,33 +134,54 @@ impl MapsSync {
 
 impl Held {
     /// Gives the cache (and the metric's count) every port whose records are not the very ones it
-    /// was last given (compared by pointer, as the upstream layout's partial sync).
-    fn update(&mut self, state: &ProxyState) {
-        let gone: Vec<ServicePortName> = self
-            .cache
-            .port_names()
-            .filter(|name| !state.services.contains_key(*name))
-            .cloned()
-            .collect();
-        for name in gone {
-            self.cache.set_port(&name, None);
-            self.no_local.set(&name, None, self.cache.node());
-        }
-        for (name, svc) in &state.services {
-            let eps = state.endpoints.get(name);
-            let same = self.cache.records(name).is_some_and(|(s, e)| {
-                Arc::ptr_eq(s, svc)
-                    && match (e, eps) {
-                        (None, None) => true,
-                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                        _ => false,
-                    }
-            });
-            if !same {
-                let slice = eps.map_or(&[][..], |e| &e[..]);
-                self.no_local.set(name, Some((svc, slice)), self.cache.node());
-                self.cache.set_port(name, Some((svc.clone(), eps.cloned())));
+    /// was last given (compared by pointer, as the upstream layout's partial sync), among the ports
+    /// the model's last update may have changed: a sync costs the change, not the cluster.
+    fn update(&mut self, state: &ProxyState, changed: &Changed) {
+        match changed {
+            Changed::All => {
+                let gone: Vec<ServicePortName> = self
+                    .cache
+                    .port_names()
+                    .filter(|name| !state.services.contains_key(*name))
+                    .cloned()
+                    .collect();
+                for name in &gone {
+                    self.set(name, state);
+                }
+                for name in state.services.keys() {
+                    self.set(name, state);
+                }
             }
+            Changed::Ports(names) => {
+                for name in names {
+                    self.set(name, state);
+                }
+            }
+        }
+    }
+
+    /// Gives the cache port `name` as `state` has it, unless it holds those very records already.
+    fn set(&mut self, name: &ServicePortName, state: &ProxyState) {
+        let Some(svc) = state.services.get(name) else {
+            if self.cache.records(name).is_some() {
+                self.cache.set_port(name, None);
+            }
+            self.no_local.set(name, None, self.cache.node());
+            return;
+        };
+        let eps = state.endpoints.get(name);
+        let same = self.cache.records(name).is_some_and(|(s, e)| {
+            Arc::ptr_eq(s, svc)
+                && match (e, eps) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    _ => false,
+                }
+        });
+        if !same {
+            let slice = eps.map_or(&[][..], |e| &e[..]);
+            self.no_local.set(name, Some((svc, slice)), self.cache.node());
+            self.cache.set_port(name, Some((svc.clone(), eps.cloned())));
         }
     }
 }

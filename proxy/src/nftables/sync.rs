@@ -77,7 +77,7 @@ impl NftFamilySync {
             self.maps
                 .sync(
                     &self.nft,
-                    self.model.state(),
+                    &self.model,
                     node,
                     cfg,
                     full.is_some(),
@@ -118,6 +118,7 @@ impl NftFamilySync {
             self.full.done();
             self.failed_fulls = FailedFulls::default();
         }
+        let after = Instant::now();
         let stats = render_stats(self.no_local(maps_layout), self.model.state());
         metrics.record_sync(
             family,
@@ -129,6 +130,10 @@ impl NftFamilySync {
             let previous = std::mem::take(&mut self.udp_targets);
             self.udp_targets = reconcile_conntrack(metrics, family, self.model.state(), previous).await;
         }
+        tracing::debug!(
+            after_us = after.elapsed().as_micros() as u64,
+            "sync after the write"
+        );
         Ok(Outcome {
             full,
             payload_len,

@@ -150,9 +150,13 @@ impl Settings {
         model: &mut ModelCache,
         snap: &Snapshot,
     ) -> (NodeFacts, RenderConfig) {
+        let started = Instant::now();
         model.update(&snap.services, &snap.slices);
+        let model_us = started.elapsed().as_micros() as u64;
         let node = self.live_node_facts(snap).await;
         let cfg = self.render_config(family, &node, snap);
+        let node_us = started.elapsed().as_micros() as u64 - model_us;
+        tracing::debug!(model_us, node_us, "sync began");
         (node, cfg)
     }
 

@@ -56,7 +56,9 @@ fn slice(name: &str, svc: &str, ips: &[&str]) -> EndpointSlice {
 fn compare(cache: &mut ModelCache, w: &World, step: &str) -> Result<(), String> {
     let svc_recs: Vec<Arc<ServiceRecord>> = w.services.iter().map(|(_, r)| Arc::clone(r)).collect();
     let slice_recs: Vec<Arc<SliceRecord>> = w.slices.iter().map(|(_, r)| Arc::clone(r)).collect();
+    let before = cache.state().clone();
     cache.update(&svc_recs, &slice_recs);
+    unchanged_outside_changed(&before, cache).map_err(|e| format!("{step}: {e}"))?;
     let got = cache.state();
     let want = ProxyState::from_k8s(
         w.services.iter().map(|(s, _)| s),
@@ -85,6 +87,34 @@ fn compare(cache: &mut ModelCache, w: &World, step: &str) -> Result<(), String> 
     Ok(())
 }
 
+/// Every port name whose `services` or `endpoints` entry is not the very `Arc` it was before the
+/// update is among those the update reports changed (the maps layout's sync visits only those).
+fn unchanged_outside_changed(before: &ProxyState, cache: &ModelCache) -> Result<(), String> {
+    let Changed::Ports(changed) = cache.changed() else {
+        return Ok(());
+    };
+    let after = cache.state();
+    let names = before.services.keys().chain(before.endpoints.keys());
+    let names = names.chain(after.services.keys()).chain(after.endpoints.keys());
+    for name in names {
+        let same_svc = match (before.services.get(name), after.services.get(name)) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        let same_eps = match (before.endpoints.get(name), after.endpoints.get(name)) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        let same = same_svc && same_eps;
+        if !same && !changed.contains(name) {
+            return Err(format!("{name:?} changed but is not reported ({changed:?})"));
+        }
+    }
+    Ok(())
+}
+
 fn check(cache: &mut ModelCache, w: &World, step: &str) {
     if let Err(e) = compare(cache, w, step) {
         panic!("{e}");
@@ -106,6 +136,7 @@ fn cached_conversion_equals_conversion_from_scratch() {
     w.add_slice(slice("b-1", "b", &["10.2.0.1"]));
     check(&mut cache, &w, "first");
     check(&mut cache, &w, "nothing changed");
+    assert_eq!(cache.changed(), &Changed::Ports(Default::default()));
     // The stores may list records in another order.
     w.slices.reverse();
     w.services.reverse();
@@ -114,6 +145,11 @@ fn cached_conversion_equals_conversion_from_scratch() {
     let b = service("b", "10.0.0.2", 8080);
     w.services[0] = (b.clone(), Arc::new(ServiceRecord::from_service(&b)));
     check(&mut cache, &w, "service port changed");
+    let Changed::Ports(changed) = cache.changed() else {
+        panic!("a second update reports ports");
+    };
+    let names: Vec<&str> = changed.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["b"], "only b's port, not a's");
     // One slice of a changes; another slice of a is removed; a slice appears for c.
     w.slices.retain(|(_, r)| r.meta.name.as_deref() != Some("a-2"));
     let a1 = slice("a-1", "a", &["10.1.0.9"]);
