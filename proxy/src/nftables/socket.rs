@@ -105,19 +105,10 @@ impl NftSocket {
                 .or_else(|_| sockopt::set_socket_send_buffer_size(&self.fd, want));
         }
         send(&self.fd, &batch.bytes, SendFlags::empty()).map_err(std::io::Error::from)?;
-        let timeout = sockopt::socket_timeout(&self.fd, sockopt::Timeout::Recv)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
         let mut buf = vec![0u8; RECV_BUFFER];
         let mut refused: Option<NetlinkError> = None;
         loop {
-            let n = match recv(&self.fd, &mut buf[..], RecvFlags::empty()) {
-                Ok((n, _)) => n,
-                Err(e) if e == rustix::io::Errno::AGAIN => return Err(NetlinkError::Timeout(timeout)),
-                Err(e) if e == rustix::io::Errno::INTR => continue,
-                Err(e) => return Err(NetlinkError::Io(e.into())),
-            };
+            let n = self.recv_into(&mut buf)?;
             for answer in answers(buf.get(..n).ok_or(NetlinkError::Malformed)?)? {
                 let (seq, errno) = answer;
                 if errno != 0 && refused.is_none() {

@@ -72,8 +72,9 @@ pub(super) async fn grow_or_replace(
 fn grow(socket: &mut NftSocket, held: &Held) -> Result<(MapsChange, usize), GrowError> {
     let (before, after) = (held.cache.held_skeleton(), held.cache.skeleton());
     let family = after.family;
+    let chains = netlink::grown_chains(&before, &after);
     let mut handles = BTreeMap::new();
-    for chain in netlink::grown_chains(&before, &after) {
+    for &chain in &chains {
         let h = socket.rule_handles(family, chain).map_err(GrowError::Read)?;
         handles.insert(chain.to_string(), h);
     }
@@ -89,6 +90,6 @@ fn grow(socket: &mut NftSocket, held: &Held) -> Result<(MapsChange, usize), Grow
         },
         other => GrowError::Socket(other),
     })?;
-    tracing::info!(chains = ?netlink::grown_chains(&before, &after), "nftables maps: dispatch rules added in place");
+    tracing::info!(?chains, "nftables maps: dispatch rules added in place");
     Ok((change, batch.bytes.len()))
 }

@@ -40,6 +40,7 @@ pub(super) const ELEM_DATA: u16 = 2;
 pub(super) const ELEM_TIMEOUT: u16 = 4;
 pub(super) const ELEM_EXPIRATION: u16 = 5;
 pub(super) const ELEM_FLAGS: u16 = 3;
+pub(super) const ELEM_KEY_END: u16 = 10;
 pub(super) const ELEM_USERDATA: u16 = 6;
 pub(super) const DATA_VALUE: u16 = 1;
 pub(super) const DATA_VERDICT: u16 = 2;

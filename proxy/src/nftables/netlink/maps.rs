@@ -10,20 +10,15 @@ use std::net::IpAddr;
 use super::msg::Writer;
 use super::{Batch, EncodeError, Start, kind, nfproto};
 
-const ELEM_FLAGS: u16 = 3;
-const ELEM_INTERVAL_END: u32 = 1;
+use super::attr::{
+    DATA_VALUE, ELEM_DATA, ELEM_FLAGS, ELEM_KEY, ELEM_KEY_END, ELEM_LIST_ELEMENTS, ELEM_LIST_SET,
+    ELEM_LIST_TABLE, ELEM_TIMEOUT, LIST_ELEM,
+};
 use crate::model::{Family, Protocol};
 use crate::nftables::render::maps::{FW_ALLOW, MapsElement, Part, SERVICE_CIDRS, SetName};
 use crate::nftables::render::naming::TABLE;
 
-const ELEM_LIST_TABLE: u16 = 1;
-const ELEM_LIST_SET: u16 = 2;
-const ELEM_LIST_ELEMENTS: u16 = 3;
-const LIST_ELEM: u16 = 1;
-const ELEM_KEY: u16 = 1;
-const ELEM_DATA: u16 = 2;
-const ELEM_KEY_END: u16 = 10;
-const DATA_VALUE: u16 = 1;
+const ELEM_INTERVAL_END: u32 = 1;
 
 /// Element lists are split so each message's nested attribute stays under netlink's 64 KiB.
 const ELEMENTS_PER_MESSAGE: usize = 256;
@@ -262,7 +257,7 @@ pub(super) fn timed_elements_message(
             w.nest_end(d)?;
         }
         // A zero timeout would mean the map's default (none: never expires).
-        w.attr(super::attr::ELEM_TIMEOUT, &(*ms).max(1).to_be_bytes())?;
+        w.attr(ELEM_TIMEOUT, &(*ms).max(1).to_be_bytes())?;
         w.nest_end(el)?;
     }
     w.nest_end(list)?;
