@@ -500,7 +500,7 @@ fn dual_stack(layout: Layout) {
         &layout.tag("nft6"),
         Opts {
             ipv6: true,
-            ..nft_opts(2, layout)
+            ..nft_opts(4, layout)
         },
     ) else {
         return;
@@ -533,6 +533,46 @@ fn dual_stack(layout: Layout) {
         None,
     );
     assert!(r.iter().all(|r| r.starts_with("pod1")), "{r:?}");
+    ipv6_affinity_follows_endpoints(&lab);
+}
+
+/// An IPv6 ClientIP Service (in the maps layout its record rules go through netlink only): pod1's
+/// connections stick to one of pod2 and pod3, and move once that endpoint leaves the Service
+/// (pod4 takes its place), although its pod still answers.
+fn ipv6_affinity_follows_endpoints(lab: &Lab) {
+    let api = lab.api();
+    let svc = api.service(
+        "sticky6",
+        json!({"ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv6"], "sessionAffinity": "ClientIP",
+               "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+    );
+    let pod = |n: u8| format!("fd00:10:244:1::{}", 9 + n);
+    api.slice_v6("sticky6", TCP, &[local(&pod(2)), local(&pod(3))]);
+    let addr = format!("[{}]:80", lab::api::cluster_ip_at(&svc, 0));
+    let client = &lab.pod("pod1").ns;
+    let r = wait_for(
+        "the IPv6 ClientIP Service answers",
+        Duration::from_secs(20),
+        || {
+            let r = request(client, "tcp", &addr, 10, None);
+            r.iter().all(|r| !r.starts_with("ERR")).then_some(r)
+        },
+    );
+    let by = answered_by(&r);
+    assert_eq!(by.len(), 1, "every connection to one endpoint: {r:?}");
+    let stuck = by.into_iter().next().expect("one");
+    let kept = if stuck == "pod2" { 3 } else { 2 };
+    api.update_slice_v6("sticky6", TCP, &[local(&pod(kept)), local(&pod(4))]);
+    let r = wait_for(
+        "the IPv6 client sent away from the gone endpoint",
+        Duration::from_secs(20),
+        || {
+            let r = request(client, "tcp", &addr, 10, None);
+            let by = answered_by(&r);
+            (r.iter().all(|r| !r.starts_with("ERR")) && !by.contains(&stuck)).then_some(r)
+        },
+    );
+    assert_eq!(answered_by(&r).len(), 1, "and sticks to its new one: {r:?}");
 }
 
 /// The node's TCP conntrack entries neither closed normally nor open (a connection that timed out

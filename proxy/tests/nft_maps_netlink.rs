@@ -18,11 +18,12 @@ use std::time::Duration;
 use svcnet_proxy::config::{DetectLocal, NftLayout, RenderConfig};
 use svcnet_proxy::model::{Endpoint, Family, NodeFacts, ProxyState, ServicePortName};
 use svcnet_proxy::nftables::netlink::{self, encode_elements};
-use svcnet_proxy::nftables::render::maps::{FW_ALLOW, MapsCache, MapsChange, SetName};
+use svcnet_proxy::nftables::render::maps::{FW_ALLOW, MapsCache, MapsChange, SetName, nft_loadable};
 use svcnet_proxy::nftables::socket::NftSocket;
 
+/// `nft -f`, without the IPv6 affinity record rules nft 1.0.6 cannot load (on both sides).
 fn load(ns: &svcnet_netns::Netns, text: &str) {
-    let (ok, _, err) = ns.exec(&["nft", "-f", "-"], text);
+    let (ok, _, err) = ns.exec(&["nft", "-f", "-"], &nft_loadable(text).0);
     assert!(ok, "nft -f: {err}");
 }
 

@@ -363,7 +363,14 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
     for (what, mut argv) in cases {
         argv.extend(["--nftables-layout".to_string(), "maps".to_string()]);
         let (family, state, node, cfg) = inputs(&what, argv);
-        let table = maps::render(&state, &node, &cfg);
+        let mut table = maps::render(&state, &node, &cfg);
+        // nft 1.0.6 aborts on IPv6 affinity records, so they are compared here on neither side;
+        // `nft_maps_packets.rs` checks how `nft list` prints the netlink writer's.
+        if family == Family::V6 {
+            for c in &mut table.chains {
+                c.rules.retain(|r| !r.text.contains(" update @"));
+            }
+        }
         let (ok, _, err) = by_nft.exec(&["nft", "-f", "-"], &MapsChange::Replace.text(&table));
         assert!(ok, "{what}: nft -f: {err}");
         let skeleton = maps::MapsTable {

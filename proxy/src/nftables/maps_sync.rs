@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::kernel::{Nft, WriteError, Writer, kernel_error, off_thread};
 use super::netlink;
 use super::render::NoLocal;
-use super::render::maps::{MapsCache, MapsChange};
+use super::render::maps::{MapsCache, MapsChange, nft_loadable};
 use super::render::naming::TABLE;
 use super::socket::NftSocket;
 use crate::config::RenderConfig;
@@ -247,7 +247,13 @@ async fn write_replacement(
         Ok(bytes) => (socket, held, Ok((Writer::Netlink, bytes))),
         Err(WriteError::Encode(e)) => {
             tracing::warn!(error = %e, "nftables maps: netlink encoder cannot express the table; using nft -f");
-            let text = held.cache.replace_text();
+            let (text, left_out) = nft_loadable(&held.cache.replace_text());
+            if left_out > 0 {
+                tracing::warn!(
+                    rules = left_out,
+                    "nftables maps: IPv6 ClientIP affinity is not written (nft cannot load its record rules)"
+                );
+            }
             let r = nft.apply(&text).await.map(|()| (Writer::Binary, text.len()));
             (socket, held, r)
         }

@@ -1,16 +1,20 @@
 # Real connections inside a test's network namespace (never the root one), for nft_maps_packets.rs.
-# `counts N SRC...`: N connects from each SRC to 10.96.0.1:80; prints, per SRC, how many each
-# endpoint accepted and from which peer address (masquerade shows as another source).
+# `counts N SRC...`: N connects from each SRC to 10.96.0.1:80 (IPv6 sources: to fd00::1:80, endpoints
+# fd00:10::1 and ::2); prints, per SRC, how many each endpoint accepted and from which peer address
+# (masquerade shows as another source).
 # `loop SECONDS SRC`: connects for SECONDS; prints how many succeeded and failed.
 import json, socket, sys, threading, time
 
-EPS = [("10.128.0.1", 8080), ("10.128.0.2", 8080)]
+V6 = len(sys.argv) > 3 and ":" in sys.argv[3]
+FAMILY = socket.AF_INET6 if V6 else socket.AF_INET
+EPS = [("fd00:10::1", 8080), ("fd00:10::2", 8080)] if V6 else [("10.128.0.1", 8080), ("10.128.0.2", 8080)]
+VIP = ("fd00::1", 80) if V6 else ("10.96.0.1", 80)
 seen = []
 lock = threading.Lock()
 
 
 def serve(addr):
-    s = socket.socket()
+    s = socket.socket(FAMILY)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(addr)
     s.listen(512)
@@ -22,11 +26,11 @@ def serve(addr):
 
 
 def connect(src):
-    c = socket.socket()
+    c = socket.socket(FAMILY)
     c.settimeout(2)
     c.bind((src, 0))
     try:
-        c.connect(("10.96.0.1", 80))
+        c.connect(VIP)
         c.recv(1)
         return True
     except OSError:

@@ -7,11 +7,9 @@
 //! - a replacement of the table carries the entries still valid over, with the time they have left.
 //!   Otherwise every replacement (the hourly full sync, a new endpoint count) would re-draw every
 //!   client.
-//!
-//! Only IPv4 tables have affinity rules (render/maps/affinity.rs says why).
 
 use std::collections::BTreeSet;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::model::{Family, Protocol};
 use crate::nftables::netlink::read::{ReadElement, elements_of, get_elements};
@@ -85,23 +83,29 @@ fn protocol(n: u8) -> Option<Protocol> {
     }
 }
 
-fn v4(b: &[u8]) -> Option<IpAddr> {
-    let o: [u8; 4] = b.get(..4)?.try_into().ok()?;
-    Some(IpAddr::V4(Ipv4Addr::from(o)))
+/// An address of `family` from the front of `b`, and the rest.
+fn addr(b: &[u8], family: Family) -> Option<(IpAddr, &[u8])> {
+    let ip = match family {
+        Family::V4 => IpAddr::V4(Ipv4Addr::from(<[u8; 4]>::try_from(b.get(..4)?).ok()?)),
+        Family::V6 => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(b.get(..16)?).ok()?)),
+    };
+    let len = if ip.is_ipv4() { 4 } else { 16 };
+    Some((ip, b.get(len..)?))
 }
 
 fn port(b: &[u8]) -> Option<u16> {
     Some(u16::from_be_bytes(b.get(..2)?.try_into().ok()?))
 }
 
-/// An IPv4 entry from its bytes: each part of a concatenation padded to 4 bytes (client, [daddr,]
+/// An entry from its bytes: each part of a concatenation padded to 4 bytes (client, [daddr,]
 /// protocol, port; data: address, port). `None` for anything else.
-pub(super) fn decode(by_port: bool, e: &ReadElement) -> Option<Entry> {
-    let k = &e.key;
-    let client = v4(k)?;
-    let rest = k.get(4..)?;
-    let (addr, rest) = match by_port {
-        false => (Some(v4(rest)?), rest.get(4..)?),
+pub(super) fn decode(family: Family, by_port: bool, e: &ReadElement) -> Option<Entry> {
+    let (client, rest) = addr(&e.key, family)?;
+    let (daddr, rest) = match by_port {
+        false => {
+            let (a, rest) = addr(rest, family)?;
+            (Some(a), rest)
+        }
         true => (None, rest),
     };
     if rest.len() != 8 {
@@ -109,19 +113,19 @@ pub(super) fn decode(by_port: bool, e: &ReadElement) -> Option<Entry> {
     }
     let proto = Part::Proto(protocol(rest[0])?);
     let dport = Part::Port(port(rest.get(4..)?)?);
-    let key = match addr {
+    let key = match daddr {
         Some(a) => Key::new(&[Part::Addr(a), proto, dport]),
         None => Key::new(&[proto, dport]),
     };
-    let data = e.data.as_deref()?;
-    if data.len() != 8 {
+    let (ep, rest) = addr(e.data.as_deref()?, family)?;
+    if rest.len() != 4 {
         return None;
     }
     Some(Entry {
         by_port,
         client,
         key,
-        endpoint: (v4(data)?, port(data.get(4..)?)?),
+        endpoint: (ep, port(rest)?),
         expires_ms: e.expires_ms.unwrap_or(0),
     })
 }
@@ -129,9 +133,6 @@ pub(super) fn decode(by_port: bool, e: &ReadElement) -> Option<Entry> {
 /// Every entry of both maps in the kernel's table; none when the table or the maps do not exist
 /// (a first sync, or the other layout's table).
 pub(super) fn read(socket: &mut NftSocket, family: Family) -> Result<Vec<Entry>, AffinityError> {
-    if family != Family::V4 {
-        return Ok(Vec::new());
-    }
     let mut out = Vec::new();
     for by_port in [false, true] {
         let request = get_elements(family, map_name(by_port), socket.next_dump_seq())?;
@@ -142,7 +143,7 @@ pub(super) fn read(socket: &mut NftSocket, family: Family) -> Result<Vec<Entry>,
         };
         for m in messages {
             let elements = elements_of(&m).ok_or(AffinityError::Read(NetlinkError::Malformed))?;
-            out.extend(elements.iter().filter_map(|e| decode(by_port, e)));
+            out.extend(elements.iter().filter_map(|e| decode(family, by_port, e)));
         }
     }
     Ok(out)

@@ -97,6 +97,28 @@ fn concatenations_use_nfts_registers() {
     );
 }
 
+/// An affinity record's data after its key: where nft puts it (the 128-bit register after the key)
+/// on IPv4; on IPv6, where nft 1.0.6 aborts, in the next 32-bit register (`NFT_REG32_10` = 18), so
+/// the 15 units fit the kernel's 16.
+#[test]
+fn a_records_data_follows_its_key_in_registers_the_kernel_has() {
+    let record = |ip: &str| {
+        format!(
+            "meta l4proto tcp ct original protocol tcp ct original {ip} daddr . ct original protocol . ct original proto-dst @sticky-60 update @affinity {{ {ip} saddr . ct original {ip} daddr . ct original protocol . ct original proto-dst timeout 60s : {ip} daddr . tcp dport }}"
+        )
+    };
+    let data = |family| {
+        exprs(&record(if family == Family::V4 { "ip" } else { "ip6" }), family)
+            .iter()
+            .find_map(|e| match e {
+                Expr::Dynset { data, .. } => *data,
+                _ => None,
+            })
+    };
+    assert_eq!(data(Family::V4), Some(2), "nft's own placement");
+    assert_eq!(data(Family::V6), Some(18));
+}
+
 #[test]
 fn address_sets_become_intervals_as_nft_sends_them() {
     let mut id = 0;

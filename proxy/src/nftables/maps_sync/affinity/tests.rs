@@ -156,21 +156,68 @@ fn entries_decode_from_the_kernels_bytes() {
         data: Some(vec![10, 76, 1, 5, 0x1f, 0x90, 0, 0]),
         expires_ms: Some(5_000),
     };
-    assert_eq!(decode(false, &addr), Some(entry(false, "10.76.1.5")));
+    assert_eq!(decode(Family::V4, false, &addr), Some(entry(false, "10.76.1.5")));
     let port = ReadElement {
         key: vec![10, 0, 0, 9, 6, 0, 0, 0, 0x75, 0x80, 0, 0],
         data: Some(vec![10, 76, 1, 5, 0x1f, 0x90, 0, 0]),
         expires_ms: Some(5_000),
     };
-    assert_eq!(decode(true, &port), Some(entry(true, "10.76.1.5")));
+    assert_eq!(decode(Family::V4, true, &port), Some(entry(true, "10.76.1.5")));
     let short = ReadElement {
         key: addr.key[..12].to_vec(),
         ..addr.clone()
     };
-    assert_eq!(decode(false, &short), None, "an address key of the wrong length");
+    assert_eq!(
+        decode(Family::V4, false, &short),
+        None,
+        "an address key of the wrong length"
+    );
     let udp_unknown = ReadElement {
         key: vec![10, 0, 0, 9, 99, 0, 0, 0, 0x75, 0x80, 0, 0],
         ..port
     };
-    assert_eq!(decode(true, &udp_unknown), None, "an unknown protocol");
+    assert_eq!(
+        decode(Family::V4, true, &udp_unknown),
+        None,
+        "an unknown protocol"
+    );
+}
+
+#[test]
+fn ipv6_entries_decode_from_the_kernels_bytes() {
+    let client: [u8; 16] = "2001:db8:9::9"
+        .parse::<std::net::Ipv6Addr>()
+        .expect("v6")
+        .octets();
+    let vip = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    let ep = [0xfd, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+    let mut key = [client, vip].concat();
+    key.extend([17, 0, 0, 0, 0, 53, 0, 0]);
+    let read = ReadElement {
+        key,
+        data: Some([&ep[..], &[0x1f, 0x90, 0, 0]].concat()),
+        expires_ms: Some(7),
+    };
+    let want = Entry {
+        by_port: false,
+        client: ip("2001:db8:9::9"),
+        key: Key::new(&[
+            Part::Addr(ip("fd00::1")),
+            Part::Proto(Protocol::Udp),
+            Part::Port(53),
+        ]),
+        endpoint: (ip("fd00:10::2"), 8080),
+        expires_ms: 7,
+    };
+    assert_eq!(decode(Family::V6, false, &read), Some(want));
+    assert_eq!(
+        decode(Family::V4, false, &read),
+        None,
+        "IPv6 bytes are not an IPv4 entry"
+    );
+    let short = ReadElement {
+        data: Some(ep.to_vec()),
+        ..read
+    };
+    assert_eq!(decode(Family::V6, false, &short), None, "data without its port");
 }

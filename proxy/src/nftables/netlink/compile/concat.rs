@@ -64,6 +64,22 @@ fn units(parts: &[KeyPart], family: Family) -> u32 {
     parts.iter().map(|p| p.len(family).div_ceil(4)).sum()
 }
 
+/// The register unit of a dynset's data after a key of `key` units: the next 128-bit register, as
+/// nft places it, when the data fits there; else the next 32-bit unit. nft 1.0.6 knows only the
+/// first and aborts on an IPv6 client . address . protocol . port key with address . port data (10 +
+/// 5 units: 12 + 5 would pass the kernel's 16), which fits the kernel's registers the second way.
+fn data_unit(key: u32, data: u32) -> u32 {
+    let aligned = key.div_ceil(4) * 4;
+    if aligned + data <= REGISTER_UNITS {
+        aligned
+    } else {
+        key
+    }
+}
+
+/// The kernel's data registers, in 32-bit units (`NFT_REG32_00` to `NFT_REG32_15`).
+const REGISTER_UNITS: u32 = 16;
+
 /// Parses one key part from `words` (the family word given), or `None`.
 pub(in crate::nftables::netlink) fn key_part(words: &[&str], ip: &str) -> Option<(KeyPart, usize)> {
     let part = match words {
@@ -182,7 +198,7 @@ impl Parser<'_> {
         self.expect(":")?;
         let data = self.key()?;
         self.expect("}")?;
-        let data_unit = units(&key, self.family).div_ceil(4) * 4;
+        let data_unit = data_unit(units(&key, self.family), units(&data, self.family));
         self.load_key(&key, 0, false);
         self.load_key(&data, data_unit, false);
         self.push(Expr::Dynset {

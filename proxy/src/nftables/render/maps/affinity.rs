@@ -4,6 +4,9 @@
 //! Keyed by destination key, not by Service: a client remembered for a cluster IP is not remembered
 //! for the Service's external IPs (upstream remembers per Service port). Entries naming a removed
 //! endpoint are the daemon's to delete (`nftables/maps_sync/affinity.rs`): only it can read them.
+//! nft 1.0.6 cannot load an IPv6 table's record rules (it aborts: `netlink_gen_expr: Assertion dreg <
+//! ctx->reg_low`), which svcnet's netlink writer encodes; [`nft_loadable`] leaves them out of text
+//! for `nft -f`.
 
 use super::*;
 use crate::nftables::render::Rule;
@@ -18,19 +21,8 @@ fn original_key(ip: &str, by_port: bool) -> String {
     }
 }
 
-/// nft 1.0.6 aborts on an `update` whose data is an IPv6 address concatenated with a port
-/// (`netlink_gen_expr: Assertion dreg < ctx->reg_low`), so IPv6 tables get no affinity rules: every
-/// connection is drawn at random there (a client's first connection has upstream's fate, later ones
-/// not).
-fn supported(ip: &str) -> bool {
-    ip == "ip"
-}
-
 /// The lookups before the random choice, one per protocol with affinity keys (`key`: the live key).
 pub(super) fn read_rules(ip: &str, key: &str, by_port: bool, in_use: &InUse) -> Vec<Rule> {
-    if !supported(ip) {
-        return Vec::new();
-    }
     let group = if by_port {
         Group::PortAffinity
     } else {
@@ -57,9 +49,6 @@ pub(super) fn read_rules(ip: &str, key: &str, by_port: bool, in_use: &InUse) -> 
 
 /// The records after the DNAT, one per (timeout, protocol) in use.
 pub(super) fn record_rules(ip: &str, in_use: &InUse) -> Vec<Rule> {
-    if !supported(ip) {
-        return Vec::new();
-    }
     in_use
         .iter()
         .filter(|(g, _, _)| matches!(g, Group::Affinity | Group::PortAffinity))
@@ -89,4 +78,20 @@ pub(super) fn maps(ip: &str) -> Vec<MapsSet> {
         flags: vec!["dynamic", "timeout"],
     })
     .collect()
+}
+
+/// `text` (a table or transaction for `nft -f`) without the IPv6 record rules nft 1.0.6 aborts on;
+/// IPv4 text is returned as it is. Returns the text and how many rules were left out.
+pub fn nft_loadable(text: &str) -> (String, usize) {
+    let mut left_out = 0;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line.starts_with("add rule ip6 ") && line.contains(" update @") {
+            left_out += 1;
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    (out, left_out)
 }

@@ -23,6 +23,7 @@ mod text;
 #[cfg(test)]
 mod tests;
 
+pub use affinity::nft_loadable;
 pub use cache::{MapsCache, PortRecords};
 pub use diff::{MapsChange, change};
 pub use element::{Key, MapsElement, Part, SetName};
