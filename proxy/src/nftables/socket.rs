@@ -10,7 +10,7 @@ use rustix::net::{
 };
 
 use crate::model::Family;
-use crate::nftables::netlink::{Batch, Start, read};
+use crate::nftables::netlink::{Batch, EncodeError, Start, read};
 
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
@@ -29,6 +29,8 @@ pub enum NetlinkError {
     Timeout(Duration),
     #[error("malformed netlink answer")]
     Malformed,
+    #[error("encoding the request: {0}")]
+    Request(#[from] EncodeError),
 }
 
 #[derive(Debug)]
@@ -166,8 +168,7 @@ impl NftSocket {
 
     /// The handles of `chain`'s rules in svcnet's table, in the chain's order.
     pub fn rule_handles(&mut self, family: Family, chain: &str) -> Result<Vec<u64>, NetlinkError> {
-        let request = read::get_rules(family, chain, self.next_dump_seq())
-            .map_err(|e| NetlinkError::Io(std::io::Error::other(e.to_string())))?;
+        let request = read::get_rules(family, chain, self.next_dump_seq())?;
         self.dump(&request)?
             .iter()
             .map(|m| read::rule_handle(m).ok_or(NetlinkError::Malformed))
