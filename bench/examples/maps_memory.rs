@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     status("cache filled");
     cache.take_change(true);
-    let batch = encode_replacement(&cache.skeleton(), cache.elements(), &[], Start::default())?;
+    let batch = encode_replacement(&cache.skeleton(), cache.elements(), &[], None, Start::default())?;
     status("batch encoded");
     println!(
         "{} elements; batch {} bytes in {} messages",

@@ -311,8 +311,17 @@ fn ipv6_affinity_through_netlink_keeps_a_client_on_one_endpoint() {
     load(&ns, &loadable);
     let path = Path::new("/run/netns").join(ns.name());
     let mut socket = NftSocket::open_in(&path, Duration::from_secs(10)).expect("netlink socket");
-    let batch = netlink::encode_replacement(&cache.skeleton(), cache.elements(), &[], socket.next_start())
-        .expect("the netlink encoder writes IPv6 record rules");
+    // Over the fallback's table: the replacement keeps its hooked chains.
+    let kernel = socket.table_objects(Family::V6).expect("the table's objects");
+    assert!(kernel.is_some(), "the fallback's table is there");
+    let batch = netlink::encode_replacement(
+        &cache.skeleton(),
+        cache.elements(),
+        &[],
+        kernel.as_ref(),
+        socket.next_start(),
+    )
+    .expect("the netlink encoder writes IPv6 record rules");
     socket.apply(&batch).unwrap_or_else(|e| panic!("{e}"));
     let listing = ns.ok(&["nft", "list", "table", "ip6", "kube-proxy"]);
     assert!(

@@ -114,11 +114,25 @@ fn list(ns: &Netns, family: Family, debug: bool) -> String {
         }
         run.sort_unstable();
         out.extend(run.drain(..).map(str::to_string));
-        out.push(line.to_string());
+        out.push(without_rule_handle(line));
     }
     run.sort_unstable();
     out.extend(run.drain(..).map(str::to_string));
     anonymous_by_order(&out.join("\n"))
+}
+
+/// A debug listing's rule header (`ip kube-proxy CHAIN HANDLE [POSITION]`) without its numbers: a
+/// replacement that keeps the table numbers its rules on from the old ones.
+fn without_rule_handle(line: &str) -> String {
+    let words: Vec<&str> = line.split(' ').collect();
+    match words.as_slice() {
+        [f, "kube-proxy", chain, numbers @ ..]
+            if (*f == "ip" || *f == "ip6") && numbers.iter().all(|n| n.parse::<u64>().is_ok()) =>
+        {
+            format!("{f} kube-proxy {chain}")
+        }
+        _ => line.to_string(),
+    }
 }
 
 /// Renames every `__map…`/`__set…` word to `__map#N`/`__set#N`, N counting distinct names as they
@@ -359,7 +373,7 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
     ]);
     let path = Path::new("/run/netns").join(by_netlink.name());
     let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
-    let (mut rules, mut elements, tables) = (0, 0, cases.len());
+    let (mut rules, mut elements, tables, mut kept) = (0, 0, cases.len(), 0);
     for (what, mut argv) in cases {
         argv.extend(["--nftables-layout".to_string(), "maps".to_string()]);
         let (family, state, node, cfg) = inputs(&what, argv);
@@ -377,10 +391,18 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
             elements: Vec::new(),
             ..table.clone()
         };
+        let before = socket.table_objects(family).expect("the table's objects");
+        let table_handle = || {
+            let (_, table, _) =
+                by_netlink.exec(&["nft", "-a", "list", "table", fam(family), "kube-proxy"], "");
+            table.lines().next().map(str::to_string)
+        };
+        let handle_before = table_handle();
         let batch = netlink::encode_replacement(
             &skeleton,
             table.elements.iter().copied(),
             &[],
+            before.as_ref(),
             socket.next_start(),
         )
         .unwrap_or_else(|e| panic!("{what}: encode: {e}"));
@@ -393,6 +415,21 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
             };
             panic!("{what}: netlink: {e} ({step})")
         });
+        // The table and the hooked chains both tables have were kept (the same handles: a chain
+        // deleted and re-added in a kept table gets a new one), not deleted and re-added.
+        if before.is_some() {
+            assert_eq!(table_handle(), handle_before, "{what}: the table was re-created");
+        }
+        let after = socket.table_objects(family).expect("objects").expect("a table");
+        for c in before.iter().flat_map(|b| &b.chains).filter(|c| c.hooked) {
+            let now = after
+                .chains
+                .iter()
+                .find(|a| a.name == c.name)
+                .expect("every hooked chain stays");
+            assert_eq!(now.handle, c.handle, "{what}: {} re-registered", c.name);
+            kept += 1;
+        }
         for debug in [false, true] {
             let (a, b) = (
                 without_elements(&list(&by_nft, family, debug)),
@@ -412,5 +449,11 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
         rules += table.chains.iter().map(|c| c.rules.len()).sum::<usize>();
         elements += table.elements.len();
     }
-    println!("maps layout: netlink and nft -f agree on {tables} tables, {rules} rules, {elements} elements");
+    println!(
+        "maps layout: netlink and nft -f agree on {tables} tables, {rules} rules, {elements} elements; {kept} hooked chains kept"
+    );
+    assert!(
+        kept >= 10,
+        "replacements over an earlier table keep its hooked chains: {kept}"
+    );
 }

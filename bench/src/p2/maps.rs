@@ -52,7 +52,7 @@ pub(crate) fn sync(
         }
         (true, MapsChange::Replace, None) => {
             return netlink_sync(lab, t, socket, cache.len(), |start| {
-                encode_replacement(&cache.skeleton(), cache.elements(), &[], start)
+                encode_replacement(&cache.skeleton(), cache.elements(), &[], None, start)
             });
         }
         _ => {}

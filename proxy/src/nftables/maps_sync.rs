@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::kernel::{Nft, WriteError, Writer, kernel_error, off_thread};
 use super::netlink;
 use super::render::NoLocal;
-use super::render::maps::{MapsCache, MapsChange, nft_loadable};
+use super::render::maps::{MapsCache, MapsChange, MapsElement, nft_loadable};
 use super::render::naming::TABLE;
 use super::socket::NftSocket;
 use crate::config::RenderConfig;
@@ -219,26 +219,17 @@ async fn write_replacement(
                 Vec::new()
             }
         };
-        let result = netlink::encode_replacement(
-            &held.cache.skeleton(),
-            held.cache.elements(),
-            &timed,
-            s.next_start(),
-        )
-        .map_err(WriteError::Encode)
-        .and_then(|batch| {
-            s.apply(&batch).map_err(|e| match e {
-                crate::nftables::socket::NetlinkError::Refused { index, errno } => {
-                    WriteError::Kernel(ToolError::Netlink(format!(
-                        "{}: {}",
-                        std::io::Error::from_raw_os_error(errno),
-                        netlink::replacement_step(&batch, index)
-                    )))
-                }
-                other => kernel_error(other),
-            })?;
-            Ok(batch.bytes.len())
+        let kernel = s.table_objects(held.cache.cfg().family).unwrap_or_else(|err| {
+            tracing::warn!(%err, "nftables maps: the table's objects not read; deleting the table instead");
+            None
         });
+        let mut result = replace(&mut s, &held, &timed, kernel.as_ref());
+        if kernel.is_some() && matches!(result, Err((_, true))) {
+            // E.g. a hooked chain the kernel cannot redefine in place (another hook or priority).
+            tracing::warn!("nftables maps: the replacement keeping the hooked chains was refused; deleting the table instead");
+            result = replace(&mut s, &held, &timed, None);
+        }
+        let result = result.map_err(|(e, _)| e);
         let keep = !matches!(result, Err(WriteError::Kernel(_)));
         (keep.then_some(s), held, result)
     })
@@ -259,6 +250,36 @@ async fn write_replacement(
         }
         Err(WriteError::Kernel(e)) => (socket, held, Err(e)),
     }
+}
+
+/// One replacement batch (see [`netlink::encode_replacement`]) applied on `s`; returns its bytes,
+/// or the error and whether the kernel refused the batch (the socket still usable).
+fn replace(
+    s: &mut NftSocket,
+    held: &Held,
+    timed: &[(MapsElement, u64)],
+    kernel: Option<&netlink::read::TableObjects>,
+) -> Result<usize, (WriteError, bool)> {
+    let batch = netlink::encode_replacement(
+        &held.cache.skeleton(),
+        held.cache.elements(),
+        timed,
+        kernel,
+        s.next_start(),
+    )
+    .map_err(|e| (WriteError::Encode(e), false))?;
+    s.apply(&batch).map_err(|e| match e {
+        crate::nftables::socket::NetlinkError::Refused { index, errno } => {
+            let e = ToolError::Netlink(format!(
+                "{}: {}",
+                std::io::Error::from_raw_os_error(errno),
+                netlink::replacement_step(&batch, index)
+            ));
+            (WriteError::Kernel(e), true)
+        }
+        other => (kernel_error(other), false),
+    })?;
+    Ok(batch.bytes.len())
 }
 
 /// The maps layout's element steps as one netlink batch, off the async threads, on `socket`

@@ -175,6 +175,25 @@ impl NftSocket {
             .collect()
     }
 
+    /// The chains and named sets of svcnet's table of `family`; `None` when there is no table.
+    pub fn table_objects(&mut self, family: Family) -> Result<Option<read::TableObjects>, NetlinkError> {
+        let enoent = rustix::io::Errno::NOENT.raw_os_error();
+        let sets = match self.dump(&read::get_sets(family, self.next_dump_seq())?) {
+            Err(NetlinkError::Refused { errno, .. }) if errno == enoent => return Ok(None),
+            other => other?,
+        };
+        let chains = self.dump(&read::get_chains(family, self.next_dump_seq())?)?;
+        let mut out = read::TableObjects::default();
+        for m in &sets {
+            out.sets.extend(read::set_of(m).ok_or(NetlinkError::Malformed)?);
+        }
+        for m in &chains {
+            out.chains
+                .extend(read::chain_of(m).ok_or(NetlinkError::Malformed)?);
+        }
+        Ok(Some(out))
+    }
+
     /// The sequence number the next dump request must carry.
     pub fn next_dump_seq(&self) -> u32 {
         self.seq

@@ -4,6 +4,7 @@ pub(super) const TABLE_NAME: u16 = 1;
 pub(super) const TABLE_FLAGS: u16 = 2;
 pub(super) const TABLE_USERDATA: u16 = 6;
 pub(super) const CHAIN_TABLE: u16 = 1;
+pub(super) const CHAIN_HANDLE: u16 = 2;
 pub(super) const CHAIN_HOOK: u16 = 4;
 pub(super) const CHAIN_NAME: u16 = 3;
 pub(super) const CHAIN_TYPE: u16 = 7;

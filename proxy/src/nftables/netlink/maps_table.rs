@@ -9,6 +9,7 @@ use super::attr;
 use super::decl::Decl;
 use super::maps::{check, elements_message, timed_elements_message};
 use super::objects::Encoder;
+use super::read::{KernelChain, TableObjects};
 use super::{Batch, EncodeError, Start, kind};
 use crate::nftables::render::Op;
 use crate::nftables::render::maps::{MapsElement, MapsTable};
@@ -30,11 +31,14 @@ pub fn replacement_step(batch: &Batch, index: usize) -> &'static str {
 
 /// The replacement of the table by `skeleton` (its chains, rules and sets) holding `elements`
 /// (grouped by set, as [`crate::nftables::render::maps::MapsCache::elements`] yields them) and
-/// `timed`: entries of dynamic maps with the milliseconds each has left.
+/// `timed`: entries of dynamic maps with the milliseconds each has left. `kernel`: what the
+/// kernel's table holds, cleared around the hooked chains both tables have ([`clear`]); without
+/// it the table is deleted and declared again.
 pub fn encode_replacement(
     skeleton: &MapsTable,
     elements: impl IntoIterator<Item = MapsElement>,
     timed: &[(MapsElement, u64)],
+    kernel: Option<&TableObjects>,
     start: Start,
 ) -> Result<Batch, EncodeError> {
     let family = skeleton.family;
@@ -47,8 +51,12 @@ pub fn encode_replacement(
     let (mut w, first_seq) = super::batch_begin(start.seq);
     let types = BTreeMap::new();
     let mut enc = Encoder::new(&mut w, family, &types, start.anon, intervals);
-    for op in [Op::AddTable, Op::DeleteTable, Op::AddTable] {
-        enc.ops(std::slice::from_ref(&op))?;
+    let first = match kernel {
+        Some(k) => clear(k, skeleton),
+        None => vec![Op::AddTable, Op::DeleteTable, Op::AddTable],
+    };
+    for op in &first {
+        enc.ops(std::slice::from_ref(op))?;
     }
     enc.op_index = 1;
     for c in &skeleton.chains {
@@ -87,6 +95,28 @@ pub fn encode_replacement(
     let (messages, op_of) = (enc.messages, std::mem::take(&mut enc.op_of));
     let next_anon = start.anon.wrapping_add(u64::from(enc.next_set_id));
     Ok(super::batch_end(w, first_seq, messages, op_of, next_anon))
+}
+
+/// The steps that empty the kernel's table `k` but keep each hooked chain `skeleton` hooks too: its
+/// hook stays registered, so a packet sees the old generation's rules or the new one's, never
+/// neither (deleting and re-adding a hooked chain registers the new one beside the old, and a
+/// packet crossing the commit between the two would meet no rule in either). Rules first, so no
+/// set or chain is still referenced when it goes.
+fn clear(k: &TableObjects, skeleton: &MapsTable) -> Vec<Op> {
+    let kept = |c: &KernelChain| c.hooked && skeleton.chain(&c.name).is_some_and(|n| n.hook.is_some());
+    let mut ops = vec![Op::AddTable];
+    ops.extend(k.chains.iter().map(|c| Op::FlushChain(c.name.clone())));
+    ops.extend(k.sets.iter().map(|name| Op::DeleteSet {
+        name: name.clone(),
+        is_map: false,
+    }));
+    ops.extend(
+        k.chains
+            .iter()
+            .filter(|c| !kept(c))
+            .map(|c| Op::DeleteChain(c.name.clone())),
+    );
+    ops
 }
 
 /// The timed entries, each set's in messages of up to [`ELEMENTS_PER_MESSAGE`].
