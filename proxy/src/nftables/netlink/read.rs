@@ -273,6 +273,62 @@ mod tests {
         );
     }
 
+    /// A chain as the kernel lists it: table, name, handle, and a hook when `hooked`.
+    fn chain_answer(table: &str, name: &str, handle: u64, hooked: bool) -> Vec<u8> {
+        let mut w = Writer::default();
+        let m = w.begin(kind::msg(kind::NEWCHAIN), 2, 2, 0);
+        w.str(CHAIN_TABLE, table).unwrap();
+        w.attr(CHAIN_HANDLE, &handle.to_be_bytes()).unwrap();
+        w.str(CHAIN_NAME, name).unwrap();
+        if hooked {
+            let h = w.nest(CHAIN_HOOK);
+            w.u32_be(super::super::attr::HOOK_NUM, 3).unwrap();
+            w.nest_end(h).unwrap();
+        }
+        w.end(m);
+        w.buf
+    }
+
+    #[test]
+    fn chain_answers_give_name_handle_and_hook_of_svcnets_table_only() {
+        let hooked = chain_answer(TABLE, "nat-output", 7, true);
+        assert_eq!(
+            chain_of(&hooked),
+            Some(Some(KernelChain {
+                name: "nat-output".into(),
+                handle: 7,
+                hooked: true
+            }))
+        );
+        let plain = chain_of(&chain_answer(TABLE, "services", 9, false));
+        assert_eq!(plain.flatten().map(|c| c.hooked), Some(false));
+        assert_eq!(
+            chain_of(&chain_answer("filter", "input", 1, true)),
+            Some(None),
+            "another table's"
+        );
+        assert_eq!(
+            chain_of(&hooked[..hooked.len() - 4]),
+            None,
+            "a cut answer is malformed"
+        );
+    }
+
+    #[test]
+    fn set_answers_give_named_sets_and_skip_anonymous_ones() {
+        let answer = |name: &str, flags: u32| {
+            let mut w = Writer::default();
+            let m = w.begin(kind::msg(kind::NEWSET), 2, 2, 0);
+            w.str(SET_TABLE, TABLE).unwrap();
+            w.str(SET_NAME, name).unwrap();
+            w.u32_be(SET_FLAGS, flags).unwrap();
+            w.end(m);
+            w.buf
+        };
+        assert_eq!(set_of(&answer("eps", 0x8)), Some(Some("eps".into())));
+        assert_eq!(set_of(&answer("__map%d", 0x8 | SET_ANONYMOUS)), Some(None));
+    }
+
     #[test]
     fn the_request_names_the_table_and_set_and_asks_for_a_dump() {
         let req = get_elements(Family::V4, "np-affinity", 41).expect("encodes");
