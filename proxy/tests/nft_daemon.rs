@@ -473,16 +473,7 @@ fn affinity_follows_endpoints(
     // The endpoint leaves; pod3 takes its place (the same count: element steps in the maps layout).
     lab.api()
         .update_slice("sticky", TCP, &[local(&pod_ip(other)), local("10.244.1.12")]);
-    let r = wait_for(
-        "the client sent away from the gone endpoint",
-        Duration::from_secs(20),
-        || {
-            let r = request(client, "tcp", &addr, 10, None);
-            let by = answered_by(&r);
-            (r.iter().all(|r| !r.starts_with("ERR")) && !by.contains(&stuck)).then_some(r)
-        },
-    );
-    assert_eq!(answered_by(&r).len(), 1, "and sticks to its new one: {r:?}");
+    moves_off(client, &addr, &stuck);
 }
 
 #[test]
@@ -563,13 +554,19 @@ fn ipv6_affinity_follows_endpoints(lab: &Lab) {
     let stuck = by.into_iter().next().expect("one");
     let kept = if stuck == "pod2" { 3 } else { 2 };
     api.update_slice_v6("sticky6", TCP, &[local(&pod(kept)), local(&pod(4))]);
+    moves_off(client, &addr, &stuck);
+}
+
+/// `client`'s connections to `addr` leave the endpoint `stuck` (which left the Service, its pod
+/// still answering) and stick to one other.
+fn moves_off(client: &svcnet_netns::Netns, addr: &str, stuck: &str) {
     let r = wait_for(
-        "the IPv6 client sent away from the gone endpoint",
+        "the client sent away from the gone endpoint",
         Duration::from_secs(20),
         || {
-            let r = request(client, "tcp", &addr, 10, None);
+            let r = request(client, "tcp", addr, 10, None);
             let by = answered_by(&r);
-            (r.iter().all(|r| !r.starts_with("ERR")) && !by.contains(&stuck)).then_some(r)
+            (r.iter().all(|r| !r.starts_with("ERR")) && !by.contains(stuck)).then_some(r)
         },
     );
     assert_eq!(answered_by(&r).len(), 1, "and sticks to its new one: {r:?}");
