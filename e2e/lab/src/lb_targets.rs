@@ -30,7 +30,7 @@ pub struct Target {
     pub ip: String,
     pub members: Vec<Hop>,
     /// Normalized checks: `name` (`<collection>/<name>`), `port`, `requestPath`, `timeoutSec`,
-    /// `healthyThreshold`, `unhealthyThreshold`.
+    /// `checkIntervalSec`, `healthyThreshold`, `unhealthyThreshold`.
     pub checks: Vec<Value>,
     /// The backend service's `localityLbPolicy` is `WEIGHTED_MAGLEV`: new connections split by the
     /// weight each member's check answers with (`X-Load-Balancing-Endpoint-Weight`).
@@ -97,6 +97,7 @@ fn normalize(collection: &str, hc: &Value) -> Value {
         "port": http["port"].as_u64().unwrap_or(80),
         "requestPath": http["requestPath"].as_str().unwrap_or("/"),
         "timeoutSec": hc["timeoutSec"],
+        "checkIntervalSec": hc["checkIntervalSec"],
         "healthyThreshold": hc["healthyThreshold"],
         "unhealthyThreshold": hc["unhealthyThreshold"],
     })

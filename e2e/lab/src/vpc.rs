@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::Value;
@@ -206,7 +206,7 @@ pub(crate) fn wanted_routes(
                 if let Some(w) = weight {
                     weights.insert(key, w);
                 }
-                health.observe(mip, h, passed)
+                health.observe(mip, h, passed, Instant::now())
             })
         });
         let mut hops = weigh(&t, hops, &weights);

@@ -29,8 +29,8 @@ fn internal_state() -> Value {
         }],
         "healthChecks": [{
             "name": "k8s-c1-node", "selfLink": format!("{P}/global/healthChecks/k8s-c1-node"),
-            "type": "HTTP", "timeoutSec": 1, "healthyThreshold": 1, "unhealthyThreshold": 3,
-            "httpHealthCheck": {"port": 10256, "requestPath": "/healthz"}
+            "type": "HTTP", "timeoutSec": 1, "checkIntervalSec": 8, "healthyThreshold": 1,
+            "unhealthyThreshold": 3, "httpHealthCheck": {"port": 10256, "requestPath": "/healthz"}
         }],
         // A legacy check of the same name (the external LBs' one) must stay a separate check.
         "httpHealthChecks": [{"name": "k8s-c1-node", "port": 9999, "requestPath": "/legacy"}],
@@ -63,6 +63,10 @@ fn internal_rule_goes_to_the_backend_services_group_members_with_its_check() {
     );
     assert_eq!(hc["requestPath"], "/healthz");
     assert_eq!(hc["unhealthyThreshold"], 3);
+    assert_eq!(
+        hc["checkIntervalSec"], 8,
+        "the checker needs GCE's probe interval"
+    );
 }
 
 #[test]
