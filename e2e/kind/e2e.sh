@@ -40,7 +40,11 @@ finish() {
     failed=$((failed + 1))
     echo "==== step $STEP FAILED: $CURRENT ($(elapsed) s, exit $rc)"
   fi
-  if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then diagnose || true; fi
+  if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then
+    diagnose || true
+    [ -z "$CURRENT" ] || echo "==== step $STEP FAILED: $CURRENT"
+    [ ! -s "$WORK/why" ] || tail -n 8 "$WORK/why"
+  fi
   # Load generators a failed step left running (some sit in node namespaces, outside the engine's); a pid
   # is killed only while it is still one of them (its command line names this run's work directory).
   local p

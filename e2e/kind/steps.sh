@@ -2,13 +2,17 @@
 
 # retry SECONDS CMD...: CMD until it succeeds or SECONDS pass.
 retry() {
-  local until=$(($(date +%s) + $1))
+  local secs=$1 until=$(($(date +%s) + $1))
   shift
   until "$@"; do
-    [ "$(date +%s)" -lt "$until" ] || return 1
+    [ "$(date +%s)" -lt "$until" ] || { why "gave up after $secs s: $*"; return 1; }
     sleep 1
   done
 }
+
+# why LINE: a failure's reason, printed now and again after the diagnosis, at the end of the run's output
+# (where a CI log's tail shows it).
+why() { echo "$*" | tee -a "$WORK/why"; }
 
 build_all() {
   command -v go >/dev/null 2>&1 || PATH="$PATH:/usr/local/go/bin"
@@ -180,13 +184,18 @@ load_stop() {
   touch "$WORK/$1.stop"
   retry 30 grep -q new_ok "$WORK/$1.out"
   grep new_ok "$WORK/$1.out"
-  python3 - "$WORK/$1.out" <<'PY'
+  if python3 - "$WORK/$1.out" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 bad = sum(r["new_failed"] for r in rows)
 print(f"{sum(r['new_ok'] for r in rows)} ok, {bad} failed")
 sys.exit(1 if bad or not rows else 0)
 PY
+  then
+    return 0
+  fi
+  why "load $1: $(grep new_ok "$WORK/$1.out" | tail -n 1 | cut -c1-600)"
+  return 1
 }
 
 rollout_restart() {
