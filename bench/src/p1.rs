@@ -171,7 +171,7 @@ fn load_nftables(n: usize, ips: &[Ipv4Addr], eps: usize) -> Result<Loaded, Bench
     let state = state_of(n, ips, eps)?;
     let t = Instant::now();
     let inputs = nft::Inputs::new(&state, synth::node(), RenderConfig::default());
-    let tx = nft::full(inputs, &Existing::default(), false);
+    let tx = nft::full(inputs, &Existing::default(), nft::Start::Over);
     let render_time = t.elapsed();
     let lab = Lab::start(&format!("p1-nft{n}-{eps}"))?;
     let path = std::path::Path::new("/run/netns").join(&lab.ns.name);

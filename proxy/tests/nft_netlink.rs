@@ -202,7 +202,7 @@ fn a_netlink_batch_leaves_the_kernel_as_nft_f_does() {
         for ns in [&by_nft, &by_netlink] {
             let _ = ns.run(&["nft", "delete", "table", fam(family), "kube-proxy"]);
         }
-        let tx = nft::full(ruleset, &Existing::default(), false);
+        let tx = nft::full(ruleset, &Existing::default(), nft::Start::Over);
         let (ok, _, err) = by_nft.exec(&["nft", "-f", "-"], &tx.text());
         assert!(ok, "{what}: nft -f: {err}");
         netlink_load(&by_netlink, &tx).unwrap_or_else(|e| panic!("{what}: netlink: {e}"));
@@ -274,11 +274,11 @@ fn a_streamed_full_sync_over_an_existing_table_ends_as_a_fresh_load() {
         for ns in [&old, &fresh] {
             let _ = ns.run(&["nft", "delete", "table", fam(family), "kube-proxy"]);
         }
-        let load = nft::full(before.clone(), &Existing::default(), false);
+        let load = nft::full(before.clone(), &Existing::default(), nft::Start::Over);
         netlink_load(&old, &load).unwrap_or_else(|e| panic!("{was}: {e}"));
         let listing = old.ok(&["nft", "-t", "list", "table", fam(family), "kube-proxy"]);
         let existing = svcnet_proxy::nftables::kernel::parse_listing(&listing);
-        let tx = nft::full(after.clone(), &existing, false);
+        let tx = nft::full(after.clone(), &existing, nft::Start::Over);
         let path = Path::new("/run/netns").join(old.name());
         let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
         let batches = tx.batches(40);
@@ -290,7 +290,7 @@ fn a_streamed_full_sync_over_an_existing_table_ends_as_a_fresh_load() {
                 .apply(&batch)
                 .unwrap_or_else(|e| panic!("{was} -> {what}: {e}"));
         }
-        let whole = nft::full(after.clone(), &Existing::default(), false);
+        let whole = nft::full(after.clone(), &Existing::default(), nft::Start::Over);
         let (ok, _, err) = fresh.exec(&["nft", "-f", "-"], &whole.text());
         assert!(ok, "{what}: {err}");
         // Compared as nft_transactions.rs does: objects sorted (a table that grew lists them in
@@ -455,5 +455,95 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
     assert!(
         kept >= 10,
         "replacements over an earlier table keep its hooked chains: {kept}"
+    );
+}
+
+/// The upstream layout's full sync over a table the maps layout wrote (a node switching layouts):
+/// one netlink batch that clears the table around its hooks and writes it again. The kernel keeps
+/// the table and every hooked chain (the same handles: no hook is registered twice, so no packet
+/// crosses the commit between an old and a new one), and then holds what a fresh load holds.
+#[test]
+fn the_upstream_layout_over_a_maps_table_keeps_its_hooks_and_ends_as_a_fresh_load() {
+    use svcnet_proxy::nftables::render::maps::{self, MapsChange, nft_loadable};
+    let (Some(switched), Some(fresh)) = (
+        svcnet_netns::netns_or_skip("nftnlS"),
+        svcnet_netns::netns_or_skip("nftnlF"),
+    ) else {
+        return;
+    };
+    let path = Path::new("/run/netns").join(switched.name());
+    let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
+    let (mut tables, mut kept) = (0, 0);
+    for (what, argv) in argvs() {
+        let mut maps_argv = argv.clone();
+        maps_argv.extend(["--nftables-layout".to_string(), "maps".to_string()]);
+        let (family, state, node, cfg) = inputs(&what, maps_argv);
+        for ns in [&switched, &fresh] {
+            let _ = ns.run(&["nft", "delete", "table", fam(family), "kube-proxy"]);
+        }
+        let text = MapsChange::Replace.text(&maps::render(&state, &node, &cfg));
+        let (ok, _, err) = switched.exec(&["nft", "-f", "-"], &nft_loadable(&text).0);
+        assert!(ok, "{what}: the maps table: {err}");
+        let listing = switched.ok(&["nft", "-t", "list", "table", fam(family), "kube-proxy"]);
+        let existing = svcnet_proxy::nftables::kernel::parse_listing(&listing);
+        assert!(
+            existing.sets.contains(&maps::Group::Addr.map()),
+            "{what}: not a maps table"
+        );
+        let before = socket.table_objects(family).expect("objects").expect("a table");
+        let table_handle = || {
+            let (_, t, _) = switched.exec(&["nft", "-a", "list", "table", fam(family), "kube-proxy"], "");
+            t.lines().next().map(str::to_string)
+        };
+        let handle_before = table_handle();
+
+        let (_, state, node, cfg) = inputs(&what, argv);
+        let upstream = nft::Inputs::new(&state, node, cfg);
+        let tx = nft::full(upstream.clone(), &existing, nft::Start::Cleared);
+        let batches = tx.batches(40);
+        assert_eq!(
+            batches.len(),
+            1,
+            "{what}: clearing and refilling must be one batch"
+        );
+        let batch = netlink::encode(family, batches[0], tx.sets(), socket.next_start())
+            .unwrap_or_else(|e| panic!("{what}: encode: {e}"));
+        socket
+            .apply(&batch)
+            .unwrap_or_else(|e| panic!("{what}: netlink: {e}"));
+
+        assert_eq!(table_handle(), handle_before, "{what}: the table was re-created");
+        let after = socket.table_objects(family).expect("objects").expect("a table");
+        for c in before.chains.iter().filter(|c| c.hooked) {
+            let now = after.chains.iter().find(|a| a.name == c.name);
+            assert_eq!(
+                now.map(|n| n.handle),
+                Some(c.handle),
+                "{what}: {} deleted or re-registered",
+                c.name
+            );
+            kept += 1;
+        }
+        let whole = nft::full(upstream, &Existing::default(), nft::Start::Over);
+        let (ok, _, err) = fresh.exec(&["nft", "-f", "-"], &whole.text());
+        assert!(ok, "{what}: {err}");
+        let (a, b) = (
+            common::nft_listing(&switched, fam(family)),
+            common::nft_listing(&fresh, fam(family)),
+        );
+        assert!(
+            a == b,
+            "{what}: the switched table differs from a fresh load\n{}",
+            diff(
+                &b.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"),
+                &a.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+            )
+        );
+        tables += 1;
+    }
+    println!("{tables} maps tables switched to the upstream layout in place; {kept} hooked chains kept");
+    assert!(
+        kept >= 8 * 10,
+        "every hooked chain of every table is kept: {kept}"
     );
 }

@@ -204,14 +204,14 @@ fn check(
         let next = render(step, node_ip);
         let tx = if n == 0 {
             let existing = existing(incremental);
-            nft::full(next.clone(), &existing, false)
+            nft::full(next.clone(), &existing, nft::Start::Over)
         } else {
             nft::partial(&applied, next.clone())
         };
         apply_tx(incremental, &tx, via)?;
         applied.commit(tx);
 
-        let whole = nft::full(next, &Existing::default(), true);
+        let whole = nft::full(next, &Existing::default(), nft::Start::Recreated);
         apply(fresh, &whole.text())?;
         let (a, b) = (
             common::nft_listing(incremental, "ip"),

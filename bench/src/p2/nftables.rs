@@ -41,7 +41,7 @@ fn nft_sync(
     let t = Instant::now();
     let inputs = nft::Inputs::new(state, synth::node(), cfg.clone());
     if first && let NftWriter::Netlink(socket, batch) = writer {
-        let mut stream = nft::FullStream::new(inputs, Existing::default(), false);
+        let mut stream = nft::FullStream::new(inputs, Existing::default(), nft::Start::Over);
         svcnet_proxy::nftables::kernel::write_stream(socket, &mut stream, *batch, None, None)
             .map_err(|e| BenchError::Check(format!("netlink stream: {e}")))?;
         let restore = t.elapsed();
@@ -58,7 +58,7 @@ fn nft_sync(
     }
     let tx = match first {
         false => nft::partial(applied, inputs),
-        true => nft::full(inputs, &Existing::default(), false),
+        true => nft::full(inputs, &Existing::default(), nft::Start::Over),
     };
     let render = t.elapsed();
     if tx.ops.is_empty() {

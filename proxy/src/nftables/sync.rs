@@ -3,8 +3,9 @@
 //!
 //! Full, as upstream's nftables proxier: the first sync, the sync after a failure and one per hour
 //! (not in large clusters, as the iptables mode) declare everything and remove the table's stale
-//! chains and sets. Two failed full transactions in a row make the next one recreate the table (in
-//! one batch, so there is no moment without rules): an object whose definition nft cannot change in
+//! chains and sets. Two failed full transactions in a row make the next one clear the table but for
+//! its hooked chains and write it again (in one batch, so there is no moment without rules; deleting
+//! the table instead if the kernel refuses that): an object whose definition nft cannot change in
 //! place then stops blocking every sync, while a passing failure (a batch refused once) is retried
 //! by a streamed full sync, not a one-batch reload of the whole table. Every other sync writes only
 //! what changed.
@@ -14,11 +15,11 @@ use std::time::Instant;
 use super::kernel::{Nft, Writer};
 use super::maps_sync::MapsSync;
 use super::render::{self as nft, Applied};
-use crate::config::NftLayout;
+use crate::config::{NftLayout, RenderConfig};
 use crate::conntrack;
 use crate::exec::ToolError;
 use crate::metrics::{Metrics, family_labels};
-use crate::model::{Family, ModelCache, ProxyState};
+use crate::model::{Family, ModelCache, NodeFacts, ProxyState};
 use crate::sync::{
     FullReason, FullSchedule, Outcome, RenderStats, Settings, Snapshot, SyncError, SyncRun, debug_path,
     reconcile_conntrack,
@@ -85,23 +86,24 @@ impl NftFamilySync {
                 )
                 .await
         } else {
-            let inputs = nft::Inputs::new(self.model.state(), node, cfg);
             match full {
                 Some(_) => {
-                    let recreate = self.failed_fulls.recreate();
-                    let existing = if recreate {
-                        nft::Existing::default()
-                    } else {
-                        self.nft.existing().await.inspect_err(|_| {
+                    let failed_twice = self.failed_fulls.recreate();
+                    let existing = match self.nft.existing().await {
+                        Ok(existing) => Some(existing),
+                        Err(_) if failed_twice => None,
+                        Err(err) => {
                             metrics.nft_sync_failures.get_or_create(&labels).inc();
-                        })?
+                            return Err(err.into());
+                        }
                     };
-                    // A table the maps layout wrote (a node switching layouts) is replaced in one
-                    // batch: streamed over it, upstream's dispatch would be live before its elements.
-                    let recreate = recreate || existing.sets.contains(&nft::maps::Group::Addr.map());
-                    self.write_full(inputs, existing, recreate, settings, seq).await
+                    self.write_upstream_full(&node, &cfg, existing, failed_twice, settings, seq)
+                        .await
                 }
-                None => self.write_partial(inputs, settings, seq).await,
+                None => {
+                    let inputs = nft::Inputs::new(self.model.state(), node, cfg);
+                    self.write_partial(inputs, settings, seq).await
+                }
             }
         };
         let payload_len = match count_write(written, metrics, &labels) {
@@ -166,17 +168,70 @@ impl NftFamilySync {
         written
     }
 
-    /// Everything over what the table has (`existing`), streamed; or, with `recreate`, the table
-    /// deleted and written again in one batch.
-    async fn write_full(
+    /// The upstream layout's full sync over what the table has (`existing`; none: it could not be
+    /// listed). Streamed, but in one batch that clears the table around its hooks after two failed
+    /// full syncs in a row, or over a table the maps layout wrote (a node switching layouts:
+    /// streamed over it, upstream's dispatch would be live before its elements). A clearing batch
+    /// the kernel refuses is sent again as a recreation of the table.
+    async fn write_upstream_full(
         &mut self,
-        inputs: nft::Inputs,
-        existing: nft::Existing,
-        recreate: bool,
+        node: &NodeFacts,
+        cfg: &RenderConfig,
+        existing: Option<nft::Existing>,
+        failed_twice: bool,
         settings: &Settings,
         seq: u64,
     ) -> Written {
-        let stream = nft::FullStream::new(inputs, existing, recreate);
+        let Some(existing) = existing else {
+            return self
+                .write_full(
+                    node,
+                    cfg,
+                    nft::Existing::default(),
+                    nft::Start::Recreated,
+                    settings,
+                    seq,
+                )
+                .await;
+        };
+        if !failed_twice && !existing.sets.contains(&nft::maps::Group::Addr.map()) {
+            return self
+                .write_full(node, cfg, existing, nft::Start::Over, settings, seq)
+                .await;
+        }
+        match self
+            .write_full(node, cfg, existing, nft::Start::Cleared, settings, seq)
+            .await
+        {
+            Err(error) => {
+                tracing::warn!(%error, "clearing the table around its hooks failed; recreating it");
+                self.write_full(
+                    node,
+                    cfg,
+                    nft::Existing::default(),
+                    nft::Start::Recreated,
+                    settings,
+                    seq,
+                )
+                .await
+            }
+            ok => ok,
+        }
+    }
+
+    /// Everything from `existing` as `start` says, streamed (in one batch when `start` clears or
+    /// recreates the table).
+    async fn write_full(
+        &mut self,
+        node: &NodeFacts,
+        cfg: &RenderConfig,
+        existing: nft::Existing,
+        start: nft::Start,
+        settings: &Settings,
+        seq: u64,
+    ) -> Written {
+        let inputs = nft::Inputs::new(self.model.state(), node.clone(), cfg.clone());
+        let stream = nft::FullStream::new(inputs, existing, start);
         let debug = settings
             .payload_dir
             .as_ref()
@@ -200,7 +255,7 @@ impl FailedFulls {
         self.0 = if full { self.0.saturating_add(1) } else { 0 };
     }
 
-    /// The next full sync deletes and recreates the table.
+    /// The next full sync writes the table in one batch from nothing but its hooked chains.
     fn recreate(self) -> bool {
         self.0 >= 2
     }

@@ -14,10 +14,26 @@ use super::service::Ctx;
 use super::transaction::{Existing, Part, Stats, Transaction, add_rules};
 use super::{Inputs, Set, endpoints};
 
+/// How a full transaction starts from the table the kernel holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Over the table's objects, streamed: each declared, emptied and refilled, the stale ones
+    /// removed at the end.
+    Over,
+    /// One batch that first clears the table but for its hooked chains (every chain's rules
+    /// flushed, every set and map and every other chain deleted), then declares everything anew:
+    /// a table another layout wrote, or after two failed full syncs. The hooks stay registered, so
+    /// no packet crosses the commit between an old hook and a new one.
+    Cleared,
+    /// One batch that deletes the table first: when the kernel refuses [`Start::Cleared`] (a kept
+    /// chain whose hook was defined otherwise), or the table cannot be listed.
+    Recreated,
+}
+
 /// Everything, from whatever the kernel holds, collected into one transaction (tests, benches, the
 /// `nft -f` path); the daemon streams [`FullStream`] instead.
-pub fn full(next: Inputs, existing: &Existing, recreate: bool) -> Transaction {
-    let mut stream = FullStream::new(next, existing.clone(), recreate);
+pub fn full(next: Inputs, existing: &Existing, start: Start) -> Transaction {
+    let mut stream = FullStream::new(next, existing.clone(), start);
     let (mut ops, mut splits) = (Vec::new(), Vec::new());
     while let Some(group) = stream.next_group() {
         ops.extend(group);
@@ -70,7 +86,9 @@ enum Phase {
 pub struct FullStream {
     inputs: Inputs,
     base: Base,
-    recreate: bool,
+    start: Start,
+    /// What [`Start::Cleared`] clears first.
+    clear: Existing,
     /// What the kernel holds and has not been declared yet: stale at the end.
     stale: Existing,
     /// Sets the table has that get their elements replaced.
@@ -82,15 +100,21 @@ pub struct FullStream {
 }
 
 impl FullStream {
-    /// `recreate` deletes the table first (in the same batch, so no packet sees it missing): the
-    /// way out when an object exists with a definition nft cannot change in place.
-    pub fn new(inputs: Inputs, existing: Existing, recreate: bool) -> FullStream {
+    /// `existing` is what the table holds (nothing for [`Start::Recreated`]).
+    pub fn new(inputs: Inputs, existing: Existing, start: Start) -> FullStream {
+        // After a table is cleared or deleted nothing but hooks exists: nothing to empty, nothing
+        // stale.
+        let (clear, stale) = match start {
+            Start::Over => (Existing::default(), existing),
+            Start::Cleared => (existing, Existing::default()),
+            Start::Recreated => (Existing::default(), Existing::default()),
+        };
         FullStream {
             base: base::base(&inputs.node, &inputs.cfg),
             inputs,
-            recreate,
-            // After a table is deleted nothing exists: nothing to empty, nothing stale.
-            stale: if recreate { Existing::default() } else { existing },
+            start,
+            clear,
+            stale,
             to_flush: Vec::new(),
             index: ElementIndex::default(),
             no_local: NoLocal::default(),
@@ -99,9 +123,9 @@ impl FullStream {
         }
     }
 
-    /// Deleting and recreating the table must be one batch: in between there are no rules.
+    /// Clearing or recreating the table must be one batch: in between there are no rules.
     pub fn one_batch(&self) -> bool {
-        self.recreate
+        self.start != Start::Over
     }
 
     pub fn family(&self) -> crate::model::Family {
@@ -119,8 +143,10 @@ impl FullStream {
         match self.phase {
             Phase::Table => {
                 ops.push(Op::AddTable);
-                if self.recreate {
-                    ops.extend([Op::DeleteTable, Op::AddTable]);
+                match self.start {
+                    Start::Over => {}
+                    Start::Cleared => self.clear(&mut ops),
+                    Start::Recreated => ops.extend([Op::DeleteTable, Op::AddTable]),
                 }
                 self.phase = Phase::Base;
             }
@@ -225,6 +251,27 @@ impl FullStream {
         more.then(|| last.cloned()).flatten()
     }
 
+    /// The table emptied but for the hooked chains the base declares again: rules first (nothing
+    /// then refers to a set or another chain), then the sets and maps (a verdict map refers to
+    /// chains), then the other chains.
+    fn clear(&mut self, ops: &mut Vec<Op>) {
+        let Existing { chains, sets } = std::mem::take(&mut self.clear);
+        ops.extend(chains.iter().map(|c| Op::FlushChain(c.clone())));
+        for name in sets {
+            ops.push(Op::DeleteSet { name, is_map: false });
+        }
+        let hooked = |name: &str| {
+            self.base
+                .chains
+                .iter()
+                .any(|c| c.hook.is_some() && c.name == name)
+        };
+        for c in chains.into_iter().filter(|c| !hooked(c)) {
+            ops.push(Op::DeleteChain(c));
+            self.stats.chains_deleted += 1;
+        }
+    }
+
     /// Stale chains emptied first (they may jump to each other), then deleted, then stale sets.
     fn remove_stale(&mut self, ops: &mut Vec<Op>) {
         let Existing { chains, sets } = std::mem::take(&mut self.stale);
@@ -239,6 +286,6 @@ impl FullStream {
         for name in sets {
             ops.push(Op::DeleteSet { name, is_map: false });
         }
-        self.stats.chains_deleted = chains.len();
+        self.stats.chains_deleted += chains.len();
     }
 }

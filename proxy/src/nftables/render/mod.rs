@@ -28,7 +28,7 @@ use crate::config::RenderConfig;
 use crate::model::{Endpoints, Family, NodeFacts, ProxyState, ServicePort, ServicePortName};
 
 pub use applied::{Applied, NoLocal};
-pub use full::{FullStream, full};
+pub use full::{FullStream, Start, full};
 pub use op::Op;
 pub use service::ServiceObjects;
 pub use text::{COMMENT_MAX, comment_text, ops_text, quote};

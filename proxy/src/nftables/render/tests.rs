@@ -553,7 +553,7 @@ fn two_services(b_eps: &[(&str, &str, &str)]) -> Inputs {
 
 fn applied(r: &Inputs) -> Applied {
     let mut a = Applied::default();
-    a.commit(full(r.clone(), &Existing::default(), false));
+    a.commit(full(r.clone(), &Existing::default(), Start::Over));
     a
 }
 
@@ -644,7 +644,7 @@ fn a_full_transaction_removes_stale_chains_and_sets_after_emptying_them() {
         .into(),
         sets: ["affinity-OLD".to_string()].into(),
     };
-    let tx = full(r, &existing, false);
+    let tx = full(r, &existing, Start::Over);
     let text = tx.text();
     let lines: Vec<&str> = text.lines().collect();
     let pos = |l: &str| {
@@ -662,12 +662,61 @@ fn a_full_transaction_removes_stale_chains_and_sets_after_emptying_them() {
             < pos("delete set ip kube-proxy affinity-OLD")
     );
     assert!(!tx.text().contains("delete chain ip kube-proxy services\n"));
-    let recreated = full(two_services(&[]), &existing, true);
+    let recreated = full(two_services(&[]), &existing, Start::Recreated);
     assert!(recreated.text().contains("delete table ip kube-proxy\n"));
     assert!(
         !recreated.text().contains("flush "),
         "a new table has nothing to empty"
     );
+}
+
+/// A table another layout wrote (or after two failed full syncs) is cleared in the batch that
+/// writes it again, but for the hooked chains the new one declares: their hooks stay registered.
+#[test]
+fn a_cleared_full_transaction_keeps_only_the_hooked_chains() {
+    let existing = Existing {
+        chains: [
+            "nat-prerouting".to_string(),
+            "filter-input".to_string(),
+            "maps-only-hooked".to_string(),
+            "service-OLD-default/gone/tcp/".to_string(),
+        ]
+        .into(),
+        sets: ["service-ips".to_string(), "affinity-OLD".to_string()].into(),
+    };
+    let tx = full(two_services(&[]), &existing, Start::Cleared);
+    let text = tx.text();
+    let lines: Vec<&str> = text.lines().collect();
+    let pos = |l: &str| {
+        lines
+            .iter()
+            .position(|x| x.starts_with(l))
+            .unwrap_or_else(|| panic!("no {l:?} in\n{text}"))
+    };
+    assert!(!text.contains("delete table"), "{text}");
+    for c in &existing.chains {
+        assert!(pos(&format!("flush chain ip kube-proxy {c}")) < pos("delete set ip kube-proxy service-ips"));
+    }
+    for c in ["maps-only-hooked", "service-OLD-default/gone/tcp/"] {
+        assert!(
+            pos("delete set ip kube-proxy affinity-OLD") < pos(&format!("delete chain ip kube-proxy {c}"))
+        );
+    }
+    for c in ["nat-prerouting", "filter-input"] {
+        assert!(
+            !text.contains(&format!("delete chain ip kube-proxy {c}\n")),
+            "{c} is hooked in the new table too: kept"
+        );
+    }
+    // Everything is then declared as in a new table: the set the clearing deleted is added back
+    // after it, and nothing kept is emptied twice.
+    assert!(pos("delete set ip kube-proxy service-ips") < pos("add map ip kube-proxy service-ips "));
+    assert_eq!(
+        text.matches("flush chain ip kube-proxy nat-prerouting\n").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(tx.batches(40).len(), 1, "clearing and refilling is one batch");
 }
 
 /// A full sync over a table that has everything, cut into small batches: every chain's flush and
@@ -695,7 +744,7 @@ fn a_full_transaction_splits_only_where_no_chain_is_left_empty() {
         sets: r.sets().iter().map(|s| s.name.clone()).collect(),
     };
     let chains: Vec<String> = r.chains().iter().map(|c| c.name.clone()).collect();
-    let tx = full(inputs, &existing, false);
+    let tx = full(inputs, &existing, Start::Over);
     let batches = tx.batches(40);
     assert!(batches.len() > 5, "{} batches", batches.len());
     assert_eq!(batches.iter().map(|b| b.len()).sum::<usize>(), tx.ops.len());
@@ -735,7 +784,7 @@ fn a_full_transaction_splits_only_where_no_chain_is_left_empty() {
         assert!(pick.is_some() && ep < pick, "{c}");
     }
     // Recreating the table is one batch.
-    let recreated = full(two_services(&[]), &existing, true);
+    let recreated = full(two_services(&[]), &existing, Start::Recreated);
     assert_eq!(recreated.batches(40).len(), 1);
 }
 
@@ -756,7 +805,7 @@ fn a_first_load_cuts_elements_into_small_groups() {
     }
     let inputs = inputs_yaml(&yaml, &cfg());
     let is_element = |op: &Op| matches!(op, Op::AddElement(_));
-    let first = full(inputs.clone(), &Existing::default(), false);
+    let first = full(inputs.clone(), &Existing::default(), Start::Over);
     let elements = first.ops.iter().filter(|op| is_element(op)).count();
     assert!(elements >= 1200, "{elements} elements");
     let batches = first.batches(1100);
@@ -768,7 +817,7 @@ fn a_first_load_cuts_elements_into_small_groups() {
         chains: r.chains().iter().map(|c| c.name.clone()).collect(),
         sets: r.sets().iter().map(|s| s.name.clone()).collect(),
     };
-    let over = full(inputs, &existing, false);
+    let over = full(inputs, &existing, Start::Over);
     let with_elements = over
         .batches(1100)
         .iter()

@@ -2,7 +2,7 @@ use super::*;
 use crate::config::Layout;
 use crate::fixtures::{cfg, node};
 use crate::model::{Family, ProxyState};
-use crate::nftables::render::{Existing, Inputs, full};
+use crate::nftables::render::{Existing, Inputs, Start, full};
 use crate::offline::input::parse_objects;
 
 /// Service `name` with `spec`, and one slice with endpoints (address, node) on port 8080.
@@ -41,7 +41,7 @@ fn upstream(state: &ProxyState) -> NoLocal {
     full(
         Inputs::new(state, node(), cfg(Layout::Flat)),
         &Existing::default(),
-        false,
+        Start::Over,
     )
     .no_local()
 }
