@@ -613,8 +613,13 @@ fn holds(table: &str, layout: Layout) -> bool {
     }
 }
 
+/// Connects of the 6000 one client makes that may time out in each half: sequential connects at this
+/// rate time out now and then with one table loaded and nothing written (3 in 24,522 measured,
+/// docs/nftables-maps.md, "The daemon"). A gap in the rules shows as a refused connect (no DNAT: the
+/// node's stack or the cluster IPs' reject answers), which is never allowed.
+const BACKGROUND_TIMEOUTS: usize = 2;
+
 #[test]
-#[ignore = "a connection is sometimes refused while a replacement is written, or a NodePort connection times out after it; causes not found (docs/nftables-maps.md, The daemon); run with --ignored"]
 fn nftables_layout_switch_on_a_live_node_has_no_gap_and_no_leftovers() {
     const COUNT: usize = 6000;
     let Some(mut lab) = Lab::start("nftswitch", nft_opts(2, Layout::Upstream)) else {
@@ -671,8 +676,15 @@ fn nftables_layout_switch_on_a_live_node_has_no_gap_and_no_leftovers() {
                 .enumerate()
                 .filter(|(_, r)| r.starts_with("ERR"))
                 .collect();
+            let timeouts = failed
+                .iter()
+                .filter(|(_, r)| r.starts_with("ERR timeout"))
+                .count();
+            if timeouts > 0 {
+                println!("{from:?} -> {to:?}, {what}: {timeouts} connects timed out: {failed:?}");
+            }
             assert!(
-                failed.is_empty(),
+                timeouts == failed.len() && timeouts <= BACKGROUND_TIMEOUTS,
                 "{from:?} -> {to:?}, {what}: {failed:?}; unfinished flows:\n{}\nconntrack stats:\n{}\nlog:\n{}",
                 unfinished(&lab),
                 lab.node.ok(&["conntrack", "-S"]),
@@ -684,4 +696,43 @@ fn nftables_layout_switch_on_a_live_node_has_no_gap_and_no_leftovers() {
         assert!(holds(&t, to), "{to:?} after the switch:\n{t}");
         assert!(!holds(&t, from), "{from:?} left behind:\n{t}");
     }
+}
+
+/// A table whose hooked chain the upstream layout cannot declare again in place (a maps-layout table
+/// whose `nat-prerouting` hooks elsewhere): the batch that clears the table around its hooks is
+/// refused, and the sync falls back to recreating the table, so the node is not left unsynced.
+#[test]
+fn a_table_whose_hooks_cannot_be_kept_is_recreated() {
+    let Some(mut lab) = Lab::start("nftclear", nft_opts(1, Layout::Upstream)) else {
+        return;
+    };
+    let api = lab.api();
+    let web = api.service("web", web_spec());
+    let web_addr = format!("{}:80", cluster_ip(&web));
+    api.slice("web", TCP, &[local("10.244.1.10")]);
+    wait_for("web answers", Duration::from_secs(20), || {
+        request(&lab.node, "tcp", &web_addr, 1, None)[0]
+            .starts_with("pod1")
+            .then_some(())
+    });
+    lab.stop_proxy();
+    let odd = "delete table ip kube-proxy\nadd table ip kube-proxy\n\
+               add map ip kube-proxy eps { type ipv4_addr : ipv4_addr; }\n\
+               add chain ip kube-proxy nat-prerouting { type filter hook input priority 0; }\n";
+    let (ok, _, err) = lab.node.exec(&["nft", "-f", "-"], odd);
+    assert!(ok, "{err}");
+    lab.start_proxy();
+    wait_for("web answers again", Duration::from_secs(30), || {
+        request(&lab.node, "tcp", &web_addr, 1, None)[0]
+            .starts_with("pod1")
+            .then_some(())
+    });
+    let log = lab.log("proxy.log");
+    assert!(
+        log.contains("clearing the table around its hooks failed; recreating it"),
+        "the clearing batch was not refused, or not retried:\n{log}"
+    );
+    let t = table(&lab);
+    assert!(holds(&t, Layout::Upstream) && !holds(&t, Layout::Maps), "{t}");
+    assert!(t.contains("type nat hook prerouting priority dstnat"), "{t}");
 }

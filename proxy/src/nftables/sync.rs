@@ -182,40 +182,19 @@ impl NftFamilySync {
         settings: &Settings,
         seq: u64,
     ) -> Written {
-        let Some(existing) = existing else {
-            return self
-                .write_full(
-                    node,
-                    cfg,
-                    nft::Existing::default(),
-                    nft::Start::Recreated,
-                    settings,
-                    seq,
-                )
-                .await;
+        let start = match &existing {
+            None => nft::Start::Recreated,
+            Some(e) if failed_twice || e.sets.contains(&nft::maps::Group::Addr.map()) => nft::Start::Cleared,
+            Some(_) => nft::Start::Over,
         };
-        if !failed_twice && !existing.sets.contains(&nft::maps::Group::Addr.map()) {
-            return self
-                .write_full(node, cfg, existing, nft::Start::Over, settings, seq)
-                .await;
-        }
-        match self
-            .write_full(node, cfg, existing, nft::Start::Cleared, settings, seq)
-            .await
-        {
-            Err(error) => {
+        let existing = existing.unwrap_or_default();
+        match self.write_full(node, cfg, existing, start, settings, seq).await {
+            Err(error) if start == nft::Start::Cleared => {
                 tracing::warn!(%error, "clearing the table around its hooks failed; recreating it");
-                self.write_full(
-                    node,
-                    cfg,
-                    nft::Existing::default(),
-                    nft::Start::Recreated,
-                    settings,
-                    seq,
-                )
-                .await
+                let (none, again) = (nft::Existing::default(), nft::Start::Recreated);
+                self.write_full(node, cfg, none, again, settings, seq).await
             }
-            ok => ok,
+            written => written,
         }
     }
 
