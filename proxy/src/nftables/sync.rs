@@ -87,19 +87,7 @@ impl NftFamilySync {
                 .await
         } else {
             match full {
-                Some(_) => {
-                    let failed_twice = self.failed_fulls.recreate();
-                    let existing = match self.nft.existing().await {
-                        Ok(existing) => Some(existing),
-                        Err(_) if failed_twice => None,
-                        Err(err) => {
-                            metrics.nft_sync_failures.get_or_create(&labels).inc();
-                            return Err(err.into());
-                        }
-                    };
-                    self.write_upstream_full(&node, &cfg, existing, failed_twice, settings, seq)
-                        .await
-                }
+                Some(_) => self.write_upstream_full(&node, &cfg, settings, seq).await,
                 None => {
                     let inputs = nft::Inputs::new(self.model.state(), node, cfg);
                     self.write_partial(inputs, settings, seq).await
@@ -168,20 +156,25 @@ impl NftFamilySync {
         written
     }
 
-    /// The upstream layout's full sync over what the table has (`existing`; none: it could not be
-    /// listed). Streamed, but in one batch that clears the table around its hooks after two failed
-    /// full syncs in a row, or over a table the maps layout wrote (a node switching layouts:
-    /// streamed over it, upstream's dispatch would be live before its elements). A clearing batch
-    /// the kernel refuses is sent again as a recreation of the table.
+    /// The upstream layout's full sync over what the table has (a terse listing). Streamed, but in
+    /// one batch that clears the table around its hooks after two failed full syncs in a row, or
+    /// over a table the maps layout wrote (a node switching layouts: streamed over it, upstream's
+    /// dispatch would be live before its elements). A clearing batch the kernel refuses is sent
+    /// again as a recreation of the table, and so is the table after two failed syncs when it
+    /// cannot be listed (a failed listing is a failed full sync).
     async fn write_upstream_full(
         &mut self,
         node: &NodeFacts,
         cfg: &RenderConfig,
-        existing: Option<nft::Existing>,
-        failed_twice: bool,
         settings: &Settings,
         seq: u64,
     ) -> Written {
+        let failed_twice = self.failed_fulls.recreate();
+        let existing = match self.nft.existing().await {
+            Ok(existing) => Some(existing),
+            Err(_) if failed_twice => None,
+            Err(err) => return Err(err),
+        };
         let start = match &existing {
             None => nft::Start::Recreated,
             Some(e) if failed_twice || e.sets.contains(&nft::maps::Group::Addr.map()) => nft::Start::Cleared,
