@@ -698,12 +698,11 @@ fn nftables_layout_switch_on_a_live_node_has_no_gap_and_no_leftovers() {
     }
 }
 
-/// A table whose hooked chain the upstream layout cannot declare again in place (a maps-layout table
-/// whose `nat-prerouting` hooks elsewhere): the batch that clears the table around its hooks is
+/// A table whose hooked chain a layout cannot declare again in place (a maps-layout table whose
+/// `nat-prerouting` hooks elsewhere), found at a restart: the batch that keeps the table's hooks is
 /// refused, and the sync falls back to recreating the table, so the node is not left unsynced.
-#[test]
-fn a_table_whose_hooks_cannot_be_kept_is_recreated() {
-    let Some(mut lab) = Lab::start("nftclear", nft_opts(1, Layout::Upstream)) else {
+fn a_table_whose_hooks_cannot_be_kept_is_recreated(name: &str, layout: Layout, fallback: &str) {
+    let Some(mut lab) = Lab::start(name, nft_opts(1, layout)) else {
         return;
     };
     let api = lab.api();
@@ -729,10 +728,30 @@ fn a_table_whose_hooks_cannot_be_kept_is_recreated() {
     });
     let log = lab.log("proxy.log");
     assert!(
-        log.contains("clearing the table around its hooks failed; recreating it"),
-        "the clearing batch was not refused, or not retried:\n{log}"
+        log.contains(fallback),
+        "{layout:?}: the batch keeping the hooks was not refused, or not retried:\n{log}"
     );
     let t = table(&lab);
-    assert!(holds(&t, Layout::Upstream) && !holds(&t, Layout::Maps), "{t}");
     assert!(t.contains("type nat hook prerouting priority dstnat"), "{t}");
+    if layout == Layout::Upstream {
+        assert!(holds(&t, Layout::Upstream) && !holds(&t, Layout::Maps), "{t}");
+    }
+}
+
+#[test]
+fn upstream_layout_recreates_a_table_whose_hooks_cannot_be_kept() {
+    a_table_whose_hooks_cannot_be_kept_is_recreated(
+        "nftclearu",
+        Layout::Upstream,
+        "clearing the table around its hooks failed; recreating it",
+    );
+}
+
+#[test]
+fn maps_layout_recreates_a_table_whose_hooks_cannot_be_kept() {
+    a_table_whose_hooks_cannot_be_kept_is_recreated(
+        "nftclearm",
+        Layout::Maps,
+        "the replacement keeping the hooked chains was refused; deleting the table instead",
+    );
 }
