@@ -163,6 +163,12 @@ fn anonymous_by_order(text: &str) -> String {
     out
 }
 
+/// The `table ... # handle N` line of `nft -a list`: a table deleted and added again gets a new one.
+fn table_handle(ns: &Netns, family: Family) -> Option<String> {
+    let (_, table, _) = ns.exec(&["nft", "-a", "list", "table", fam(family), "kube-proxy"], "");
+    table.lines().next().map(str::to_string)
+}
+
 fn netlink_load(ns: &Netns, tx: &nft::Transaction) -> Result<(), String> {
     let path = Path::new("/run/netns").join(ns.name());
     let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).map_err(|e| e.to_string())?;
@@ -392,11 +398,7 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
             ..table.clone()
         };
         let before = socket.table_objects(family).expect("the table's objects");
-        let table_handle = || {
-            let (_, table, _) =
-                by_netlink.exec(&["nft", "-a", "list", "table", fam(family), "kube-proxy"], "");
-            table.lines().next().map(str::to_string)
-        };
+        let table_handle = || table_handle(&by_netlink, family);
         let handle_before = table_handle();
         let batch = netlink::encode_replacement(
             &skeleton,
@@ -491,10 +493,7 @@ fn the_upstream_layout_over_a_maps_table_keeps_its_hooks_and_ends_as_a_fresh_loa
             "{what}: not a maps table"
         );
         let before = socket.table_objects(family).expect("objects").expect("a table");
-        let table_handle = || {
-            let (_, t, _) = switched.exec(&["nft", "-a", "list", "table", fam(family), "kube-proxy"], "");
-            t.lines().next().map(str::to_string)
-        };
+        let table_handle = || table_handle(&switched, family);
         let handle_before = table_handle();
 
         let (_, state, node, cfg) = inputs(&what, argv);

@@ -169,7 +169,7 @@ impl NftFamilySync {
         settings: &Settings,
         seq: u64,
     ) -> Written {
-        let failed_twice = self.failed_fulls.recreate();
+        let failed_twice = self.failed_fulls.twice();
         let existing = match self.nft.existing().await {
             Ok(existing) => Some(existing),
             Err(_) if failed_twice => None,
@@ -227,8 +227,9 @@ impl FailedFulls {
         self.0 = if full { self.0.saturating_add(1) } else { 0 };
     }
 
-    /// The next full sync writes the table in one batch from nothing but its hooked chains.
-    fn recreate(self) -> bool {
+    /// Two failed in a row: the next full sync writes the table in one batch from nothing but its
+    /// hooked chains.
+    fn twice(self) -> bool {
         self.0 >= 2
     }
 }
@@ -287,12 +288,12 @@ mod tests {
     fn the_table_is_recreated_only_after_two_failed_full_syncs_in_a_row() {
         let mut f = FailedFulls::default();
         f.count(true);
-        assert!(!f.recreate(), "one failure is retried by a streamed full sync");
+        assert!(!f.twice(), "one failure is retried by a streamed full sync");
         f.count(true);
-        assert!(f.recreate());
+        assert!(f.twice());
         f.count(false);
-        assert!(!f.recreate(), "a failed partial sync starts over");
+        assert!(!f.twice(), "a failed partial sync starts over");
         f.count(true);
-        assert!(!f.recreate());
+        assert!(!f.twice());
     }
 }
