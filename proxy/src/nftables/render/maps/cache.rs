@@ -7,6 +7,7 @@
 //! old elements are rendered again from its old records when it changes, which costs a render of
 //! that port but spares a second copy of every element of the table.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -25,12 +26,43 @@ type Id = (SetName, Key);
 /// One port's records as last given: its Service port and its endpoints.
 pub type PortRecords = (Arc<ServicePort>, Option<Endpoints>);
 
+/// A port's records, ordered and found by the name its Service port carries, so that the cache
+/// does not hold a second copy of every port's name (three strings each).
+#[derive(Clone, Debug)]
+struct Port(PortRecords);
+
+impl Borrow<ServicePortName> for Port {
+    fn borrow(&self) -> &ServicePortName {
+        &self.0.0.name
+    }
+}
+
+impl PartialEq for Port {
+    fn eq(&self, other: &Port) -> bool {
+        self.0.0.name == other.0.0.name
+    }
+}
+
+impl Eq for Port {}
+
+impl PartialOrd for Port {
+    fn partial_cmp(&self, other: &Port) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Port {
+    fn cmp(&self, other: &Port) -> std::cmp::Ordering {
+        self.0.0.name.cmp(&other.0.0.name)
+    }
+}
+
 /// The table as the sum of its ports, and what changed since the last transaction was taken.
 #[derive(Clone, Debug)]
 pub struct MapsCache {
     node: NodeFacts,
     cfg: RenderConfig,
-    ports: BTreeMap<ServicePortName, PortRecords>,
+    ports: BTreeSet<Port>,
     /// Each element's value and how many ports hold it.
     elements: Store,
     /// Each dispatch rule's users.
@@ -56,7 +88,7 @@ impl MapsCache {
         MapsCache {
             node,
             cfg,
-            ports: BTreeMap::new(),
+            ports: BTreeSet::new(),
             elements: Store::default(),
             in_use: BTreeMap::new(),
             touched: BTreeMap::new(),
@@ -75,24 +107,26 @@ impl MapsCache {
 
     /// The records a port was last given (what the table holds for it).
     pub fn records(&self, name: &ServicePortName) -> Option<&PortRecords> {
-        self.ports.get(name)
+        self.ports.get(name).map(|p| &p.0)
     }
 
     /// The ports the table holds.
     pub fn port_names(&self) -> impl Iterator<Item = &ServicePortName> {
-        self.ports.keys()
+        self.ports.iter().map(|p| &p.0.0.name)
     }
 
-    /// Sets (or, with `None`, removes) one port's Service and endpoints.
+    /// Sets (or, with `None`, removes) one port's Service and endpoints; `name` is the Service
+    /// port's own name.
     pub fn set_port(&mut self, name: &ServicePortName, port: Option<PortRecords>) {
-        if let Some(old) = self.ports.remove(name) {
+        if let Some(Port(old)) = self.ports.take(name) {
             let (elements, in_use) = facts(&self.node, &self.cfg, &old);
             self.account(&elements, &in_use, false);
         }
         if let Some(records) = port {
             let (elements, in_use) = facts(&self.node, &self.cfg, &records);
             self.account(&elements, &in_use, true);
-            self.ports.insert(name.clone(), records);
+            debug_assert_eq!(*name, records.0.name, "a port is set under its own name");
+            self.ports.insert(Port(records));
         }
     }
 

@@ -13,6 +13,7 @@ use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use super::element::MAX_PARTS;
 use super::{Key, Part, SetName};
 use crate::model::Protocol;
+use layer::Layer;
 
 pub(super) type Value = Option<(IpAddr, u16)>;
 /// An element's value and how many ports hold it.
@@ -161,8 +162,8 @@ const LARGE_ENTRY: usize = 23;
 /// One set's elements, by packed key.
 #[derive(Clone, Debug)]
 enum Keys {
-    Small(BTreeMap<[u8; SMALL], [u8; SMALL_ENTRY]>),
-    Large(BTreeMap<[u8; LARGE], [u8; LARGE_ENTRY]>),
+    Small(Layer<SMALL, SMALL_ENTRY>),
+    Large(Layer<LARGE, LARGE_ENTRY>),
 }
 
 fn head<const N: usize>(b: &[u8], len: usize) -> Option<[u8; N]> {
@@ -171,12 +172,6 @@ fn head<const N: usize>(b: &[u8], len: usize) -> Option<[u8; N]> {
         out.copy_from_slice(&b[..N]);
         out
     })
-}
-
-fn widen<const N: usize, const W: usize>(b: [u8; N]) -> [u8; W] {
-    let mut out = [0; W];
-    out[..N].copy_from_slice(&b);
-    out
 }
 
 impl Keys {
@@ -194,20 +189,19 @@ impl Keys {
         let (e, elen) = pack_entry(entry);
         let small = head::<SMALL>(&p.bytes, p.len).zip(head::<SMALL_ENTRY>(&e, elen));
         if let (Keys::Small(m), None) = (&mut *self, small) {
-            let all = std::mem::take(m).into_iter();
-            *self = Keys::Large(all.map(|(k, v)| (widen(k), widen(v))).collect());
+            *self = Keys::Large(std::mem::take(m).widen());
         }
         match (self, small) {
-            (Keys::Small(m), Some((k, v))) => m.insert(k, v).is_none(),
+            (Keys::Small(m), Some((k, v))) => m.insert(k, v),
             (Keys::Small(_), None) => false,
-            (Keys::Large(m), _) => m.insert(p.bytes, e).is_none(),
+            (Keys::Large(m), _) => m.insert(p.bytes, e),
         }
     }
 
     fn remove(&mut self, p: &Packed) -> bool {
         match self {
-            Keys::Small(m) => head(&p.bytes, p.len).is_some_and(|k| m.remove(&k).is_some()),
-            Keys::Large(m) => m.remove(&p.bytes).is_some(),
+            Keys::Small(m) => head(&p.bytes, p.len).is_some_and(|k| m.remove(&k)),
+            Keys::Large(m) => m.remove(&p.bytes),
         }
     }
 
@@ -220,8 +214,8 @@ impl Keys {
 
     fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match self {
-            Keys::Small(m) => Box::new(m.iter().map(|(k, v)| (&k[..], &v[..]))),
-            Keys::Large(m) => Box::new(m.iter().map(|(k, v)| (&k[..], &v[..]))),
+            Keys::Small(m) => Box::new(m.iter()),
+            Keys::Large(m) => Box::new(m.iter()),
         }
     }
 }
@@ -240,7 +234,7 @@ impl Store {
 
     /// Inserts an element, or replaces its entry.
     pub(super) fn put(&mut self, set: SetName, key: &Key, entry: Entry) {
-        let keys = self.sets.entry(set).or_insert(Keys::Small(BTreeMap::new()));
+        let keys = self.sets.entry(set).or_insert(Keys::Small(Layer::default()));
         if keys.put(&pack(key), entry) {
             self.len += 1;
         }
@@ -271,5 +265,6 @@ impl Store {
     }
 }
 
+mod layer;
 #[cfg(test)]
 mod tests;

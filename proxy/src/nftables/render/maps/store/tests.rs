@@ -58,7 +58,7 @@ proptest! {
     }
 
     #[test]
-    fn store_holds_what_a_typed_map_holds(ops in prop::collection::vec((any::<bool>(), set(), small_key(), any::<u32>()), 1..60)) {
+    fn store_holds_what_a_typed_map_holds(ops in prop::collection::vec((any::<bool>(), set(), small_key(), any::<u32>()), 1..200)) {
         let mut store = Store::default();
         let mut typed: BTreeMap<(SetName, Key), Entry> = BTreeMap::new();
         for (add, set, key, n) in ops {
