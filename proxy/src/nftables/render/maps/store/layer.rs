@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 /// One set's elements: a sorted run of packed (key, entry) pairs, 27 bytes each for IPv4, and a
 /// small sorted overlay of the keys added since the run was last rebuilt (and of the run's keys
 /// removed since, as `None`). A `BTreeMap` of the same pairs costs ~68 bytes per element
-/// (docs/nftables-maps.md, "Memory"); the overlay keeps a change's insert O(log n) and is folded
-/// into the run once it holds a sixteenth of it.
+/// (docs/nftables-maps.md, "Measured: the daemon with sorted packed runs"); the overlay keeps a
+/// change's insert O(log n) and is folded into the run once it holds a sixteenth of it.
 #[derive(Clone, Debug)]
 pub(super) struct Layer<const K: usize, const E: usize> {
     run: Vec<([u8; K], [u8; E])>,
