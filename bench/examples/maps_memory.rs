@@ -1,6 +1,8 @@
 //! The maps layout's first load in userspace, stage by stage, with the process's VmRSS / VmHWM
 //! after each (docs/nftables-maps.md, "Memory"): the model (P2's synthetic state), the cache
-//! filled, the whole-table netlink batch encoded and dropped, and (`text`) the `nft -f` text.
+//! filled, the load in pieces encoded one batch at a time (as the daemon loads a table no packet
+//! reaches yet), the whole-table netlink batch encoded and dropped (as it replaces a live table),
+//! and (`text`) the `nft -f` text.
 //! Nothing is written to a kernel. `cargo run --release -p svcnet-bench --example maps_memory --
 //! SERVICES ENDPOINTS_PER_SERVICE [text]`.
 
@@ -8,7 +10,7 @@ use std::error::Error;
 
 use svcnet_bench::synth;
 use svcnet_proxy::config::{NftLayout, RenderConfig};
-use svcnet_proxy::nftables::netlink::{Start, encode_replacement};
+use svcnet_proxy::nftables::netlink::{PIECE_BYTES, Pieces, Start, encode_replacement};
 use svcnet_proxy::nftables::render::maps::MapsCache;
 
 fn status(stage: &str) {
@@ -45,6 +47,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     status("cache filled");
     cache.take_change(true);
+    let skeleton = cache.skeleton();
+    let mut pieces = Pieces::new(&skeleton, cache.elements(), &[], PIECE_BYTES);
+    let (mut n, mut bytes, mut largest) = (0, 0, 0);
+    while let Some(batch) = pieces.next_batch(Start::default())? {
+        (n, bytes, largest) = (n + 1, bytes + batch.bytes.len(), largest.max(batch.bytes.len()));
+    }
+    status("pieces encoded");
+    println!("pieces: {n} batches, {bytes} bytes, the largest {largest} bytes");
     let batch = encode_replacement(&cache.skeleton(), cache.elements(), &[], None, Start::default())?;
     status("batch encoded");
     println!(

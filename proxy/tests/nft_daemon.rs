@@ -755,3 +755,71 @@ fn maps_layout_recreates_a_table_whose_hooks_cannot_be_kept() {
         "the replacement keeping the hooked chains was refused; deleting the table instead",
     );
 }
+
+/// The maps layout's full syncs by what the kernel holds, each with traffic after it: its first
+/// load into no table goes in pieces; a restart over its own live table keeps the sets that hold
+/// what the new cache holds (the log's plan names how many); a restart over a dormant table (a
+/// load in pieces that stopped half way) loads it in pieces again and wakes it.
+#[test]
+fn maps_layout_loads_in_pieces_where_no_packet_reaches_and_refreshes_its_live_table() {
+    let Some(mut lab) = Lab::start("nftpieces", nft_opts(1, Layout::Maps)) else {
+        return;
+    };
+    let api = lab.api();
+    let web = api.service("web", web_spec());
+    let web_addr = format!("{}:80", cluster_ip(&web));
+    api.slice("web", TCP, &[local("10.244.1.10")]);
+    let answers = |lab: &Lab, what: &str| {
+        wait_for(what, Duration::from_secs(30), || {
+            request(&lab.node, "tcp", &web_addr, 1, None)[0]
+                .starts_with("pod1")
+                .then_some(())
+        })
+    };
+    answers(&lab, "web answers");
+    let pieces = |lab: &Lab| lab.log("proxy.log").matches("table loaded in pieces").count();
+    assert_eq!(pieces(&lab), 1, "the first load:\n{}", lab.log("proxy.log"));
+
+    lab.stop_proxy();
+    lab.start_proxy();
+    answers(&lab, "web answers after a restart");
+    // The log is coloured: its escape sequences go before the fields are read.
+    let log: String = lab
+        .log("proxy.log")
+        .split('\x1b')
+        .enumerate()
+        .map(|(i, part)| match i {
+            0 => part,
+            _ => part.split_once('m').map_or(part, |(_, rest)| rest),
+        })
+        .collect();
+    let kept = log
+        .lines()
+        .filter(|l| l.contains("sets the replacement leaves as they are or flushes"))
+        .filter_map(|l| {
+            l.split("kept=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .collect::<Vec<_>>();
+    assert!(
+        kept.first().is_some_and(|&k| k > 0),
+        "the restart kept no set ({kept:?}):\n{log}"
+    );
+    assert_eq!(pieces(&lab), 1, "a live table is not loaded in pieces");
+
+    lab.stop_proxy();
+    let (ok, _, err) = lab.node.exec(
+        &["nft", "-f", "-"],
+        "add table ip kube-proxy { flags dormant; }\n",
+    );
+    assert!(ok, "{err}");
+    lab.start_proxy();
+    answers(&lab, "web answers after a restart over a dormant table");
+    assert_eq!(pieces(&lab), 2, "{}", lab.log("proxy.log"));
+    let t = table(&lab);
+    assert!(!t.contains("dormant"), "{t}");
+}

@@ -340,28 +340,16 @@ fn without_elements(text: &str) -> String {
     out.join("\n")
 }
 
-/// The maps layout's whole table (`--nftables-layout maps`) as svcnet's one netlink batch (table,
-/// chains, `type`/`typeof` declarations, the skeleton's rules, every element encoded from its typed
-/// value) against the same replacement's `nft -f` text: for every case above plus node ports on
-/// every local address (`fib daddr type local`), IPv6 with affinity and source ranges, the kernel
-/// holds the same table (`nft list`, `nft --debug=netlink list`, `nft -j list`). Each case replaces
-/// the previous one's table of its family, as the daemon's full sync does.
-#[test]
-fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
-    use svcnet_proxy::nftables::render::maps::{self, MapsChange};
-    let (Some(by_nft), Some(by_netlink)) = (
-        svcnet_netns::netns_or_skip("nftnlM"),
-        svcnet_netns::netns_or_skip("nftnlN"),
-    ) else {
-        return;
-    };
+/// The maps layout's cases: every case above, and the edge cluster (nested source ranges and
+/// `0.0.0.0/0` beside the LB IP in `@fw-allow`), IPv6 with affinity, IPv6 node ports on every
+/// local address.
+fn maps_argvs() -> Vec<(String, Vec<String>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let arg = |words: &str, file: &str| -> (String, Vec<String>) {
         let mut argv = vec!["-f".to_string(), dir.join(file).display().to_string()];
         argv.extend(words.split_whitespace().map(str::to_string));
         (format!("{file} {words}"), argv)
     };
-    // The edge cluster too: nested source ranges and `0.0.0.0/0` beside the LB IP (`@fw-allow`).
     let mut cases = argvs();
     cases.extend([
         arg(
@@ -377,20 +365,48 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
             "golden/dualstack/input.yaml",
         ),
     ]);
+    cases
+}
+
+/// The maps layout's table of one case. nft 1.0.6 aborts on IPv6 affinity records, so they are
+/// left out (compared on neither side); `nft_maps_packets.rs` checks how `nft list` prints the
+/// netlink writer's.
+fn maps_table(
+    what: &str,
+    mut argv: Vec<String>,
+) -> (Family, svcnet_proxy::nftables::render::maps::MapsTable) {
+    argv.extend(["--nftables-layout".to_string(), "maps".to_string()]);
+    let (family, state, node, cfg) = inputs(what, argv);
+    let mut table = svcnet_proxy::nftables::render::maps::render(&state, &node, &cfg);
+    if family == Family::V6 {
+        for c in &mut table.chains {
+            c.rules.retain(|r| !r.text.contains(" update @"));
+        }
+    }
+    (family, table)
+}
+
+/// The maps layout's whole table (`--nftables-layout maps`) as svcnet's one netlink batch (table,
+/// chains, `type`/`typeof` declarations, the skeleton's rules, every element encoded from its typed
+/// value) against the same replacement's `nft -f` text: for every case above plus node ports on
+/// every local address (`fib daddr type local`), IPv6 with affinity and source ranges, the kernel
+/// holds the same table (`nft list`, `nft --debug=netlink list`, `nft -j list`). Each case replaces
+/// the previous one's table of its family, as the daemon's full sync does.
+#[test]
+fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
+    use svcnet_proxy::nftables::render::maps::{self, MapsChange};
+    let (Some(by_nft), Some(by_netlink)) = (
+        svcnet_netns::netns_or_skip("nftnlM"),
+        svcnet_netns::netns_or_skip("nftnlN"),
+    ) else {
+        return;
+    };
+    let cases = maps_argvs();
     let path = Path::new("/run/netns").join(by_netlink.name());
     let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
     let (mut rules, mut elements, tables, mut kept) = (0, 0, cases.len(), 0);
-    for (what, mut argv) in cases {
-        argv.extend(["--nftables-layout".to_string(), "maps".to_string()]);
-        let (family, state, node, cfg) = inputs(&what, argv);
-        let mut table = maps::render(&state, &node, &cfg);
-        // nft 1.0.6 aborts on IPv6 affinity records, so they are compared here on neither side;
-        // `nft_maps_packets.rs` checks how `nft list` prints the netlink writer's.
-        if family == Family::V6 {
-            for c in &mut table.chains {
-                c.rules.retain(|r| !r.text.contains(" update @"));
-            }
-        }
+    for (what, argv) in cases {
+        let (family, table) = maps_table(&what, argv);
         let (ok, _, err) = by_nft.exec(&["nft", "-f", "-"], &MapsChange::Replace.text(&table));
         assert!(ok, "{what}: nft -f: {err}");
         let skeleton = maps::MapsTable {
@@ -457,6 +473,263 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
     assert!(
         kept >= 10,
         "replacements over an earlier table keep its hooked chains: {kept}"
+    );
+}
+
+/// A batch of a load in pieces stops at this many bytes (one message more at most): every case's
+/// load takes many batches.
+const PIECE_BUDGET: usize = 512;
+
+/// The maps layout's table loaded in pieces (`netlink::Pieces`, as the daemon loads a table no
+/// packet reaches yet): until the last batch the kernel's table is dormant (none of its hooks
+/// registered, so no packet meets it half written); each element batch stays within its budget;
+/// and then the kernel holds what `nft -f` loads of the same table (`nft list`, `nft
+/// --debug=netlink list`, `nft -j list`, every element), woken. Every other case starts over a
+/// load of its own table that stopped after two batches (a failed load, which the next full sync
+/// loads again), the others over no table.
+#[test]
+fn the_maps_layout_loaded_in_pieces_wakes_last_and_lists_as_nft_f_loads_it() {
+    use svcnet_proxy::nftables::render::maps::{MapsChange, MapsTable};
+    let (Some(by_nft), Some(by_netlink)) = (
+        svcnet_netns::netns_or_skip("nftnlP"),
+        svcnet_netns::netns_or_skip("nftnlQ"),
+    ) else {
+        return;
+    };
+    let path = Path::new("/run/netns").join(by_netlink.name());
+    let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
+    let awake = |socket: &mut NftSocket, family| {
+        let objects = socket.table_objects(family).expect("the table's objects");
+        let t = objects.expect("a table");
+        assert!(t.chains.iter().any(|c| c.hooked), "no base chain");
+        !t.dormant
+    };
+    let (mut tables, mut batches_in_all, mut half, mut most) = (0, 0, 0, 0);
+    for (i, (what, argv)) in maps_argvs().into_iter().enumerate() {
+        let (family, table) = maps_table(&what, argv);
+        let _ = by_nft.run(&["nft", "delete", "table", fam(family), "kube-proxy"]);
+        let _ = by_netlink.run(&["nft", "delete", "table", fam(family), "kube-proxy"]);
+        let (ok, _, err) = by_nft.exec(&["nft", "-f", "-"], &MapsChange::Replace.text(&table));
+        assert!(ok, "{what}: nft -f: {err}");
+        let skeleton = MapsTable {
+            elements: Vec::new(),
+            ..table.clone()
+        };
+        let elements = || table.elements.iter().copied();
+        if i % 2 == 1 {
+            let mut pieces = netlink::Pieces::new(&skeleton, elements(), &[], PIECE_BUDGET);
+            for _ in 0..2 {
+                let batch = pieces
+                    .next_batch(socket.next_start())
+                    .expect("encode")
+                    .expect("a batch");
+                socket
+                    .apply(&batch)
+                    .unwrap_or_else(|e| panic!("{what}: half load: {e}"));
+            }
+            assert!(!awake(&mut socket, family), "{what}: awake after two batches");
+            half += 1;
+        }
+        let mut pieces = netlink::Pieces::new(&skeleton, elements(), &[], PIECE_BUDGET);
+        let mut awake_after: Vec<bool> = Vec::new();
+        while let Some(batch) = pieces
+            .next_batch(socket.next_start())
+            .unwrap_or_else(|e| panic!("{what}: encode: {e}"))
+        {
+            let first = awake_after.is_empty();
+            assert!(
+                first || batch.bytes.len() <= PIECE_BUDGET + (64 << 10),
+                "{what}: a batch of {} bytes",
+                batch.bytes.len()
+            );
+            socket.apply(&batch).unwrap_or_else(|e| {
+                let step = match &e {
+                    svcnet_proxy::nftables::socket::NetlinkError::Refused { index, .. } => {
+                        netlink::replacement_step(&batch, *index)
+                    }
+                    _ => "",
+                };
+                panic!("{what}: batch {}: {e} ({step})", awake_after.len())
+            });
+            awake_after.push(awake(&mut socket, family));
+        }
+        let n = awake_after.len();
+        assert!(n >= 3, "{what}: {n} batches");
+        assert_eq!(
+            awake_after.iter().position(|&a| a),
+            Some(n - 1),
+            "{what}: the table awake after each batch: {awake_after:?}"
+        );
+        for debug in [false, true] {
+            let (a, b) = (
+                without_elements(&list(&by_nft, family, debug)),
+                without_elements(&list(&by_netlink, family, debug)),
+            );
+            assert!(
+                a == b,
+                "{what}: the kernel's tables differ (debug listing: {debug})\n{}",
+                diff(&a, &b)
+            );
+        }
+        assert_eq!(
+            common::nft_listing(&by_nft, fam(family)),
+            common::nft_listing(&by_netlink, fam(family)),
+            "{what}: nft -j list differs"
+        );
+        tables += 1;
+        batches_in_all += n;
+        most = most.max(n);
+    }
+    println!(
+        "maps layout: {tables} tables loaded in {batches_in_all} batches ({most} at most), woken last; {half} over a half load"
+    );
+    assert!(
+        batches_in_all >= tables * 4 && most >= 8,
+        "pieces: {batches_in_all} batches for {tables} tables, {most} at most"
+    );
+}
+
+/// A full sync over a live maps table (a restart, the hourly sync): `netlink::plan_refresh` finds
+/// the sets the kernel already holds as the new table would (declared the same, the same elements by
+/// count and digest, streamed from the kernel's dump), and `netlink::encode_refresh` leaves them as
+/// they are and flushes and fills the others declared the same. Over the same table every set that
+/// can be compared is kept and the batch is smaller than a replacement; over a table with one map
+/// value and one set element changed, exactly those two sets are written again; each time the
+/// kernel then holds what `nft -f` loads of the new table, listed in the same order.
+#[test]
+fn a_refresh_over_a_live_maps_table_keeps_the_unchanged_sets_and_ends_as_a_fresh_load() {
+    use std::collections::BTreeSet;
+    use svcnet_proxy::nftables::render::maps::{MapsChange, MapsTable};
+    let (Some(by_nft), Some(by_netlink)) = (
+        svcnet_netns::netns_or_skip("nftnlR"),
+        svcnet_netns::netns_or_skip("nftnlT"),
+    ) else {
+        return;
+    };
+    let path = Path::new("/run/netns").join(by_netlink.name());
+    let mut socket = NftSocket::open_in(&path, Duration::from_secs(60)).expect("socket");
+    let (mut tables, mut kept, mut rewritten) = (0, 0, 0);
+    for (what, argv) in maps_argvs() {
+        let (family, table) = maps_table(&what, argv);
+        let skeleton = MapsTable {
+            elements: Vec::new(),
+            ..table.clone()
+        };
+        let _ = by_netlink.run(&["nft", "delete", "table", fam(family), "kube-proxy"]);
+        let whole = netlink::encode_replacement(
+            &skeleton,
+            table.elements.iter().copied(),
+            &[],
+            None,
+            socket.next_start(),
+        )
+        .unwrap_or_else(|e| panic!("{what}: encode: {e}"));
+        socket
+            .apply(&whole)
+            .unwrap_or_else(|e| panic!("{what}: load: {e}"));
+        let comparable: BTreeSet<String> = skeleton
+            .sets
+            .iter()
+            .filter(|s| {
+                !s.flags
+                    .iter()
+                    .any(|f| ["interval", "dynamic", "timeout"].contains(f))
+            })
+            .map(|s| s.name.clone())
+            .collect();
+        // The second table: one map element's value and one set element gone, where there are.
+        let mut changed = table.clone();
+        let mut touched = BTreeSet::new();
+        if let Some(e) = changed
+            .elements
+            .iter_mut()
+            .find(|e| e.value.is_some() && comparable.contains(&e.set.name()))
+        {
+            e.value = e.value.map(|(ip, port)| (ip, port.wrapping_add(1)));
+            touched.insert(e.set.name());
+        }
+        if let Some(i) = changed
+            .elements
+            .iter()
+            .position(|e| e.value.is_none() && comparable.contains(&e.set.name()))
+        {
+            touched.insert(changed.elements.remove(i).set.name());
+        }
+        for (round, next) in [&table, &changed].into_iter().enumerate() {
+            let kernel = socket.table_objects(family).expect("objects").expect("a table");
+            let plan = netlink::plan_refresh(&skeleton, next.elements.iter().copied(), &kernel, |set| {
+                socket.set_digest(family, set)
+            })
+            .unwrap_or_else(|e| panic!("{what}: digests: {e}"));
+            let expected: BTreeSet<String> = match round {
+                0 => comparable.clone(),
+                _ => comparable.difference(&touched).cloned().collect(),
+            };
+            assert_eq!(plan.keep, expected, "{what}: round {round}: the sets kept");
+            let declared: BTreeSet<String> = skeleton.sets.iter().map(|s| s.name.clone()).collect();
+            let flushed: BTreeSet<String> = declared.difference(&expected).cloned().collect();
+            assert_eq!(plan.flush, flushed, "{what}: round {round}: the sets flushed");
+            let batch = netlink::encode_refresh(
+                &skeleton,
+                next.elements.iter().copied(),
+                &[],
+                &kernel,
+                &plan,
+                socket.next_start(),
+            )
+            .unwrap_or_else(|e| panic!("{what}: encode: {e}"));
+            // Element messages hold up to 256 elements of one set: none for a kept set.
+            let mut per_set: std::collections::BTreeMap<String, usize> = Default::default();
+            for e in next
+                .elements
+                .iter()
+                .filter(|e| !plan.keep.contains(&e.set.name()))
+            {
+                *per_set.entry(e.set.name()).or_default() += 1;
+            }
+            let want: usize = per_set.values().map(|n| n.div_ceil(256)).sum();
+            let sent = (1..=batch.messages)
+                .filter(|&i| netlink::replacement_step(&batch, i) == "an element")
+                .count();
+            assert_eq!(sent, want, "{what}: round {round}: element messages");
+            socket.apply(&batch).unwrap_or_else(|e| {
+                let step = match &e {
+                    svcnet_proxy::nftables::socket::NetlinkError::Refused { index, .. } => {
+                        netlink::replacement_step(&batch, *index)
+                    }
+                    _ => "",
+                };
+                panic!("{what}: round {round}: netlink: {e} ({step})")
+            });
+            let (ok, _, err) = by_nft.exec(&["nft", "-f", "-"], &MapsChange::Replace.text(next));
+            assert!(ok, "{what}: nft -f: {err}");
+            for debug in [false, true] {
+                let (a, b) = (
+                    without_elements(&list(&by_nft, family, debug)),
+                    without_elements(&list(&by_netlink, family, debug)),
+                );
+                assert!(
+                    a == b,
+                    "{what}: round {round}: the tables differ (debug: {debug})\n{}",
+                    diff(&a, &b)
+                );
+            }
+            assert_eq!(
+                common::nft_listing(&by_nft, fam(family)),
+                common::nft_listing(&by_netlink, fam(family)),
+                "{what}: round {round}: nft -j list differs"
+            );
+            kept += plan.keep.len();
+        }
+        rewritten += touched.len();
+        tables += 1;
+    }
+    println!(
+        "maps layout: {tables} tables refreshed twice; {kept} sets kept, {rewritten} changed sets written again"
+    );
+    assert!(
+        kept >= tables * 3 && rewritten >= tables,
+        "kept {kept}, rewritten {rewritten}"
     );
 }
 

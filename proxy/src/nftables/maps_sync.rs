@@ -1,12 +1,13 @@
 //! One sync of one IP family in the nftables `maps` layout (docs/nftables-maps.md): the table kept
 //! per service port in a [`MapsCache`], so a sync renders only the ports whose records changed and
 //! writes their element difference. A full sync (the first, after a failure, the hourly one, or a
-//! node fact or setting that changed) replaces the whole table in one transaction: `add table`,
-//! `delete table`, then the table, so no packet sees it missing. That also takes over a table left
-//! by the other layout or by an earlier run without listing its elements (a listing at 10k
-//! services costs seconds). Both go through svcnet's netlink writer, each one batch on a socket
-//! kept across syncs: element steps as typed elements, a replacement (also when a port needs a
-//! dispatch rule the table lacks) as the whole table; `nft -f` takes what the encoder refuses.
+//! node fact or setting that changed) writes the whole table ([`replace`]): in pieces, hooks last,
+//! where no packet reaches the kernel's table yet, else in one transaction that keeps the hooked
+//! chains, so no packet sees it missing. That also takes over a table left by the other layout or
+//! by an earlier run without listing its elements (a listing at 10k services costs seconds). All go
+//! through svcnet's netlink writer on a socket kept across syncs: element steps as typed elements
+//! (one batch), a replacement (also when a port needs a dispatch rule the table lacks) as the whole
+//! table; `nft -f` takes what the encoder refuses.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use super::kernel::{Nft, WriteError, Writer, kernel_error, off_thread};
 use super::netlink;
 use super::render::NoLocal;
-use super::render::maps::{MapsCache, MapsChange, MapsElement, nft_loadable};
+use super::render::maps::{MapsCache, MapsChange};
 use super::render::naming::TABLE;
 use super::socket::NftSocket;
 use crate::config::RenderConfig;
@@ -189,6 +190,7 @@ impl Held {
 mod affinity;
 mod grow;
 mod no_local;
+mod replace;
 
 /// `socket`, or a new one.
 fn socket_or_open(socket: Option<NftSocket>, timeout: std::time::Duration) -> Result<NftSocket, WriteError> {
@@ -196,90 +198,6 @@ fn socket_or_open(socket: Option<NftSocket>, timeout: std::time::Duration) -> Re
         Some(s) => Ok(s),
         None => NftSocket::open(timeout).map_err(kernel_error),
     }
-}
-
-/// The replacement of the whole table (`add table; delete table;` then the table) as one netlink
-/// batch encoded from the cache, off the async threads; a table the encoder refuses goes through
-/// `nft -f` instead, with a warning. Returns the socket to keep, the table, the writer and bytes.
-async fn write_replacement(
-    nft: &Nft,
-    socket: Option<NftSocket>,
-    held: Held,
-) -> (Option<NftSocket>, Held, Result<(Writer, usize), ToolError>) {
-    let timeout = nft.timeout;
-    let (socket, held, result) = off_thread(move || {
-        let mut s = match socket_or_open(socket, timeout) {
-            Ok(s) => s,
-            Err(e) => return (None, held, Err(e)),
-        };
-        let timed = match affinity::read(&mut s, held.cache.cfg().family) {
-            Ok(entries) => affinity::carried(&held.cache, &entries),
-            Err(err) => {
-                tracing::warn!(%err, "nftables maps: affinity entries not carried into the replacement");
-                Vec::new()
-            }
-        };
-        let kernel = s.table_objects(held.cache.cfg().family).unwrap_or_else(|err| {
-            tracing::warn!(%err, "nftables maps: the table's objects not read; deleting the table instead");
-            None
-        });
-        let mut result = replace(&mut s, &held, &timed, kernel.as_ref());
-        if kernel.is_some() && matches!(result, Err((_, true))) {
-            // E.g. a hooked chain the kernel cannot redefine in place (another hook or priority).
-            tracing::warn!("nftables maps: the replacement keeping the hooked chains was refused; deleting the table instead");
-            result = replace(&mut s, &held, &timed, None);
-        }
-        let result = result.map_err(|(e, _)| e);
-        let keep = !matches!(result, Err(WriteError::Kernel(_)));
-        (keep.then_some(s), held, result)
-    })
-    .await;
-    match result {
-        Ok(bytes) => (socket, held, Ok((Writer::Netlink, bytes))),
-        Err(WriteError::Encode(e)) => {
-            tracing::warn!(error = %e, "nftables maps: netlink encoder cannot express the table; using nft -f");
-            let (text, left_out) = nft_loadable(&held.cache.replace_text());
-            if left_out > 0 {
-                tracing::warn!(
-                    rules = left_out,
-                    "nftables maps: IPv6 ClientIP affinity is not written (nft cannot load its record rules)"
-                );
-            }
-            let r = nft.apply(&text).await.map(|()| (Writer::Binary, text.len()));
-            (socket, held, r)
-        }
-        Err(WriteError::Kernel(e)) => (socket, held, Err(e)),
-    }
-}
-
-/// One replacement batch (see [`netlink::encode_replacement`]) applied on `s`; returns its bytes,
-/// or the error and whether the kernel refused the batch (the socket still usable).
-fn replace(
-    s: &mut NftSocket,
-    held: &Held,
-    timed: &[(MapsElement, u64)],
-    kernel: Option<&netlink::read::TableObjects>,
-) -> Result<usize, (WriteError, bool)> {
-    let batch = netlink::encode_replacement(
-        &held.cache.skeleton(),
-        held.cache.elements(),
-        timed,
-        kernel,
-        s.next_start(),
-    )
-    .map_err(|e| (WriteError::Encode(e), false))?;
-    s.apply(&batch).map_err(|e| match e {
-        crate::nftables::socket::NetlinkError::Refused { index, errno } => {
-            let e = ToolError::Netlink(format!(
-                "{}: {}",
-                std::io::Error::from_raw_os_error(errno),
-                netlink::replacement_step(&batch, index)
-            ));
-            (WriteError::Kernel(e), true)
-        }
-        other => (kernel_error(other), false),
-    })?;
-    Ok(batch.bytes.len())
 }
 
 /// The maps layout's element steps as one netlink batch, off the async threads, on `socket`

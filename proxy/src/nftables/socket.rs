@@ -10,7 +10,7 @@ use rustix::net::{
 };
 
 use crate::model::Family;
-use crate::nftables::netlink::{Batch, EncodeError, Start, read};
+use crate::nftables::netlink::{Batch, EncodeError, SetDigest, Start, read};
 
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
@@ -133,11 +133,25 @@ impl NftSocket {
     /// its answer, up to the kernel's end of dump. A refusal (e.g. ENOENT: no such set) is
     /// [`NetlinkError::Refused`] with index 0.
     pub fn dump(&mut self, request: &[u8]) -> Result<Vec<Vec<u8>>, NetlinkError> {
+        let mut out = Vec::new();
+        self.dump_each(request, |m| {
+            out.push(m.to_vec());
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// As [`NftSocket::dump`], but gives each message of the answer to `each` as it arrives, so a
+    /// dump of a large set is never held whole.
+    pub fn dump_each(
+        &mut self,
+        request: &[u8],
+        mut each: impl FnMut(&[u8]) -> Result<(), NetlinkError>,
+    ) -> Result<(), NetlinkError> {
         let seq = self.next_dump_seq();
         self.seq = seq.wrapping_add(1);
         send(&self.fd, request, SendFlags::empty()).map_err(std::io::Error::from)?;
         let mut buf = vec![0u8; RECV_BUFFER];
-        let mut out = Vec::new();
         loop {
             let n = self.recv_into(&mut buf)?;
             let mut data = buf.get(..n).ok_or(NetlinkError::Malformed)?;
@@ -150,7 +164,7 @@ impl NftSocket {
                 let msg_seq = u32::from_ne_bytes([data[8], data[9], data[10], data[11]]);
                 if msg_seq == seq {
                     match ty {
-                        NLMSG_DONE => return Ok(out),
+                        NLMSG_DONE => return Ok(()),
                         NLMSG_ERROR => {
                             let (_, errno) =
                                 *answers(&data[..len])?.first().ok_or(NetlinkError::Malformed)?;
@@ -158,7 +172,7 @@ impl NftSocket {
                                 return Err(NetlinkError::Refused { index: 0, errno });
                             }
                         }
-                        _ => out.push(data[..len].to_vec()),
+                        _ => each(&data[..len])?,
                     }
                 }
                 data = data.get(len.div_ceil(4) * 4..).unwrap_or(&[]);
@@ -175,7 +189,8 @@ impl NftSocket {
             .collect()
     }
 
-    /// The chains and named sets of svcnet's table of `family`; `None` when there is no table.
+    /// The chains and named sets of svcnet's table of `family`, and whether it is dormant; `None`
+    /// when there is no table.
     pub fn table_objects(&mut self, family: Family) -> Result<Option<read::TableObjects>, NetlinkError> {
         let enoent = rustix::io::Errno::NOENT.raw_os_error();
         let sets = match self.dump(&read::get_sets(family, self.next_dump_seq())?) {
@@ -191,7 +206,21 @@ impl NftSocket {
             out.chains
                 .extend(read::chain_of(m).ok_or(NetlinkError::Malformed)?);
         }
+        for m in &self.dump(&read::get_tables(family, self.next_dump_seq())?)? {
+            if let Some(dormant) = read::table_dormant(m).ok_or(NetlinkError::Malformed)? {
+                out.dormant = dormant;
+            }
+        }
         Ok(Some(out))
+    }
+
+    /// The digest of the elements of set `set` in svcnet's table of `family`, streamed from the
+    /// kernel's dump (see [`SetDigest`]).
+    pub fn set_digest(&mut self, family: Family, set: &str) -> Result<SetDigest, NetlinkError> {
+        let request = read::get_elements(family, set, self.next_dump_seq())?;
+        let mut digest = SetDigest::default();
+        self.dump_each(&request, |m| digest.add_answer(m).ok_or(NetlinkError::Malformed))?;
+        Ok(digest)
     }
 
     /// The sequence number the next dump request must carry.

@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Held, write_replacement};
+use super::Held;
+use super::replace::write_replacement;
 use crate::exec::ToolError;
 use crate::nftables::kernel::{Nft, Writer, off_thread};
 use crate::nftables::netlink::{self, EncodeError};

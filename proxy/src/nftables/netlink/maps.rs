@@ -45,7 +45,7 @@ fn last_addr(net: &ipnet::IpNet) -> IpAddr {
 }
 
 /// A key's bytes; `end`: the interval's last key (a prefix part becomes its last address).
-fn key_bytes(e: &MapsElement, end: bool) -> Vec<u8> {
+pub(super) fn key_bytes(e: &MapsElement, end: bool) -> Vec<u8> {
     let parts = e.key.parts();
     let concat = parts.len() > 1;
     let mut out = Vec::with_capacity(parts.len() * 16);
@@ -104,7 +104,7 @@ fn plain_range(w: &mut Writer, net: &ipnet::IpNet, first: bool) -> Result<(), En
 }
 
 /// Endpoint address . port: a concatenation, each part padded to 4 bytes.
-fn value_bytes(ip: IpAddr, port: u16) -> Vec<u8> {
+pub(super) fn value_bytes(ip: IpAddr, port: u16) -> Vec<u8> {
     let mut out = Vec::with_capacity(20);
     addr_bytes(&mut out, ip);
     out.extend_from_slice(&port.to_be_bytes());

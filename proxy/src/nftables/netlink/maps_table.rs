@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::attr;
 use super::decl::Decl;
 use super::maps::{check, elements_message, timed_elements_message};
+use super::maps_refresh::RefreshPlan;
 use super::objects::Encoder;
 use super::read::{KernelChain, TableObjects};
 use super::{Batch, EncodeError, Start, kind};
@@ -41,10 +42,38 @@ pub fn encode_replacement(
     kernel: Option<&TableObjects>,
     start: Start,
 ) -> Result<Batch, EncodeError> {
+    encode(skeleton, elements, timed, kernel, &RefreshPlan::default(), start)
+}
+
+/// The replacement over the kernel's live table `kernel` as `plan` says (see
+/// [`super::plan_refresh`]): the sets it keeps are neither deleted nor written, those it flushes
+/// keep their declaration and are filled again, so the batch holds only the elements of the sets
+/// not kept. One transaction as a replacement is.
+pub fn encode_refresh(
+    skeleton: &MapsTable,
+    elements: impl IntoIterator<Item = MapsElement>,
+    timed: &[(MapsElement, u64)],
+    kernel: &TableObjects,
+    plan: &RefreshPlan,
+    start: Start,
+) -> Result<Batch, EncodeError> {
+    encode(skeleton, elements, timed, Some(kernel), plan, start)
+}
+
+fn encode(
+    skeleton: &MapsTable,
+    elements: impl IntoIterator<Item = MapsElement>,
+    timed: &[(MapsElement, u64)],
+    kernel: Option<&TableObjects>,
+    plan: &RefreshPlan,
+    start: Start,
+) -> Result<Batch, EncodeError> {
     let family = skeleton.family;
+    let keep = &plan.keep;
     let decls = skeleton
         .sets
         .iter()
+        .filter(|s| !keep.contains(&s.name) && !plan.flush.contains(&s.name))
         .map(|s| Decl::parse(s, family).map(|d| (s.name.as_str(), d)))
         .collect::<Result<Vec<_>, _>>()?;
     let intervals = interval_sets(skeleton);
@@ -52,7 +81,7 @@ pub fn encode_replacement(
     let types = BTreeMap::new();
     let mut enc = Encoder::new(&mut w, family, &types, start.anon, intervals);
     let first = match kernel {
-        Some(k) => clear(k, skeleton),
+        Some(k) => clear(k, skeleton, plan),
         None => vec![Op::AddTable, Op::DeleteTable, Op::AddTable],
     };
     for op in &first {
@@ -77,20 +106,11 @@ pub fn encode_replacement(
         }
     }
     enc.op_index = 4;
-    let mut chunk: Vec<MapsElement> = Vec::with_capacity(ELEMENTS_PER_MESSAGE);
-    for e in elements {
-        check(family, &e, true)?;
-        if chunk.len() == ELEMENTS_PER_MESSAGE || chunk.first().is_some_and(|f| f.set != e.set) {
-            enc.begin_counted();
-            elements_message(enc.w, family, true, &chunk)?;
-            chunk.clear();
-        }
-        chunk.push(e);
-    }
-    if !chunk.is_empty() {
-        enc.begin_counted();
-        elements_message(enc.w, family, true, &chunk)?;
-    }
+    let mut written = elements
+        .into_iter()
+        .filter(|e| keep.is_empty() || !keep.contains(&e.set.name()))
+        .peekable();
+    element_messages(&mut enc, &mut written, usize::MAX)?;
     timed_messages(&mut enc, timed)?;
     let (messages, op_of) = (enc.messages, std::mem::take(&mut enc.op_of));
     let next_anon = start.anon.wrapping_add(u64::from(enc.next_set_id));
@@ -100,16 +120,20 @@ pub fn encode_replacement(
 /// The steps that empty the kernel's table `k` but keep each hooked chain `skeleton` hooks too: its
 /// hook stays registered, so a packet sees the old generation's rules or the new one's, never
 /// neither (deleting and re-adding a hooked chain registers the new one beside the old, and a
-/// packet crossing the commit between the two would meet no rule in either). Rules first, so no
-/// set or chain is still referenced when it goes.
-fn clear(k: &TableObjects, skeleton: &MapsTable) -> Vec<Op> {
+/// packet crossing the commit between the two would meet no rule in either), each set `plan`
+/// keeps with its elements and each it flushes without them. Rules first, so no set or chain is
+/// still referenced when it goes.
+fn clear(k: &TableObjects, skeleton: &MapsTable, plan: &RefreshPlan) -> Vec<Op> {
     let kept = |c: &KernelChain| c.hooked && skeleton.chain(&c.name).is_some_and(|n| n.hook.is_some());
     let mut ops = vec![Op::AddTable];
     ops.extend(k.chains.iter().map(|c| Op::FlushChain(c.name.clone())));
-    ops.extend(k.sets.iter().map(|name| Op::DeleteSet {
-        name: name.clone(),
-        is_map: false,
-    }));
+    for s in k.sets.iter().filter(|s| !plan.keep.contains(&s.name)) {
+        let (name, is_map) = (s.name.clone(), false);
+        ops.push(match plan.flush.contains(&s.name) {
+            true => Op::FlushSet { name, is_map },
+            false => Op::DeleteSet { name, is_map },
+        });
+    }
     ops.extend(
         k.chains
             .iter()
@@ -119,8 +143,37 @@ fn clear(k: &TableObjects, skeleton: &MapsTable) -> Vec<Op> {
     ops
 }
 
+/// NEWSETELEM messages of the next `elements` (grouped by set), each one set's and at most
+/// [`ELEMENTS_PER_MESSAGE`], until the batch holds `budget` bytes or no element is left. A message
+/// is never split across batches, so a plain interval set (one message: a node's few CIDRs) keeps
+/// its leading interval end.
+pub(super) fn element_messages<I: Iterator<Item = MapsElement>>(
+    enc: &mut Encoder<'_>,
+    elements: &mut std::iter::Peekable<I>,
+    budget: usize,
+) -> Result<(), EncodeError> {
+    let family = enc.family;
+    let mut chunk: Vec<MapsElement> = Vec::with_capacity(ELEMENTS_PER_MESSAGE);
+    while enc.w.buf.len() < budget {
+        chunk.clear();
+        while chunk.len() < ELEMENTS_PER_MESSAGE {
+            let Some(e) = elements.next_if(|e| chunk.first().is_none_or(|f| f.set == e.set)) else {
+                break;
+            };
+            check(family, &e, true)?;
+            chunk.push(e);
+        }
+        if chunk.is_empty() {
+            break;
+        }
+        enc.begin_counted();
+        elements_message(enc.w, family, true, &chunk)?;
+    }
+    Ok(())
+}
+
 /// The timed entries, each set's in messages of up to [`ELEMENTS_PER_MESSAGE`].
-fn timed_messages(enc: &mut Encoder<'_>, timed: &[(MapsElement, u64)]) -> Result<(), EncodeError> {
+pub(super) fn timed_messages(enc: &mut Encoder<'_>, timed: &[(MapsElement, u64)]) -> Result<(), EncodeError> {
     let mut rest = timed;
     while let Some((first, _)) = rest.first() {
         let same = rest

@@ -18,6 +18,8 @@ mod expr;
 mod kind;
 mod maps;
 mod maps_grow;
+mod maps_load;
+mod maps_refresh;
 mod maps_table;
 mod msg;
 mod objects;
@@ -36,7 +38,9 @@ use msg::Writer;
 pub use error::EncodeError;
 pub use maps::encode_elements;
 pub use maps_grow::{Placement, encode_growth, grown_chains, growth_step, placements};
-pub use maps_table::{encode_replacement, replacement_step};
+pub use maps_load::{PIECE_BYTES, Pieces};
+pub use maps_refresh::{RefreshPlan, SetDigest, plan_refresh};
+pub use maps_table::{encode_refresh, encode_replacement, replacement_step};
 pub use set_type::SetType;
 
 /// NFPROTO_IPV4 / NFPROTO_IPV6.

@@ -113,10 +113,20 @@ impl<'a> Encoder<'a> {
     }
 
     fn table(&mut self, cmd: u16, flags: u16, add: bool) -> Result<(), EncodeError> {
+        self.table_flagged(cmd, flags, add.then_some(0))
+    }
+
+    /// The table declared (or, when it exists, updated) with `table_flags` (`NFT_TABLE_F_*`): a
+    /// dormant table registers none of its base chains' hooks, and is woken by clearing the flag.
+    pub(super) fn table_flags(&mut self, table_flags: u32) -> Result<(), EncodeError> {
+        self.table_flagged(kind::NEWTABLE, kind::F_CREATE, Some(table_flags))
+    }
+
+    fn table_flagged(&mut self, cmd: u16, flags: u16, add: Option<u32>) -> Result<(), EncodeError> {
         let m = self.begin(cmd, flags);
         self.w.str(attr::TABLE_NAME, TABLE)?;
-        if add {
-            self.w.u32_be(attr::TABLE_FLAGS, 0)?;
+        if let Some(table_flags) = add {
+            self.w.u32_be(attr::TABLE_FLAGS, table_flags)?;
             self.w
                 .attr(attr::TABLE_USERDATA, &Udata::comment(TABLE_COMMENT)?.0)?;
         }
