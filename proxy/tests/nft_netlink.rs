@@ -386,6 +386,41 @@ fn maps_table(
     (family, table)
 }
 
+/// The maps table of `family` in `by_nft` and in `by_netlink` list the same: `nft list` and `nft
+/// --debug=netlink list` (element blocks of the text listing left out, as a pipapo set prints its
+/// elements in an order that depends on the messages) and `nft -j list` (every element).
+fn same_maps_table(what: &str, family: Family, by_nft: &Netns, by_netlink: &Netns) {
+    for debug in [false, true] {
+        let (a, b) = (
+            without_elements(&list(by_nft, family, debug)),
+            without_elements(&list(by_netlink, family, debug)),
+        );
+        assert!(
+            a == b,
+            "{what}: the kernel's tables differ (debug listing: {debug})\n{}",
+            diff(&a, &b)
+        );
+    }
+    assert_eq!(
+        common::nft_listing(by_nft, fam(family)),
+        common::nft_listing(by_netlink, fam(family)),
+        "{what}: nft -j list differs"
+    );
+}
+
+/// `batch` applied, or a panic naming `what` and the step the kernel refused.
+fn apply_maps(socket: &mut NftSocket, batch: &netlink::Batch, what: &str) {
+    socket.apply(batch).unwrap_or_else(|e| {
+        let step = match &e {
+            svcnet_proxy::nftables::socket::NetlinkError::Refused { index, .. } => {
+                netlink::replacement_step(batch, *index)
+            }
+            _ => "",
+        };
+        panic!("{what}: netlink: {e} ({step})")
+    });
+}
+
 /// The maps layout's whole table (`--nftables-layout maps`) as svcnet's one netlink batch (table,
 /// chains, `type`/`typeof` declarations, the skeleton's rules, every element encoded from its typed
 /// value) against the same replacement's `nft -f` text: for every case above plus node ports on
@@ -424,15 +459,7 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
             socket.next_start(),
         )
         .unwrap_or_else(|e| panic!("{what}: encode: {e}"));
-        socket.apply(&batch).unwrap_or_else(|e| {
-            let step = match &e {
-                svcnet_proxy::nftables::socket::NetlinkError::Refused { index, .. } => {
-                    netlink::replacement_step(&batch, *index)
-                }
-                _ => "",
-            };
-            panic!("{what}: netlink: {e} ({step})")
-        });
+        apply_maps(&mut socket, &batch, &what);
         // The table and the hooked chains both tables have were kept (the same handles: a chain
         // deleted and re-added in a kept table gets a new one), not deleted and re-added.
         if before.is_some() {
@@ -448,22 +475,7 @@ fn the_maps_layout_written_by_netlink_lists_as_nft_f_loads_it() {
             assert_eq!(now.handle, c.handle, "{what}: {} re-registered", c.name);
             kept += 1;
         }
-        for debug in [false, true] {
-            let (a, b) = (
-                without_elements(&list(&by_nft, family, debug)),
-                without_elements(&list(&by_netlink, family, debug)),
-            );
-            assert!(
-                a == b,
-                "{what}: the kernel's tables differ (debug listing: {debug})\n{}",
-                diff(&a, &b)
-            );
-        }
-        assert_eq!(
-            common::nft_listing(&by_nft, fam(family)),
-            common::nft_listing(&by_netlink, fam(family)),
-            "{what}: nft -j list differs"
-        );
+        same_maps_table(&what, family, &by_nft, &by_netlink);
         rules += table.chains.iter().map(|c| c.rules.len()).sum::<usize>();
         elements += table.elements.len();
     }
@@ -542,15 +554,11 @@ fn the_maps_layout_loaded_in_pieces_wakes_last_and_lists_as_nft_f_loads_it() {
                 "{what}: a batch of {} bytes",
                 batch.bytes.len()
             );
-            socket.apply(&batch).unwrap_or_else(|e| {
-                let step = match &e {
-                    svcnet_proxy::nftables::socket::NetlinkError::Refused { index, .. } => {
-                        netlink::replacement_step(&batch, *index)
-                    }
-                    _ => "",
-                };
-                panic!("{what}: batch {}: {e} ({step})", awake_after.len())
-            });
+            apply_maps(
+                &mut socket,
+                &batch,
+                &format!("{what}: batch {}", awake_after.len()),
+            );
             awake_after.push(awake(&mut socket, family));
         }
         let n = awake_after.len();
@@ -560,22 +568,7 @@ fn the_maps_layout_loaded_in_pieces_wakes_last_and_lists_as_nft_f_loads_it() {
             Some(n - 1),
             "{what}: the table awake after each batch: {awake_after:?}"
         );
-        for debug in [false, true] {
-            let (a, b) = (
-                without_elements(&list(&by_nft, family, debug)),
-                without_elements(&list(&by_netlink, family, debug)),
-            );
-            assert!(
-                a == b,
-                "{what}: the kernel's tables differ (debug listing: {debug})\n{}",
-                diff(&a, &b)
-            );
-        }
-        assert_eq!(
-            common::nft_listing(&by_nft, fam(family)),
-            common::nft_listing(&by_netlink, fam(family)),
-            "{what}: nft -j list differs"
-        );
+        same_maps_table(&what, family, &by_nft, &by_netlink);
         tables += 1;
         batches_in_all += n;
         most = most.max(n);
@@ -692,33 +685,10 @@ fn a_refresh_over_a_live_maps_table_keeps_the_unchanged_sets_and_ends_as_a_fresh
                 .filter(|&i| netlink::replacement_step(&batch, i) == "an element")
                 .count();
             assert_eq!(sent, want, "{what}: round {round}: element messages");
-            socket.apply(&batch).unwrap_or_else(|e| {
-                let step = match &e {
-                    svcnet_proxy::nftables::socket::NetlinkError::Refused { index, .. } => {
-                        netlink::replacement_step(&batch, *index)
-                    }
-                    _ => "",
-                };
-                panic!("{what}: round {round}: netlink: {e} ({step})")
-            });
+            apply_maps(&mut socket, &batch, &format!("{what}: round {round}"));
             let (ok, _, err) = by_nft.exec(&["nft", "-f", "-"], &MapsChange::Replace.text(next));
             assert!(ok, "{what}: nft -f: {err}");
-            for debug in [false, true] {
-                let (a, b) = (
-                    without_elements(&list(&by_nft, family, debug)),
-                    without_elements(&list(&by_netlink, family, debug)),
-                );
-                assert!(
-                    a == b,
-                    "{what}: round {round}: the tables differ (debug: {debug})\n{}",
-                    diff(&a, &b)
-                );
-            }
-            assert_eq!(
-                common::nft_listing(&by_nft, fam(family)),
-                common::nft_listing(&by_netlink, fam(family)),
-                "{what}: round {round}: nft -j list differs"
-            );
+            same_maps_table(&format!("{what}: round {round}"), family, &by_nft, &by_netlink);
             kept += plan.keep.len();
         }
         rewritten += touched.len();
