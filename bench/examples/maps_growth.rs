@@ -1,6 +1,7 @@
 //! What the kernel spends on a growth of the maps table (a new endpoint count: a new key set and a
 //! dispatch rule, docs/nftables-maps.md "Where the goals stand"), by what the new rule's `dnat ...
-//! map` binds: the shared `@eps` map that holds every endpoint, or a new empty map of its own. The
+//! map` binds: a populated map (the synthetic state's one count, `@eps-<E>`, holds every endpoint,
+//! as one map shared by every count did), or a new empty map of its own (the layout's). The
 //! table is P2's synthetic state written as the daemon's first sync writes it, in a throwaway
 //! network namespace; each growth is one netlink batch with no element, and only its `apply` (the
 //! kernel's commit and answer) is timed. `cargo run --release -p svcnet-bench --example maps_growth
@@ -24,10 +25,15 @@ use svcnet_proxy::nftables::socket::NftSocket;
 const RUNS: usize = 7;
 
 /// `table` with a new key set for count `n` and its dispatch rule at the end of `services`, the
-/// rule's map `@eps` or (`own`) a new empty map declared as `@eps` is.
-fn grown(table: &MapsTable, n: usize, own: bool) -> Result<MapsTable, Box<dyn Error>> {
+/// rule's map `full` (populated) or (`own`) a new empty map declared as `full` is.
+fn grown(table: &MapsTable, n: usize, full: &str, own: bool) -> Result<MapsTable, Box<dyn Error>> {
     let mut t = table.clone();
-    let eps = t.sets.iter().find(|s| s.name == "eps").ok_or("no @eps")?.clone();
+    let eps = t
+        .sets
+        .iter()
+        .find(|s| s.name == full)
+        .ok_or("no populated map")?
+        .clone();
     let key = "ip daddr . meta l4proto . th dport";
     t.sets.push(MapsSet {
         name: format!("svcs-{n}"),
@@ -89,10 +95,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         let load = encode_replacement(&table, cache.elements(), &[], None, socket.next_start())?;
         socket.apply(&load)?;
         let mut next = 1000;
-        for (label, own) in [("binds @eps", false), ("binds a new empty map", true)] {
+        let full = format!("eps-{endpoints}");
+        for (label, own) in [
+            ("binds the populated map", false),
+            ("binds a new empty map", true),
+        ] {
             let mut times = Vec::new();
             for _ in 0..RUNS {
-                let after = grown(&table, next, own)?;
+                let after = grown(&table, next, &full, own)?;
                 next += 1;
                 let handles = BTreeMap::from([(
                     "services".to_string(),

@@ -70,7 +70,7 @@ fn maps_layout_explains_the_same_fates_through_its_elements() {
     let maps = explain_with("nftables", &["--nftables-layout", "maps"]);
     assert!(maps.contains("maps layout"), "{maps}");
     assert!(
-        maps.contains("elements in: @cluster-ips, @eps, @hairpin, @masq-cluster, @svcs-2"),
+        maps.contains("elements in: @cluster-ips, @eps-2, @hairpin, @masq-cluster, @svcs-2"),
         "{maps}"
     );
     assert!(

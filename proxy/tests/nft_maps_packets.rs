@@ -179,7 +179,7 @@ fn switching_layouts_leaves_no_gap_and_no_leftovers() {
     load(&ns, &switch(&maps));
     let listing = ns.ok(&["nft", "list", "table", "ip", "kube-proxy"]);
     assert!(
-        listing.contains("map eps") && listing.contains("set svcs-2"),
+        listing.contains("map eps-2") && listing.contains("set svcs-2"),
         "{listing}"
     );
     assert!(

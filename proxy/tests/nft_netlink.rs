@@ -732,7 +732,7 @@ fn the_upstream_layout_over_a_maps_table_keeps_its_hooks_and_ends_as_a_fresh_loa
         let listing = switched.ok(&["nft", "-t", "list", "table", fam(family), "kube-proxy"]);
         let existing = svcnet_proxy::nftables::kernel::parse_listing(&listing);
         assert!(
-            existing.sets.contains(&maps::Group::Addr.map()),
+            existing.sets.iter().any(|s| s == maps::MASQ_CLUSTER),
             "{what}: not a maps table"
         );
         let before = socket.table_objects(family).expect("objects").expect("a table");

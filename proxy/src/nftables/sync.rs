@@ -177,7 +177,9 @@ impl NftFamilySync {
         };
         let start = match &existing {
             None => nft::Start::Recreated,
-            Some(e) if failed_twice || e.sets.contains(&nft::maps::Group::Addr.map()) => nft::Start::Cleared,
+            Some(e) if failed_twice || e.sets.iter().any(|s| s == nft::maps::MASQ_CLUSTER) => {
+                nft::Start::Cleared
+            }
             Some(_) => nft::Start::Over,
         };
         let existing = existing.unwrap_or_default();

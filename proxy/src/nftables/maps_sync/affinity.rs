@@ -165,7 +165,7 @@ pub(super) fn stale(change: &MapsChange, cache: &MapsCache) -> Stale {
     };
     for e in delete {
         match (e.set, e.value) {
-            (SetName::Map(g), Some(ep)) if Group::ALL.contains(&g) => {
+            (SetName::Map(g, _), Some(ep)) if Group::ALL.contains(&g) => {
                 let parts = e.key.parts();
                 let key = Key::new(&parts[..parts.len().saturating_sub(1)]);
                 let by_port = g.by_port();

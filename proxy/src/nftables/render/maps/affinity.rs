@@ -39,7 +39,7 @@ pub(super) fn read_rules(ip: &str, key: &str, by_port: bool, in_use: &InUse) -> 
             Rule::commented(
                 format!(
                     "meta l4proto {proto} dnat {ip} to {ip} saddr . {key} map @{}",
-                    group.map()
+                    group.affinity_map()
                 ),
                 "sessionAffinity: the endpoint this client was last sent to",
             )
@@ -58,7 +58,7 @@ pub(super) fn record_rules(ip: &str, in_use: &InUse) -> Vec<Rule> {
             Rule::new(format!(
                 "meta l4proto {proto} ct original protocol {proto} {key} @{} update @{} {{ {ip} saddr . {key} timeout {t}s : {ip} daddr . {proto} dport }}",
                 g.set(*t),
-                g.map()
+                g.affinity_map()
             ))
         })
         .collect()

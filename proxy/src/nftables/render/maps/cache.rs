@@ -204,14 +204,24 @@ impl MapsCache {
         )
     }
 
-    /// The endpoints `key` dispatches to through the slot maps of `groups` (slots are dense from 0).
+    /// The endpoints `key` dispatches to through the slot maps of `groups`: the map of the count
+    /// whose set holds the key (slots are dense from 0).
     pub fn endpoints_of(&self, groups: &[super::Group], key: Key) -> BTreeSet<(IpAddr, u16)> {
         let mut out = BTreeSet::new();
-        for g in groups {
+        let rules = self.rules();
+        for &g in groups {
+            let counts = rules.iter().filter(|(r, _, _)| *r == g);
+            let counts: BTreeSet<u32> = counts.filter_map(|(_, _, n)| u32::try_from(*n).ok()).collect();
+            let Some(n) = counts
+                .into_iter()
+                .find(|&n| self.elements.get(SetName::Count(g, n), &key).is_some())
+            else {
+                continue;
+            };
             for slot in 0.. {
                 match self
                     .elements
-                    .get(SetName::Map(*g), &key.with(super::Part::Slot(slot)))
+                    .get(SetName::Map(g, n), &key.with(super::Part::Slot(slot)))
                 {
                     Some((Some(ep), _)) => out.insert(ep),
                     _ => break,

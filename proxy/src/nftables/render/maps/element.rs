@@ -19,8 +19,8 @@ pub enum SetName {
     Fixed(&'static str),
     /// A group's set of keys with this endpoint count (affinity: timeout), `svcs-N`, `sticky-T`.
     Count(Group, u32),
-    /// A group's slot map (`eps`, `np-eps`, ...).
-    Map(Group),
+    /// A group's slot map of keys with this endpoint count (`eps-N`, `np-eps-N`, ...).
+    Map(Group, u32),
 }
 
 impl SetName {
@@ -28,7 +28,7 @@ impl SetName {
         match self {
             SetName::Fixed(n) => n.to_string(),
             SetName::Count(g, n) => g.set(n as usize),
-            SetName::Map(g) => g.map(),
+            SetName::Map(g, n) => g.map(n as usize),
         }
     }
 }

@@ -96,16 +96,17 @@ impl<'a> Facts<'a> {
         });
     }
 
-    /// `key` dispatches to `eps` through `group`: the key in the set of its endpoint count, one map
-    /// element per slot.
+    /// `key` dispatches to `eps` through `group`: the key in the set of its endpoint count, one
+    /// element per slot in the map of that count.
     fn slots(&mut self, group: Group, proto: &'static str, key: Key, eps: &[Endpoint]) {
         if eps.is_empty() {
             return;
         }
-        self.add(SetName::Count(group, count(eps.len())), key);
+        let n = count(eps.len());
+        self.add(SetName::Count(group, n), key);
         for (slot, ep) in eps.iter().enumerate() {
             self.elements.push(MapsElement {
-                set: SetName::Map(group),
+                set: SetName::Map(group, n),
                 key: key.with(Part::Slot(count(slot))),
                 value: Some((ep.ip, ep.port)),
             });

@@ -55,7 +55,7 @@ pub enum Group {
 impl Group {
     pub const ALL: [Group; 4] = [Group::Addr, Group::AddrShort, Group::Port, Group::PortShort];
 
-    /// The prefix of this group's sets (one per endpoint count) and its map's name.
+    /// The prefix of this group's sets and maps (one of each per endpoint count).
     fn prefix(self) -> &'static str {
         match self {
             Group::Addr => "",
@@ -75,12 +75,22 @@ impl Group {
         }
     }
 
-    /// The map from key . slot to endpoint address . port (affinity: from client . key).
-    pub fn map(self) -> String {
+    /// The map from key . slot to endpoint address . port of the keys with `n` endpoints, `eps-N`:
+    /// one per count, so a rule for a new count binds a new, empty map (the kernel walks a map's
+    /// elements when a rule binds it: docs/nftables-maps.md, "Where the goals stand"). Affinity
+    /// groups: their dynamic map, whatever `n`.
+    pub fn map(self, n: usize) -> String {
         match self {
-            Group::Affinity => AFFINITY.into(),
-            Group::PortAffinity => NP_AFFINITY.into(),
-            _ => format!("{}eps", self.prefix()),
+            Group::Affinity | Group::PortAffinity => self.affinity_map().into(),
+            _ => format!("{}eps-{n}", self.prefix()),
+        }
+    }
+
+    /// The dynamic map of client . key -> endpoint (slot groups: their affinity group's).
+    pub fn affinity_map(self) -> &'static str {
+        match self.by_port() {
+            false => AFFINITY,
+            true => NP_AFFINITY,
         }
     }
 

@@ -42,7 +42,7 @@ impl Words {
             "meta l4proto {proto} {key} @{} dnat {} to {key} . numgen random mod {n} map @{}",
             group.set(n),
             self.ip,
-            group.map()
+            group.map(n)
         )
     }
 }
@@ -284,21 +284,21 @@ fn sets(cfg: &RenderConfig, in_use: &InUse, np_ips: Option<Vec<std::net::IpAddr>
         out.push(set(name, port_key.clone(), vec![]));
     }
     let counts: BTreeSet<(Group, usize)> = in_use.iter().map(|(g, _, n)| (*g, *n)).collect();
-    for (g, n) in counts {
+    for &(g, n) in &counts {
         let decl = if g.by_port() { &port_key } else { &addr_key };
         out.push(set(&g.set(n), decl.clone(), vec![]));
     }
     out.extend(super::affinity::maps(ip));
-    for g in Group::ALL {
+    for (g, n) in counts.into_iter().filter(|(g, _)| Group::ALL.contains(g)) {
         let key = if g.by_port() {
             PORT_KEY.to_string()
         } else {
             format!("{ip} daddr . meta l4proto . th dport")
         };
         out.push(MapsSet {
-            name: g.map(),
+            name: g.map(n),
             is_map: true,
-            // The numgen part only fixes the slot's type (32 bits): one map serves every count.
+            // The numgen part only fixes the slot's type (32 bits), as nft prints it back.
             decl: format!("typeof {key} . numgen random mod 2 : {ip} daddr . th dport"),
             flags: vec![],
         });

@@ -1,5 +1,5 @@
 //! The tracer's `dnat` statements: to a literal address (upstream's layout) or to the value a data
-//! map holds for the packet's key (the maps layout: `dnat ip to KEY . numgen random mod N map @eps`,
+//! map holds for the packet's key (the maps layout: `dnat ip to KEY . numgen random mod N map @eps-N`,
 //! every slot 0..N-1 an equally likely outcome; a key without `numgen`, e.g. an affinity map, is one
 //! lookup).
 

@@ -42,7 +42,7 @@ fn small_key() -> impl Strategy<Value = Key> {
 fn set() -> impl Strategy<Value = SetName> {
     prop_oneof![
         Just(SetName::Fixed(FW_ALLOW)),
-        Just(SetName::Map(Group::Addr)),
+        Just(SetName::Map(Group::Addr, 2)),
         (1u32..3).prop_map(|n| SetName::Count(Group::Port, n)),
     ]
 }
