@@ -152,19 +152,21 @@ fn run(tag: &str, yaml: &str, node: NodeFacts, cfg: RenderConfig) -> Option<(usi
             "{tag} step {i}: netlink steps and a fresh nft -f load differ"
         );
     }
-    grow(tag, fam, &nl, &fresh, &mut cache, &full);
+    // 17: a count past the direct ones, in a bucket chain the table lacks; 18: a rule more in it.
+    grow(tag, fam, &nl, &fresh, &mut cache, &full, 17);
+    grow(tag, fam, &nl, &fresh, &mut cache, &full, 18);
     Some((batches, elements, fw))
 }
 
-/// `full` with its first port's endpoints replaced by 17 (an endpoint count no port has).
-fn with_new_count(full: &ProxyState) -> ProxyState {
+/// `full` with its first port's endpoints replaced by `n` (an endpoint count no port has).
+fn with_new_count(full: &ProxyState, n: u8) -> ProxyState {
     let mut s = full.clone();
     let (name, eps) = full
         .endpoints
         .iter()
         .find(|(_, e)| !e.is_empty())
         .expect("a port with endpoints");
-    let many: Vec<Endpoint> = (0..17u8)
+    let many: Vec<Endpoint> = (0..n)
         .map(|k| {
             let ip = match eps[0].ip {
                 IpAddr::V4(a) => {
@@ -186,8 +188,9 @@ fn with_new_count(full: &ProxyState) -> ProxyState {
 }
 
 /// A port needing a dispatch rule the table lacks: the table grown in place (new set and rules
-/// placed by the kernel's handles, element steps in the same batch) lists as a fresh load; so does
-/// the element step back.
+/// placed by the kernel's handles, a new bucket chain with them, element steps in the same batch)
+/// lists as a fresh load; so does the element step back. `n` past the direct counts: the first
+/// count of a bucket adds its chain and the jump to it, the next one a rule in that chain.
 fn grow(
     tag: &str,
     fam: &str,
@@ -195,9 +198,10 @@ fn grow(
     fresh: &svcnet_netns::Netns,
     cache: &mut MapsCache,
     full: &ProxyState,
+    n: u8,
 ) {
     let path = Path::new("/run/netns").join(nl.name());
-    update(cache, &with_new_count(full));
+    update(cache, &with_new_count(full, n));
     assert_eq!(
         cache.peek_change(false),
         MapsChange::Replace,
@@ -205,7 +209,20 @@ fn grow(
     );
     let (held, grown) = (cache.held_skeleton(), cache.skeleton());
     let chains = netlink::grown_chains(&held, &grown);
-    assert!(chains.contains(&"services"), "{tag}: {chains:?}");
+    let bucket = "dispatch-17-32";
+    let new_chain = held.chain(bucket).is_none();
+    assert!(grown.chain(bucket).is_some(), "{tag}: {n} is in {bucket}");
+    if new_chain {
+        assert!(
+            chains.contains(&"services"),
+            "{tag}: the jump to {bucket}: {chains:?}"
+        );
+    } else {
+        assert!(
+            chains.iter().all(|c| c.ends_with(bucket)),
+            "{tag}: {n} is a rule in the bucket chains only: {chains:?}"
+        );
+    }
     let mut socket = NftSocket::open_in(&path, Duration::from_secs(10)).expect("netlink socket");
     let handles: BTreeMap<String, Vec<u64>> = chains
         .iter()
@@ -241,7 +258,7 @@ fn grow(
     update(cache, full);
     let back = cache.peek_change(false);
     let MapsChange::Elements { delete, add } = &back else {
-        panic!("{tag}: the rule for 17 stays: element steps back")
+        panic!("{tag}: the rule for {n} stays: element steps back")
     };
     let family = cache.cfg().family;
     let steps_back = |start| encode_elements(family, delete, add, start).expect("encode");

@@ -137,6 +137,42 @@ fn both_layouts_balance_masquerade_and_hairpin_real_connections() {
     }
 }
 
+/// A Service with more endpoints than the maps layout's direct counts (20: its rule in the bucket
+/// chain `dispatch-17-32`, reached by a jump from `services`): real connections reach every one of
+/// its endpoints in both layouts (400 draws of 1 in 20 miss one endpoint with odds ~2e-8).
+#[test]
+fn a_service_past_the_direct_counts_reaches_every_endpoint() {
+    const EPS: usize = 20;
+    for layout in ["upstream", "maps"] {
+        let Some(ns) = namespace("mapsmany") else {
+            return;
+        };
+        for i in 1..=EPS {
+            ns.ok(&["ip", "addr", "add", &format!("10.128.1.{i}/24"), "dev", "lo"]);
+        }
+        let text = render_file(layout, "many.yaml");
+        if layout == "maps" {
+            assert!(
+                text.contains("@svcs-17-32 jump dispatch-17-32"),
+                "the maps layout reaches 20 endpoints through a bucket:\n{text}"
+            );
+        }
+        load(&ns, &text);
+        let v = probe(&ns, &["spread", "400", &EPS.to_string(), OUTSIDE]);
+        let got = counts(&v, OUTSIDE);
+        assert_eq!(got.get("connected").copied(), Some(400), "{layout}: {v}");
+        for i in 1..=EPS {
+            let ep = format!("10.128.1.{i} from ");
+            let hits: u64 = got
+                .iter()
+                .filter(|(k, _)| k.starts_with(&ep))
+                .map(|(_, n)| n)
+                .sum();
+            assert!(hits > 0, "{layout}: endpoint 10.128.1.{i} never chosen: {v}");
+        }
+    }
+}
+
 /// A layout switch is one transaction (the table deleted and declared again in the same batch):
 /// connections made all the while never fail, and each layout's objects are gone after the switch.
 #[test]

@@ -3,12 +3,17 @@
 # fd00:10::1 and ::2); prints, per SRC, how many each endpoint accepted and from which peer address
 # (masquerade shows as another source).
 # `loop SECONDS SRC`: connects for SECONDS; prints how many succeeded and failed.
+# `spread N COUNT SRC`: as `counts`, to 10.96.0.3:80 with endpoints 10.128.1.1..COUNT (many.yaml).
 import json, socket, sys, threading, time
 
 V6 = len(sys.argv) > 3 and ":" in sys.argv[3]
 FAMILY = socket.AF_INET6 if V6 else socket.AF_INET
 EPS = [("fd00:10::1", 8080), ("fd00:10::2", 8080)] if V6 else [("10.128.0.1", 8080), ("10.128.0.2", 8080)]
 VIP = ("fd00::1", 80) if V6 else ("10.96.0.1", 80)
+if sys.argv[1] == "spread":
+    EPS = [("10.128.1.%d" % i, 8080) for i in range(1, int(sys.argv[3]) + 1)]
+    VIP = ("10.96.0.3", 80)
+    sys.argv[1:4] = ["counts", sys.argv[2]]
 seen = []
 lock = threading.Lock()
 

@@ -1,7 +1,7 @@
 //! The maps layout's table grown in place: when a port needs dispatch rules the kernel's table
-//! lacks (a new endpoint count, a new affinity timeout), one batch adds the new sets, puts each new
-//! rule in front of the rule it precedes in a fresh render (by the handles the kernel gave the
-//! chain's rules), then the element steps. The table's hundreds of thousands of elements are not
+//! lacks (a new endpoint count, a new affinity timeout), one batch adds the new sets and chains (a
+//! count's first bucket chain), puts each new rule in front of the rule it precedes in a fresh
+//! render (by the handles the kernel gave the chain's rules), then the element steps. The table's hundreds of thousands of elements are not
 //! written again, as a replacement would.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,8 +11,8 @@ use super::maps::element_steps;
 use super::maps_table::{interval_sets, set_message};
 use super::objects::Encoder;
 use super::{Batch, EncodeError, Start};
-use crate::nftables::render::Rule;
 use crate::nftables::render::maps::{MapsElement, MapsTable};
+use crate::nftables::render::{Chain, Op, Rule};
 
 /// Where one new rule goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,14 +23,20 @@ pub struct Placement {
     pub before: Option<u64>,
 }
 
-/// The chains whose rules differ between `held` and `grown`.
+/// The chains of `held` whose rules differ in `grown` (the kernel's handles of their rules place
+/// the new ones).
 pub fn grown_chains<'a>(held: &MapsTable, grown: &'a MapsTable) -> Vec<&'a str> {
     grown
         .chains
         .iter()
-        .filter(|c| held.chain(&c.name).is_none_or(|h| h.rules != c.rules))
+        .filter(|c| held.chain(&c.name).is_some_and(|h| h.rules != c.rules))
         .map(|c| c.name.as_str())
         .collect()
+}
+
+/// The chains `grown` has and `held` has not.
+fn new_chains<'a>(held: &'a MapsTable, grown: &'a MapsTable) -> impl Iterator<Item = &'a Chain> + 'a {
+    grown.chains.iter().filter(|c| held.chain(&c.name).is_none())
 }
 
 fn refuse(chain: &str, why: &str) -> EncodeError {
@@ -39,17 +45,28 @@ fn refuse(chain: &str, why: &str) -> EncodeError {
 
 /// Where each rule `grown` adds goes. `handles`: for each grown chain, the kernel's handles of its
 /// rules in order, as `held` has them. Refused unless `grown`'s chains are `held`'s with rules
-/// inserted and the kernel's chains hold as many rules as `held`.
+/// inserted (and new chains, whose rules all go to their end) and the kernel's chains hold as many
+/// rules as `held`.
 pub fn placements(
     held: &MapsTable,
     grown: &MapsTable,
     handles: &BTreeMap<String, Vec<u64>>,
 ) -> Result<Vec<Placement>, EncodeError> {
     let names = |t: &MapsTable| t.chains.iter().map(|c| c.name.clone()).collect::<BTreeSet<_>>();
-    if names(held) != names(grown) {
-        return Err(refuse("*", "the chains differ"));
+    if !names(held).is_subset(&names(grown)) {
+        return Err(refuse("*", "a held chain is gone"));
     }
     let mut out = Vec::new();
+    for c in new_chains(held, grown) {
+        if c.hook.is_some() {
+            return Err(refuse(&c.name, "a new hooked chain"));
+        }
+        out.extend(c.rules.iter().map(|rule| Placement {
+            chain: c.name.clone(),
+            rule: rule.clone(),
+            before: None,
+        }));
+    }
     for name in grown_chains(held, grown) {
         let (Some(old), Some(new)) = (held.chain(name), grown.chain(name)) else {
             return Err(refuse(name, "missing"));
@@ -101,12 +118,16 @@ pub fn encode_growth(
         set_message(&mut enc, &s.name, &Decl::parse(s, family)?)?;
     }
     enc.op_index = 1;
+    for c in new_chains(held, grown) {
+        enc.ops(&[Op::AddChain(Chain::new(c.name.clone()))])?;
+    }
+    enc.op_index = 2;
     for p in &placed {
         enc.rule_at(&p.chain, &p.rule, p.before)?;
     }
     let steps = element_steps(enc.w, family, delete, add)?;
     for step in steps {
-        enc.op_index = 2 + step;
+        enc.op_index = 3 + step;
         enc.begin_counted();
     }
     let (messages, op_of) = (enc.messages, std::mem::take(&mut enc.op_of));
@@ -116,8 +137,9 @@ pub fn encode_growth(
 
 /// The step of a growth that message `index` of its batch belongs to.
 pub fn growth_step(batch: &Batch, index: usize) -> &'static str {
-    const STEPS: [&str; 4] = [
+    const STEPS: [&str; 5] = [
         "a new set",
+        "a new chain",
         "a new rule",
         "an element deletion",
         "an element addition",
@@ -131,7 +153,6 @@ pub fn growth_step(batch: &Batch, index: usize) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nftables::render::Chain;
 
     fn table(rules: &[&str]) -> MapsTable {
         MapsTable {
@@ -157,6 +178,28 @@ mod tests {
             .collect();
         let want = [("b1", Some(9)), ("b2", Some(9)), ("d", None)].map(|(r, h)| (r.to_string(), h));
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_new_chain_gets_all_its_rules_at_its_end() {
+        let held = table(&["a"]);
+        let mut grown = table(&["a", "jump b"]);
+        grown.chains.push(Chain {
+            rules: vec![Rule::new("x"), Rule::new("y")],
+            ..Chain::new("b")
+        });
+        let got: Vec<(String, String, Option<u64>)> = placements(&held, &grown, &handles(&[7]))
+            .expect("placed")
+            .into_iter()
+            .map(|p| (p.chain, p.rule.text, p.before))
+            .collect();
+        let want = [("b", "x", None), ("b", "y", None), ("services", "jump b", None)]
+            .map(|(c, r, h)| (c.to_string(), r.to_string(), h));
+        assert_eq!(got, want);
+        assert!(
+            placements(&grown, &held, &handles(&[7, 8])).is_err(),
+            "a held chain gone"
+        );
     }
 
     #[test]

@@ -104,6 +104,9 @@ impl<'a> Facts<'a> {
         }
         let n = count(eps.len());
         self.add(SetName::Count(group, n), key);
+        if let Some(b) = group.bucket(eps.len()) {
+            self.add(SetName::Bucket(group, count(b)), key);
+        }
         for (slot, ep) in eps.iter().enumerate() {
             self.elements.push(MapsElement {
                 set: SetName::Map(group, n),

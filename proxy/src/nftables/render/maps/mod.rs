@@ -94,10 +94,42 @@ impl Group {
         }
     }
 
+    /// The bucket of counts `n` is in, when the skeleton reaches its rule through a jump (the
+    /// first [`DIRECT_COUNTS`] counts are rules of the scope chain itself): bucket `b` holds the
+    /// counts `b * BUCKET_WIDTH + 1 ..= (b + 1) * BUCKET_WIDTH`, so a new count has a fixed place
+    /// and a connection's first packet walks at most the direct rules, the buckets in use and one
+    /// bucket's rules (docs/nftables-maps.md, "A first packet that does not walk every count").
+    /// Affinity groups have no buckets.
+    pub fn bucket(self, n: usize) -> Option<usize> {
+        (Group::ALL.contains(&self) && n > DIRECT_COUNTS).then(|| (n - 1) / BUCKET_WIDTH)
+    }
+
+    fn bucket_range(b: usize) -> (usize, usize) {
+        (b * BUCKET_WIDTH + 1, (b + 1) * BUCKET_WIDTH)
+    }
+
+    /// The set of the keys whose count is in bucket `b`, `svcs-17-32`.
+    pub fn bucket_set(self, b: usize) -> String {
+        let (lo, hi) = Group::bucket_range(b);
+        format!("{}svcs-{lo}-{hi}", self.prefix())
+    }
+
+    /// The chain holding the dispatch rules of bucket `b`'s counts, `dispatch-17-32`.
+    pub fn bucket_chain(self, b: usize) -> String {
+        let (lo, hi) = Group::bucket_range(b);
+        format!("{}dispatch-{lo}-{hi}", self.prefix())
+    }
+
     pub fn by_port(self) -> bool {
         matches!(self, Group::Port | Group::PortShort | Group::PortAffinity)
     }
 }
+
+/// Endpoint counts up to this one have their dispatch rule in the scope chain (`services`,
+/// `nodeports`); larger ones sit in bucket chains ([`Group::bucket`]).
+pub const DIRECT_COUNTS: usize = 16;
+/// How many counts a bucket chain holds.
+pub const BUCKET_WIDTH: usize = 16;
 
 // Plain sets of keys (address keys: `ip daddr . meta l4proto . th dport`; port keys: `meta l4proto .
 // th dport`).

@@ -1,6 +1,7 @@
 //! The maps layout's rules: upstream's hooked chains and jumps, then constant rules that look keys up
 //! in the sets and maps [`super::facts`] fills. The only part that varies with the services is one
-//! dispatch rule per (group, protocol, endpoint count) in use; none has a per-service verdict.
+//! dispatch rule per (group, protocol, endpoint count) in use, the larger counts' in one chain per
+//! bucket of counts ([`Group::bucket`]); none has a per-service verdict.
 
 use super::*;
 use crate::config::RenderConfig;
@@ -53,6 +54,11 @@ const PORT_KEY: &str = "meta l4proto . th dport";
 pub(super) fn skeleton(node: &NodeFacts, cfg: &RenderConfig, in_use: &InUse) -> (Vec<Chain>, Vec<MapsSet>) {
     let w = Words::new(cfg);
     let mut chains = declared_chains();
+    let buckets: BTreeSet<(Group, usize)> = in_use
+        .iter()
+        .filter_map(|&(g, _, n)| Some((g, g.bucket(n)?)))
+        .collect();
+    chains.extend(buckets.iter().map(|(g, b)| Chain::new(g.bucket_chain(*b))));
     let mut add = |chain: &str, rule: Rule| {
         if let Some(c) = chains.iter_mut().find(|c| c.name == chain) {
             c.rules.push(rule);
@@ -84,7 +90,12 @@ pub(super) fn skeleton(node: &NodeFacts, cfg: &RenderConfig, in_use: &InUse) -> 
     let np_ips = nodeport_ips(node, cfg);
     fixed_rules(&w, np_ips.is_some(), &mut add);
     dispatch_rules(&w, cfg, in_use, np_ips.is_some(), &mut add);
-    (chains, sets(cfg, in_use, np_ips))
+    for &(g, proto, n) in in_use {
+        if let Some(b) = g.bucket(n) {
+            add(&g.bucket_chain(b), Rule::new(w.dispatch(g, proto, n)));
+        }
+    }
+    (chains, sets(cfg, in_use, np_ips, &buckets))
 }
 
 fn declared_chains() -> Vec<Chain> {
@@ -220,21 +231,33 @@ fn scope_rules(w: &Words, detector: Option<&(String, String)>, in_use: &InUse, b
         "masquerade local traffic",
     ));
     out.extend(super::affinity::read_rules(w.ip, key, by_port, in_use));
-    let rules_of = |g: Group| in_use.iter().filter(move |(x, _, _)| *x == g);
-    if let Some((local, _)) = detector {
-        for (g, proto, n) in rules_of(short) {
-            out.push(Rule::new(format!("{local} {}", w.dispatch(*g, proto, *n))));
+    let direct = |g: Group| {
+        in_use
+            .iter()
+            .filter(move |(x, _, n)| *x == g && g.bucket(*n).is_none())
+    };
+    let buckets = |g: Group| {
+        let b: BTreeSet<usize> = in_use
+            .iter()
+            .filter(|(x, _, _)| *x == g)
+            .filter_map(|(_, _, n)| g.bucket(*n))
+            .collect();
+        b.into_iter()
+            .map(move |b| format!("{key} @{} jump {}", g.bucket_set(b), g.bucket_chain(b)))
+    };
+    let mut choices = |cond: &str, g: Group| {
+        for (g, proto, n) in direct(g) {
+            out.push(Rule::new(format!("{cond}{}", w.dispatch(*g, proto, *n))));
         }
+        for jump in buckets(g) {
+            out.push(Rule::new(format!("{cond}{jump}")));
+        }
+    };
+    if let Some((local, _)) = detector {
+        choices(&format!("{local} "), short);
     }
-    for (g, proto, n) in rules_of(short) {
-        out.push(Rule::new(format!(
-            "fib saddr type local {}",
-            w.dispatch(*g, proto, *n)
-        )));
-    }
-    for (g, proto, n) in rules_of(group) {
-        out.push(Rule::new(w.dispatch(*g, proto, *n)));
-    }
+    choices("fib saddr type local ", short);
+    choices("", group);
     out
 }
 
@@ -248,7 +271,12 @@ fn set(name: &str, decl: String, flags: Vec<&'static str>) -> MapsSet {
 }
 
 /// Every set and map; the endpoint-count sets only for the counts in use.
-fn sets(cfg: &RenderConfig, in_use: &InUse, np_ips: Option<Vec<std::net::IpAddr>>) -> Vec<MapsSet> {
+fn sets(
+    cfg: &RenderConfig,
+    in_use: &InUse,
+    np_ips: Option<Vec<std::net::IpAddr>>,
+    buckets: &BTreeSet<(Group, usize)>,
+) -> Vec<MapsSet> {
     let (ip, addr) = (family_word(cfg.family), addr_type(cfg.family));
     let addr_key = format!("type {addr} . inet_proto . inet_service");
     let port_key = "type inet_proto . inet_service".to_string();
@@ -287,6 +315,10 @@ fn sets(cfg: &RenderConfig, in_use: &InUse, np_ips: Option<Vec<std::net::IpAddr>
     for &(g, n) in &counts {
         let decl = if g.by_port() { &port_key } else { &addr_key };
         out.push(set(&g.set(n), decl.clone(), vec![]));
+    }
+    for &(g, b) in buckets {
+        let decl = if g.by_port() { &port_key } else { &addr_key };
+        out.push(set(&g.bucket_set(b), decl.clone(), vec![]));
     }
     out.extend(super::affinity::maps(ip));
     for (g, n) in counts.into_iter().filter(|(g, _)| Group::ALL.contains(g)) {

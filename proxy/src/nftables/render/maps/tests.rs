@@ -79,6 +79,54 @@ fn cluster_ip_is_a_key_in_the_count_set_and_one_slot_per_endpoint() {
     );
 }
 
+/// Counts past [`DIRECT_COUNTS`] are reached through their bucket: a jump from `services` on the
+/// bucket's key set to a chain holding the count's dispatch rule, so a first packet walks the
+/// direct counts, the buckets in use and one bucket, not every count.
+#[test]
+fn a_count_past_the_direct_ones_is_dispatched_from_its_bucket_chain() {
+    let many: Vec<(String, &str)> = (1..=20).map(|i| (format!("10.76.1.{i}"), "node-1")).collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(ip, n)| (ip.as_str(), *n)).collect();
+    let yaml = svc("a", CLUSTER_IP)
+        + &eps("a", &[("10.76.1.5", "node-1"), ("10.76.2.5", "node-2")], 8080)
+        + &svc(
+            "b",
+            "{clusterIP: 172.30.0.42, ports: [{port: 80, targetPort: 8080, protocol: TCP}]}",
+        )
+        + &eps("b", &many, 8080);
+    let t = table(&yaml, &cfg());
+    assert_eq!(elements(&t, "svcs-20"), ["172.30.0.42 . tcp . 80"]);
+    assert_eq!(elements(&t, "svcs-17-32"), ["172.30.0.42 . tcp . 80"]);
+    assert!(
+        elements(&t, "svcs-1-16").is_empty(),
+        "direct counts have no bucket set"
+    );
+    assert_eq!(t.elements_of("eps-20").count(), 20);
+    let rules = |chain: &str| -> Vec<String> {
+        let c = t.chain(chain).unwrap_or_else(|| panic!("no chain {chain}"));
+        c.rules.iter().map(|r| r.text.clone()).collect()
+    };
+    let services = rules("services");
+    let twenty = "meta l4proto tcp ip daddr . meta l4proto . th dport @svcs-20 dnat ip to ip daddr . meta l4proto . th dport . numgen random mod 20 map @eps-20";
+    assert!(
+        services.iter().any(|r| r.contains("@svcs-2 dnat")),
+        "{services:#?}"
+    );
+    assert!(
+        services.contains(&"ip daddr . meta l4proto . th dport @svcs-17-32 jump dispatch-17-32".to_string()),
+        "{services:#?}"
+    );
+    assert!(!services.iter().any(|r| r.contains("@svcs-20")), "{services:#?}");
+    assert_eq!(rules("dispatch-17-32"), [twenty]);
+    let text = t.text();
+    for set in ["svcs-17-32", "svcs-20", "eps-20"] {
+        assert!(
+            text.contains(&format!("add set ip kube-proxy {set} "))
+                || text.contains(&format!("add map ip kube-proxy {set} ")),
+            "{set}: {text}"
+        );
+    }
+}
+
 #[test]
 fn no_endpoints_reject_and_local_policy_misses_drop() {
     let spec = "{clusterIP: 172.30.0.42, type: NodePort, externalTrafficPolicy: Local, ports: [{port: 80, nodePort: 30080, protocol: TCP}]}";
