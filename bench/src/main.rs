@@ -61,6 +61,9 @@ struct Cli {
     /// smallest size; default 19,500 (quick: 5). The 1-endpoint maps rows run at every size.
     #[arg(long, value_delimiter = ',')]
     p1_maps_counts: Option<Vec<usize>>,
+    /// P1: only the nftables maps layout's rows (no iptables layouts, no upstream nft layout).
+    #[arg(long)]
+    p1_maps_only: bool,
     /// P1 measured rounds over all namespaces; default 30 (quick: 2).
     #[arg(long)]
     rounds: Option<usize>,
@@ -293,7 +296,8 @@ fn main() -> anyhow::Result<()> {
                 .p1_endpoints
                 .clone()
                 .unwrap_or(if q { vec![1, 50] } else { vec![1, 1000] }),
-            nftables: true,
+            iptables: !cli.p1_maps_only,
+            nftables: !cli.p1_maps_only,
             maps: true,
             maps_counts: cli
                 .p1_maps_counts

@@ -38,6 +38,8 @@ pub struct P1Params {
     /// Stretch: endpoint counts of the probed service, measured in the tree at the smallest size
     /// (the endpoint chain is the same in both layouts). 1 is the base case.
     pub endpoint_sizes: Vec<usize>,
+    /// The iptables layouts (flat, tree) at every size, and the tree's many-endpoint stretch.
+    pub iptables: bool,
     /// Also the nftables mode's table at every size.
     pub nftables: bool,
     /// Also the nftables maps layout's table at every size.
@@ -287,10 +289,12 @@ fn cases(p: &P1Params) -> Vec<(usize, Rules, usize, bool)> {
     let sizes: Vec<usize> = p.sizes.iter().copied().filter(|n| *n > 0).collect();
     let mut todo = Vec::new();
     for &n in &sizes {
-        todo.extend([
-            (n, Rules::Iptables(Layout::Flat), 1, false),
-            (n, Rules::Iptables(Layout::Tree), 1, false),
-        ]);
+        if p.iptables {
+            todo.extend([
+                (n, Rules::Iptables(Layout::Flat), 1, false),
+                (n, Rules::Iptables(Layout::Tree), 1, false),
+            ]);
+        }
         if p.nftables {
             todo.push((n, Rules::Nftables, 1, false));
         }
@@ -304,7 +308,7 @@ fn cases(p: &P1Params) -> Vec<(usize, Rules, usize, bool)> {
     todo.extend(
         p.endpoint_sizes
             .iter()
-            .filter(|e| **e > 1)
+            .filter(|e| p.iptables && **e > 1)
             .map(|e| (base, Rules::Iptables(Layout::Tree), *e, false)),
     );
     if p.maps {

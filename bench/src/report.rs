@@ -65,6 +65,7 @@ pub fn p1(r: &P1) -> String {
     let _ = writeln!(s, "    rows against the same probe at {base} services)");
     let flat = p1_growth(&mut s, r, top, base);
     maps_spread(&mut s, r, top, base);
+    let iptables = r.case(Rules::Iptables(Layout::Tree), top).is_some();
     for c in r
         .cases
         .iter()
@@ -79,15 +80,17 @@ pub fn p1(r: &P1) -> String {
             verdict(g <= P1_TREE_GROWTH_TARGET)
         );
     }
-    let _ = writeln!(
-        s,
-        "    means: with the tree, the first packet of a connection costs about the same with {top} services as with {base};"
-    );
-    let _ = writeln!(
-        s,
-        "    with upstream's flat list every new connection to a late service walks every rule before it ({} the cost).",
-        x(flat)
-    );
+    if iptables {
+        let _ = writeln!(
+            s,
+            "    means: with the tree, the first packet of a connection costs about the same with {top} services as with {base};"
+        );
+        let _ = writeln!(
+            s,
+            "    with upstream's flat list every new connection to a late service walks every rule before it ({} the cost).",
+            x(flat)
+        );
+    }
     s
 }
 
@@ -188,7 +191,19 @@ fn p1_table(s: &mut String, r: &P1, base: usize) {
 
 /// The growth lines from `base` to `top` services (tree against its target, flat, nftables when
 /// measured against its own); returns the flat growth the closing line quotes.
+/// The layouts' growth lines; the iptables ones only when P1 measured them (`--p1-maps-only`
+/// leaves them out).
 fn p1_growth(s: &mut String, r: &P1, top: usize, base: usize) -> f64 {
+    let flat = if r.case(Rules::Iptables(Layout::Tree), top).is_some() {
+        p1_iptables_growth(s, r, top, base)
+    } else {
+        f64::NAN
+    };
+    p1_nft_growth(s, r, top, base);
+    flat
+}
+
+fn p1_iptables_growth(s: &mut String, r: &P1, top: usize, base: usize) -> f64 {
     let tree = r.growth(Rules::Iptables(Layout::Tree), top, base);
     let flat = r.growth(Rules::Iptables(Layout::Flat), top, base);
     let vs = match (
@@ -212,6 +227,10 @@ fn p1_growth(s: &mut String, r: &P1, top: usize, base: usize) -> f64 {
         x(r.growth_at(Rules::Iptables(Layout::Flat), top, base, 10.0)),
         x(vs)
     );
+    flat
+}
+
+fn p1_nft_growth(s: &mut String, r: &P1, top: usize, base: usize) {
     // Issue 18's and 32's goal: map lookups make the first packet's cost independent of the services.
     for layout in [Rules::Nftables, Rules::Maps] {
         if r.case(layout, top).is_none() {
@@ -227,7 +246,6 @@ fn p1_growth(s: &mut String, r: &P1, top: usize, base: usize) -> f64 {
             x(r.growth_at(layout, top, base, 10.0))
         );
     }
-    flat
 }
 
 fn med(v: &[Sync], f: impl Fn(&Sync) -> Duration) -> f64 {

@@ -1,8 +1,10 @@
 //! P1's `maps` rows: the nftables mode's maps layout (issue 32, docs/nftables-maps.md), its table
 //! written as the daemon's first sync writes it (P2's `maps-nl` path: [`MapsCache`] and one
-//! netlink batch). Its dispatch is one rule per distinct endpoint count, tried in order, so the
-//! probe is the service with the largest count (the last rule), and a "spread" case gives the
-//! table many distinct counts to measure that walk.
+//! netlink batch). Its dispatch is one rule per distinct endpoint count, tried in order (counts
+//! past the direct ones in bucket chains reached by a jump per bucket), so the probe is the
+//! service with the largest count (the last bucket; a multiple of the bucket width is also its
+//! bucket's last rule), and a "spread" case gives the table many distinct counts to measure that
+//! walk.
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
@@ -48,20 +50,35 @@ fn spread_counts(state: &mut ProxyState, n: usize, eps: usize) -> Result<(), Ben
     Ok(())
 }
 
-/// The `services` rules a TCP connection to a key with `eps` endpoints is compared against, its
-/// dispatch rule included (marks first, then one rule per count in use, ascending).
+/// The rules a TCP connection to a key with `eps` endpoints is compared against, its dispatch
+/// rule included: `services` up to its count's rule (marks first, then one rule per direct count,
+/// ascending, then one jump per bucket of larger counts) and, for a bucketed count, its bucket
+/// chain up to the count's rule.
 fn walked(cache: &MapsCache, eps: usize) -> Result<usize, BenchError> {
     let table = cache.skeleton();
-    let set = format!("@{} ", Group::Addr.set(eps));
-    table
-        .chain(SERVICES)
-        .and_then(|c| {
-            c.rules
-                .iter()
-                .position(|r| r.text.starts_with("meta l4proto tcp ") && r.text.contains(&set))
-        })
-        .map(|i| i + 1)
-        .ok_or_else(|| BenchError::Check(format!("no maps dispatch rule for {eps} endpoints")))
+    let g = Group::Addr;
+    let position = |chain: &str, needle: &str| {
+        table
+            .chain(chain)
+            .and_then(|c| c.rules.iter().position(|r| r.text.contains(needle)))
+            .map(|i| i + 1)
+    };
+    let direct = |chain: &str| {
+        position(
+            chain,
+            &format!(
+                "meta l4proto tcp ip daddr . meta l4proto . th dport @{} ",
+                g.set(eps)
+            ),
+        )
+    };
+    let walked = match g.bucket(eps) {
+        None => direct(SERVICES),
+        Some(b) => position(SERVICES, &format!("@{} jump ", g.bucket_set(b)))
+            .zip(direct(&g.bucket_chain(b)))
+            .map(|(a, b)| a + b),
+    };
+    walked.ok_or_else(|| BenchError::Check(format!("no maps dispatch rule for {eps} endpoints")))
 }
 
 /// `n` services, the probed one (the last) with `eps` endpoints; `spread`: many distinct counts.

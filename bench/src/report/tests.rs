@@ -87,6 +87,11 @@ fn p1_maps_growth_and_spread_compare_with_the_same_probe_at_the_smallest_size() 
         .unwrap_or_default();
     assert!(row.contains("2.00x") && row.ends_with(" 500"), "{row}");
     assert!(!text.contains("stretch: 500-endpoint"), "{text}");
+    // A maps-only run (`--p1-maps-only`) has no iptables rows, so no verdict on them either.
+    assert!(
+        !text.contains("tree@") && !text.contains("flat@") && !text.contains("means:"),
+        "{text}"
+    );
 }
 
 fn sync(lines: usize, total_ms: u64) -> Sync {
