@@ -152,9 +152,48 @@ fn run(tag: &str, yaml: &str, node: NodeFacts, cfg: RenderConfig) -> Option<(usi
             "{tag} step {i}: netlink steps and a fresh nft -f load differ"
         );
     }
-    // 17: a count past the direct ones, in a bucket chain the table lacks; 18: a rule more in it.
-    grow(tag, fam, &nl, &fresh, &mut cache, &full, 17);
-    grow(tag, fam, &nl, &fresh, &mut cache, &full, 18);
+    // 17: a first outer and inner bucket (two new chains, a jump in `services`); 18: a rule in
+    // the inner bucket's chain; 25: a new inner bucket (a new chain, a jump in the outer one's).
+    let outer = "dispatch-17-80";
+    grow(
+        tag,
+        fam,
+        &nl,
+        &fresh,
+        &mut cache,
+        &full,
+        Growth {
+            n: 17,
+            new: &[outer, "dispatch-17-24"],
+            changed: &["services", "nodeports"],
+        },
+    );
+    grow(
+        tag,
+        fam,
+        &nl,
+        &fresh,
+        &mut cache,
+        &full,
+        Growth {
+            n: 18,
+            new: &[],
+            changed: &["dispatch-17-24"],
+        },
+    );
+    grow(
+        tag,
+        fam,
+        &nl,
+        &fresh,
+        &mut cache,
+        &full,
+        Growth {
+            n: 25,
+            new: &["dispatch-25-32"],
+            changed: &[outer],
+        },
+    );
     Some((batches, elements, fw))
 }
 
@@ -191,6 +230,14 @@ fn with_new_count(full: &ProxyState, n: u8) -> ProxyState {
 /// placed by the kernel's handles, a new bucket chain with them, element steps in the same batch)
 /// lists as a fresh load; so does the element step back. `n` past the direct counts: the first
 /// count of a bucket adds its chain and the jump to it, the next one a rule in that chain.
+/// One growth to check: the new count, the chains it adds (suffixes: the short groups' twins come
+/// along) and the held chains whose rules it changes.
+struct Growth<'a> {
+    n: u8,
+    new: &'a [&'a str],
+    changed: &'a [&'a str],
+}
+
 fn grow(
     tag: &str,
     fam: &str,
@@ -198,7 +245,7 @@ fn grow(
     fresh: &svcnet_netns::Netns,
     cache: &mut MapsCache,
     full: &ProxyState,
-    n: u8,
+    Growth { n, new, changed }: Growth<'_>,
 ) {
     let path = Path::new("/run/netns").join(nl.name());
     update(cache, &with_new_count(full, n));
@@ -209,20 +256,24 @@ fn grow(
     );
     let (held, grown) = (cache.held_skeleton(), cache.skeleton());
     let chains = netlink::grown_chains(&held, &grown);
-    let bucket = "dispatch-17-32";
-    let new_chain = held.chain(bucket).is_none();
-    assert!(grown.chain(bucket).is_some(), "{tag}: {n} is in {bucket}");
-    if new_chain {
-        assert!(
-            chains.contains(&"services"),
-            "{tag}: the jump to {bucket}: {chains:?}"
-        );
-    } else {
-        assert!(
-            chains.iter().all(|c| c.ends_with(bucket)),
-            "{tag}: {n} is a rule in the bucket chains only: {chains:?}"
-        );
+    // The short groups' twins (`short-dispatch-...`) come along when the port has them.
+    let added: Vec<&str> = grown
+        .chains
+        .iter()
+        .map(|c| c.name.as_str())
+        .filter(|c| held.chain(c).is_none())
+        .collect();
+    for want in new {
+        assert!(added.contains(want), "{tag}: {n} needs chain {want}: {added:?}");
     }
+    assert!(
+        added.iter().all(|c| new.iter().any(|w| c.ends_with(w))),
+        "{tag}: {n}: only {new:?} are new: {added:?}"
+    );
+    assert!(
+        !chains.is_empty() && chains.iter().all(|c| changed.iter().any(|w| c.ends_with(w))),
+        "{tag}: {n} changes rules of {changed:?} only: {chains:?}"
+    );
     let mut socket = NftSocket::open_in(&path, Duration::from_secs(10)).expect("netlink socket");
     let handles: BTreeMap<String, Vec<u64>> = chains
         .iter()

@@ -137,8 +137,9 @@ fn both_layouts_balance_masquerade_and_hairpin_real_connections() {
     }
 }
 
-/// A Service with more endpoints than the maps layout's direct counts (20: its rule in the bucket
-/// chain `dispatch-17-32`, reached by a jump from `services`): real connections reach every one of
+/// A Service with more endpoints than the maps layout's direct counts (20: its rule in the inner
+/// bucket's chain `dispatch-17-24`, reached through `services`' jump to the outer bucket's
+/// `dispatch-17-80` and its jump): real connections reach every one of
 /// its endpoints in both layouts (400 draws of 1 in 20 miss one endpoint with odds ~2e-8).
 #[test]
 fn a_service_past_the_direct_counts_reaches_every_endpoint() {
@@ -153,8 +154,9 @@ fn a_service_past_the_direct_counts_reaches_every_endpoint() {
         let text = render_file(layout, "many.yaml");
         if layout == "maps" {
             assert!(
-                text.contains("@svcs-17-32 jump dispatch-17-32"),
-                "the maps layout reaches 20 endpoints through a bucket:\n{text}"
+                text.contains("@svcs-17-80 jump dispatch-17-80")
+                    && text.contains("@svcs-17-24 jump dispatch-17-24"),
+                "the maps layout reaches 20 endpoints through its buckets:\n{text}"
             );
         }
         load(&ns, &text);

@@ -1,17 +1,16 @@
 //! P1's `maps` rows: the nftables mode's maps layout (issue 32, docs/nftables-maps.md), its table
 //! written as the daemon's first sync writes it (P2's `maps-nl` path: [`MapsCache`] and one
 //! netlink batch). Its dispatch is one rule per distinct endpoint count, tried in order (counts
-//! past the direct ones in bucket chains reached by a jump per bucket), so the probe is the
-//! service with the largest count (the last bucket; a multiple of the bucket width is also its
-//! bucket's last rule), and a "spread" case gives the table many distinct counts to measure that
-//! walk.
+//! past the direct ones in two levels of bucket chains), so the probe is the service with the
+//! largest count (the last buckets; a count at an inner bucket's end is also its last rule), and a
+//! "spread" case gives the table many distinct counts to measure that walk.
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 
 use svcnet_proxy::config::{NftLayout, RenderConfig};
 use svcnet_proxy::model::ProxyState;
-use svcnet_proxy::nftables::render::maps::{Group, MapsCache};
+use svcnet_proxy::nftables::render::maps::{Bucket, Group, MapsCache};
 use svcnet_proxy::nftables::render::naming::SERVICES;
 
 use super::{Loaded, P1Case, Rules, finish, state_of};
@@ -52,8 +51,8 @@ fn spread_counts(state: &mut ProxyState, n: usize, eps: usize) -> Result<(), Ben
 
 /// The rules a TCP connection to a key with `eps` endpoints is compared against, its dispatch
 /// rule included: `services` up to its count's rule (marks first, then one rule per direct count,
-/// ascending, then one jump per bucket of larger counts) and, for a bucketed count, its bucket
-/// chain up to the count's rule.
+/// ascending, then one jump per outer bucket of larger counts) and, for a bucketed count, its outer
+/// bucket's chain up to the jump to its inner bucket, and that chain up to the count's rule.
 fn walked(cache: &MapsCache, eps: usize) -> Result<usize, BenchError> {
     let table = cache.skeleton();
     let g = Group::Addr;
@@ -72,11 +71,16 @@ fn walked(cache: &MapsCache, eps: usize) -> Result<usize, BenchError> {
             ),
         )
     };
-    let walked = match g.bucket(eps) {
+    let jump = |chain: &str, to: Bucket| position(chain, &format!("@{} jump ", g.bucket_set(to)));
+    let walked = match g.buckets(eps) {
         None => direct(SERVICES),
-        Some(b) => position(SERVICES, &format!("@{} jump ", g.bucket_set(b)))
-            .zip(direct(&g.bucket_chain(b)))
-            .map(|(a, b)| a + b),
+        Some([outer, inner]) => [
+            jump(SERVICES, outer),
+            jump(&g.bucket_chain(outer), inner),
+            direct(&g.bucket_chain(inner)),
+        ]
+        .into_iter()
+        .sum::<Option<usize>>(),
     };
     walked.ok_or_else(|| BenchError::Check(format!("no maps dispatch rule for {eps} endpoints")))
 }

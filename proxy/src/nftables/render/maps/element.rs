@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::Group;
+use super::{Bucket, Group};
 use crate::model::Protocol;
 
 /// The set or map an element is in.
@@ -21,8 +21,8 @@ pub enum SetName {
     Count(Group, u32),
     /// A group's slot map of keys with this endpoint count (`eps-N`, `np-eps-N`, ...).
     Map(Group, u32),
-    /// A group's set of keys whose count is in this bucket (`svcs-17-32`: [`Group::bucket`]).
-    Bucket(Group, u32),
+    /// A group's set of keys whose count is in this bucket (`svcs-17-80`: [`Group::buckets`]).
+    Bucket(Group, Bucket),
 }
 
 impl SetName {
@@ -31,7 +31,7 @@ impl SetName {
             SetName::Fixed(n) => n.to_string(),
             SetName::Count(g, n) => g.set(n as usize),
             SetName::Map(g, n) => g.map(n as usize),
-            SetName::Bucket(g, b) => g.bucket_set(b as usize),
+            SetName::Bucket(g, b) => g.bucket_set(b),
         }
     }
 }

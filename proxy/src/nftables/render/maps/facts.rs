@@ -104,8 +104,8 @@ impl<'a> Facts<'a> {
         }
         let n = count(eps.len());
         self.add(SetName::Count(group, n), key);
-        if let Some(b) = group.bucket(eps.len()) {
-            self.add(SetName::Bucket(group, count(b)), key);
+        for b in group.buckets(eps.len()).into_iter().flatten() {
+            self.add(SetName::Bucket(group, b), key);
         }
         for (slot, ep) in eps.iter().enumerate() {
             self.elements.push(MapsElement {

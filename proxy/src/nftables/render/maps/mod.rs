@@ -94,30 +94,27 @@ impl Group {
         }
     }
 
-    /// The bucket of counts `n` is in, when the skeleton reaches its rule through a jump (the
-    /// first [`DIRECT_COUNTS`] counts are rules of the scope chain itself): bucket `b` holds the
-    /// counts `b * BUCKET_WIDTH + 1 ..= (b + 1) * BUCKET_WIDTH`, so a new count has a fixed place
-    /// and a connection's first packet walks at most the direct rules, the buckets in use and one
-    /// bucket's rules (docs/nftables-maps.md, "A first packet that does not walk every count").
-    /// Affinity groups have no buckets.
-    pub fn bucket(self, n: usize) -> Option<usize> {
-        (Group::ALL.contains(&self) && n > DIRECT_COUNTS).then(|| (n - 1) / BUCKET_WIDTH)
+    /// The two buckets of counts `n` is in, outer then inner, when the skeleton reaches its rule
+    /// through jumps (the first [`DIRECT_COUNTS`] counts are rules of the scope chain itself): the
+    /// scope chain jumps on the outer bucket's key set to its chain, which jumps on the inner one's
+    /// to the chain of its counts' rules. Fixed ranges, so a new count has a fixed place, and a
+    /// connection's first packet walks at most the direct rules, the outer buckets in use and the
+    /// [`INNER_WIDTH`]-wide steps of one outer bucket (docs/nftables-maps.md, "A first packet that
+    /// does not walk every count"). Affinity groups have no buckets.
+    pub fn buckets(self, n: usize) -> Option<[Bucket; 2]> {
+        (Group::ALL.contains(&self) && n > DIRECT_COUNTS)
+            .then(|| [Bucket::of(n, OUTER_WIDTH), Bucket::of(n, INNER_WIDTH)])
     }
 
-    fn bucket_range(b: usize) -> (usize, usize) {
-        (b * BUCKET_WIDTH + 1, (b + 1) * BUCKET_WIDTH)
+    /// The set of the keys whose count is in `b`, `svcs-17-80`.
+    pub fn bucket_set(self, b: Bucket) -> String {
+        format!("{}svcs-{}-{}", self.prefix(), b.lo, b.hi)
     }
 
-    /// The set of the keys whose count is in bucket `b`, `svcs-17-32`.
-    pub fn bucket_set(self, b: usize) -> String {
-        let (lo, hi) = Group::bucket_range(b);
-        format!("{}svcs-{lo}-{hi}", self.prefix())
-    }
-
-    /// The chain holding the dispatch rules of bucket `b`'s counts, `dispatch-17-32`.
-    pub fn bucket_chain(self, b: usize) -> String {
-        let (lo, hi) = Group::bucket_range(b);
-        format!("{}dispatch-{lo}-{hi}", self.prefix())
+    /// The chain reached for the counts of `b`, `dispatch-17-80`: an outer bucket's holds the
+    /// jumps to its inner buckets, an inner one's the dispatch rules of its counts.
+    pub fn bucket_chain(self, b: Bucket) -> String {
+        format!("{}dispatch-{}-{}", self.prefix(), b.lo, b.hi)
     }
 
     pub fn by_port(self) -> bool {
@@ -126,10 +123,31 @@ impl Group {
 }
 
 /// Endpoint counts up to this one have their dispatch rule in the scope chain (`services`,
-/// `nodeports`); larger ones sit in bucket chains ([`Group::bucket`]).
+/// `nodeports`); larger ones sit in bucket chains ([`Group::buckets`]).
 pub const DIRECT_COUNTS: usize = 16;
-/// How many counts a bucket chain holds.
-pub const BUCKET_WIDTH: usize = 16;
+/// How many counts an outer bucket spans (its chain: one jump per inner bucket in use).
+pub const OUTER_WIDTH: usize = 64;
+/// How many counts an inner bucket spans (its chain: one dispatch rule per count in use).
+pub const INNER_WIDTH: usize = 8;
+
+/// A range of endpoint counts past [`DIRECT_COUNTS`] reached through one jump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bucket {
+    pub lo: u32,
+    pub hi: u32,
+}
+
+impl Bucket {
+    /// The `width`-wide bucket holding count `n` (`n > DIRECT_COUNTS`).
+    fn of(n: usize, width: usize) -> Bucket {
+        let lo = DIRECT_COUNTS + 1 + n.saturating_sub(DIRECT_COUNTS + 1) / width * width;
+        let wide = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        Bucket {
+            lo: wide(lo),
+            hi: wide(lo.saturating_add(width - 1)),
+        }
+    }
+}
 
 // Plain sets of keys (address keys: `ip daddr . meta l4proto . th dport`; port keys: `meta l4proto .
 // th dport`).

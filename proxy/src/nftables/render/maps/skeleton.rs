@@ -54,9 +54,10 @@ const PORT_KEY: &str = "meta l4proto . th dport";
 pub(super) fn skeleton(node: &NodeFacts, cfg: &RenderConfig, in_use: &InUse) -> (Vec<Chain>, Vec<MapsSet>) {
     let w = Words::new(cfg);
     let mut chains = declared_chains();
-    let buckets: BTreeSet<(Group, usize)> = in_use
+    let paths = bucket_paths(in_use);
+    let buckets: BTreeSet<(Group, Bucket)> = paths
         .iter()
-        .filter_map(|&(g, _, n)| Some((g, g.bucket(n)?)))
+        .flat_map(|&(g, [outer, inner])| [(g, outer), (g, inner)])
         .collect();
     chains.extend(buckets.iter().map(|(g, b)| Chain::new(g.bucket_chain(*b))));
     let mut add = |chain: &str, rule: Rule| {
@@ -90,12 +91,29 @@ pub(super) fn skeleton(node: &NodeFacts, cfg: &RenderConfig, in_use: &InUse) -> 
     let np_ips = nodeport_ips(node, cfg);
     fixed_rules(&w, np_ips.is_some(), &mut add);
     dispatch_rules(&w, cfg, in_use, np_ips.is_some(), &mut add);
+    for &(g, [outer, inner]) in &paths {
+        let jump = format!(
+            "{} @{} jump {}",
+            w.key(g.by_port()),
+            g.bucket_set(inner),
+            g.bucket_chain(inner)
+        );
+        add(&g.bucket_chain(outer), Rule::new(jump));
+    }
     for &(g, proto, n) in in_use {
-        if let Some(b) = g.bucket(n) {
-            add(&g.bucket_chain(b), Rule::new(w.dispatch(g, proto, n)));
+        if let Some([_, inner]) = g.buckets(n) {
+            add(&g.bucket_chain(inner), Rule::new(w.dispatch(g, proto, n)));
         }
     }
     (chains, sets(cfg, in_use, np_ips, &buckets))
+}
+
+/// The (outer, inner) buckets in use, per group.
+fn bucket_paths(in_use: &InUse) -> BTreeSet<(Group, [Bucket; 2])> {
+    in_use
+        .iter()
+        .filter_map(|&(g, _, n)| Some((g, g.buckets(n)?)))
+        .collect()
 }
 
 fn declared_chains() -> Vec<Chain> {
@@ -234,15 +252,17 @@ fn scope_rules(w: &Words, detector: Option<&(String, String)>, in_use: &InUse, b
     let direct = |g: Group| {
         in_use
             .iter()
-            .filter(move |(x, _, n)| *x == g && g.bucket(*n).is_none())
+            .filter(move |(x, _, n)| *x == g && g.buckets(*n).is_none())
     };
+    let paths = bucket_paths(in_use);
     let buckets = |g: Group| {
-        let b: BTreeSet<usize> = in_use
+        let outer: BTreeSet<Bucket> = paths
             .iter()
-            .filter(|(x, _, _)| *x == g)
-            .filter_map(|(_, _, n)| g.bucket(*n))
+            .filter(|(x, _)| *x == g)
+            .map(|(_, [o, _])| *o)
             .collect();
-        b.into_iter()
+        outer
+            .into_iter()
             .map(move |b| format!("{key} @{} jump {}", g.bucket_set(b), g.bucket_chain(b)))
     };
     let mut choices = |cond: &str, g: Group| {
@@ -275,7 +295,7 @@ fn sets(
     cfg: &RenderConfig,
     in_use: &InUse,
     np_ips: Option<Vec<std::net::IpAddr>>,
-    buckets: &BTreeSet<(Group, usize)>,
+    buckets: &BTreeSet<(Group, Bucket)>,
 ) -> Vec<MapsSet> {
     let (ip, addr) = (family_word(cfg.family), addr_type(cfg.family));
     let addr_key = format!("type {addr} . inet_proto . inet_service");

@@ -79,46 +79,71 @@ fn cluster_ip_is_a_key_in_the_count_set_and_one_slot_per_endpoint() {
     );
 }
 
-/// Counts past [`DIRECT_COUNTS`] are reached through their bucket: a jump from `services` on the
-/// bucket's key set to a chain holding the count's dispatch rule, so a first packet walks the
-/// direct counts, the buckets in use and one bucket, not every count.
+/// Counts past [`DIRECT_COUNTS`] are reached through two buckets: a jump from `services` on the
+/// outer bucket's key set to its chain, a jump there on the inner bucket's to the chain holding the
+/// count's dispatch rule, so a first packet walks the direct counts, the outer buckets in use and
+/// one outer bucket's steps, not every count.
 #[test]
-fn a_count_past_the_direct_ones_is_dispatched_from_its_bucket_chain() {
-    let many: Vec<(String, &str)> = (1..=20).map(|i| (format!("10.76.1.{i}"), "node-1")).collect();
-    let many: Vec<(&str, &str)> = many.iter().map(|(ip, n)| (ip.as_str(), *n)).collect();
+fn a_count_past_the_direct_ones_is_dispatched_through_its_buckets() {
+    let ips = |third: u8, n: u8| -> Vec<(String, &str)> {
+        (1..=n)
+            .map(|i| (format!("10.76.{third}.{i}"), "node-1"))
+            .collect()
+    };
+    let (twenty, ninety) = (ips(1, 20), ips(3, 90));
+    let port = |name: &str, ip: &str, list: &[(String, &str)]| {
+        let list: Vec<(&str, &str)> = list.iter().map(|(ip, n)| (ip.as_str(), *n)).collect();
+        svc(
+            name,
+            &format!("{{clusterIP: {ip}, ports: [{{port: 80, targetPort: 8080, protocol: TCP}}]}}"),
+        ) + &eps(name, &list, 8080)
+    };
     let yaml = svc("a", CLUSTER_IP)
         + &eps("a", &[("10.76.1.5", "node-1"), ("10.76.2.5", "node-2")], 8080)
-        + &svc(
-            "b",
-            "{clusterIP: 172.30.0.42, ports: [{port: 80, targetPort: 8080, protocol: TCP}]}",
-        )
-        + &eps("b", &many, 8080);
+        + &port("b", "172.30.0.42", &twenty)
+        + &port("c", "172.30.0.43", &ninety);
     let t = table(&yaml, &cfg());
-    assert_eq!(elements(&t, "svcs-20"), ["172.30.0.42 . tcp . 80"]);
-    assert_eq!(elements(&t, "svcs-17-32"), ["172.30.0.42 . tcp . 80"]);
-    assert!(
-        elements(&t, "svcs-1-16").is_empty(),
-        "direct counts have no bucket set"
-    );
+    let (b, c) = ("172.30.0.42 . tcp . 80", "172.30.0.43 . tcp . 80");
+    for (set, key) in [
+        ("svcs-20", b),
+        ("svcs-17-80", b),
+        ("svcs-17-24", b),
+        ("svcs-90", c),
+        ("svcs-81-144", c),
+        ("svcs-89-96", c),
+    ] {
+        assert_eq!(elements(&t, set), [key], "{set}");
+    }
     assert_eq!(t.elements_of("eps-20").count(), 20);
+    assert_eq!(t.elements_of("eps-90").count(), 90);
     let rules = |chain: &str| -> Vec<String> {
         let c = t.chain(chain).unwrap_or_else(|| panic!("no chain {chain}"));
         c.rules.iter().map(|r| r.text.clone()).collect()
     };
+    let key = "ip daddr . meta l4proto . th dport";
+    let dispatch = |n: usize| {
+        format!("meta l4proto tcp {key} @svcs-{n} dnat ip to {key} . numgen random mod {n} map @eps-{n}")
+    };
+    let jump = |b: &str| format!("{key} @svcs-{b} jump dispatch-{b}");
     let services = rules("services");
-    let twenty = "meta l4proto tcp ip daddr . meta l4proto . th dport @svcs-20 dnat ip to ip daddr . meta l4proto . th dport . numgen random mod 20 map @eps-20";
+    let at = |r: &str| services.iter().position(|x| x == r);
+    let (two, outer1, outer2) = (at(&dispatch(2)), at(&jump("17-80")), at(&jump("81-144")));
     assert!(
-        services.iter().any(|r| r.contains("@svcs-2 dnat")),
-        "{services:#?}"
+        two.is_some() && two < outer1 && outer1 < outer2,
+        "direct counts, then the outer buckets in order: {services:#?}"
     );
     assert!(
-        services.contains(&"ip daddr . meta l4proto . th dport @svcs-17-32 jump dispatch-17-32".to_string()),
+        !services
+            .iter()
+            .any(|r| r.contains("@svcs-20") || r.contains("@svcs-17-24")),
         "{services:#?}"
     );
-    assert!(!services.iter().any(|r| r.contains("@svcs-20")), "{services:#?}");
-    assert_eq!(rules("dispatch-17-32"), [twenty]);
+    assert_eq!(rules("dispatch-17-80"), [jump("17-24")]);
+    assert_eq!(rules("dispatch-17-24"), [dispatch(20)]);
+    assert_eq!(rules("dispatch-81-144"), [jump("89-96")]);
+    assert_eq!(rules("dispatch-89-96"), [dispatch(90)]);
     let text = t.text();
-    for set in ["svcs-17-32", "svcs-20", "eps-20"] {
+    for set in ["svcs-17-80", "svcs-17-24", "svcs-20", "eps-20"] {
         assert!(
             text.contains(&format!("add set ip kube-proxy {set} "))
                 || text.contains(&format!("add map ip kube-proxy {set} ")),
