@@ -155,45 +155,26 @@ fn run(tag: &str, yaml: &str, node: NodeFacts, cfg: RenderConfig) -> Option<(usi
     // 17: a first outer and inner bucket (two new chains, a jump in `services`); 18: a rule in
     // the inner bucket's chain; 25: a new inner bucket (a new chain, a jump in the outer one's).
     let outer = "dispatch-17-80";
-    grow(
-        tag,
-        fam,
-        &nl,
-        &fresh,
-        &mut cache,
-        &full,
+    let growths = [
         Growth {
             n: 17,
             new: &[outer, "dispatch-17-24"],
             changed: &["services", "nodeports"],
         },
-    );
-    grow(
-        tag,
-        fam,
-        &nl,
-        &fresh,
-        &mut cache,
-        &full,
         Growth {
             n: 18,
             new: &[],
             changed: &["dispatch-17-24"],
         },
-    );
-    grow(
-        tag,
-        fam,
-        &nl,
-        &fresh,
-        &mut cache,
-        &full,
         Growth {
             n: 25,
             new: &["dispatch-25-32"],
             changed: &[outer],
         },
-    );
+    ];
+    for g in growths {
+        grow(tag, fam, &nl, &fresh, &mut cache, &full, g);
+    }
     Some((batches, elements, fw))
 }
 
