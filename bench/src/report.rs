@@ -65,7 +65,6 @@ pub fn p1(r: &P1) -> String {
     let _ = writeln!(s, "    rows against the same probe at {base} services)");
     let flat = p1_growth(&mut s, r, top, base);
     maps_spread(&mut s, r, top, base);
-    let iptables = r.case(Rules::Iptables(Layout::Tree), top).is_some();
     for c in r
         .cases
         .iter()
@@ -80,7 +79,7 @@ pub fn p1(r: &P1) -> String {
             verdict(g <= P1_TREE_GROWTH_TARGET)
         );
     }
-    if iptables {
+    if let Some(flat) = flat {
         let _ = writeln!(
             s,
             "    means: with the tree, the first packet of a connection costs about the same with {top} services as with {base};"
@@ -190,15 +189,12 @@ fn p1_table(s: &mut String, r: &P1, base: usize) {
 }
 
 /// The growth lines from `base` to `top` services (tree against its target, flat, nftables when
-/// measured against its own); returns the flat growth the closing line quotes.
-/// The layouts' growth lines; the iptables ones only when P1 measured them (`--p1-maps-only`
-/// leaves them out).
-fn p1_growth(s: &mut String, r: &P1, top: usize, base: usize) -> f64 {
-    let flat = if r.case(Rules::Iptables(Layout::Tree), top).is_some() {
-        p1_iptables_growth(s, r, top, base)
-    } else {
-        f64::NAN
-    };
+/// measured against its own); returns the flat growth the closing line quotes, `None` when the
+/// iptables layouts were not measured (`--p1-maps-only`).
+fn p1_growth(s: &mut String, r: &P1, top: usize, base: usize) -> Option<f64> {
+    let flat = r
+        .case(Rules::Iptables(Layout::Tree), top)
+        .map(|_| p1_iptables_growth(s, r, top, base));
     p1_nft_growth(s, r, top, base);
     flat
 }
