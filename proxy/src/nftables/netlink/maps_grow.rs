@@ -1,8 +1,8 @@
 //! The maps layout's table grown in place: when a port needs dispatch rules the kernel's table
 //! lacks (a new endpoint count, a new affinity timeout), one batch adds the new sets and chains (a
-//! count's first bucket chain), puts each new rule in front of the rule it precedes in a fresh
-//! render (by the handles the kernel gave the chain's rules), then the element steps. The table's hundreds of thousands of elements are not
-//! written again, as a replacement would.
+//! count's first bucket chains), puts each new rule in front of the rule it precedes in a fresh
+//! render (by the handles the kernel gave the chain's rules), then the element steps. The table's
+//! hundreds of thousands of elements are not written again, as a replacement would.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,7 +1,7 @@
 //! The maps layout's rules: upstream's hooked chains and jumps, then constant rules that look keys up
 //! in the sets and maps [`super::facts`] fills. The only part that varies with the services is one
 //! dispatch rule per (group, protocol, endpoint count) in use, the larger counts' in one chain per
-//! bucket of counts ([`Group::bucket`]); none has a per-service verdict.
+//! bucket of counts ([`Group::buckets`]); none has a per-service verdict.
 
 use super::*;
 use crate::config::RenderConfig;
@@ -90,7 +90,7 @@ pub(super) fn skeleton(node: &NodeFacts, cfg: &RenderConfig, in_use: &InUse) -> 
     }
     let np_ips = nodeport_ips(node, cfg);
     fixed_rules(&w, np_ips.is_some(), &mut add);
-    dispatch_rules(&w, cfg, in_use, np_ips.is_some(), &mut add);
+    dispatch_rules(&w, cfg, (in_use, &paths), np_ips.is_some(), &mut add);
     for &(g, [outer, inner]) in &paths {
         let jump = format!(
             "{} @{} jump {}",
@@ -109,7 +109,10 @@ pub(super) fn skeleton(node: &NodeFacts, cfg: &RenderConfig, in_use: &InUse) -> 
 }
 
 /// The (outer, inner) buckets in use, per group.
-fn bucket_paths(in_use: &InUse) -> BTreeSet<(Group, [Bucket; 2])> {
+type Paths = BTreeSet<(Group, [Bucket; 2])>;
+
+/// Computed once per skeleton: the bucket chains, their jumps and the scope chains' jumps.
+fn bucket_paths(in_use: &InUse) -> Paths {
     in_use
         .iter()
         .filter_map(|&(g, _, n)| Some((g, g.buckets(n)?)))
@@ -203,7 +206,7 @@ fn fixed_rules(w: &Words, np_listed: bool, add: &mut dyn FnMut(&str, Rule)) {
 fn dispatch_rules(
     w: &Words,
     cfg: &RenderConfig,
-    in_use: &InUse,
+    in_use: (&InUse, &Paths),
     np_listed: bool,
     add: &mut dyn FnMut(&str, Rule),
 ) {
@@ -233,7 +236,12 @@ fn dispatch_rules(
 /// node's own traffic to an ETP Local key is marked unless it is pod traffic, which upstream's
 /// short circuit takes first, unmarked), the affinity lookups, then the choices: pods' and the
 /// node's short circuits to the cluster endpoints, then the policy endpoints.
-fn scope_rules(w: &Words, detector: Option<&(String, String)>, in_use: &InUse, by_port: bool) -> Vec<Rule> {
+fn scope_rules(
+    w: &Words,
+    detector: Option<&(String, String)>,
+    (in_use, paths): (&InUse, &Paths),
+    by_port: bool,
+) -> Vec<Rule> {
     let key = w.key(by_port);
     let (masq, origin, short, group) = if by_port {
         (NP_MASQ, NP_LOCAL_ORIGIN, Group::PortShort, Group::Port)
@@ -254,7 +262,6 @@ fn scope_rules(w: &Words, detector: Option<&(String, String)>, in_use: &InUse, b
             .iter()
             .filter(move |(x, _, n)| *x == g && g.buckets(*n).is_none())
     };
-    let paths = bucket_paths(in_use);
     let buckets = |g: Group| {
         let outer: BTreeSet<Bucket> = paths
             .iter()
