@@ -417,14 +417,16 @@ fn affinity_follows_endpoints(
     let stuck = stuck.iter().next().expect("one pod").clone();
     let other = if stuck == "pod1" { "pod2" } else { "pod1" };
     let addr = format!("{}:80", cluster_ip(sticky));
-    let entry = format!("10.244.1.12 . {} . tcp . 80 ", cluster_ip(sticky));
+    // The Service port's own map (`affinity-<id>-<timeout>`, the only one here) holds pod3's entry.
     let remembered = |lab: &Lab| {
-        let entries = lab
-            .node
-            .ok(&["nft", "list", "map", "ip", "kube-proxy", "affinity"]);
-        entries
-            .lines()
-            .any(|l| l.contains(&entry) && l.contains(&format!(": {} . 8080", pod_ip(&stuck))))
+        let listing = lab.node.ok(&["nft", "list", "table", "ip", "kube-proxy"]);
+        let mut in_map = false;
+        listing.lines().any(|l| {
+            if l.trim_start().starts_with("map ") {
+                in_map = l.contains("map affinity-");
+            }
+            in_map && l.contains("10.244.1.12 ") && l.contains(&format!(": {} . 8080", pod_ip(&stuck)))
+        })
     };
     // Three endpoints: a count no other Service has.
     let three = lab.api().service("three", web_spec());

@@ -4,6 +4,7 @@
 # (masquerade shows as another source).
 # `loop SECONDS SRC`: connects for SECONDS; prints how many succeeded and failed.
 # `spread N COUNT SRC`: as `counts`, to 10.96.0.3:80 with endpoints 10.128.1.1..COUNT (many.yaml).
+# `via HOST PORT N SRC...`: as `counts`, to HOST:PORT (a node port, an external IP).
 import json, socket, sys, threading, time
 
 V6 = len(sys.argv) > 3 and ":" in sys.argv[3]
@@ -14,6 +15,9 @@ if sys.argv[1] == "spread":
     EPS = [("10.128.1.%d" % i, 8080) for i in range(1, int(sys.argv[3]) + 1)]
     VIP = ("10.96.0.3", 80)
     sys.argv[1:4] = ["counts", sys.argv[2]]
+if sys.argv[1] == "via":
+    VIP = (sys.argv[2], int(sys.argv[3]))
+    sys.argv[1:5] = ["counts", sys.argv[4]]
 seen = []
 lock = threading.Lock()
 

@@ -1,22 +1,20 @@
-//! ClientIP affinity entries the packet path writes into the maps layout's dynamic maps
-//! (`@affinity`, `@np-affinity`: client . key -> endpoint), kept as true to the table as upstream's
-//! per-endpoint affinity sets, which go with their endpoint chains:
-//! - after element steps that take an endpoint from a key (or a key's affinity away), the entries
-//!   naming it are deleted. Otherwise the client would be sent to the gone endpoint, and every retry
-//!   would refresh the entry, so it would never expire;
+//! ClientIP affinity entries the packet path writes into the maps layout's dynamic maps (one per
+//! affinity Service port, `affinity-<id>-<T>`: client -> endpoint), kept as true to the table as
+//! upstream's per-endpoint affinity sets, which go with their endpoint chains:
+//! - after element steps that take an endpoint from a port (or the port's affinity away), the
+//!   entries naming it are deleted. Otherwise the client would be sent to the gone endpoint, and
+//!   every retry would refresh the entry, so it would never expire;
 //! - a replacement of the table carries the entries still valid over, with the time they have left.
-//!   Otherwise every replacement (the hourly full sync, a new endpoint count) would re-draw every
+//!   Otherwise every replacement (the hourly full sync, a refused growth) would re-draw every
 //!   client.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::model::{Family, Protocol};
+use crate::model::Family;
 use crate::nftables::netlink::read::{ReadElement, elements_of, get_elements};
 use crate::nftables::netlink::{EncodeError, encode_elements};
-use crate::nftables::render::maps::{
-    AFFINITY, Group, Key, MapsCache, MapsChange, MapsElement, NP_AFFINITY, Part, SetName,
-};
+use crate::nftables::render::maps::{Key, MapsCache, MapsChange, MapsElement, Part, SetName, Sticky};
 use crate::nftables::socket::{NetlinkError, NftSocket};
 
 #[derive(Debug, thiserror::Error)]
@@ -29,58 +27,13 @@ pub(super) enum AffinityError {
     Delete(NetlinkError),
 }
 
-/// One entry of a dynamic affinity map.
+/// One entry of a port's dynamic affinity map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Entry {
-    /// Node-port key (`@np-affinity`) rather than an address key (`@affinity`).
-    pub(super) by_port: bool,
+    pub(super) port: Sticky,
     pub(super) client: IpAddr,
-    /// The destination key, as the slot maps' keys without the slot.
-    pub(super) key: Key,
     pub(super) endpoint: (IpAddr, u16),
     pub(super) expires_ms: u64,
-}
-
-impl Entry {
-    pub(super) fn map(&self) -> &'static str {
-        map_name(self.by_port)
-    }
-
-    /// The map's key: client . destination key.
-    pub(super) fn map_key(&self) -> Key {
-        let mut parts = vec![Part::Addr(self.client)];
-        parts.extend_from_slice(self.key.parts());
-        Key::new(&parts)
-    }
-}
-
-fn map_name(by_port: bool) -> &'static str {
-    if by_port { NP_AFFINITY } else { AFFINITY }
-}
-
-fn groups(by_port: bool) -> [Group; 2] {
-    if by_port {
-        [Group::Port, Group::PortShort]
-    } else {
-        [Group::Addr, Group::AddrShort]
-    }
-}
-
-fn sticky_group(by_port: bool) -> Group {
-    if by_port {
-        Group::PortAffinity
-    } else {
-        Group::Affinity
-    }
-}
-
-fn protocol(n: u8) -> Option<Protocol> {
-    match n {
-        6 => Some(Protocol::Tcp),
-        17 => Some(Protocol::Udp),
-        132 => Some(Protocol::Sctp),
-        _ => None,
-    }
 }
 
 /// An address of `family` from the front of `b`, and the rest.
@@ -97,45 +50,35 @@ fn port(b: &[u8]) -> Option<u16> {
     Some(u16::from_be_bytes(b.get(..2)?.try_into().ok()?))
 }
 
-/// An entry from its bytes: each part of a concatenation padded to 4 bytes (client, [daddr,]
-/// protocol, port; data: address, port). `None` for anything else.
-pub(super) fn decode(family: Family, by_port: bool, e: &ReadElement) -> Option<Entry> {
+/// An entry from its bytes: the client's address (the key), then the endpoint's address and port
+/// padded to 4 bytes. `None` for anything else.
+pub(super) fn decode(family: Family, port: Sticky, e: &ReadElement) -> Option<Entry> {
     let (client, rest) = addr(&e.key, family)?;
-    let (daddr, rest) = match by_port {
-        false => {
-            let (a, rest) = addr(rest, family)?;
-            (Some(a), rest)
-        }
-        true => (None, rest),
-    };
-    if rest.len() != 8 {
+    if !rest.is_empty() {
         return None;
     }
-    let proto = Part::Proto(protocol(rest[0])?);
-    let dport = Part::Port(port(rest.get(4..)?)?);
-    let key = match daddr {
-        Some(a) => Key::new(&[Part::Addr(a), proto, dport]),
-        None => Key::new(&[proto, dport]),
-    };
     let (ep, rest) = addr(e.data.as_deref()?, family)?;
     if rest.len() != 4 {
         return None;
     }
     Some(Entry {
-        by_port,
+        port,
         client,
-        key,
-        endpoint: (ep, port(rest)?),
+        endpoint: (ep, self::port(rest)?),
         expires_ms: e.expires_ms.unwrap_or(0),
     })
 }
 
-/// Every entry of both maps in the kernel's table; none when the table or the maps do not exist
-/// (a first sync, or the other layout's table).
-pub(super) fn read(socket: &mut NftSocket, family: Family) -> Result<Vec<Entry>, AffinityError> {
+/// Every entry of the maps of `ports` in the kernel's table; none for a map that does not exist
+/// (a first sync, a port new to the table, or the other layout's table).
+pub(super) fn read(
+    socket: &mut NftSocket,
+    family: Family,
+    ports: impl IntoIterator<Item = Sticky>,
+) -> Result<Vec<Entry>, AffinityError> {
     let mut out = Vec::new();
-    for by_port in [false, true] {
-        let request = get_elements(family, map_name(by_port), socket.next_dump_seq())?;
+    for port in ports {
+        let request = get_elements(family, &port.map(), socket.next_dump_seq())?;
         let messages = match socket.dump(&request) {
             Ok(m) => m,
             Err(NetlinkError::Refused { errno, .. }) if errno == enoent() => continue,
@@ -143,7 +86,7 @@ pub(super) fn read(socket: &mut NftSocket, family: Family) -> Result<Vec<Entry>,
         };
         for m in messages {
             let elements = elements_of(&m).ok_or(AffinityError::Read(NetlinkError::Malformed))?;
-            out.extend(elements.iter().filter_map(|e| decode(family, by_port, e)));
+            out.extend(elements.iter().filter_map(|e| decode(family, port, e)));
         }
     }
     Ok(out)
@@ -153,70 +96,46 @@ pub(super) fn enoent() -> i32 {
     rustix::io::Errno::NOENT.raw_os_error()
 }
 
-/// What element steps took away from affinity: (node-port key?, key, endpoint), where no endpoint
-/// means the key lost its affinity (every entry of it is stale).
-pub(super) type Stale = BTreeSet<(bool, Key, Option<(IpAddr, u16)>)>;
+/// What a sync took away from affinity: a port's map with an endpoint (the entries naming it) or
+/// without (every entry: the port lost its affinity). [`MapsCache::stale_affinity`] gathers them.
+pub(super) type Stale = BTreeSet<(Sticky, Option<(IpAddr, u16)>)>;
 
-/// The stale pairs of `change`, judged against `cache` as it holds the table after the change.
+/// What the sync that wrote `change` made stale (nothing after a replacement: it carried only the
+/// entries still valid).
 pub(super) fn stale(change: &MapsChange, cache: &MapsCache) -> Stale {
-    let mut out = Stale::new();
-    let MapsChange::Elements { delete, .. } = change else {
-        return out;
-    };
-    for e in delete {
-        match (e.set, e.value) {
-            (SetName::Map(g, _), Some(ep)) if Group::ALL.contains(&g) => {
-                let parts = e.key.parts();
-                let key = Key::new(&parts[..parts.len().saturating_sub(1)]);
-                let by_port = g.by_port();
-                if cache.in_count_set(sticky_group(by_port), key)
-                    && !cache.endpoints_of(&groups(by_port), key).contains(&ep)
-                {
-                    out.insert((by_port, key, Some(ep)));
-                }
-            }
-            (SetName::Count(g @ (Group::Affinity | Group::PortAffinity), _), _)
-                if !cache.in_count_set(g, e.key) =>
-            {
-                out.insert((g.by_port(), e.key, None));
-            }
-            _ => {}
-        }
+    match change {
+        MapsChange::Replace => Stale::new(),
+        MapsChange::Elements { .. } => cache.stale_affinity().clone(),
     }
-    out
 }
 
 /// Whether `entry` is made stale by `stale`.
 pub(super) fn is_stale(stale: &Stale, entry: &Entry) -> bool {
-    stale.contains(&(entry.by_port, entry.key, Some(entry.endpoint)))
-        || stale.contains(&(entry.by_port, entry.key, None))
+    stale.contains(&(entry.port, Some(entry.endpoint))) || stale.contains(&(entry.port, None))
 }
 
-/// Whether `entry` still holds in the table `cache` describes (a replacement carries it over):
-/// its key has affinity and its endpoint is still one of the key's.
-pub(super) fn still_valid(cache: &MapsCache, entry: &Entry) -> bool {
-    cache.in_count_set(sticky_group(entry.by_port), entry.key)
-        && cache
-            .endpoints_of(&groups(entry.by_port), entry.key)
-            .contains(&entry.endpoint)
-}
-
-/// The entries of `entries` that still hold in `cache`'s table, as elements to carry into its
+/// The entries of `entries` that still hold in `cache`'s table (their port has affinity with the
+/// same timeout and their endpoint is still one of the port's), as elements to carry into its
 /// replacement with the time each has left.
 pub(super) fn carried(cache: &MapsCache, entries: &[Entry]) -> Vec<(MapsElement, u64)> {
-    let mut out: Vec<(MapsElement, u64)> = entries
-        .iter()
-        .filter(|e| still_valid(cache, e))
-        .map(|e| (element(e), e.expires_ms))
-        .collect();
+    let mut endpoints: BTreeMap<Sticky, Option<BTreeSet<(IpAddr, u16)>>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in entries {
+        let eps = endpoints
+            .entry(e.port)
+            .or_insert_with(|| cache.sticky_endpoints(e.port));
+        if eps.as_ref().is_some_and(|eps| eps.contains(&e.endpoint)) {
+            out.push((element(e), e.expires_ms));
+        }
+    }
     out.sort();
     out
 }
 
 fn element(e: &Entry) -> MapsElement {
     MapsElement {
-        set: SetName::Fixed(e.map()),
-        key: e.map_key(),
+        set: SetName::Affinity(e.port),
+        key: Key::new(&[Part::Addr(e.client)]),
         value: Some(e.endpoint),
     }
 }
@@ -230,7 +149,8 @@ pub(super) fn purge(socket: &mut NftSocket, family: Family, stale: &Stale) -> Re
     let mut tries = 0;
     loop {
         tries += 1;
-        let delete: Vec<MapsElement> = read(socket, family)?
+        let ports: BTreeSet<Sticky> = stale.iter().map(|(p, _)| *p).collect();
+        let delete: Vec<MapsElement> = read(socket, family, ports)?
             .iter()
             .filter(|e| is_stale(stale, e))
             .map(|e| MapsElement {

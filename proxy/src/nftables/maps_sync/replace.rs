@@ -53,7 +53,7 @@ pub(super) async fn write_replacement(
 /// The table written on `s` as [`write_replacement`] says; returns the bytes sent.
 fn write_table(s: &mut NftSocket, held: &Held) -> Result<usize, WriteError> {
     let family = held.cache.cfg().family;
-    let timed = match affinity::read(s, family) {
+    let timed = match affinity::read(s, family, held.cache.stickies()) {
         Ok(entries) => affinity::carried(&held.cache, &entries),
         Err(err) => {
             tracing::warn!(%err, "nftables maps: affinity entries not carried into the replacement");

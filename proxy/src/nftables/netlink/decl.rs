@@ -112,6 +112,9 @@ impl Decl {
             None => (body, None),
         };
         let key = fields(key, family, typeof_).ok_or_else(bad)?;
+        if data == Some("verdict") && !typeof_ && set.is_map {
+            return verdict_map(set, &key).ok_or_else(bad);
+        }
         let data = data
             .map(|d| fields(d, family, typeof_).ok_or_else(bad))
             .transpose()?;
@@ -143,6 +146,41 @@ impl Decl {
             udata: udata(&key, data.as_deref()).ok_or_else(bad)?,
         })
     }
+}
+
+/// nf_tables' data type of a verdict map (NFT_DATA_VERDICT).
+const DATA_VERDICT: u32 = 0xffff_ff00;
+/// sizeof(struct nft_verdict).
+const VERDICT_LEN: u32 = 16;
+
+/// A `type KEY : verdict` map without flags (the affinity ports' verdict maps), as nft 1.0.6
+/// declares one: the key's byte order, the data's, an empty concatenation typeof and no data
+/// interval (a single-part key: big-endian, nothing else).
+fn verdict_map(set: &MapsSet, key: &[Field]) -> Option<Decl> {
+    if !set.flags.is_empty() {
+        return None;
+    }
+    let mut u = Vec::new();
+    if key.len() > 1 {
+        tlv_u32(&mut u, UD_KEY_BYTEORDER, 0)?;
+        tlv_u32(&mut u, UD_DATA_BYTEORDER, 0)?;
+        let mut v = Vec::new();
+        tlv_u32(&mut v, 0, EXPR_CONCAT)?;
+        tlv(&mut v, 1, &[])?;
+        tlv(&mut u, UD_KEY_TYPEOF, &v)?;
+        tlv_u32(&mut u, UD_DATA_INTERVAL, 0)?;
+    } else {
+        tlv_u32(&mut u, UD_KEY_BYTEORDER, BYTEORDER_BIG)?;
+    }
+    Some(Decl {
+        flags: SET_MAP,
+        key_type: type_id(key),
+        key_len: total_len(key),
+        // The kernel takes a verdict's own length whatever is sent, and lists that.
+        data: Some((DATA_VERDICT, VERDICT_LEN)),
+        concat_fields: Vec::new(),
+        udata: u,
+    })
 }
 
 fn tlv(out: &mut Vec<u8>, ty: u8, value: &[u8]) -> Option<()> {
@@ -224,8 +262,18 @@ fn udata(key: &[Field], data: Option<&[Field]>) -> Option<Vec<u8>> {
     }
     if concat {
         concat_typeof(&mut u, UD_KEY_TYPEOF, key)?;
-    } else if key.iter().any(|f| f.expr.is_some()) {
-        return None;
+    } else if let [
+        Field {
+            expr: Some(p), len, ..
+        },
+    ] = key
+    {
+        // One expression: its type and fields, not nested in a concatenation.
+        let (ety, data) = addr_udata(*p, *len)?;
+        let mut v = Vec::new();
+        tlv_u32(&mut v, 0, ety)?;
+        tlv(&mut v, 1, &data)?;
+        tlv(&mut u, UD_KEY_TYPEOF, &v)?;
     }
     if let Some(d) = data {
         if d.iter().any(|f| f.expr.is_some()) {

@@ -1,17 +1,19 @@
 //! The maps layout's table grown in place: when a port needs dispatch rules the kernel's table
-//! lacks (a new endpoint count, a new affinity timeout), one batch adds the new sets and chains (a
-//! count's first bucket chains), puts each new rule in front of the rule it precedes in a fresh
-//! render (by the handles the kernel gave the chain's rules), then the element steps. The table's
-//! hundreds of thousands of elements are not written again, as a replacement would.
+//! lacks (a new endpoint count, an affinity port), one batch adds the new sets and chains (a
+//! count's first bucket chains, an affinity port's map and chains), puts each new rule in front of
+//! the rule it precedes in a fresh render (by the handles the kernel gave the chain's rules), then
+//! the element steps, then deletes the chains and maps of affinity ports gone (their verdict
+//! elements deleted before). The table's hundreds of thousands of elements are not written again,
+//! as a replacement would.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::decl::Decl;
 use super::maps::element_steps;
 use super::maps_table::{interval_sets, set_message};
 use super::objects::Encoder;
 use super::{Batch, EncodeError, Start};
-use crate::nftables::render::maps::{MapsElement, MapsTable};
+use crate::nftables::render::maps::{MapsElement, MapsSet, MapsTable, Sticky};
 use crate::nftables::render::{Chain, Op, Rule};
 
 /// Where one new rule goes.
@@ -26,36 +28,78 @@ pub struct Placement {
 /// The chains of `held` whose rules differ in `grown` (the kernel's handles of their rules place
 /// the new ones).
 pub fn grown_chains<'a>(held: &MapsTable, grown: &'a MapsTable) -> Vec<&'a str> {
+    let held = chains(held);
     grown
         .chains
         .iter()
-        .filter(|c| held.chain(&c.name).is_some_and(|h| h.rules != c.rules))
+        .filter(|c| held.get(c.name.as_str()).is_some_and(|h| h.rules != c.rules))
         .map(|c| c.name.as_str())
         .collect()
 }
 
+/// A table's chains by name: an affinity port has two, so a table can hold tens of thousands, and
+/// comparing two tables chain by chain through [`MapsTable::chain`] would be quadratic.
+fn chains(t: &MapsTable) -> BTreeMap<&str, &Chain> {
+    t.chains.iter().map(|c| (c.name.as_str(), c)).collect()
+}
+
+/// A table's sets by name (an affinity port has its own map).
+fn sets(t: &MapsTable) -> BTreeMap<&str, &MapsSet> {
+    t.sets.iter().map(|s| (s.name.as_str(), s)).collect()
+}
+
 /// The chains `grown` has and `held` has not.
-fn new_chains<'a>(held: &'a MapsTable, grown: &'a MapsTable) -> impl Iterator<Item = &'a Chain> + 'a {
-    grown.chains.iter().filter(|c| held.chain(&c.name).is_none())
+fn new_chains<'a>(held: &MapsTable, grown: &'a MapsTable) -> Vec<&'a Chain> {
+    let held = chains(held);
+    grown
+        .chains
+        .iter()
+        .filter(|c| !held.contains_key(c.name.as_str()))
+        .collect()
 }
 
 fn refuse(chain: &str, why: &str) -> EncodeError {
     EncodeError::Chain(chain.into(), why.into())
 }
 
+/// The chains `held` has and `grown` has not: an affinity port's, or the growth is refused.
+fn gone_chains<'a>(held: &'a MapsTable, grown: &MapsTable) -> Result<Vec<&'a str>, EncodeError> {
+    let grown = chains(grown);
+    let gone = held
+        .chains
+        .iter()
+        .filter(|c| !grown.contains_key(c.name.as_str()));
+    gone.map(|c| match Sticky::of_chain(&c.name) {
+        Some(_) => Ok(c.name.as_str()),
+        None => Err(refuse(&c.name, "a held chain is gone")),
+    })
+    .collect()
+}
+
+/// The sets `held` has and `grown` has not: an affinity port's map, or the growth is refused (also
+/// when a set is declared otherwise).
+fn gone_sets<'a>(held: &'a MapsTable, grown: &MapsTable) -> Result<Vec<&'a MapsSet>, EncodeError> {
+    let (mut out, grown) = (Vec::new(), sets(grown));
+    for s in &held.sets {
+        match grown.get(s.name.as_str()) {
+            Some(g) if *g == s => {}
+            None if Sticky::of_map(&s.name).is_some() => out.push(s),
+            _ => return Err(EncodeError::SetType(s.name.clone(), "declared otherwise".into())),
+        }
+    }
+    Ok(out)
+}
+
 /// Where each rule `grown` adds goes. `handles`: for each grown chain, the kernel's handles of its
 /// rules in order, as `held` has them. Refused unless `grown`'s chains are `held`'s with rules
-/// inserted (and new chains, whose rules all go to their end) and the kernel's chains hold as many
-/// rules as `held`.
+/// inserted (and new chains, whose rules all go to their end; gone ones must be an affinity port's)
+/// and the kernel's chains hold as many rules as `held`.
 pub fn placements(
     held: &MapsTable,
     grown: &MapsTable,
     handles: &BTreeMap<String, Vec<u64>>,
 ) -> Result<Vec<Placement>, EncodeError> {
-    let names = |t: &MapsTable| t.chains.iter().map(|c| c.name.clone()).collect::<BTreeSet<_>>();
-    if !names(held).is_subset(&names(grown)) {
-        return Err(refuse("*", "a held chain is gone"));
-    }
+    gone_chains(held, grown)?;
     let mut out = Vec::new();
     for c in new_chains(held, grown) {
         if c.hook.is_some() {
@@ -67,8 +111,9 @@ pub fn placements(
             before: None,
         }));
     }
+    let (old_chains, new_chains) = (chains(held), chains(grown));
     for name in grown_chains(held, grown) {
-        let (Some(old), Some(new)) = (held.chain(name), grown.chain(name)) else {
+        let (Some(old), Some(new)) = (old_chains.get(name), new_chains.get(name)) else {
             return Err(refuse(name, "missing"));
         };
         let have = handles.get(name).ok_or_else(|| refuse(name, "no handles read"))?;
@@ -106,15 +151,16 @@ pub fn encode_growth(
 ) -> Result<Batch, EncodeError> {
     let family = grown.family;
     let placed = placements(held, grown, handles)?;
-    for s in &held.sets {
-        if grown.sets.iter().all(|g| g != s) {
-            return Err(EncodeError::SetType(s.name.clone(), "declared otherwise".into()));
-        }
-    }
+    let (gone_chains, gone_sets) = (gone_chains(held, grown)?, gone_sets(held, grown)?);
     let (mut w, first_seq) = super::batch_begin(start.seq);
     let types = BTreeMap::new();
     let mut enc = Encoder::new(&mut w, family, &types, start.anon, interval_sets(grown));
-    for s in grown.sets.iter().filter(|s| !held.sets.contains(s)) {
+    let held_sets = sets(held);
+    for s in grown
+        .sets
+        .iter()
+        .filter(|s| held_sets.get(s.name.as_str()) != Some(s))
+    {
         set_message(&mut enc, &s.name, &Decl::parse(s, family)?)?;
     }
     enc.op_index = 1;
@@ -130,6 +176,17 @@ pub fn encode_growth(
         enc.op_index = 3 + step;
         enc.begin_counted();
     }
+    enc.op_index = 5;
+    for c in gone_chains {
+        enc.ops(&[Op::FlushChain(c.into())])?;
+        enc.ops(&[Op::DeleteChain(c.into())])?;
+    }
+    for s in gone_sets {
+        enc.ops(&[Op::DeleteSet {
+            name: s.name.clone(),
+            is_map: s.is_map,
+        }])?;
+    }
     let (messages, op_of) = (enc.messages, std::mem::take(&mut enc.op_of));
     let next_anon = start.anon.wrapping_add(u64::from(enc.next_set_id));
     Ok(super::batch_end(w, first_seq, messages, op_of, next_anon))
@@ -137,12 +194,13 @@ pub fn encode_growth(
 
 /// The step of a growth that message `index` of its batch belongs to.
 pub fn growth_step(batch: &Batch, index: usize) -> &'static str {
-    const STEPS: [&str; 5] = [
+    const STEPS: [&str; 6] = [
         "a new set",
         "a new chain",
         "a new rule",
         "an element deletion",
         "an element addition",
+        "deleting a gone affinity port's chain or map",
     ];
     batch
         .op_of_message(index)

@@ -59,11 +59,14 @@ impl SetDigest {
 
 /// Whether a set may be kept at all: not an interval set (the kernel holds a prefix as its two
 /// ends, not as the one element the cache holds) and not a dynamic one (the packet path writes
-/// it; its entries are carried over with their time left).
+/// it; its entries are carried over with their time left) nor a verdict map (the affinity ports'
+/// keys: few, and their data is a verdict, not bytes the digest reads).
 fn comparable(s: &MapsSet) -> bool {
-    !s.flags
-        .iter()
-        .any(|f| matches!(*f, "interval" | "dynamic" | "timeout"))
+    !s.decl.ends_with(": verdict")
+        && !s
+            .flags
+            .iter()
+            .any(|f| matches!(*f, "interval" | "dynamic" | "timeout"))
 }
 
 /// Whether the kernel's set is declared as `s` is: flags, key and data types and lengths, and
@@ -97,8 +100,10 @@ pub fn plan_refresh<E>(
 ) -> Result<RefreshPlan, E> {
     let mut plan = RefreshPlan::default();
     let mut want: BTreeMap<String, SetDigest> = BTreeMap::new();
+    // By name: an affinity port has its own map, so there can be tens of thousands.
+    let kernel_sets: BTreeMap<&str, &KernelSet> = kernel.sets.iter().map(|k| (k.name.as_str(), k)).collect();
     for s in &skeleton.sets {
-        let k = kernel.sets.iter().find(|k| k.name == s.name);
+        let k = kernel_sets.get(s.name.as_str()).copied();
         if !k.is_some_and(|k| declared_as(s, skeleton.family, k)) {
             continue;
         }

@@ -13,8 +13,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::facts::Facts;
+use super::owners::{Owners, sticky_and_endpoints};
 use super::store::{Store, Value};
-use super::{InUse, Key, MapsChange, MapsElement, MapsTable, SetName, skeleton};
+use super::{Group, InUse, Key, MapsChange, MapsElement, MapsTable, SetName, Sticky, skeleton};
 use crate::config::RenderConfig;
 use crate::model::{Endpoints, NodeFacts, ServicePort, ServicePortName};
 use crate::nftables::render::family_word;
@@ -75,6 +76,13 @@ pub struct MapsCache {
     tracking: bool,
     /// The dispatch rules the kernel's table has (as of the last transaction).
     held_rules: InUse,
+    /// The affinity port holding each key of the sticky verdict maps.
+    sticky_owner: Owners,
+    /// Each affinity port's Service port, to judge its map's entries by its endpoints.
+    sticky_ports: BTreeMap<Sticky, ServicePortName>,
+    /// Affinity entries made stale since the last transaction: a port's map with an endpoint
+    /// (entries naming it) or without (every entry: the port lost its affinity).
+    stale: BTreeSet<(Sticky, Option<(IpAddr, u16)>)>,
 }
 
 fn facts(node: &NodeFacts, cfg: &RenderConfig, (svc, eps): &PortRecords) -> (Vec<MapsElement>, InUse) {
@@ -94,6 +102,9 @@ impl MapsCache {
             touched: BTreeMap::new(),
             tracking: false,
             held_rules: InUse::new(),
+            sticky_owner: Owners::default(),
+            sticky_ports: BTreeMap::new(),
+            stale: BTreeSet::new(),
         }
     }
 
@@ -118,20 +129,39 @@ impl MapsCache {
     /// Sets (or, with `None`, removes) one port's Service and endpoints; `name` is the Service
     /// port's own name.
     pub fn set_port(&mut self, name: &ServicePortName, port: Option<PortRecords>) {
+        let mut before = (None, BTreeSet::new());
         if let Some(Port(old)) = self.ports.take(name) {
             let (elements, in_use) = facts(&self.node, &self.cfg, &old);
             self.account(&elements, &in_use, false);
+            before = sticky_and_endpoints(&elements, &in_use);
         }
+        let mut after = (None, BTreeSet::new());
         if let Some(records) = port {
             let (elements, in_use) = facts(&self.node, &self.cfg, &records);
             self.account(&elements, &in_use, true);
+            after = sticky_and_endpoints(&elements, &in_use);
             debug_assert_eq!(*name, records.0.name, "a port is set under its own name");
             self.ports.insert(Port(records));
+        }
+        if let Some(s) = before.0 {
+            self.sticky_ports.remove(&s);
+            if self.tracking && after.0 != Some(s) {
+                self.stale.insert((s, None));
+            } else if self.tracking {
+                let gone = before.1.difference(&after.1);
+                self.stale.extend(gone.map(|ep| (s, Some(*ep))));
+            }
+        }
+        if let Some(s) = after.0 {
+            self.sticky_ports.insert(s, name.clone());
         }
     }
 
     fn account(&mut self, elements: &[MapsElement], in_use: &InUse, add: bool) {
         for e in elements {
+            if !self.sticky_owner.claim(e, add) {
+                continue;
+            }
             let id = (e.set, e.key);
             if self.tracking && !self.touched.contains_key(&id) {
                 let before = self.elements.get(e.set, &e.key).map(|(v, _)| v);
@@ -155,10 +185,15 @@ impl MapsCache {
     }
 
     /// Dispatch rules some port needs, and those the kernel's table has: a rule nobody needs any
-    /// more stays (it matches nothing; removing it would replace the table).
+    /// more stays (it matches nothing; removing it would replace the table), except an affinity
+    /// port's chains and map, which go with the port (a growth deletes them).
     fn rules(&self) -> InUse {
         let mut rules = self.needed_rules();
-        rules.extend(self.held_rules.iter().copied());
+        let kept = self
+            .held_rules
+            .iter()
+            .filter(|(g, _, _)| !matches!(g, Group::Sticky(_)));
+        rules.extend(kept);
         rules
     }
 
@@ -204,43 +239,21 @@ impl MapsCache {
         )
     }
 
-    /// The endpoints `key` dispatches to through the slot maps of `groups`: the map of the count
-    /// whose set holds the key (slots are dense from 0).
-    pub fn endpoints_of(&self, groups: &[super::Group], key: Key) -> BTreeSet<(IpAddr, u16)> {
-        let mut out = BTreeSet::new();
-        let rules = self.rules();
-        for &g in groups {
-            let counts = rules.iter().filter(|(r, _, _)| *r == g);
-            let counts: BTreeSet<u32> = counts.filter_map(|(_, _, n)| u32::try_from(*n).ok()).collect();
-            let Some(n) = counts
-                .into_iter()
-                .find(|&n| self.elements.get(SetName::Count(g, n), &key).is_some())
-            else {
-                continue;
-            };
-            for slot in 0.. {
-                match self
-                    .elements
-                    .get(SetName::Map(g, n), &key.with(super::Part::Slot(slot)))
-                {
-                    Some((Some(ep), _)) => out.insert(ep),
-                    _ => break,
-                };
-            }
-        }
-        out
+    /// The affinity ports the table has.
+    pub fn stickies(&self) -> impl Iterator<Item = Sticky> + '_ {
+        self.sticky_ports.keys().copied()
     }
 
-    /// Whether `key` is in one of `group`'s sets (`sticky-<T>`: ClientIP affinity) for a timeout
-    /// the table has rules for.
-    pub fn in_count_set(&self, group: super::Group, key: Key) -> bool {
-        self.rules()
-            .iter()
-            .filter(|(g, _, _)| *g == group)
-            .any(|(_, _, t)| {
-                let t = u32::try_from(*t).unwrap_or(u32::MAX);
-                self.elements.get(SetName::Count(group, t), &key).is_some()
-            })
+    /// The endpoints of affinity port `s` (all its keys' groups); `None` when no port has it.
+    pub fn sticky_endpoints(&self, s: Sticky) -> Option<BTreeSet<(IpAddr, u16)>> {
+        let records = self.records(self.sticky_ports.get(&s)?)?;
+        let (elements, in_use) = facts(&self.node, &self.cfg, records);
+        Some(sticky_and_endpoints(&elements, &in_use).1)
+    }
+
+    /// The affinity entries made stale since the last transaction was taken.
+    pub fn stale_affinity(&self) -> &BTreeSet<(Sticky, Option<(IpAddr, u16)>)> {
+        &self.stale
     }
 
     /// Elements in the table.
@@ -282,8 +295,9 @@ impl MapsCache {
         out
     }
 
-    /// The transaction since the last one: element steps, or a replacement when a port needs a
-    /// dispatch rule the kernel's table lacks (then the kernel holds [`MapsCache::table`]).
+    /// The transaction since the last one: element steps, or a replacement when the skeleton
+    /// changed (a port needs a dispatch rule the kernel's table lacks, an affinity port came or
+    /// went; then the kernel holds [`MapsCache::table`]).
     /// `first` takes a replacement whatever changed (the first load); so does the first call.
     pub fn take_change(&mut self, first: bool) -> MapsChange {
         let change = self.peek_change(first);
@@ -291,19 +305,16 @@ impl MapsCache {
         change
     }
 
-    /// What [`MapsCache::take_change`] would give, without taking it: a writer that can add the
-    /// missing dispatch rules itself (netlink) looks at [`MapsCache::new_rules`] instead of
-    /// replacing the table.
+    /// What [`MapsCache::take_change`] would give, without taking it: a writer that can change the
+    /// skeleton itself (netlink: new dispatch rules, an affinity port come or gone) grows the table
+    /// from [`MapsCache::held_skeleton`] to [`MapsCache::skeleton`] instead of replacing it.
     pub fn peek_change(&self, first: bool) -> MapsChange {
-        if first || !self.tracking || !self.rules().is_subset(&self.held_rules) {
+        let rules = self.rules();
+        let gone = self.held_rules.iter().any(|r| !rules.contains(r));
+        if first || !self.tracking || gone || !rules.is_subset(&self.held_rules) {
             return MapsChange::Replace;
         }
         self.element_steps()
-    }
-
-    /// The dispatch rules some port needs that the kernel's table lacks.
-    pub fn new_rules(&self) -> InUse {
-        self.rules().difference(&self.held_rules).copied().collect()
     }
 
     /// The element steps since the last transaction, whether or not the skeleton changed.
@@ -333,6 +344,7 @@ impl MapsCache {
     /// needed so far.
     pub fn commit_change(&mut self, first: bool, change: &MapsChange) {
         self.touched.clear();
+        self.stale.clear();
         let untracked = !std::mem::replace(&mut self.tracking, true);
         self.held_rules = match (change, first || untracked) {
             // A replacement keeps the rules the table had (counts come and go), except the first.

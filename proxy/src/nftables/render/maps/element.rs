@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::{Bucket, Group};
+use super::{Bucket, Group, Sticky};
 use crate::model::Protocol;
 
 /// The set or map an element is in.
@@ -17,22 +17,63 @@ use crate::model::Protocol;
 pub enum SetName {
     /// A set of the skeleton (`masq-cluster`, `hairpin`, `cluster-ips`, ...).
     Fixed(&'static str),
-    /// A group's set of keys with this endpoint count (affinity: timeout), `svcs-N`, `sticky-T`.
+    /// A group's set of keys with this endpoint count, `svcs-N`.
     Count(Group, u32),
     /// A group's slot map of keys with this endpoint count (`eps-N`, `np-eps-N`, ...).
     Map(Group, u32),
     /// A group's set of keys whose count is in this bucket (`svcs-17-80`: [`Group::buckets`]).
     Bucket(Group, Bucket),
+    /// An affinity port's keys in `@sticky-keys` (node ports: `@np-sticky-keys`), each to `jump`
+    /// the port's lookup chain. The port is part of the name so that the element's verdict needs
+    /// no value of its own: the cache holds these as it holds plain set elements.
+    StickyKey { by_port: bool, port: Sticky },
+    /// An affinity port's keys in `@sticky-records` (`@np-sticky-records`), each to `goto` its
+    /// record chain.
+    StickyRecord { by_port: bool, port: Sticky },
+    /// An affinity port's dynamic map, `affinity-<id>-<T>` (client -> endpoint): the packet path
+    /// writes it; the daemon reads, deletes and carries its entries.
+    Affinity(Sticky),
 }
 
 impl SetName {
+    /// The name of the set or map in the table.
     pub fn name(self) -> String {
         match self {
             SetName::Fixed(n) => n.to_string(),
             SetName::Count(g, n) => g.set(n as usize),
             SetName::Map(g, n) => g.map(n as usize),
             SetName::Bucket(g, b) => g.bucket_set(b),
+            SetName::StickyKey { by_port, .. } => (if by_port {
+                super::NP_STICKY_KEYS
+            } else {
+                super::STICKY_KEYS
+            })
+            .into(),
+            SetName::StickyRecord { by_port, .. } => (if by_port {
+                super::NP_STICKY_RECORDS
+            } else {
+                super::STICKY_RECORDS
+            })
+            .into(),
+            SetName::Affinity(port) => port.map(),
         }
+    }
+
+    /// The verdict an element of this set maps to (verdict maps only).
+    pub fn verdict(self) -> Option<(bool, String)> {
+        match self {
+            SetName::StickyKey { port, .. } => Some((true, port.lookup_chain())),
+            SetName::StickyRecord { port, .. } => Some((false, port.record_chain())),
+            _ => None,
+        }
+    }
+
+    /// `jump CHAIN` / `goto CHAIN`: the verdict as nft writes it.
+    pub fn verdict_text(self) -> Option<String> {
+        self.verdict().map(|(jump, chain)| match jump {
+            true => format!("jump {chain}"),
+            false => format!("goto {chain}"),
+        })
     }
 }
 
@@ -142,9 +183,10 @@ pub struct MapsElement {
 impl MapsElement {
     /// `key` or `key : value`, as nft prints an element.
     pub fn text(&self) -> String {
-        match self.value {
-            None => self.key.to_string(),
-            Some((ip, port)) => format!("{} : {ip} . {port}", self.key),
+        match (self.value, self.set.verdict_text()) {
+            (Some((ip, port)), _) => format!("{} : {ip} . {port}", self.key),
+            (None, Some(v)) => format!("{} : {v}", self.key),
+            (None, None) => self.key.to_string(),
         }
     }
 }

@@ -17,8 +17,8 @@ pub(super) struct Facts<'a> {
     cfg: &'a RenderConfig,
     /// Whether cluster-IP traffic is ever marked (masqueradeAll, or a local-traffic detector).
     masq_cluster: bool,
-    /// The ClientIP affinity timeout of the port being added.
-    affinity: Option<u32>,
+    /// The port being added, when it has ClientIP affinity.
+    affinity: Option<Sticky>,
     elements: Vec<MapsElement>,
     in_use: InUse,
 }
@@ -115,21 +115,19 @@ impl<'a> Facts<'a> {
             });
         }
         self.in_use.insert((group, proto, eps.len()));
-        if let Some(t) = self.affinity {
-            let g = if group.by_port() {
-                Group::PortAffinity
-            } else {
-                Group::Affinity
-            };
-            self.add(SetName::Count(g, t), key);
-            self.in_use.insert((g, proto, t as usize));
+        if let Some(port) = self.affinity {
+            let by_port = group.by_port();
+            self.add(SetName::StickyKey { by_port, port }, key);
+            self.add(SetName::StickyRecord { by_port, port }, key);
+            self.in_use.insert((Group::Affinity, proto, 0));
+            self.in_use.insert((Group::Sticky(port), proto, 0));
         }
     }
 
     pub(super) fn add_port(&mut self, svc: &ServicePort, eps: &[Endpoint]) {
         let cat = categorize(eps, svc, self.node);
         let p = Plan::new(svc, &cat);
-        self.affinity = svc.session_affinity;
+        self.affinity = svc.session_affinity.map(|t| Sticky::new(&svc.name, t));
         let proto = Part::Proto(svc.name.protocol);
         let port = Part::Port(svc.port);
         let key = |ip: &IpAddr| Key::new(&[Part::Addr(*ip), proto, port]);

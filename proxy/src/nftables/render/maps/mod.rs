@@ -16,6 +16,7 @@ mod cache;
 mod diff;
 mod element;
 mod facts;
+mod owners;
 mod skeleton;
 mod store;
 mod text;
@@ -46,10 +47,12 @@ pub enum Group {
     Port,
     /// ETP Local node ports: cluster endpoints for traffic from pods and the node.
     PortShort,
-    /// ClientIP affinity of address keys (the count is the timeout in seconds): `sticky-<T>`.
+    /// ClientIP affinity in use for a protocol (the count is 0): the skeleton's lookups through
+    /// `@sticky-keys` and records through `@sticky-records`. Kept once added, as counts are.
     Affinity,
-    /// ClientIP affinity of node ports: `np-sticky-<T>`.
-    PortAffinity,
+    /// One Service port with ClientIP affinity (the count is 0): its own dynamic map and chains
+    /// ([`Sticky`]), removed with the port.
+    Sticky(Sticky),
 }
 
 impl Group {
@@ -62,36 +65,20 @@ impl Group {
             Group::AddrShort => "short-",
             Group::Port => "np-",
             Group::PortShort => "np-short-",
-            Group::Affinity | Group::PortAffinity => "",
+            Group::Affinity | Group::Sticky(_) => "",
         }
     }
 
-    /// The set of keys with `n` endpoints (affinity: with timeout `n`).
+    /// The set of keys with `n` endpoints.
     pub fn set(self, n: usize) -> String {
-        match self {
-            Group::Affinity => format!("sticky-{n}"),
-            Group::PortAffinity => format!("np-sticky-{n}"),
-            _ => format!("{}svcs-{n}", self.prefix()),
-        }
+        format!("{}svcs-{n}", self.prefix())
     }
 
     /// The map from key . slot to endpoint address . port of the keys with `n` endpoints, `eps-N`:
     /// one per count, so a rule for a new count binds a new, empty map (the kernel walks a map's
-    /// elements when a rule binds it: docs/nftables-maps.md, "Where the goals stand"). Affinity
-    /// groups: their dynamic map, whatever `n`.
+    /// elements when a rule binds it: docs/nftables-maps.md, "Where the goals stand").
     pub fn map(self, n: usize) -> String {
-        match self {
-            Group::Affinity | Group::PortAffinity => self.affinity_map().into(),
-            _ => format!("{}eps-{n}", self.prefix()),
-        }
-    }
-
-    /// The dynamic map of client . key -> endpoint (slot groups: their affinity group's).
-    pub fn affinity_map(self) -> &'static str {
-        match self.by_port() {
-            false => AFFINITY,
-            true => NP_AFFINITY,
-        }
+        format!("{}eps-{n}", self.prefix())
     }
 
     /// The two buckets of counts `n` is in, outer then inner, when the skeleton reaches its rule
@@ -118,7 +105,82 @@ impl Group {
     }
 
     pub fn by_port(self) -> bool {
-        matches!(self, Group::Port | Group::PortShort | Group::PortAffinity)
+        matches!(self, Group::Port | Group::PortShort)
+    }
+}
+
+/// A Service port with ClientIP affinity: a dynamic map `affinity-<id>-<T>` from client to the
+/// endpoint its last new connection was sent to, a chain `sticky-<id>-<T>` that looks the client up
+/// in it (reached from `services` and `nodeports` through `@sticky-keys` / `@np-sticky-keys`, whose
+/// elements are the port's keys) and a chain `sticky-record-<id>-<T>` that records it after the
+/// DNAT (reached through `@sticky-records` / `@np-sticky-records` from the connection's original
+/// key). So a client is remembered per Service port, on all its keys, as upstream's per-endpoint
+/// sets remember it; the timeout is in the names, so a new timeout is a new map. The exception to
+/// the layout's "no per-service object" (docs/nftables-maps.md, "Affinity per Service port"):
+/// only affinity ports pay it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sticky {
+    /// The first 64 bits of the SHA-256 of the port's `ns/name/proto/port`.
+    pub id: u64,
+    /// The affinity timeout in seconds.
+    pub timeout: u32,
+}
+
+impl Sticky {
+    pub fn new(name: &crate::model::ServicePortName, timeout: u32) -> Sticky {
+        use sha2::{Digest, Sha256};
+        let text = format!(
+            "{}/{}/{}/{}",
+            name.namespace,
+            name.name,
+            name.protocol.as_str(),
+            name.port
+        );
+        let digest = Sha256::digest(text.as_bytes());
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&digest[..8]);
+        Sticky {
+            id: u64::from_be_bytes(id),
+            timeout,
+        }
+    }
+
+    fn tag(self) -> String {
+        format!("{:016x}-{}", self.id, self.timeout)
+    }
+
+    /// The dynamic map of client -> endpoint.
+    pub fn map(self) -> String {
+        format!("{AFFINITY_PREFIX}{}", self.tag())
+    }
+
+    /// The chain that looks the client up (nat, before the draws).
+    pub fn lookup_chain(self) -> String {
+        format!("sticky-{}", self.tag())
+    }
+
+    /// The chain that records the client (filter, after the DNAT).
+    pub fn record_chain(self) -> String {
+        format!("sticky-record-{}", self.tag())
+    }
+
+    /// The port a map of the table is for, from its name (`None`: not such a map).
+    pub fn of_map(name: &str) -> Option<Sticky> {
+        Sticky::of_tag(name.strip_prefix(AFFINITY_PREFIX)?)
+    }
+
+    /// The port a lookup or record chain is for, from its name (`None`: not such a chain).
+    pub fn of_chain(name: &str) -> Option<Sticky> {
+        let tag = name.strip_prefix("sticky-")?;
+        Sticky::of_tag(tag.strip_prefix("record-").unwrap_or(tag))
+    }
+
+    fn of_tag(tag: &str) -> Option<Sticky> {
+        let (id, t) = tag.split_once('-')?;
+        Some(Sticky {
+            id: u64::from_str_radix(id, 16).ok().filter(|_| id.len() == 16)?,
+            timeout: t.parse().ok()?,
+        })
     }
 }
 
@@ -166,9 +228,16 @@ pub const FW_ALLOW: &str = "fw-allow";
 /// Endpoint address . endpoint address: hairpin traffic, recognised after the DNAT.
 pub const HAIRPIN: &str = "hairpin";
 pub const SERVICE_CIDRS: &str = "service-cidrs";
-/// Dynamic maps: client . key -> the endpoint its last new connection was sent to.
-pub const AFFINITY: &str = "affinity";
-pub const NP_AFFINITY: &str = "np-affinity";
+/// Verdict maps from an affinity port's keys to `jump` its lookup chain ([`Sticky`]).
+pub const STICKY_KEYS: &str = "sticky-keys";
+pub const NP_STICKY_KEYS: &str = "np-sticky-keys";
+/// Verdict maps from an affinity port's keys (as the connection's original destination) to `goto`
+/// its record chain.
+pub const STICKY_RECORDS: &str = "sticky-records";
+pub const NP_STICKY_RECORDS: &str = "np-sticky-records";
+/// The prefix of the per-port dynamic maps (upstream's affinity sets have it too: the tracer takes
+/// both as dynamic).
+pub const AFFINITY_PREFIX: &str = crate::nftables::render::naming::AFFINITY_PREFIX;
 /// The filter chain (after the DNAT) that records affinity.
 pub const AFFINITY_RECORD: &str = "affinity-record";
 /// The chain the node-port rules live in.
@@ -215,6 +284,24 @@ pub fn port_sets(svc: &ServicePort, eps: &[Endpoint], node: &NodeFacts, cfg: &Re
     names.into_iter().map(|n| format!("@{n}")).collect()
 }
 
+/// Keeps each key of the sticky verdict maps for one port (the first in order): two Services
+/// claiming one external IP and port would give the kernel two elements of one key, and it would
+/// refuse the table ([`MapsCache`] keeps the first port to claim it).
+fn one_sticky_port_per_key(elements: &mut Vec<MapsElement>) {
+    let mut owner: std::collections::BTreeMap<(bool, Key), Sticky> = Default::default();
+    for e in elements.iter() {
+        if let SetName::StickyKey { by_port, port } = e.set {
+            owner.entry((by_port, e.key)).or_insert(port);
+        }
+    }
+    elements.retain(|e| match e.set {
+        SetName::StickyKey { by_port, port } | SetName::StickyRecord { by_port, port } => {
+            owner.get(&(by_port, e.key)) == Some(&port)
+        }
+        _ => true,
+    });
+}
+
 /// The maps layout's whole table for `cfg.family`.
 pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> MapsTable {
     let mut f = facts::Facts::new(node, cfg);
@@ -226,6 +313,7 @@ pub fn render(state: &ProxyState, node: &NodeFacts, cfg: &RenderConfig) -> MapsT
     elements.extend(skeleton::fixed_elements(node, cfg));
     elements.sort();
     elements.dedup();
+    one_sticky_port_per_key(&mut elements);
     let (chains, sets) = skeleton::skeleton(node, cfg, &in_use);
     MapsTable {
         family: cfg.family,

@@ -60,6 +60,7 @@ pub(super) fn skeleton(node: &NodeFacts, cfg: &RenderConfig, in_use: &InUse) -> 
         .flat_map(|&(g, [outer, inner])| [(g, outer), (g, inner)])
         .collect();
     chains.extend(buckets.iter().map(|(g, b)| Chain::new(g.bucket_chain(*b))));
+    chains.extend(super::affinity::port_chains(w.ip, in_use));
     let mut add = |chain: &str, rule: Rule| {
         if let Some(c) = chains.iter_mut().find(|c| c.name == chain) {
             c.rules.push(rule);
@@ -256,7 +257,7 @@ fn scope_rules(
         format!("{not_pod}fib saddr type local {key} @{origin} {}", w.mark_set()),
         "masquerade local traffic",
     ));
-    out.extend(super::affinity::read_rules(w.ip, key, by_port, in_use));
+    out.extend(super::affinity::read_rule(key, by_port, in_use));
     let direct = |g: Group| {
         in_use
             .iter()
@@ -338,7 +339,11 @@ fn sets(
     ] {
         out.push(set(name, port_key.clone(), vec![]));
     }
-    let counts: BTreeSet<(Group, usize)> = in_use.iter().map(|(g, _, n)| (*g, *n)).collect();
+    let counts: BTreeSet<(Group, usize)> = in_use
+        .iter()
+        .filter(|(g, _, _)| Group::ALL.contains(g))
+        .map(|(g, _, n)| (*g, *n))
+        .collect();
     for &(g, n) in &counts {
         let decl = if g.by_port() { &port_key } else { &addr_key };
         out.push(set(&g.set(n), decl.clone(), vec![]));
@@ -347,8 +352,8 @@ fn sets(
         let decl = if g.by_port() { &port_key } else { &addr_key };
         out.push(set(&g.bucket_set(b), decl.clone(), vec![]));
     }
-    out.extend(super::affinity::maps(ip));
-    for (g, n) in counts.into_iter().filter(|(g, _)| Group::ALL.contains(g)) {
+    out.extend(super::affinity::maps(ip, addr, in_use));
+    for (g, n) in counts {
         let key = if g.by_port() {
             PORT_KEY.to_string()
         } else {

@@ -4,7 +4,7 @@
 use super::*;
 use crate::config::{Layout, NftLayout};
 use crate::fixtures::node;
-use crate::model::ProxyState;
+use crate::model::{Protocol, ProxyState, ServicePortName};
 use crate::offline::input::parse_objects;
 
 fn cfg() -> RenderConfig {
@@ -447,14 +447,45 @@ fn cache_transactions_track_fresh_renders() {
     }
 }
 
+/// The affinity port of Service `name`'s port 80/TCP (default timeout).
+fn sticky(name: &str) -> Sticky {
+    let port = ServicePortName {
+        namespace: "default".into(),
+        name: name.into(),
+        port: String::new(),
+        protocol: Protocol::Tcp,
+    };
+    Sticky::new(&port, 10800)
+}
+
 #[test]
-fn affinity_keys_are_in_the_timeout_set_read_before_the_draw_and_recorded_after() {
-    let spec = "{clusterIP: 172.30.0.45, sessionAffinity: ClientIP, ports: [{port: 80, protocol: TCP}]}";
+fn an_affinity_ports_keys_all_reach_its_one_map_before_the_draw_and_record_after() {
+    let spec = "{type: NodePort, clusterIP: 172.30.0.45, externalIPs: [192.0.2.7], sessionAffinity: ClientIP, ports: [{port: 80, nodePort: 30080, protocol: TCP}]}";
     let t = table(
         &(svc("f", spec) + &eps("f", &[("10.76.1.5", "node-1")], 80)),
         &cfg(),
     );
-    assert_eq!(elements(&t, "sticky-10800"), ["172.30.0.45 . tcp . 80"]);
+    let s = sticky("f");
+    let (jump, goto) = (
+        format!("jump {}", s.lookup_chain()),
+        format!("goto {}", s.record_chain()),
+    );
+    assert_eq!(
+        elements(&t, STICKY_KEYS),
+        [
+            format!("172.30.0.45 . tcp . 80 : {jump}"),
+            format!("192.0.2.7 . tcp . 80 : {jump}")
+        ]
+    );
+    assert_eq!(elements(&t, NP_STICKY_KEYS), [format!("tcp . 30080 : {jump}")]);
+    assert_eq!(
+        elements(&t, STICKY_RECORDS),
+        [
+            format!("172.30.0.45 . tcp . 80 : {goto}"),
+            format!("192.0.2.7 . tcp . 80 : {goto}")
+        ]
+    );
+    assert_eq!(elements(&t, NP_STICKY_RECORDS), [format!("tcp . 30080 : {goto}")]);
     let rules = |c: &str| -> Vec<String> {
         t.chain(c)
             .expect(c)
@@ -463,19 +494,63 @@ fn affinity_keys_are_in_the_timeout_set_read_before_the_draw_and_recorded_after(
             .map(|r| r.text.clone())
             .collect()
     };
-    let services = rules("services");
-    let read = services
-        .iter()
-        .position(|r| r.contains("map @affinity"))
-        .expect("read rule");
-    let draw = services
-        .iter()
-        .position(|r| r.contains("@svcs-1"))
-        .expect("draw rule");
-    assert!(read < draw, "{services:#?}");
+    for (chain, map, draw) in [
+        ("services", STICKY_KEYS, "@svcs-1"),
+        (NODEPORTS, NP_STICKY_KEYS, "@np-svcs-1"),
+    ] {
+        let got = rules(chain);
+        let read = got.iter().position(|r| r.ends_with(&format!("vmap @{map}")));
+        let drawn = got.iter().position(|r| r.contains(draw)).expect("draw rule");
+        assert!(read.is_some_and(|r| r < drawn), "{chain}: {got:#?}");
+    }
+    assert_eq!(
+        rules(&s.lookup_chain()),
+        [format!("meta l4proto tcp dnat ip to ip saddr map @{}", s.map())]
+    );
+    assert_eq!(
+        rules(&s.record_chain()),
+        [format!(
+            "meta l4proto tcp update @{} {{ ip saddr timeout 10800s : ip daddr . tcp dport }}",
+            s.map()
+        )]
+    );
     let record = rules(AFFINITY_RECORD);
-    assert_eq!(record.len(), 1, "{record:#?}");
-    assert!(record[0].contains("@sticky-10800 update @affinity {") && record[0].contains("timeout 10800s"));
+    assert_eq!(record.len(), 2, "{record:#?}");
+    assert!(record[0].ends_with(&format!(
+        "ct original ip daddr . ct original protocol . ct original proto-dst vmap @{STICKY_RECORDS}"
+    )));
+    assert!(record[1].ends_with(&format!(
+        "ct original protocol . ct original proto-dst vmap @{NP_STICKY_RECORDS}"
+    )));
+    let map = t.sets.iter().find(|m| m.name == s.map()).expect("the port's map");
+    assert_eq!(map.flags, ["dynamic", "timeout"]);
+}
+
+#[test]
+fn two_affinity_services_claiming_one_external_ip_leave_it_to_one() {
+    let spec = |ip: &str| {
+        format!(
+            "{{clusterIP: {ip}, externalIPs: [192.0.2.7], sessionAffinity: ClientIP, ports: [{{port: 80, protocol: TCP}}]}}"
+        )
+    };
+    let yaml = svc("f", &spec("172.30.0.45"))
+        + &eps("f", &[("10.76.1.5", "node-1")], 80)
+        + &svc("g", &spec("172.30.0.46"))
+        + &eps("g", &[("10.76.1.6", "node-1")], 80);
+    let t = table(&yaml, &cfg());
+    let keys = elements(&t, STICKY_KEYS);
+    let external: Vec<&String> = keys.iter().filter(|k| k.starts_with("192.0.2.7 ")).collect();
+    assert_eq!(external.len(), 1, "one element per key: {keys:#?}");
+    assert_eq!(keys.len(), 3, "both cluster IPs keep theirs: {keys:#?}");
+    assert_eq!(elements(&t, STICKY_RECORDS).len(), 3);
+    // The cache keeps the key for one port as well, and gives it to nobody twice.
+    let objs = parse_objects(&yaml).expect("yaml");
+    let state = ProxyState::from_k8s(&objs.services, &objs.slices, cfg().family);
+    let mut cache = MapsCache::new(node(), cfg());
+    for (name, svc) in &state.services {
+        cache.set_port(name, Some((svc.clone(), state.endpoints.get(name).cloned())));
+    }
+    assert_eq!(cache.table().elements_of(STICKY_KEYS).count(), 3);
 }
 
 /// The daemon's replacement text, written straight from the cache, is the text of the cache's table.

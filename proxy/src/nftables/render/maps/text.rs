@@ -49,6 +49,8 @@ pub(super) fn write_element(out: &mut String, fam: &str, e: &MapsElement) {
     let _ = write!(out, "add element {fam} {TABLE} {} {{ {}", e.set, e.key);
     if let Some((ip, port)) = e.value {
         let _ = write!(out, " : {ip} . {port}");
+    } else if let Some(v) = e.set.verdict_text() {
+        let _ = write!(out, " : {v}");
     }
     out.push_str(" }\n");
 }
