@@ -93,6 +93,11 @@ struct Cli {
     /// P2: only the maps layout's rows (implies --p2-nft-maps; skips the iptables and nftnl rows).
     #[arg(long)]
     p2_maps_only: bool,
+    /// P2: every Service of the maps rows has ClientIP affinity (its own map and chains), so each
+    /// change meets that many affinity ports; only the `maps-nl` row runs (through `nft -f` each
+    /// load of such a table takes minutes).
+    #[arg(long)]
+    p2_maps_affinity: bool,
     /// P2: only the nftables mode (skip the iptables layouts).
     #[arg(long)]
     p2_nft_only: bool,
@@ -337,6 +342,7 @@ fn main() -> anyhow::Result<()> {
             nftables: true,
             nft_binary: cli.p2_nft_binary || q,
             nft_maps: cli.p2_nft_maps || cli.p2_maps_only || q,
+            maps_affinity: cli.p2_maps_affinity,
             nft_batches: cli.p2_nft_batches.clone().unwrap_or(match cli.p2_maps_only {
                 true => vec![],
                 false => vec![svcnet_proxy::nftables::kernel::STREAM_BATCH_OPS],

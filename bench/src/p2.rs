@@ -45,6 +45,8 @@ pub struct P2Params {
     /// Also the nftables mode's maps layout (rows `maps`, changes through `nft -f`, and `maps-nl`,
     /// changes through svcnet's netlink writer).
     pub nft_maps: bool,
+    /// The maps rows' Services all have ClientIP affinity (each its own map and chains).
+    pub maps_affinity: bool,
     /// Most steps per batch of the nftables first load: one `nftnl` row each.
     pub nft_batches: Vec<usize>,
     /// Layouts that also get a timed full sync (minutes each at 10k x 100k with iptables-nft).
@@ -89,6 +91,8 @@ pub struct P2Layout {
     pub service_added: Vec<Sync>,
     /// A Service with an endpoint count no port has (the maps layout's rows only).
     pub new_count: Vec<Sync>,
+    /// A Service with ClientIP affinity (the maps layout's rows only: its own map and chains).
+    pub affinity_added: Vec<Sync>,
     pub full: Option<Sync>,
 }
 
@@ -109,6 +113,7 @@ impl P2Layout {
             endpoint_change: vec![],
             service_added: vec![],
             new_count: vec![],
+            affinity_added: vec![],
             full,
         }
     }
@@ -307,7 +312,11 @@ pub fn run(p: &P2Params, progress: &mut dyn FnMut(&str)) -> Result<P2, BenchErro
             layouts.push(nftables::run(None, p, progress)?);
         }
         if p.nft_maps {
-            layouts.push(maps::run(p, false, progress)?);
+            // With every Service sticky, `nft -f` takes ~85 s per load at 10k (its own cost of
+            // 10k maps), and each growth through it is a load: only the netlink row runs.
+            if !p.maps_affinity {
+                layouts.push(maps::run(p, false, progress)?);
+            }
             layouts.push(maps::run(p, true, progress)?);
         }
     }

@@ -308,6 +308,15 @@ pub fn p2(r: &P2) -> String {
         if !l.new_count.is_empty() {
             sync_row(&mut s, name, "new endpoint count", &l.new_count, l.full_lines);
         }
+        if !l.affinity_added.is_empty() {
+            sync_row(
+                &mut s,
+                name,
+                "affinity svc added",
+                &l.affinity_added,
+                l.full_lines,
+            );
+        }
         if let Some(f) = &l.full {
             sync_row(&mut s, name, "FULL sync", std::slice::from_ref(f), l.full_lines);
         }

@@ -117,10 +117,10 @@ fn netlink_sync(
     })
 }
 
-/// A Service whose endpoint count no port has: the daemon grows the table in place (new sets and
-/// rules placed by the handles read back from the kernel, with the port's elements, one batch);
-/// through `nft -f` the table is replaced.
-fn new_count(
+/// A Service whose endpoint count no port has, or with ClientIP affinity (its own map and chains):
+/// the daemon grows the table in place (new sets, chains and rules placed by the handles read back
+/// from the kernel, with the port's elements, one batch); through `nft -f` the table is replaced.
+fn growth(
     lab: &mut Lab,
     cache: &mut MapsCache,
     name: &ServicePortName,
@@ -132,7 +132,7 @@ fn new_count(
     cache.set_port(name, Some(records));
     if cache.peek_change(false) != MapsChange::Replace {
         return Err(BenchError::Check(
-            "a new endpoint count needed no new rule".into(),
+            "a new endpoint count or affinity port needed no new rule".into(),
         ));
     }
     if !netlink {
@@ -171,6 +171,13 @@ fn new_count(
     Ok(out)
 }
 
+/// The port with ClientIP affinity (the default timeout).
+fn sticky(svc: &mut std::sync::Arc<svcnet_proxy::model::ServicePort>) {
+    let mut port = (**svc).clone();
+    port.session_affinity = Some(10800);
+    *svc = std::sync::Arc::new(port);
+}
+
 pub(super) fn run(
     p: &P2Params,
     netlink: bool,
@@ -178,8 +185,11 @@ pub(super) fn run(
 ) -> Result<P2Layout, BenchError> {
     let row = if netlink { "maps-nl" } else { "maps" };
     let n = p.services;
-    let all_ips = synth::cluster_ips(n + 2 * p.changes, 0x5eed);
+    let all_ips = synth::cluster_ips(n + 3 * p.changes, 0x5eed);
     let mut state = synth::state(&all_ips[..n], p.endpoints_per_service);
+    if p.maps_affinity {
+        state.services.values_mut().for_each(sticky);
+    }
     let cfg = RenderConfig {
         nft_layout: NftLayout::Maps,
         ..RenderConfig::default()
@@ -224,15 +234,19 @@ pub(super) fn run(
         add_service(&mut state, i, all_ips[i], p.endpoints_per_service + 1 + k);
         let name = synth::service_name(i);
         let records = (state.services[&name].clone(), state.endpoints.get(&name).cloned());
-        out.new_count.push(new_count(
-            &mut lab,
-            &mut cache,
-            &name,
-            records,
-            netlink,
-            &mut socket,
-        )?);
+        let grown = growth(&mut lab, &mut cache, &name, records, netlink, &mut socket)?;
+        out.new_count.push(grown);
     }
-    progress(&format!("P2 {row}: {} partial syncs done", 3 * p.changes));
+    for k in 0..p.changes {
+        let i = n + 2 * p.changes + k;
+        add_service(&mut state, i, all_ips[i], p.endpoints_per_service);
+        let name = synth::service_name(i);
+        let mut svc = state.services[&name].clone();
+        sticky(&mut svc);
+        let records = (svc, state.endpoints.get(&name).cloned());
+        let grown = growth(&mut lab, &mut cache, &name, records, netlink, &mut socket)?;
+        out.affinity_added.push(grown);
+    }
+    progress(&format!("P2 {row}: {} partial syncs done", 4 * p.changes));
     Ok(out)
 }

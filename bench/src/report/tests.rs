@@ -115,6 +115,7 @@ fn p2_reports_partial_lines_time_and_full_ratio() {
             endpoint_change: vec![sync(40, 10), sync(42, 30), sync(41, 20)],
             service_added: vec![sync(60, 40), sync(60, 40), sync(60, 40)],
             new_count: vec![],
+            affinity_added: vec![],
             full: Some(sync(5000, 4000)),
         }],
     };
