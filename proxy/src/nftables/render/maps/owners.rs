@@ -1,7 +1,9 @@
 //! Which affinity port holds each key of the sticky verdict maps (`@sticky-keys`, `@sticky-records`
 //! and their node-port twins): two Services claiming one external IP and port would otherwise give
 //! the kernel two elements of one key, and it would refuse them and the whole transaction with
-//! them. The first port to claim a key keeps it ([`super::render`] keeps the first in order).
+//! them. The first port to claim a key keeps it ([`super::render`] keeps the first in order); a
+//! port refused a key claims it again when its records next change. Such keys are a misconfiguration
+//! whose packets reach only one of the two Services anyway.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
