@@ -44,7 +44,7 @@ impl Owners {
     }
 }
 
-/// The affinity port and the endpoints of one port's facts.
+/// The affinity port and (for an affinity port) the endpoints of one port's facts.
 pub(super) fn sticky_and_endpoints(
     elements: &[MapsElement],
     in_use: &InUse,
@@ -53,10 +53,14 @@ pub(super) fn sticky_and_endpoints(
         Group::Sticky(s) => Some(*s),
         _ => None,
     });
-    let eps = elements
-        .iter()
-        .filter(|e| matches!(e.set, SetName::Map(..)))
-        .filter_map(|e| e.value)
-        .collect();
+    // Only an affinity port's are wanted; every port's records pass through here on each change.
+    let eps = match sticky {
+        None => BTreeSet::new(),
+        Some(_) => elements
+            .iter()
+            .filter(|e| matches!(e.set, SetName::Map(..)))
+            .filter_map(|e| e.value)
+            .collect(),
+    };
     (sticky, eps)
 }
