@@ -8,7 +8,10 @@
 use super::EncodeError;
 use super::compile::{KeyPart, key_part};
 use super::expr::{SET_INTERVAL, SET_MAP, TYPE_INTEGER, TYPE_IPV4, TYPE_IPV6, TYPE_PROTO, TYPE_SERVICE};
+use super::objects::DATA_VERDICT;
+use super::set_type::SetType;
 use crate::model::Family;
+use crate::nftables::render::Set;
 use crate::nftables::render::maps::MapsSet;
 
 const SET_TIMEOUT: u32 = 0x10;
@@ -112,8 +115,8 @@ impl Decl {
             None => (body, None),
         };
         let key = fields(key, family, typeof_).ok_or_else(bad)?;
-        if data == Some("verdict") && !typeof_ && set.is_map {
-            return verdict_map(set, &key).ok_or_else(bad);
+        if data == Some("verdict") && !typeof_ && set.is_map && set.flags.is_empty() {
+            return verdict_map(set);
         }
         let data = data
             .map(|d| fields(d, family, typeof_).ok_or_else(bad))
@@ -148,38 +151,28 @@ impl Decl {
     }
 }
 
-/// nf_tables' data type of a verdict map (NFT_DATA_VERDICT).
-const DATA_VERDICT: u32 = 0xffff_ff00;
 /// sizeof(struct nft_verdict).
 const VERDICT_LEN: u32 = 16;
 
-/// A `type KEY : verdict` map without flags (the affinity ports' verdict maps), as nft 1.0.6
-/// declares one: the key's byte order, the data's, an empty concatenation typeof and no data
-/// interval (a single-part key: big-endian, nothing else).
-fn verdict_map(set: &MapsSet, key: &[Field]) -> Option<Decl> {
-    if !set.flags.is_empty() {
-        return None;
-    }
-    let mut u = Vec::new();
-    if key.len() > 1 {
-        tlv_u32(&mut u, UD_KEY_BYTEORDER, 0)?;
-        tlv_u32(&mut u, UD_DATA_BYTEORDER, 0)?;
-        let mut v = Vec::new();
-        tlv_u32(&mut v, 0, EXPR_CONCAT)?;
-        tlv(&mut v, 1, &[])?;
-        tlv(&mut u, UD_KEY_TYPEOF, &v)?;
-        tlv_u32(&mut u, UD_DATA_INTERVAL, 0)?;
-    } else {
-        tlv_u32(&mut u, UD_KEY_BYTEORDER, BYTEORDER_BIG)?;
-    }
-    Some(Decl {
+/// A `type KEY : verdict` map without flags (the affinity ports' verdict maps), declared as the
+/// upstream layout's verdict maps are ([`SetType`]).
+fn verdict_map(set: &MapsSet) -> Result<Decl, EncodeError> {
+    let ty = SetType::parse(&Set {
+        name: set.name.clone(),
+        is_map: true,
+        type_: set.decl.trim_start_matches("type ").to_string(),
+        flags: Vec::new(),
+        timeout: None,
+        comment: None,
+    })?;
+    Ok(Decl {
         flags: SET_MAP,
-        key_type: type_id(key),
-        key_len: total_len(key),
+        key_type: ty.type_id(),
+        key_len: ty.key_len(),
         // The kernel takes a verdict's own length whatever is sent, and lists that.
         data: Some((DATA_VERDICT, VERDICT_LEN)),
         concat_fields: Vec::new(),
-        udata: u,
+        udata: ty.udata(None)?,
     })
 }
 

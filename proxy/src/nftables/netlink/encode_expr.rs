@@ -65,7 +65,8 @@ fn value(w: &mut Writer, ty: u16, data: &[u8]) -> Result<(), EncodeError> {
     w.nest_end(n)
 }
 
-fn verdict(w: &mut Writer, v: &Verdict) -> Result<(), EncodeError> {
+/// A verdict as `NFTA_DATA_VERDICT` (code, and chain for a jump or goto).
+pub(super) fn verdict(w: &mut Writer, v: &Verdict) -> Result<(), EncodeError> {
     let n = w.nest(DATA_VERDICT);
     w.attr(1, &v.code().to_be_bytes())?;
     if let Some(c) = v.chain() {

@@ -7,12 +7,13 @@
 
 use std::net::IpAddr;
 
+use super::expr::Verdict;
 use super::msg::Writer;
 use super::{Batch, EncodeError, Start, kind, nfproto};
 
 use super::attr::{
-    DATA_VALUE, DATA_VERDICT, ELEM_DATA, ELEM_FLAGS, ELEM_KEY, ELEM_KEY_END, ELEM_LIST_ELEMENTS,
-    ELEM_LIST_SET, ELEM_LIST_TABLE, ELEM_TIMEOUT, LIST_ELEM, VERDICT_CHAIN, VERDICT_CODE,
+    DATA_VALUE, ELEM_DATA, ELEM_FLAGS, ELEM_KEY, ELEM_KEY_END, ELEM_LIST_ELEMENTS, ELEM_LIST_SET,
+    ELEM_LIST_TABLE, ELEM_TIMEOUT, LIST_ELEM,
 };
 use crate::model::{Family, Protocol};
 use crate::nftables::render::maps::{FW_ALLOW, MapsElement, Part, SERVICE_CIDRS, SetName};
@@ -220,13 +221,13 @@ pub(super) fn elements_message(
             w.nest_end(d)?;
         }
         if let (true, Some((jump, chain))) = (add, e.set.verdict()) {
-            // NF_JUMP -3, NF_GOTO -4, as nft sends a verdict map's data.
-            let code: i32 = if jump { -3 } else { -4 };
             let d = w.nest(ELEM_DATA);
-            let v = w.nest(DATA_VERDICT);
-            w.attr(VERDICT_CODE, &code.to_be_bytes())?;
-            w.str(VERDICT_CHAIN, &chain)?;
-            w.nest_end(v)?;
+            let v = if jump {
+                Verdict::Jump(chain)
+            } else {
+                Verdict::Goto(chain)
+            };
+            super::encode_expr::verdict(w, &v)?;
             w.nest_end(d)?;
         }
         w.nest_end(el)?;

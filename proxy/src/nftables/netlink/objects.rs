@@ -15,7 +15,7 @@ use crate::nftables::render::{Chain, Element, Op, Rule, Set};
 
 const TABLE_COMMENT: &str = "rules for kube-proxy";
 /// The data type of verdict maps (NFT_DATA_VERDICT).
-const DATA_VERDICT: u32 = 0xffff_ff00;
+pub(super) const DATA_VERDICT: u32 = 0xffff_ff00;
 const SET_TIMEOUT: u32 = 0x10;
 const SET_EVAL: u32 = 0x20;
 const ELEM_INTERVAL_END: u32 = 0x1;
